@@ -1,0 +1,270 @@
+// Package bridge holds what every channel shares: the command layer
+// (/start, /help, /clear, /status and commands other parts register), the
+// allowlist with its one-time refusal, and splitting long replies.
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"loadout/chat"
+)
+
+// Sentences people see when something fails on loadout's side.
+const (
+	// TextFailed is sent when a message could not be handled at all.
+	TextFailed = "Sorry, something went wrong on my side and your message was not saved. Please try again in a moment."
+	// TextRefused is the one refusal an unknown user receives.
+	TextRefused = "Sorry, I only talk to people my owner has allowed. Ask them to add you."
+)
+
+// Command is a slash command. Run receives the text after the command name.
+type Command struct {
+	Name string // without the slash
+	// Args is a short usage hint, e.g. "google".
+	Args string
+	Help string
+	Run  func(ctx context.Context, in chat.Inbound, args string) (string, error)
+}
+
+// Router sends a message to its command or, if it is not one, to the
+// engine. It is safe for concurrent use once commands are registered.
+type Router struct {
+	engine   *chat.Engine
+	name     string
+	now      func() time.Time
+	commands map[string]Command
+	order    []string
+}
+
+// NewRouter returns a router with the built-in commands. name is the
+// assistant's name used in greetings.
+func NewRouter(engine *chat.Engine, name string) *Router {
+	if name == "" {
+		name = "loadout"
+	}
+	r := &Router{engine: engine, name: name, now: time.Now, commands: map[string]Command{}}
+	r.Register(Command{Name: "start", Help: "introduction", Run: r.start})
+	r.Register(Command{Name: "help", Help: "list the commands", Run: r.help})
+	r.Register(Command{Name: "clear", Help: "start a new conversation (unloads every tool group)", Run: r.clear})
+	r.Register(Command{Name: "status", Help: "show this conversation's size, loaded tool groups and token use", Run: r.status})
+	return r
+}
+
+// Register adds a command, replacing one of the same name. Call it before
+// channels start.
+func (r *Router) Register(c Command) {
+	if _, ok := r.commands[c.Name]; !ok {
+		r.order = append(r.order, c.Name)
+	}
+	r.commands[c.Name] = c
+}
+
+// Commands returns the commands in registration order.
+func (r *Router) Commands() []Command {
+	out := make([]Command, len(r.order))
+	for i, n := range r.order {
+		out[i] = r.commands[n]
+	}
+	return out
+}
+
+// Handle answers one inbound message. An error means the message could
+// not be persisted; the channel should tell the person with TextFailed.
+func (r *Router) Handle(ctx context.Context, in chat.Inbound) (string, error) {
+	if name, args, ok := ParseCommand(in.Text); ok {
+		c, found := r.commands[name]
+		if !found {
+			return fmt.Sprintf("I don't know the command /%s. Send /help to see what I understand.", name), nil
+		}
+		return c.Run(ctx, in, args)
+	}
+	reply, err := r.engine.Handle(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return reply.Text, nil
+}
+
+// IsCommand reports whether text is a slash command.
+func IsCommand(text string) bool {
+	_, _, ok := ParseCommand(text)
+	return ok
+}
+
+// ParseCommand splits "/name@bot args" into name and args. Names are
+// lower-cased; a "@bot" suffix is dropped. Text that merely starts with a
+// slash, like a path, is not a command.
+func ParseCommand(text string) (name, args string, ok bool) {
+	text = strings.TrimSpace(text)
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false
+	}
+	head, rest, _ := strings.Cut(text[1:], " ")
+	if i := strings.IndexAny(head, "\n\t"); i >= 0 {
+		rest = head[i+1:] + " " + rest
+		head = head[:i]
+	}
+	head, _, _ = strings.Cut(head, "@")
+	if head == "" || len(head) > 32 {
+		return "", "", false
+	}
+	for _, c := range head {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return "", "", false
+		}
+	}
+	return strings.ToLower(head), strings.TrimSpace(rest), true
+}
+
+func (r *Router) start(ctx context.Context, in chat.Inbound, _ string) (string, error) {
+	help, _ := r.help(ctx, in, "")
+	return fmt.Sprintf("Hi, I'm %s. Ask me anything; I can also work with your tools and accounts when you ask.\n\n%s", r.name, help), nil
+}
+
+func (r *Router) help(context.Context, chat.Inbound, string) (string, error) {
+	var b strings.Builder
+	b.WriteString("Commands:")
+	for _, c := range r.Commands() {
+		usage := "/" + c.Name
+		if c.Args != "" {
+			usage += " " + c.Args
+		}
+		fmt.Fprintf(&b, "\n%s — %s", usage, c.Help)
+	}
+	return b.String(), nil
+}
+
+func (r *Router) clear(ctx context.Context, in chat.Inbound, _ string) (string, error) {
+	if _, err := r.engine.Clear(ctx, in.ChatKey); err != nil {
+		return "", err
+	}
+	return "Started a new conversation. Earlier messages and loaded tool groups are no longer in play.", nil
+}
+
+func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string, error) {
+	s, err := r.engine.Status(ctx, in.ChatKey)
+	if err != nil {
+		return "", err
+	}
+	loaded := "none"
+	if len(s.Loaded) > 0 {
+		loaded = strings.Join(s.Loaded, ", ")
+	}
+	total := s.Usage.PromptTokens + s.Usage.CompletionTokens
+	return fmt.Sprintf("Conversation open for %s (since %s)\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request)\nTokens used: %s (prompt %s, completion %s)\nModel: %s, routing: %s",
+		Age(r.now().Sub(s.OpenedAt)), s.OpenedAt.UTC().Format("2006-01-02 15:04 UTC"),
+		s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens),
+		Thousands(total), Thousands(s.Usage.PromptTokens), Thousands(s.Usage.CompletionTokens),
+		firstOr(s.Model, "default"), s.Routing), nil
+}
+
+// Age renders a duration for people: "45s", "12m", "3h 5m", "2d 4h".
+func Age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// Thousands renders n with comma separators.
+func Thousands(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+func firstOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Allowlist decides who may use the bot. The zero value allows nobody.
+type Allowlist struct {
+	ids     map[string]bool
+	names   map[string]bool
+	mu      sync.Mutex
+	refused map[string]bool
+}
+
+// NewAllowlist builds an allowlist from entries that are ids ("42",
+// "U024BE7LH") or usernames ("@ana"; compared without case).
+func NewAllowlist(entries []string) *Allowlist {
+	a := &Allowlist{ids: map[string]bool{}, names: map[string]bool{}, refused: map[string]bool{}}
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if strings.HasPrefix(e, "@") {
+			a.names[strings.ToLower(strings.TrimPrefix(e, "@"))] = true
+		} else if e != "" {
+			a.ids[e] = true
+		}
+	}
+	return a
+}
+
+// Allowed reports whether the user with this id or username may talk to
+// the bot. username may be empty or carry a leading "@".
+func (a *Allowlist) Allowed(id, username string) bool {
+	if a == nil {
+		return false
+	}
+	if id != "" && a.ids[id] {
+		return true
+	}
+	username = strings.ToLower(strings.TrimPrefix(username, "@"))
+	return username != "" && a.names[username]
+}
+
+// FirstRefusal records that id was refused and reports whether this is the
+// first time since start, so the refusal is sent only once.
+func (a *Allowlist) FirstRefusal(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.refused == nil {
+		a.refused = map[string]bool{}
+	}
+	if a.refused[id] {
+		return false
+	}
+	a.refused[id] = true
+	return true
+}
+
+// Len returns the number of entries.
+func (a *Allowlist) Len() int {
+	if a == nil {
+		return 0
+	}
+	return len(a.ids) + len(a.names)
+}
+
+// Entries returns the entries, sorted, for logs.
+func (a *Allowlist) Entries() []string {
+	var out []string
+	for id := range a.ids {
+		out = append(out, id)
+	}
+	for n := range a.names {
+		out = append(out, "@"+n)
+	}
+	sort.Strings(out)
+	return out
+}

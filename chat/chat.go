@@ -1,0 +1,140 @@
+// Package chat is the engine: it keeps one open session per chat, persists
+// every message, rebuilds the session's tool catalog from the store on each
+// message, assembles the prompt and runs the model/tool loop.
+package chat
+
+import (
+	"context"
+	"time"
+
+	"loadout/tools"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// Message roles, as the OpenAI chat API names them.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is one call the model asked for.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Message is one entry of a session's history.
+type Message struct {
+	ID   int64
+	Role Role
+	// Text is the message text; for a tool message, the result content.
+	Text string
+	// ToolCalls are the calls of an assistant message.
+	ToolCalls []ToolCall
+	// ToolCallID, ToolName, Status, Code and Arguments describe a tool
+	// result (Role == RoleTool).
+	ToolCallID string
+	ToolName   string
+	Status     string
+	Code       string
+	Arguments  string
+	// Group is set on a successful load_tool_group result: the group loaded.
+	Group string
+	// UserKey is the person who wrote a user message.
+	UserKey string
+	// Tokens is the message's token count as sent to the model.
+	Tokens    int
+	CreatedAt time.Time
+}
+
+// Usage counts the tokens of one or more model calls.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens}
+}
+
+// Request is one model call.
+type Request struct {
+	Model    string
+	Messages []Message // the first is the system prompt
+	Tools    []tools.Definition
+}
+
+// Response is the model's answer: text, tool calls, or both.
+type Response struct {
+	Text      string
+	ToolCalls []ToolCall
+	Usage     Usage
+}
+
+// Model is an OpenAI-compatible chat model. Complete retries transient
+// faults itself; an error means the call failed for good.
+type Model interface {
+	Complete(ctx context.Context, req Request) (Response, error)
+}
+
+// Session is one conversation of a chat, from open until /clear.
+type Session struct {
+	ID       int64
+	ChatKey  string
+	OpenedAt time.Time
+	// Messages is the number of messages persisted in the session.
+	Messages int
+	// Usage is the sum of the session's model calls.
+	Usage Usage
+}
+
+// Store persists sessions, messages and per-chat settings. Implementations
+// must be safe for concurrent use.
+type Store interface {
+	// OpenSession returns the chat's open session, opening one if none is.
+	OpenSession(ctx context.Context, chatKey string) (Session, error)
+	// CloseSession closes the chat's open session, if any, and reports
+	// whether one was open.
+	CloseSession(ctx context.Context, chatKey string) (bool, error)
+	// Append persists msgs in one transaction and adds usage to the session.
+	Append(ctx context.Context, sessionID int64, msgs []Message, usage Usage) error
+	// Recent returns up to limit of the session's latest messages, oldest first.
+	Recent(ctx context.Context, sessionID int64, limit int) ([]Message, error)
+	// LoadedGroups returns the groups loaded by successful load_tool_group
+	// calls in the session, without scanning its history.
+	LoadedGroups(ctx context.Context, sessionID int64) ([]string, error)
+	// ChatSettings returns the chat's settings (see the Setting constants).
+	ChatSettings(ctx context.Context, chatKey string) (map[string]string, error)
+}
+
+// Per-chat setting keys, written by the config tool group.
+const (
+	SettingName          = "name"
+	SettingSystemPrompt  = "system_prompt"
+	SettingModel         = "model"
+	SettingDisabledTools = "disabled_tools" // comma-separated tool names
+)
+
+// Inbound is one message from a person.
+type Inbound struct {
+	// ChatKey identifies the conversation, e.g. "telegram:123".
+	ChatKey string
+	// UserKey identifies the sender, e.g. "telegram:42".
+	UserKey string
+	Text    string
+}
+
+// Reply is the engine's answer to an Inbound.
+type Reply struct {
+	Text string
+	// Usage is what the turn's model calls cost.
+	Usage Usage
+	// Rounds is the number of model calls made.
+	Rounds int
+}

@@ -1,0 +1,197 @@
+// Package chattest provides a scripted OpenAI-compatible model server and a
+// ready engine on a temporary SQLite file, for tests of the engine and of
+// every channel.
+package chattest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"loadout/chat"
+	"loadout/chat/openai"
+)
+
+// Step is one scripted answer of the model server.
+type Step struct {
+	// Text is the assistant's text.
+	Text string
+	// Calls are tool calls; IDs are filled in when empty.
+	Calls []chat.ToolCall
+	// Status, when non-zero, answers with this HTTP status and Body.
+	Status int
+	Body   string
+	// Delay waits before answering.
+	Delay time.Duration
+	// Usage is reported in the response; zero means 10 prompt, 5 completion.
+	Usage chat.Usage
+}
+
+// ModelServer is a fake chat completions server. Tests queue steps and read
+// back every request the real go-openai client sent. When the queue is
+// empty it answers with Fallback text. It is safe for concurrent use.
+type ModelServer struct {
+	URL string
+	// Fallback is the text answered when no step is queued.
+	Fallback string
+
+	srv      *httptest.Server
+	mu       sync.Mutex
+	queue    []Step
+	requests []goopenai.ChatCompletionRequest
+	n        int
+}
+
+// NewModelServer starts a server on 127.0.0.1, closed when the test ends.
+func NewModelServer(t testing.TB) *ModelServer {
+	s := &ModelServer{Fallback: "done"}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + "/v1"
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Push queues steps.
+func (s *ModelServer) Push(steps ...Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, steps...)
+}
+
+// Text queues a text answer.
+func (s *ModelServer) Text(text string) { s.Push(Step{Text: text}) }
+
+// Call queues one answer made of tool calls, each given as name and JSON
+// arguments: Call("load_tool_group", `{"group_name":"config"}`, …).
+func (s *ModelServer) Call(nameArgs ...string) {
+	if len(nameArgs)%2 != 0 {
+		panic("chattest: Call takes name, arguments pairs")
+	}
+	var st Step
+	for i := 0; i < len(nameArgs); i += 2 {
+		st.Calls = append(st.Calls, chat.ToolCall{Name: nameArgs[i], Arguments: nameArgs[i+1]})
+	}
+	s.Push(st)
+}
+
+// Fail queues an HTTP error answer.
+func (s *ModelServer) Fail(status int) {
+	s.Push(Step{Status: status, Body: fmt.Sprintf(`{"error":{"message":"fake failure %d","type":"server_error"}}`, status)})
+}
+
+// Garbled queues an answer that is not valid JSON.
+func (s *ModelServer) Garbled() { s.Push(Step{Status: http.StatusOK, Body: `{"choices": [tru`}) }
+
+// Requests returns every request received so far.
+func (s *ModelServer) Requests() []goopenai.ChatCompletionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]goopenai.ChatCompletionRequest(nil), s.requests...)
+}
+
+// Last returns the latest request; it fails the test if there is none.
+func (s *ModelServer) Last(t testing.TB) goopenai.ChatCompletionRequest {
+	t.Helper()
+	r := s.Requests()
+	if len(r) == 0 {
+		t.Fatal("chattest: the model received no request")
+	}
+	return r[len(r)-1]
+}
+
+// Pending returns the number of queued steps not yet answered.
+func (s *ModelServer) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// Client returns the real adapter pointed at the server, with short
+// backoff so retries stay fast.
+func (s *ModelServer) Client() *openai.Client {
+	return openai.New(openai.Config{BaseURL: s.URL, APIKey: "test-key", Backoff: time.Millisecond, Attempts: 3, Timeout: 5 * time.Second})
+}
+
+func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	var req goopenai.ChatCompletionRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	st := Step{Text: s.Fallback}
+	if len(s.queue) > 0 {
+		st = s.queue[0]
+		s.queue = s.queue[1:]
+	}
+	s.n++
+	n := s.n
+	s.mu.Unlock()
+
+	if st.Delay > 0 {
+		select {
+		case <-time.After(st.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if st.Status != 0 {
+		w.WriteHeader(st.Status)
+		fmt.Fprint(w, st.Body)
+		return
+	}
+	msg := goopenai.ChatCompletionMessage{Role: "assistant", Content: st.Text}
+	for i, c := range st.Calls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d", n, i)
+		}
+		msg.ToolCalls = append(msg.ToolCalls, goopenai.ToolCall{
+			ID: id, Type: goopenai.ToolTypeFunction,
+			Function: goopenai.FunctionCall{Name: c.Name, Arguments: c.Arguments},
+		})
+	}
+	usage := st.Usage
+	if usage == (chat.Usage{}) {
+		usage = chat.Usage{PromptTokens: 10, CompletionTokens: 5}
+	}
+	finish := goopenai.FinishReasonStop
+	if len(msg.ToolCalls) > 0 {
+		finish = goopenai.FinishReasonToolCalls
+	}
+	json.NewEncoder(w).Encode(goopenai.ChatCompletionResponse{
+		ID: fmt.Sprintf("chatcmpl-%d", n), Object: "chat.completion", Model: req.Model,
+		Choices: []goopenai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
+		Usage: goopenai.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens,
+			TotalTokens: usage.PromptTokens + usage.CompletionTokens},
+	})
+}
+
+// ToolNames returns the names of the tools a request carried.
+func ToolNames(req goopenai.ChatCompletionRequest) []string {
+	out := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		out[i] = t.Function.Name
+	}
+	return out
+}
+
+// System returns a request's system prompt.
+func System(req goopenai.ChatCompletionRequest) string {
+	if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
+		return req.Messages[0].Content
+	}
+	return ""
+}

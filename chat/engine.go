@@ -1,0 +1,459 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"loadout/tools"
+)
+
+// Routing modes.
+const (
+	// RoutingGroups sends core tools plus loaded groups (the default).
+	RoutingGroups = "groups"
+	// RoutingAll sends every tool schema on every call.
+	RoutingAll = "all"
+)
+
+// Config configures an Engine. The zero value of each field is its
+// documented default.
+type Config struct {
+	// Name is the assistant's name; a chat may override it.
+	Name string
+	// SystemPrompt is the agent prompt; a chat may override it.
+	SystemPrompt string
+	// Model is the model name sent with each request; a chat may override it.
+	Model string
+	// MaxToolRounds bounds the model calls of one turn. Default 20.
+	MaxToolRounds int
+	// Routing is RoutingGroups (default) or RoutingAll.
+	Routing string
+	// HistoryTokens bounds the history sent to the model. Default 16000.
+	HistoryTokens int
+	// HistoryMessages bounds how many recent messages are read from the
+	// store before trimming. Default 400.
+	HistoryMessages int
+	// ToolResultChars caps tool results of earlier turns when they are sent
+	// again. Default 2000.
+	ToolResultChars int
+	// RepeatLimit is how often the same failing call may occur in one turn
+	// before the turn stops. Default 3.
+	RepeatLimit int
+	// Count counts tokens; default is an estimate of four bytes a token.
+	Count func(string) int
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Middleware wraps every tool call, outermost first.
+	Middleware []tools.Middleware
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxToolRounds <= 0 {
+		c.MaxToolRounds = 20
+	}
+	if c.Routing == "" {
+		c.Routing = RoutingGroups
+	}
+	if c.HistoryTokens <= 0 {
+		c.HistoryTokens = 16000
+	}
+	if c.HistoryMessages <= 0 {
+		c.HistoryMessages = 400
+	}
+	if c.ToolResultChars <= 0 {
+		c.ToolResultChars = 2000
+	}
+	if c.RepeatLimit <= 0 {
+		c.RepeatLimit = 3
+	}
+	if c.Count == nil {
+		c.Count = func(s string) int { return (len(s) + 3) / 4 }
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Engine handles messages. It is safe for concurrent use: messages of one
+// chat are handled one at a time in arrival order, different chats run
+// concurrently.
+type Engine struct {
+	cfg   Config
+	model Model
+	store Store
+	reg   *tools.Registry
+	exec  *tools.Executor
+	locks keyedMutex
+
+	schemaMu     sync.Mutex
+	schemaTokens map[string]int // tool name → schema tokens
+}
+
+// New returns an engine. reg must already hold every tool and group,
+// including tools.LoadGroup(reg).
+func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
+	cfg.setDefaults()
+	mw := append([]tools.Middleware{tools.Logging(cfg.Logger)}, cfg.Middleware...)
+	return &Engine{
+		cfg:          cfg,
+		model:        model,
+		store:        store,
+		reg:          reg,
+		exec:         tools.NewExecutor(reg, mw...),
+		schemaTokens: map[string]int{},
+	}
+}
+
+// Registry returns the engine's tool registry.
+func (e *Engine) Registry() *tools.Registry { return e.reg }
+
+// Sentences a person may see when a turn cannot finish normally.
+const (
+	msgModelDown = "Sorry, I can't reach the language model right now. Your message is saved; please try again in a minute."
+	msgCanceled  = "Sorry, I had to stop before finishing because I'm shutting down. Your message is saved; please send it again in a moment."
+)
+
+// Handle runs one turn: it persists the message, calls the model and the
+// tools until the model answers in text or a guard stops it, persists every
+// step and returns the answer. A model or tool failure becomes a plain
+// sentence in Reply; an error is returned only when the store fails, and
+// then nothing the person sent has been acknowledged.
+func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
+	unlock := e.locks.lock(in.ChatKey)
+	defer unlock()
+
+	sess, err := e.store.OpenSession(ctx, in.ChatKey)
+	if err != nil {
+		return Reply{}, fmt.Errorf("open session for %s: %w", in.ChatKey, err)
+	}
+	user := Message{Role: RoleUser, Text: in.Text, UserKey: in.UserKey, Tokens: e.cfg.Count(in.Text) + 4}
+	if err := e.store.Append(ctx, sess.ID, []Message{user}, Usage{}); err != nil {
+		return Reply{}, fmt.Errorf("persist message for %s: %w", in.ChatKey, err)
+	}
+	history, err := e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
+	if err != nil {
+		return Reply{}, fmt.Errorf("read history of session %d: %w", sess.ID, err)
+	}
+	loaded, err := e.store.LoadedGroups(ctx, sess.ID)
+	if err != nil {
+		return Reply{}, fmt.Errorf("read loaded groups of session %d: %w", sess.ID, err)
+	}
+	settings, err := e.store.ChatSettings(ctx, in.ChatKey)
+	if err != nil {
+		return Reply{}, fmt.Errorf("read settings of %s: %w", in.ChatKey, err)
+	}
+	t := &turn{
+		e:        e,
+		sess:     sess,
+		in:       in,
+		history:  history,
+		current:  len(history) - 1,
+		loaded:   loaded,
+		settings: settings,
+		failures: map[string]int{},
+	}
+	return t.run(ctx)
+}
+
+// turn is the state of one Handle call.
+type turn struct {
+	e        *Engine
+	sess     Session
+	in       Inbound
+	history  []Message
+	current  int // index of this turn's user message in history
+	loaded   []string
+	settings map[string]string
+	failures map[string]int
+	usage    Usage
+}
+
+func (t *turn) run(ctx context.Context) (Reply, error) {
+	e := t.e
+	for round := 0; ; round++ {
+		if round >= e.cfg.MaxToolRounds {
+			return t.finish(ctx, round, fmt.Sprintf(
+				"I stopped after %d rounds of tool calls without reaching an answer. Tell me how you'd like to continue, or narrow the request.", round))
+		}
+		disabled := disabledSet(t.settings)
+		cat := e.catalog(t.loaded, disabled)
+		req := Request{
+			Model: firstNonEmpty(t.settings[SettingModel], e.cfg.Model),
+			Tools: cat.Definitions(),
+		}
+		system := e.systemPrompt(t.settings, disabled)
+		budget := e.cfg.HistoryTokens - e.cfg.Count(system)
+		req.Messages = append([]Message{{Role: RoleSystem, Text: system}},
+			trimHistory(t.history, t.current, budget, e.cfg.ToolResultChars)...)
+
+		resp, err := e.model.Complete(ctx, req)
+		if err != nil {
+			e.cfg.Logger.Error("model call failed", "chat", t.in.ChatKey, "session", t.sess.ID, "round", round, "err", err)
+			if ctx.Err() != nil {
+				return Reply{Text: msgCanceled, Usage: t.usage, Rounds: round}, nil
+			}
+			return Reply{Text: msgModelDown, Usage: t.usage, Rounds: round}, nil
+		}
+		t.usage = t.usage.Add(resp.Usage)
+		if len(resp.ToolCalls) == 0 {
+			text := resp.Text
+			if strings.TrimSpace(text) == "" {
+				text = "(I have nothing to add.)"
+			}
+			return t.finishWith(ctx, round+1, text, resp.Usage)
+		}
+
+		stop, err := t.runTools(ctx, cat, disabled, resp)
+		if err != nil {
+			return Reply{}, err
+		}
+		if stop != "" {
+			return t.finish(ctx, round+1, stop)
+		}
+	}
+}
+
+// runTools executes one round of tool calls, persists the assistant
+// message with its results, widens the catalog after successful loads and
+// reports a stop sentence when the same failing call has repeated too often.
+func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[string]bool, resp Response) (string, error) {
+	e := t.e
+	calls := make([]tools.Call, len(resp.ToolCalls))
+	for i, c := range resp.ToolCalls {
+		if c.ID == "" {
+			resp.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", len(t.history), i)
+		}
+		calls[i] = tools.Call{ID: resp.ToolCalls[i].ID, Name: c.Name, Arguments: c.Arguments}
+	}
+	tctx := tools.WithCaller(ctx, tools.Caller{
+		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
+	})
+	results := e.exec.Run(tctx, cat, calls)
+
+	asst := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
+	asst.Tokens = e.countMessage(asst)
+	msgs := []Message{asst}
+	stop := ""
+	settingsChanged := false
+	for i, r := range results {
+		m := Message{
+			Role: RoleTool, Text: r.Content, ToolCallID: r.CallID, ToolName: r.Name,
+			Status: r.Status, Code: r.Code, Arguments: calls[i].Arguments,
+		}
+		m.Tokens = e.countMessage(m)
+		if r.Status == tools.StatusSuccess {
+			if r.Name == tools.LoadGroupName {
+				m.Group = groupArg(calls[i].Arguments)
+				t.loaded = append(t.loaded, m.Group)
+			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.Group == "config" && !tl.ReadOnly {
+				settingsChanged = true
+			}
+		} else {
+			key := r.Name + "\x00" + canonicalJSON(calls[i].Arguments)
+			t.failures[key]++
+			if t.failures[key] >= e.cfg.RepeatLimit && stop == "" {
+				stop = fmt.Sprintf("I stopped: %s failed %d times in a row with the same input, so trying again won't help. Please check the request and try again.",
+					r.Name, t.failures[key])
+			}
+		}
+		msgs = append(msgs, m)
+	}
+	if err := e.store.Append(ctx, t.sess.ID, msgs, resp.Usage); err != nil {
+		return "", fmt.Errorf("persist tool round of session %d: %w", t.sess.ID, err)
+	}
+	t.history = append(t.history, msgs...)
+	if settingsChanged {
+		s, err := e.store.ChatSettings(ctx, t.in.ChatKey)
+		if err != nil {
+			return "", fmt.Errorf("read settings of %s: %w", t.in.ChatKey, err)
+		}
+		t.settings = s
+	}
+	return stop, nil
+}
+
+// finish persists a reply the engine wrote itself (a guard's sentence).
+func (t *turn) finish(ctx context.Context, rounds int, text string) (Reply, error) {
+	return t.finishWith(ctx, rounds, text, Usage{})
+}
+
+func (t *turn) finishWith(ctx context.Context, rounds int, text string, usage Usage) (Reply, error) {
+	m := Message{Role: RoleAssistant, Text: text}
+	m.Tokens = t.e.countMessage(m)
+	if err := t.e.store.Append(ctx, t.sess.ID, []Message{m}, usage); err != nil {
+		return Reply{}, fmt.Errorf("persist reply of session %d: %w", t.sess.ID, err)
+	}
+	return Reply{Text: text, Usage: t.usage, Rounds: rounds}, nil
+}
+
+// catalog builds the session's active catalog.
+func (e *Engine) catalog(loaded []string, disabled map[string]bool) *tools.Catalog {
+	return e.reg.Catalog(e.cfg.Routing == RoutingAll, loaded, disabled)
+}
+
+// systemPrompt assembles the agent prompt and the group listing.
+func (e *Engine) systemPrompt(settings map[string]string, disabled map[string]bool) string {
+	var b strings.Builder
+	if name := firstNonEmpty(settings[SettingName], e.cfg.Name); name != "" {
+		fmt.Fprintf(&b, "Your name is %s.\n\n", name)
+	}
+	b.WriteString(strings.TrimSpace(firstNonEmpty(settings[SettingSystemPrompt], e.cfg.SystemPrompt)))
+	if e.cfg.Routing != RoutingAll {
+		if l := e.reg.Listing(disabled); l != "" {
+			b.WriteString("\n\n---\n\n")
+			b.WriteString(l)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// countMessage counts a message's tokens: text, tool calls and a small
+// per-message overhead.
+func (e *Engine) countMessage(m Message) int {
+	n := 4 + e.cfg.Count(m.Text)
+	for _, c := range m.ToolCalls {
+		n += 4 + e.cfg.Count(c.Name) + e.cfg.Count(c.Arguments)
+	}
+	return n
+}
+
+// SchemaTokens returns the tokens the definitions cost in a request.
+func (e *Engine) SchemaTokens(defs []tools.Definition) int {
+	e.schemaMu.Lock()
+	defer e.schemaMu.Unlock()
+	n := 0
+	for _, d := range defs {
+		c, ok := e.schemaTokens[d.Name]
+		if !ok {
+			c = e.cfg.Count(tools.SchemaText(d))
+			e.schemaTokens[d.Name] = c
+		}
+		n += c
+	}
+	return n
+}
+
+// Clear closes the chat's open session; the next message opens a new one
+// with no groups loaded. It reports whether a session was open.
+func (e *Engine) Clear(ctx context.Context, chatKey string) (bool, error) {
+	unlock := e.locks.lock(chatKey)
+	defer unlock()
+	return e.store.CloseSession(ctx, chatKey)
+}
+
+// Status describes a chat's open session.
+type Status struct {
+	OpenedAt     time.Time
+	Messages     int
+	Loaded       []string
+	ActiveTools  int
+	SchemaTokens int
+	Usage        Usage
+	Model        string
+	Routing      string
+}
+
+// Status reports on the chat's open session, opening one if none is.
+func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
+	unlock := e.locks.lock(chatKey)
+	defer unlock()
+	sess, err := e.store.OpenSession(ctx, chatKey)
+	if err != nil {
+		return Status{}, fmt.Errorf("open session for %s: %w", chatKey, err)
+	}
+	loaded, err := e.store.LoadedGroups(ctx, sess.ID)
+	if err != nil {
+		return Status{}, fmt.Errorf("read loaded groups of session %d: %w", sess.ID, err)
+	}
+	settings, err := e.store.ChatSettings(ctx, chatKey)
+	if err != nil {
+		return Status{}, fmt.Errorf("read settings of %s: %w", chatKey, err)
+	}
+	cat := e.catalog(loaded, disabledSet(settings))
+	return Status{
+		OpenedAt:     sess.OpenedAt,
+		Messages:     sess.Messages,
+		Loaded:       cat.Loaded(),
+		ActiveTools:  len(cat.Definitions()),
+		SchemaTokens: e.SchemaTokens(cat.Definitions()),
+		Usage:        sess.Usage,
+		Model:        firstNonEmpty(settings[SettingModel], e.cfg.Model),
+		Routing:      e.cfg.Routing,
+	}, nil
+}
+
+func disabledSet(settings map[string]string) map[string]bool {
+	v := settings[SettingDisabledTools]
+	if v == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, n := range strings.Split(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+func groupArg(args string) string {
+	var in struct {
+		GroupName string `json:"group_name"`
+	}
+	_ = json.Unmarshal([]byte(args), &in) // the call succeeded, so args parsed
+	return strings.TrimSpace(in.GroupName)
+}
+
+// canonicalJSON normalises arguments so that the same call with keys in
+// another order or other spacing counts as the same call.
+func canonicalJSON(s string) string {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return strings.TrimSpace(s)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// keyedMutex serialises work per key in arrival order (FIFO, unlike a
+// plain sync.Mutex) and forgets keys nobody holds or waits for.
+type keyedMutex struct {
+	mu   sync.Mutex
+	tail map[string]chan struct{} // key → the last holder's release channel
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.tail == nil {
+		k.tail = map[string]chan struct{}{}
+	}
+	prev := k.tail[key]
+	mine := make(chan struct{})
+	k.tail[key] = mine
+	k.mu.Unlock()
+	if prev != nil {
+		<-prev
+	}
+	return func() {
+		k.mu.Lock()
+		if k.tail[key] == mine {
+			delete(k.tail, key)
+		}
+		k.mu.Unlock()
+		close(mine)
+	}
+}

@@ -1,0 +1,164 @@
+// Package openai adapts go-openai to chat.Model, for any OpenAI-compatible
+// chat completions server.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"loadout/chat"
+)
+
+var _ chat.Model = (*Client)(nil)
+
+// Config configures a Client. Zero values are the documented defaults.
+type Config struct {
+	// BaseURL defaults to https://api.openai.com/v1.
+	BaseURL string
+	APIKey  string
+	// Timeout bounds one attempt. Default 120s.
+	Timeout time.Duration
+	// Attempts is how often a transient fault (429, 5xx, timeout, garbled
+	// response) is tried in all. Default 4.
+	Attempts int
+	// Backoff is the wait before the second attempt; it doubles after
+	// each. Default 1s.
+	Backoff    time.Duration
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+}
+
+// Client is a chat.Model over go-openai. It is safe for concurrent use.
+type Client struct {
+	c   *goopenai.Client
+	cfg Config
+}
+
+// New returns a Client.
+func New(cfg Config) *Client {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = "https://api.openai.com/v1"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 120 * time.Second
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 4
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	oc := goopenai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = cfg.BaseURL
+	if cfg.HTTPClient != nil {
+		oc.HTTPClient = cfg.HTTPClient
+	}
+	return &Client{c: goopenai.NewClientWithConfig(oc), cfg: cfg}
+}
+
+// Complete sends one chat completion request, retrying transient faults
+// with exponential backoff.
+func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response, error) {
+	oreq := request(req)
+	wait := c.cfg.Backoff
+	var last error
+	for attempt := 1; attempt <= c.cfg.Attempts; attempt++ {
+		resp, err := c.once(ctx, oreq)
+		if err == nil {
+			return resp, nil
+		}
+		last = err
+		if ctx.Err() != nil || !transient(err) || attempt == c.cfg.Attempts {
+			break
+		}
+		c.cfg.Logger.Warn("model call failed; retrying", "attempt", attempt, "wait", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return chat.Response{}, fmt.Errorf("model: %w (after %v)", ctx.Err(), last)
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	return chat.Response{}, fmt.Errorf("model: %w", last)
+}
+
+func (c *Client) once(ctx context.Context, req goopenai.ChatCompletionRequest) (chat.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	resp, err := c.c.CreateChatCompletion(ctx, req)
+	if err != nil {
+		return chat.Response{}, err
+	}
+	if len(resp.Choices) == 0 {
+		return chat.Response{}, errGarbled
+	}
+	m := resp.Choices[0].Message
+	out := chat.Response{
+		Text:  m.Content,
+		Usage: chat.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens},
+	}
+	for _, tc := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return out, nil
+}
+
+var errGarbled = errors.New("response has no choices")
+
+// transient reports whether a failed attempt may succeed if repeated: rate
+// limits, server errors, timeouts, broken connections and unreadable
+// responses. Other 4xx answers (bad key, unknown model) are final.
+func transient(err error) bool {
+	var ae *goopenai.APIError
+	if errors.As(err, &ae) {
+		return retryableStatus(ae.HTTPStatusCode)
+	}
+	var re *goopenai.RequestError
+	if errors.As(err, &re) {
+		return retryableStatus(re.HTTPStatusCode)
+	}
+	return true
+}
+
+func retryableStatus(code int) bool {
+	return code == 0 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
+}
+
+func request(req chat.Request) goopenai.ChatCompletionRequest {
+	out := goopenai.ChatCompletionRequest{Model: req.Model}
+	for _, m := range req.Messages {
+		om := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Text, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			om.ToolCalls = append(om.ToolCalls, goopenai.ToolCall{
+				ID: tc.ID, Type: goopenai.ToolTypeFunction,
+				Function: goopenai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+			})
+		}
+		if m.Role == chat.RoleTool && om.Content == "" {
+			om.Content = "(empty result)"
+		}
+		out.Messages = append(out.Messages, om)
+	}
+	for _, d := range req.Tools {
+		params := d.Parameters
+		if len(params) == 0 {
+			params = []byte(`{"type":"object","properties":{}}`)
+		}
+		out.Tools = append(out.Tools, goopenai.Tool{
+			Type: goopenai.ToolTypeFunction,
+			Function: &goopenai.FunctionDefinition{
+				Name: d.Name, Description: d.Description, Parameters: params,
+			},
+		})
+	}
+	return out
+}

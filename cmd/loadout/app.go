@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"loadout/bridge"
+	"loadout/chat"
+	"loadout/chat/openai"
+	"loadout/store"
+	"loadout/tokens"
+	"loadout/tools"
+	"loadout/tools/clock"
+	"loadout/tools/config"
+)
+
+// app is everything a command wires together.
+type app struct {
+	cfg    Config
+	log    *slog.Logger
+	db     *store.DB
+	reg    *tools.Registry
+	tokens *tokens.Counter
+	engine *chat.Engine
+	router *bridge.Router
+	// mux serves /healthz and whatever channels and Google register.
+	mux *http.ServeMux
+}
+
+// newApp opens the store, builds the registry and the engine. The caller
+// closes a.db.
+func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
+	counter, err := tokens.New()
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(cfg.Store.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (store.path)", err)
+	}
+	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux()}
+	a.reg, err = a.registry(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	model := openai.New(openai.Config{
+		BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
+		Timeout: cfg.LLM.Timeout.Std(), Attempts: cfg.LLM.Attempts, Logger: log,
+	})
+	a.engine = chat.New(chat.Config{
+		Name:            cfg.Agent.Name,
+		SystemPrompt:    cfg.Agent.SystemPrompt,
+		Model:           cfg.LLM.Model,
+		MaxToolRounds:   cfg.LLM.MaxToolRounds,
+		Routing:         cfg.Tools.Routing,
+		HistoryTokens:   cfg.LLM.HistoryTokens,
+		ToolResultChars: cfg.LLM.ToolResultChars,
+		Count:           counter.Count,
+		Logger:          log,
+	}, model, db, a.reg)
+	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
+	if err := a.wireGoogle(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.db.Gorm().WithContext(r.Context()).Exec("SELECT 1").Error; err != nil {
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return a, nil
+}
+
+// registry registers every tool and group. A name collision is an error
+// naming both sources.
+func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
+	reg := tools.NewRegistry()
+	if err := reg.Add(tools.LoadGroup(reg), clock.Tool(nil)); err != nil {
+		return nil, err
+	}
+	g, ts := config.Group(a.db, reg, config.Defaults{
+		Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.LLM.Model,
+	})
+	if err := reg.AddGroup(g, ts...); err != nil {
+		return nil, err
+	}
+	if err := a.registerGoogle(ctx, reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// runner is a long-lived part: Run returns after its goroutines exit.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+// channels returns the enabled channels.
+func (a *app) channels(ctx context.Context) ([]namedRunner, error) {
+	var out []namedRunner
+	for _, build := range []func(context.Context) (string, runner, error){a.telegramChannel, a.slackChannel} {
+		name, r, err := build(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			out = append(out, namedRunner{name, r})
+		}
+	}
+	return out, nil
+}
+
+type namedRunner struct {
+	name string
+	runner
+}
+
+var errNoChannels = errors.New("no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`")

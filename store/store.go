@@ -1,0 +1,274 @@
+// Package store persists loadout's state in SQLite through gorm: sessions,
+// messages with their tool calls and results, token usage, per-chat
+// settings, and small channel state such as update offsets. It implements
+// the interfaces that chat and the tool groups consume.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+
+	"loadout/chat"
+	"loadout/tools"
+)
+
+var _ chat.Store = (*DB)(nil)
+
+// DB is the SQLite store. It is safe for concurrent use.
+type DB struct {
+	db  *gorm.DB
+	now func() time.Time
+}
+
+// session is a chat's conversation from open until /clear.
+type session struct {
+	ID               int64  `gorm:"primaryKey"`
+	ChatKey          string `gorm:"not null;index"`
+	OpenedAt         time.Time
+	ClosedAt         *time.Time
+	Messages         int
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// message is one history entry. The index idx_messages_loaded answers
+// "groups loaded in session S" from the index alone.
+type message struct {
+	ID         int64  `gorm:"primaryKey"`
+	SessionID  int64  `gorm:"not null;index:idx_messages_session;index:idx_messages_loaded,priority:1"`
+	Role       string `gorm:"not null"`
+	Text       string
+	ToolCalls  string // JSON array of chat.ToolCall on assistant messages
+	ToolCallID string
+	ToolName   string `gorm:"index:idx_messages_loaded,priority:2"`
+	Status     string `gorm:"index:idx_messages_loaded,priority:3"`
+	GroupName  string `gorm:"index:idx_messages_loaded,priority:4"`
+	Code       string
+	Arguments  string
+	UserKey    string
+	Tokens     int
+	CreatedAt  time.Time
+}
+
+// chatSetting is one per-chat setting.
+type chatSetting struct {
+	ChatKey   string `gorm:"primaryKey"`
+	Key       string `gorm:"primaryKey"`
+	Value     string
+	UpdatedAt time.Time
+}
+
+// state is a small named value kept by a channel, such as an offset.
+type state struct {
+	Key       string `gorm:"primaryKey"`
+	Value     string
+	UpdatedAt time.Time
+}
+
+// Open opens (creating if needed) the SQLite database at path, in WAL mode
+// with a busy timeout, and migrates the schema. The parent directory is
+// created. Use ":memory:" only for single-connection experiments; tests
+// should use a file in t.TempDir().
+func Open(path string) (*DB, error) {
+	if path != ":memory:" {
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+			}
+		}
+	}
+	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+	g, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := g.AutoMigrate(&session{}, &message{}, &chatSetting{}, &state{}); err != nil {
+		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
+	}
+	// At most one open session per chat.
+	if err := g.Exec("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL").Error; err != nil {
+		return nil, fmt.Errorf("store: index %s: %w", path, err)
+	}
+	return &DB{db: g, now: func() time.Time { return time.Now().UTC() }}, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error {
+	sqlDB, err := d.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Gorm returns the underlying handle, for packages that keep their own
+// tables in the same file.
+func (d *DB) Gorm() *gorm.DB { return d.db }
+
+// OpenSession returns the chat's open session, opening one if none is.
+func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, error) {
+	var s session
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Where("chat_key = ? AND closed_at IS NULL", chatKey).Take(&s).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			s = session{ChatKey: chatKey, OpenedAt: d.now()}
+			return tx.Create(&s).Error
+		}
+		return err
+	})
+	if err != nil {
+		return chat.Session{}, err
+	}
+	return s.domain(), nil
+}
+
+func (s session) domain() chat.Session {
+	return chat.Session{
+		ID: s.ID, ChatKey: s.ChatKey, OpenedAt: s.OpenedAt, Messages: s.Messages,
+		Usage: chat.Usage{PromptTokens: int(s.PromptTokens), CompletionTokens: int(s.CompletionTokens)},
+	}
+}
+
+// CloseSession closes the chat's open session, if any.
+func (d *DB) CloseSession(ctx context.Context, chatKey string) (bool, error) {
+	now := d.now()
+	res := d.db.WithContext(ctx).Model(&session{}).
+		Where("chat_key = ? AND closed_at IS NULL", chatKey).
+		Update("closed_at", &now)
+	return res.RowsAffected > 0, res.Error
+}
+
+// Append persists msgs in one transaction and adds usage to the session's
+// counters.
+func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage) error {
+	rows := make([]message, len(msgs))
+	now := d.now()
+	for i, m := range msgs {
+		rows[i] = message{
+			SessionID: sessionID, Role: string(m.Role), Text: m.Text,
+			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Code: m.Code,
+			Arguments: m.Arguments, GroupName: m.Group, UserKey: m.UserKey, Tokens: m.Tokens,
+			CreatedAt: now,
+		}
+		if len(m.ToolCalls) > 0 {
+			b, err := json.Marshal(m.ToolCalls)
+			if err != nil {
+				return fmt.Errorf("encode tool calls: %w", err)
+			}
+			rows[i].ToolCalls = string(b)
+		}
+	}
+	return d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if len(rows) > 0 {
+			if err := tx.Create(&rows).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Model(&session{}).Where("id = ?", sessionID).Updates(map[string]any{
+			"messages":          gorm.Expr("messages + ?", len(rows)),
+			"prompt_tokens":     gorm.Expr("prompt_tokens + ?", usage.PromptTokens),
+			"completion_tokens": gorm.Expr("completion_tokens + ?", usage.CompletionTokens),
+		}).Error
+	})
+}
+
+// Recent returns up to limit of the session's latest messages, oldest first.
+func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Message, error) {
+	var rows []message
+	err := d.db.WithContext(ctx).Where("session_id = ?", sessionID).
+		Order("id DESC").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chat.Message, len(rows))
+	for i, r := range rows {
+		m := chat.Message{
+			ID: r.ID, Role: chat.Role(r.Role), Text: r.Text, ToolCallID: r.ToolCallID,
+			ToolName: r.ToolName, Status: r.Status, Code: r.Code, Arguments: r.Arguments,
+			Group: r.GroupName, UserKey: r.UserKey, Tokens: r.Tokens, CreatedAt: r.CreatedAt,
+		}
+		if r.ToolCalls != "" {
+			if err := json.Unmarshal([]byte(r.ToolCalls), &m.ToolCalls); err != nil {
+				return nil, fmt.Errorf("decode tool calls of message %d: %w", r.ID, err)
+			}
+		}
+		out[len(rows)-1-i] = m
+	}
+	return out, nil
+}
+
+// LoadedGroups returns the distinct groups loaded by successful
+// load_tool_group calls in the session, sorted. It reads only the index
+// idx_messages_loaded.
+func (d *DB) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error) {
+	var groups []string
+	err := d.db.WithContext(ctx).Model(&message{}).
+		Where("session_id = ? AND tool_name = ? AND status = ? AND group_name <> ''",
+			sessionID, tools.LoadGroupName, tools.StatusSuccess).
+		Distinct().Order("group_name").Pluck("group_name", &groups).Error
+	return groups, err
+}
+
+// ChatSettings returns all settings of a chat.
+func (d *DB) ChatSettings(ctx context.Context, chatKey string) (map[string]string, error) {
+	var rows []chatSetting
+	if err := d.db.WithContext(ctx).Where("chat_key = ?", chatKey).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r.Value
+	}
+	return out, nil
+}
+
+// SetChatSetting stores one setting of a chat; an empty value deletes it.
+func (d *DB) SetChatSetting(ctx context.Context, chatKey, key, value string) error {
+	db := d.db.WithContext(ctx)
+	if value == "" {
+		return db.Where("chat_key = ? AND key = ?", chatKey, key).Delete(&chatSetting{}).Error
+	}
+	return db.Clauses(clause.OnConflict{UpdateAll: true}).
+		Create(&chatSetting{ChatKey: chatKey, Key: key, Value: value, UpdatedAt: d.now()}).Error
+}
+
+// State returns a named value, or "" if it was never set.
+func (d *DB) State(ctx context.Context, key string) (string, error) {
+	var s state
+	err := d.db.WithContext(ctx).Where("key = ?", key).Take(&s).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", nil
+	}
+	return s.Value, err
+}
+
+// SetState stores a named value.
+func (d *DB) SetState(ctx context.Context, key, value string) error {
+	return d.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).
+		Create(&state{Key: key, Value: value, UpdatedAt: d.now()}).Error
+}
+
+// MarkSeen records key (an event or update id) and reports whether it was
+// new. Channels use it to drop redeliveries.
+func (d *DB) MarkSeen(ctx context.Context, key string) (bool, error) {
+	res := d.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&state{Key: "seen:" + key, Value: "1", UpdatedAt: d.now()})
+	if res.Error != nil {
+		return false, res.Error
+	}
+	return res.RowsAffected == 1, nil
+}

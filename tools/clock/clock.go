@@ -1,0 +1,50 @@
+// Package clock provides the core tool get_current_time.
+package clock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"loadout/tools"
+)
+
+type input struct {
+	TimeZone string `json:"time_zone,omitempty" desc:"IANA time zone such as Europe/Lisbon or America/New_York; default UTC"`
+}
+
+type output struct {
+	Time     string `json:"time"`
+	TimeZone string `json:"time_zone"`
+	Weekday  string `json:"weekday"`
+	Unix     int64  `json:"unix"`
+}
+
+// Tool returns get_current_time. now defaults to time.Now.
+func Tool(now func() time.Time) tools.Tool {
+	if now == nil {
+		now = time.Now
+	}
+	return tools.New(tools.Definition{
+		Name:        "get_current_time",
+		Description: "Get the current date and time, optionally in an IANA time zone.",
+		ReadOnly:    true,
+		Timeout:     2 * time.Second,
+	}, func(ctx context.Context, in input) (any, error) {
+		zone := strings.TrimSpace(in.TimeZone)
+		if zone == "" {
+			zone = "UTC"
+		}
+		loc, err := time.LoadLocation(zone)
+		if err != nil || strings.EqualFold(zone, "local") {
+			return nil, &tools.Error{
+				Code:       tools.CodeInvalidArgument,
+				Message:    fmt.Sprintf("'%s' is not an IANA time zone.", in.TimeZone),
+				Suggestion: "Use a name like Europe/Berlin, America/Sao_Paulo or UTC.",
+			}
+		}
+		t := now().In(loc)
+		return output{Time: t.Format(time.RFC3339), TimeZone: loc.String(), Weekday: t.Weekday().String(), Unix: t.Unix()}, nil
+	})
+}

@@ -1,0 +1,220 @@
+// Package config is the "config" tool group: the assistant's own settings
+// for the current chat, in the domain-tool style (one tool per domain, an
+// action parameter, errors that list the allowed values).
+package config
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"loadout/tools"
+)
+
+// GroupName is the group's name.
+const GroupName = "config"
+
+// Store keeps per-chat settings. store.DB implements it.
+type Store interface {
+	ChatSettings(ctx context.Context, chatKey string) (map[string]string, error)
+	SetChatSetting(ctx context.Context, chatKey, key, value string) error
+}
+
+// Defaults are the values a chat sees before it overrides them.
+type Defaults struct {
+	Name, SystemPrompt, Model string
+}
+
+// Setting keys; they match chat.Setting* (this package may not import chat).
+const (
+	keyName     = "name"
+	keyPrompt   = "system_prompt"
+	keyModel    = "model"
+	keyDisabled = "disabled_tools"
+)
+
+var (
+	agentActions = []string{"view", "update"}
+	agentFields  = []string{keyName, keyPrompt, keyModel}
+	toolActions  = []string{"list", "enable", "disable"}
+)
+
+// Group returns the group definition and its tools. reg is the registry the
+// tools are listed from; protected tools (load_tool_group and this group's
+// own) cannot be disabled so a chat cannot lock itself out.
+func Group(st Store, reg *tools.Registry, def Defaults) (tools.Group, []tools.Tool) {
+	g := tools.Group{
+		Name:        GroupName,
+		DisplayName: "Assistant settings",
+		Description: "View or change this chat's assistant name, system prompt and model; list, enable or disable tools",
+	}
+	return g, []tools.Tool{agentConfig(st, def), toolSettings(st, reg)}
+}
+
+type agentInput struct {
+	Action string `json:"action" desc:"view or update"`
+	Field  string `json:"field,omitempty" desc:"name, system_prompt or model; view without field shows all"`
+	Value  string `json:"value,omitempty" desc:"new value, required for update; an empty string is refused, use reset to go back to the default"`
+	Reset  bool   `json:"reset,omitempty" desc:"with update: return the field to its default"`
+}
+
+func agentConfig(st Store, def Defaults) tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "agent_config",
+		Description: "View or update your own settings for this chat. Actions: view, update. Fields: name, system_prompt, model.",
+	}, func(ctx context.Context, in agentInput) (any, error) {
+		chatKey := tools.CallerFrom(ctx).ChatKey
+		if !slices.Contains(agentActions, in.Action) {
+			return nil, agentError(fmt.Sprintf("Invalid action '%s'.", in.Action))
+		}
+		if in.Field != "" && !slices.Contains(agentFields, in.Field) {
+			return nil, agentError(fmt.Sprintf("Invalid field '%s'.", in.Field))
+		}
+		settings, err := st.ChatSettings(ctx, chatKey)
+		if err != nil {
+			return nil, fmt.Errorf("read settings: %w", err)
+		}
+		defaults := map[string]string{keyName: def.Name, keyPrompt: def.SystemPrompt, keyModel: def.Model}
+		value := func(f string) any {
+			if v, ok := settings[f]; ok {
+				return v
+			}
+			if defaults[f] == "" {
+				return nil
+			}
+			return defaults[f]
+		}
+		if in.Action == "view" {
+			if in.Field == "" {
+				all := map[string]any{}
+				for _, f := range agentFields {
+					all[f] = value(f)
+				}
+				return map[string]any{"type": "config", "action": "view", "values": all}, nil
+			}
+			return map[string]any{"type": "config", "action": "view", "field": in.Field, "value": value(in.Field)}, nil
+		}
+		if in.Field == "" {
+			return nil, agentError("Field is required for update.")
+		}
+		v := strings.TrimSpace(in.Value)
+		if !in.Reset && v == "" {
+			return nil, agentError("value is required for update (or set reset to true).")
+		}
+		if len(v) > 8000 {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("value is %d characters; the limit is 8000.", len(v))}
+		}
+		if in.Reset {
+			v = ""
+		}
+		if err := st.SetChatSetting(ctx, chatKey, in.Field, v); err != nil {
+			return nil, fmt.Errorf("save setting: %w", err)
+		}
+		settings[in.Field] = v
+		if in.Reset {
+			delete(settings, in.Field)
+		}
+		return map[string]any{"type": "config", "action": "update", "field": in.Field, "value": value(in.Field)}, nil
+	})
+}
+
+func agentError(msg string) *tools.Error {
+	return &tools.Error{
+		Code:       tools.CodeInvalidArgument,
+		Message:    msg,
+		Suggestion: "Call agent_config again with one of the allowed actions and fields.",
+		Details:    map[string]any{"allowed_actions": agentActions, "allowed_fields": agentFields},
+	}
+}
+
+type toolInput struct {
+	Action string   `json:"action" desc:"list, enable or disable"`
+	Tools  []string `json:"tools,omitempty" desc:"tool names, required for enable and disable"`
+	Group  string   `json:"group,omitempty" desc:"with enable or disable: every tool of this group"`
+}
+
+type toolRow struct {
+	Name    string `json:"name"`
+	Group   string `json:"group"`
+	Enabled bool   `json:"enabled"`
+}
+
+func toolSettings(st Store, reg *tools.Registry) tools.Tool {
+	protected := map[string]bool{tools.LoadGroupName: true, "agent_config": true, "tool_settings": true}
+	return tools.New(tools.Definition{
+		Name:        "tool_settings",
+		Description: "List the tools and whether each is enabled in this chat, or enable/disable tools (a disabled tool is removed from every tool list of this chat). Actions: list, enable, disable.",
+	}, func(ctx context.Context, in toolInput) (any, error) {
+		chatKey := tools.CallerFrom(ctx).ChatKey
+		if !slices.Contains(toolActions, in.Action) {
+			return nil, &tools.Error{
+				Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Invalid action '%s'.", in.Action),
+				Suggestion: "Use list, enable or disable.",
+				Details:    map[string]any{"allowed_actions": toolActions},
+			}
+		}
+		settings, err := st.ChatSettings(ctx, chatKey)
+		if err != nil {
+			return nil, fmt.Errorf("read settings: %w", err)
+		}
+		disabled := map[string]bool{}
+		for _, n := range strings.Split(settings[keyDisabled], ",") {
+			if n != "" {
+				disabled[n] = true
+			}
+		}
+		all := reg.All(nil)
+		if in.Action == "list" {
+			rows := make([]toolRow, len(all))
+			for i, d := range all {
+				rows[i] = toolRow{Name: d.Name, Group: groupLabel(d.Group), Enabled: !disabled[d.Name]}
+			}
+			return map[string]any{"type": "tools", "tools": rows}, nil
+		}
+		names := append([]string(nil), in.Tools...)
+		if in.Group != "" {
+			if _, ok := reg.Group(in.Group); !ok {
+				return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("Tool group '%s' not found. Available groups: %s", in.Group, reg.GroupNames())}
+			}
+			for _, d := range reg.GroupTools(in.Group, nil) {
+				if !protected[d.Name] {
+					names = append(names, d.Name)
+				}
+			}
+		}
+		if len(names) == 0 {
+			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Required parameter 'tools' (or 'group') is missing.",
+				Suggestion: "Name the tools to " + in.Action + "; use action list to see them."}
+		}
+		for _, n := range names {
+			if _, ok := reg.Tool(n); !ok {
+				return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("Tool '%s' does not exist.", n),
+					Suggestion: "Use action list to see the tool names."}
+			}
+			if protected[n] && in.Action == "disable" {
+				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Tool '%s' cannot be disabled.", n)}
+			}
+			disabled[n] = in.Action == "disable"
+		}
+		var list []string
+		for n, off := range disabled {
+			if off {
+				list = append(list, n)
+			}
+		}
+		sort.Strings(list)
+		if err := st.SetChatSetting(ctx, chatKey, keyDisabled, strings.Join(list, ",")); err != nil {
+			return nil, fmt.Errorf("save setting: %w", err)
+		}
+		return map[string]any{"type": "tools", "action": in.Action, "tools": names, "disabled": list}, nil
+	})
+}
+
+func groupLabel(g string) string {
+	if g == "" {
+		return "core"
+	}
+	return g
+}

@@ -1,0 +1,68 @@
+package tools
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Error codes the model sees in structured error results.
+const (
+	CodeMissingParameter = "missing_parameter"
+	CodeInvalidArgument  = "invalid_argument"
+	CodeNotFound         = "not_found"
+	CodeEmptyGroup       = "empty_group"
+	CodeNotLoaded        = "not_loaded"
+	CodeNotConnected     = "not_connected"
+	CodePermission       = "permission"
+	CodeUnavailable      = "unavailable"
+	CodeTimeout          = "timeout"
+	CodeInternal         = "internal"
+)
+
+// MaxErrorMessage caps the message of a structured error, in characters.
+const MaxErrorMessage = 1000
+
+// Error is a failure the model can act on. It is returned to the model as
+// {"status":"error","code":…,"message":…,"suggestion":…} plus Details.
+type Error struct {
+	Code       string
+	Message    string
+	Suggestion string
+	// Details are extra fields merged into the result, such as
+	// allowed_actions or allowed_fields.
+	Details map[string]any
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf is a shorthand for an *Error without suggestion.
+func Errorf(code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// JSON renders the error as the result the model receives.
+func (e *Error) JSON() string {
+	m := make(map[string]any, 4+len(e.Details))
+	for k, v := range e.Details {
+		m[k] = v
+	}
+	m["status"] = "error"
+	m["code"] = e.Code
+	m["message"] = truncate(e.Message, MaxErrorMessage)
+	if e.Suggestion != "" {
+		m["suggestion"] = e.Suggestion
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		// Details held something unmarshalable; drop them.
+		b, _ = json.Marshal(map[string]string{"status": "error", "code": e.Code, "message": truncate(e.Message, MaxErrorMessage)})
+	}
+	return string(b)
+}
+
+// truncate cuts s to at most n characters, marking the cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,235 @@
+package tools
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Registry holds every tool and group definition. Build it at start-up
+// with Add and AddGroup; after that it is read-only and safe for
+// concurrent use.
+type Registry struct {
+	tools      map[string]*entry
+	order      []string // registration order, for stable catalogs
+	groups     map[string]Group
+	groupOrder []string
+	members    map[string][]string // group name → tool names
+}
+
+type entry struct {
+	Tool
+	schema *schemaNode
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{
+		tools:   map[string]*entry{},
+		groups:  map[string]Group{},
+		members: map[string][]string{},
+	}
+}
+
+// Add registers core tools: tools that belong to no group and are always in
+// the catalog. It fails on an invalid or duplicate name, naming both owners.
+func (r *Registry) Add(ts ...Tool) error {
+	for _, t := range ts {
+		t.Group = ""
+		if err := r.add(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddGroup registers a group and its tools. It fails if the group name is
+// invalid or already registered, or if any tool name is invalid or taken.
+func (r *Registry) AddGroup(g Group, ts ...Tool) error {
+	if !namePattern.MatchString(g.Name) {
+		return fmt.Errorf("tools: group name %q does not match %s", g.Name, namePattern)
+	}
+	if old, ok := r.groups[g.Name]; ok {
+		return fmt.Errorf("tools: group %q registered twice: %q and %q", g.Name, old.DisplayName, g.DisplayName)
+	}
+	if _, ok := r.tools[g.Name]; ok {
+		return fmt.Errorf("tools: group %q collides with the tool of the same name from %s", g.Name, r.owner(g.Name))
+	}
+	if g.DisplayName == "" {
+		g.DisplayName = g.Name
+	}
+	r.groups[g.Name] = g
+	r.groupOrder = append(r.groupOrder, g.Name)
+	for _, t := range ts {
+		t.Group = g.Name
+		if err := r.add(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Registry) add(t Tool) error {
+	src := source(t.Group)
+	if !namePattern.MatchString(t.Name) {
+		return fmt.Errorf("tools: tool name %q (%s) does not match %s", t.Name, src, namePattern)
+	}
+	if t.Run == nil {
+		return fmt.Errorf("tools: tool %q (%s) has no Run function", t.Name, src)
+	}
+	if _, ok := r.tools[t.Name]; ok {
+		return fmt.Errorf("tools: tool %q from %s collides with the tool of the same name from %s", t.Name, src, r.owner(t.Name))
+	}
+	if g, ok := r.groups[t.Name]; ok && g.Name != t.Group {
+		return fmt.Errorf("tools: tool %q from %s collides with group %q", t.Name, src, g.Name)
+	}
+	s, err := compileSchema(t.Parameters)
+	if err != nil {
+		return fmt.Errorf("tools: tool %q (%s) has an invalid parameter schema: %w", t.Name, src, err)
+	}
+	if t.Timeout <= 0 {
+		t.Timeout = DefaultTimeout
+	}
+	r.tools[t.Name] = &entry{Tool: t, schema: s}
+	r.order = append(r.order, t.Name)
+	if t.Group != "" {
+		r.members[t.Group] = append(r.members[t.Group], t.Name)
+	}
+	return nil
+}
+
+func (r *Registry) owner(name string) string {
+	if e, ok := r.tools[name]; ok {
+		return source(e.Group)
+	}
+	return "unknown"
+}
+
+func source(group string) string {
+	if group == "" {
+		return "core"
+	}
+	return "group " + group
+}
+
+// Tool returns the tool registered under name.
+func (r *Registry) Tool(name string) (Tool, bool) {
+	e, ok := r.tools[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return e.Tool, true
+}
+
+// Group returns the group registered under name.
+func (r *Registry) Group(name string) (Group, bool) {
+	g, ok := r.groups[name]
+	return g, ok
+}
+
+// Groups returns every group in registration order.
+func (r *Registry) Groups() []Group {
+	out := make([]Group, len(r.groupOrder))
+	for i, n := range r.groupOrder {
+		out[i] = r.groups[n]
+	}
+	return out
+}
+
+// GroupNames returns every group name, comma-separated, in registration order.
+func (r *Registry) GroupNames() string { return strings.Join(r.groupOrder, ", ") }
+
+// Core returns the definitions of core tools, skipping disabled ones.
+func (r *Registry) Core(disabled map[string]bool) []Definition {
+	var out []Definition
+	for _, n := range r.order {
+		if e := r.tools[n]; e.Group == "" && !disabled[n] {
+			out = append(out, e.Definition)
+		}
+	}
+	return out
+}
+
+// GroupTools returns the definitions in group, skipping disabled ones. An
+// unknown group yields nil.
+func (r *Registry) GroupTools(group string, disabled map[string]bool) []Definition {
+	var out []Definition
+	for _, n := range r.members[group] {
+		if !disabled[n] {
+			out = append(out, r.tools[n].Definition)
+		}
+	}
+	return out
+}
+
+// All returns every definition, skipping disabled ones.
+func (r *Registry) All(disabled map[string]bool) []Definition {
+	var out []Definition
+	for _, n := range r.order {
+		if !disabled[n] {
+			out = append(out, r.tools[n].Definition)
+		}
+	}
+	return out
+}
+
+// Listing renders the "## Available Tool Groups" section of the system
+// prompt: one line per group that has at least one enabled tool. It is
+// empty when there is no such group.
+func (r *Registry) Listing(disabled map[string]bool) string {
+	var b strings.Builder
+	for _, n := range r.groupOrder {
+		if len(r.GroupTools(n, disabled)) == 0 {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("## Available Tool Groups\n\nUse `load_tool_group` to load tools from a group before using them. Loaded groups stay loaded for the rest of this conversation.\n\n")
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", n, r.groups[n].Description)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Catalog is the set of tools one session may call on one model request.
+type Catalog struct {
+	defs   []Definition
+	names  map[string]bool
+	loaded []string
+}
+
+// Catalog builds the active catalog. With all set it holds every enabled
+// tool; otherwise the enabled core tools plus the enabled tools of the
+// loaded groups. Unknown group names in loaded are ignored.
+func (r *Registry) Catalog(all bool, loaded []string, disabled map[string]bool) *Catalog {
+	c := &Catalog{names: map[string]bool{}}
+	if all {
+		c.defs = r.All(disabled)
+		c.loaded = append([]string(nil), r.groupOrder...)
+	} else {
+		c.defs = r.Core(disabled)
+		seen := map[string]bool{}
+		for _, g := range loaded {
+			if _, ok := r.groups[g]; !ok || seen[g] {
+				continue
+			}
+			seen[g] = true
+			c.loaded = append(c.loaded, g)
+			c.defs = append(c.defs, r.GroupTools(g, disabled)...)
+		}
+		sort.Strings(c.loaded)
+	}
+	for _, d := range c.defs {
+		c.names[d.Name] = true
+	}
+	return c
+}
+
+// Definitions returns the catalog's tools in a stable order. The slice must
+// not be modified.
+func (c *Catalog) Definitions() []Definition { return c.defs }
+
+// Has reports whether the catalog holds the named tool.
+func (c *Catalog) Has(name string) bool { return c.names[name] }
+
+// Loaded returns the sorted names of the groups in the catalog.
+func (c *Catalog) Loaded() []string { return c.loaded }
