@@ -1,0 +1,104 @@
+// Package google gives tool groups authorised Google API clients that act
+// for the person whose message started the turn, and maps Google API errors
+// to tool errors. One package per Workspace group lives under it.
+package google
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+
+	"loadout/tools"
+)
+
+// Service names one Google API for Client.Options.
+type Service struct {
+	// Path is the service's base path below google.endpoint when an
+	// endpoint override is set: "" for Gmail (its paths start with
+	// gmail/v1/), "drive/v3/", "calendar/v3/".
+	Path string
+	// Scopes are the OAuth scopes the group's tools need.
+	Scopes []string
+}
+
+// Client hands out client options for the calling person.
+type Client interface {
+	// Options returns options for a google.golang.org/api service that act
+	// as tools.CallerFrom(ctx).UserKey. It returns a *tools.Error with code
+	// not_connected when that person has not connected an account (or the
+	// grant lacks svc.Scopes), so a tool can return the error as is.
+	Options(ctx context.Context, svc Service) ([]option.ClientOption, error)
+}
+
+// EndpointOption returns option.WithEndpoint for svc under endpoint, or nil
+// when endpoint is empty (the service's real URL is used).
+func EndpointOption(endpoint string, svc Service) option.ClientOption {
+	if endpoint == "" {
+		return nil
+	}
+	return option.WithEndpoint(strings.TrimRight(endpoint, "/") + "/" + svc.Path)
+}
+
+// NotConnected is the error for a person without a usable Google account.
+func NotConnected(reason string) *tools.Error {
+	return &tools.Error{
+		Code:       tools.CodeNotConnected,
+		Message:    "The person's Google account is not connected" + reason + ".",
+		Suggestion: "Ask the person to send /connect google and follow the link, then try again.",
+	}
+}
+
+// MapError turns a Google API error into a tool error: 404 not_found, 401
+// and 403 permission (with a reconnect hint), 429 and 5xx unavailable,
+// other 4xx invalid_argument with Google's explanation. Other errors pass
+// through unchanged (the executor reports them as internal).
+func MapError(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var te *tools.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		return err
+	}
+	msg := ge.Message
+	if msg == "" {
+		msg = http.StatusText(ge.Code)
+	}
+	switch {
+	case ge.Code == http.StatusNotFound:
+		return &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("%s was not found: %s", what, msg),
+			Suggestion: "Check the id; search or list again to get a current one."}
+	case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
+		if ge.Code == http.StatusForbidden && isRateLimit(ge) {
+			return &tools.Error{Code: tools.CodeUnavailable, Message: "Google is rate-limiting requests: " + msg,
+				Suggestion: "Wait a little and try again, or tell the person."}
+		}
+		return &tools.Error{Code: tools.CodePermission, Message: fmt.Sprintf("Google refused access to %s: %s", what, msg),
+			Suggestion: "The account may lack permission or the grant may be missing a scope; ask the person to send /connect google again."}
+	case ge.Code == http.StatusTooManyRequests || ge.Code >= 500:
+		return &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("Google is unavailable (%d): %s", ge.Code, msg),
+			Suggestion: "Try again in a minute, or tell the person Google is having trouble."}
+	case ge.Code >= 400:
+		return &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Google rejected the request for %s: %s", what, msg),
+			Suggestion: "Fix the arguments Google complained about and try again."}
+	}
+	return err
+}
+
+func isRateLimit(ge *googleapi.Error) bool {
+	for _, e := range ge.Errors {
+		if strings.Contains(e.Reason, "ateLimit") {
+			return true
+		}
+	}
+	return false
+}
