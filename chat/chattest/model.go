@@ -6,6 +6,8 @@ package chattest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -115,7 +117,10 @@ func (s *ModelServer) Pending() int {
 // Client returns the real adapter pointed at the server, with short
 // backoff so retries stay fast.
 func (s *ModelServer) Client() *openai.Client {
-	return openai.New(openai.Config{BaseURL: s.URL, APIKey: "test-key", Backoff: time.Millisecond, Attempts: 3, Timeout: 5 * time.Second})
+	return openai.New(openai.Config{
+		BaseURL: s.URL, APIKey: "test-key", Backoff: time.Millisecond, Attempts: 3, Timeout: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 }
 
 func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {

@@ -162,7 +162,7 @@ func toolReport(reg *tools.Registry, count func(string) int) report {
 }
 
 func (r report) write(out io.Writer) {
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOOLS\tSCHEMA TOKENS\t")
 	gs := append([]groupCost(nil), r.groups...)
 	sort.Slice(gs, func(i, j int) bool { return gs[i].name < gs[j].name })

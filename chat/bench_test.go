@@ -1,0 +1,89 @@
+package chat_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"loadout/chat"
+	"loadout/store"
+	"loadout/tools"
+)
+
+// instantModel answers at once, so the benchmark measures the engine and
+// the store, not a network.
+type instantModel struct{ tools int }
+
+func (m *instantModel) Complete(_ context.Context, req chat.Request) (chat.Response, error) {
+	m.tools = len(req.Tools)
+	return chat.Response{Text: "ok", Usage: chat.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+}
+
+// BenchmarkHandle sends one message through the engine into a session that
+// already holds n messages, one of them an early load_tool_group. Run:
+//
+//	go test -run '^$' -bench BenchmarkHandle -benchmem ./chat/
+func BenchmarkHandle(b *testing.B) {
+	for _, n := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
+			db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			reg := tools.NewRegistry()
+			if err := reg.Add(tools.LoadGroup(reg)); err != nil {
+				b.Fatal(err)
+			}
+			if err := testTools(reg); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			sess, err := db.OpenSession(ctx, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			seed(b, db, sess.ID, n)
+			model := &instantModel{}
+			e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, model, db, reg)
+			in := chat.Inbound{ChatKey: "bench", UserKey: "u", Text: "hello there"}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := e.Handle(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if model.tools != 5 { // load_tool_group, ping + mail's three
+				b.Fatalf("model saw %d tools; the early load was not found", model.tools)
+			}
+		})
+	}
+}
+
+// seed writes n messages: a load of "mail" first, then user/assistant
+// pairs, in batches.
+func seed(b *testing.B, db *store.DB, sessionID int64, n int) {
+	ctx := context.Background()
+	msgs := []chat.Message{
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c0", Name: "load_tool_group", Arguments: `{"group_name":"mail"}`}}, Tokens: 10},
+		{Role: chat.RoleTool, ToolCallID: "c0", ToolName: "load_tool_group", Status: tools.StatusSuccess, Group: "mail", Text: "Loaded 3 tools", Tokens: 10},
+	}
+	for len(msgs) < n {
+		role := chat.RoleUser
+		if len(msgs)%2 == 1 {
+			role = chat.RoleAssistant
+		}
+		msgs = append(msgs, chat.Message{Role: role, Text: "some earlier message text of ordinary length", Tokens: 12})
+	}
+	for i := 0; i < len(msgs); i += 500 {
+		end := min(i+500, len(msgs))
+		if err := db.Append(ctx, sessionID, msgs[i:end], chat.Usage{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"loadout/chat"
+	"loadout/tools"
+)
+
+func open(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "sub", "dir", "loadout.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenCreatesDirectoryAndUsesWAL(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a", "b", "x.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	db.Gorm().Raw("PRAGMA journal_mode").Scan(&mode)
+	var busy int
+	db.Gorm().Raw("PRAGMA busy_timeout").Scan(&busy)
+	if mode != "wal" || busy < 1000 {
+		t.Fatalf("journal_mode=%s busy_timeout=%d", mode, busy)
+	}
+}
+
+func TestSessionsOpenAppendClose(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	s1, err := db.OpenSession(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := db.OpenSession(ctx, "c")
+	if again.ID != s1.ID {
+		t.Fatalf("second open gave session %d, want %d", again.ID, s1.ID)
+	}
+	msgs := []chat.Message{
+		{Role: chat.RoleUser, Text: "hi", UserKey: "u", Tokens: 3},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "a", Name: "load_tool_group", Arguments: `{"group_name":"pdf"}`}}},
+		{Role: chat.RoleTool, ToolCallID: "a", ToolName: "load_tool_group", Status: tools.StatusSuccess, Group: "pdf", Text: "Loaded", Arguments: `{"group_name":"pdf"}`},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "b", Name: "load_tool_group", Arguments: `{"group_name":"nope"}`}}},
+		{Role: chat.RoleTool, ToolCallID: "b", ToolName: "load_tool_group", Status: tools.StatusError, Code: "not_found", Text: "{}"},
+	}
+	if err := db.Append(ctx, s1.ID, msgs, chat.Usage{PromptTokens: 7, CompletionTokens: 2}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Recent(ctx, s1.ID, 4)
+	if err != nil || len(got) != 4 || got[0].ToolCalls[0].Name != "load_tool_group" || got[3].Code != "not_found" {
+		t.Fatalf("Recent = %+v, %v", got, err)
+	}
+	groups, err := db.LoadedGroups(ctx, s1.ID)
+	if err != nil || !slices.Equal(groups, []string{"pdf"}) {
+		t.Fatalf("LoadedGroups = %v, %v", groups, err)
+	}
+	s, _ := db.OpenSession(ctx, "c")
+	if s.Messages != 5 || s.Usage.PromptTokens != 7 || s.Usage.CompletionTokens != 2 {
+		t.Fatalf("counters = %+v", s)
+	}
+	if open, err := db.CloseSession(ctx, "c"); !open || err != nil {
+		t.Fatalf("CloseSession = %v, %v", open, err)
+	}
+	if open, _ := db.CloseSession(ctx, "c"); open {
+		t.Fatal("second close reported an open session")
+	}
+	s2, _ := db.OpenSession(ctx, "c")
+	if s2.ID == s1.ID {
+		t.Fatal("a closed session was reopened")
+	}
+	if g, _ := db.LoadedGroups(ctx, s2.ID); len(g) != 0 {
+		t.Fatalf("new session has groups %v", g)
+	}
+}
+
+// The loaded-groups query must be answered from an index, not a scan of
+// the session's history.
+func TestLoadedGroupsUsesIndex(t *testing.T) {
+	db := open(t)
+	var plan []struct {
+		Detail string
+	}
+	err := db.Gorm().Raw("EXPLAIN QUERY PLAN SELECT DISTINCT group_name FROM messages WHERE session_id = 1 AND tool_name = 'load_tool_group' AND status = 'success' AND group_name <> '' ORDER BY group_name").Scan(&plan).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	var details []string
+	for _, p := range plan {
+		details = append(details, p.Detail)
+	}
+	joined := strings.Join(details, "; ")
+	if !strings.Contains(joined, "COVERING INDEX idx_messages_loaded") {
+		t.Fatalf("plan does not use the covering index: %s", joined)
+	}
+}
+
+func TestChatSettingsStateAndSeen(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	if err := db.SetChatSetting(ctx, "c", "name", "Ada"); err != nil {
+		t.Fatal(err)
+	}
+	db.SetChatSetting(ctx, "c", "name", "Bea")
+	db.SetChatSetting(ctx, "d", "name", "Other")
+	m, err := db.ChatSettings(ctx, "c")
+	if err != nil || m["name"] != "Bea" || len(m) != 1 {
+		t.Fatalf("settings = %v, %v", m, err)
+	}
+	db.SetChatSetting(ctx, "c", "name", "")
+	if m, _ := db.ChatSettings(ctx, "c"); len(m) != 0 {
+		t.Fatalf("empty value did not delete: %v", m)
+	}
+	if v, err := db.State(ctx, "offset"); v != "" || err != nil {
+		t.Fatalf("unset state = %q, %v", v, err)
+	}
+	db.SetState(ctx, "offset", "41")
+	db.SetState(ctx, "offset", "42")
+	if v, _ := db.State(ctx, "offset"); v != "42" {
+		t.Fatalf("state = %q", v)
+	}
+	first, err := db.MarkSeen(ctx, "ev1")
+	second, _ := db.MarkSeen(ctx, "ev1")
+	if !first || second || err != nil {
+		t.Fatalf("MarkSeen = %v then %v (%v)", first, second, err)
+	}
+}
