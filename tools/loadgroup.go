@@ -46,7 +46,11 @@ func LoadGroup(r *Registry) Tool {
 				Suggestion: "Its tools are disabled in this chat; tell the person, or enable them with tool_settings."}
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "Loaded %d tools from group '%s':", len(defs), g.DisplayName)
+		noun := "tools"
+		if len(defs) == 1 {
+			noun = "tool"
+		}
+		fmt.Fprintf(&b, "Loaded %d %s from group '%s':", len(defs), noun, g.DisplayName)
 		for _, d := range defs {
 			fmt.Fprintf(&b, "\n- %s: %s", d.Name, d.Description)
 		}

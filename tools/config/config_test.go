@@ -1,0 +1,130 @@
+package config_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"loadout/chat"
+	"loadout/chat/chattest"
+	"loadout/tools"
+	"loadout/tools/config"
+)
+
+func env(t *testing.T) *chattest.Env {
+	var e *chattest.Env
+	e = chattest.NewEnv(t, chattest.Options{
+		Config: chat.Config{Name: "loadout", SystemPrompt: "Base prompt.", Model: "base-model"},
+		Register: func(r *tools.Registry) error {
+			echo := tools.New(tools.Definition{Name: "pdf_info", Description: "x"}, func(context.Context, struct{}) (any, error) { return "ok", nil })
+			if err := r.AddGroup(tools.Group{Name: "pdf", Description: "PDF tools"}, echo); err != nil {
+				return err
+			}
+			return nil
+		},
+	})
+	// The config group needs the env's own store and registry.
+	g, ts := config.Group(e.Store, e.Registry, config.Defaults{Name: "loadout", SystemPrompt: "Base prompt.", Model: "base-model"})
+	if err := e.Registry.AddGroup(g, ts...); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func turn(t *testing.T, e *chattest.Env, calls ...string) []string {
+	t.Helper()
+	e.Model.Call("load_tool_group", `{"group_name":"config"}`)
+	for i := 0; i < len(calls); i += 2 {
+		e.Model.Call(calls[i], calls[i+1])
+	}
+	e.Model.Text("done")
+	n := len(e.Model.Requests())
+	if _, err := e.Engine.Handle(context.Background(), chat.Inbound{ChatKey: "c1", UserKey: "u1", Text: "configure"}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, req := range e.Model.Requests()[n+2:] {
+		out = append(out, req.Messages[len(req.Messages)-1].Content)
+	}
+	return out
+}
+
+func TestAgentConfigViewUpdate(t *testing.T) {
+	e := env(t)
+	res := turn(t, e,
+		"agent_config", `{"action":"view"}`,
+		"agent_config", `{"action":"update","field":"system_prompt","value":"Speak like a pirate."}`,
+		"agent_config", `{"action":"update","field":"model","value":"other-model"}`,
+		"agent_config", `{"action":"delete","field":"name"}`,
+		"agent_config", `{"action":"view","field":"colour"}`,
+		"agent_config", `{"action":"update","field":"name"}`,
+	)
+	if !strings.Contains(res[0], `"system_prompt":"Base prompt."`) || !strings.Contains(res[0], `"model":"base-model"`) {
+		t.Errorf("view = %s", res[0])
+	}
+	if !strings.Contains(res[1], `"value":"Speak like a pirate."`) {
+		t.Errorf("update = %s", res[1])
+	}
+	for i, want := range []string{"Invalid action 'delete'", "Invalid field 'colour'", "value is required"} {
+		var e struct {
+			Code           string
+			Message        string
+			AllowedActions []string `json:"allowed_actions"`
+			AllowedFields  []string `json:"allowed_fields"`
+		}
+		json.Unmarshal([]byte(res[3+i]), &e)
+		if e.Code != "invalid_argument" || !strings.Contains(e.Message, want) ||
+			!slices.Equal(e.AllowedActions, []string{"view", "update"}) || !slices.Contains(e.AllowedFields, "system_prompt") {
+			t.Errorf("error %d = %s", i, res[3+i])
+		}
+	}
+	// The next request of the same turn already uses the new prompt and model.
+	last := e.Model.Last(t)
+	if !strings.Contains(chattest.System(last), "Speak like a pirate.") || last.Model != "other-model" {
+		t.Errorf("prompt/model not applied: model=%s system=%s", last.Model, chattest.System(last))
+	}
+	// Per chat: another chat keeps the defaults.
+	e.Model.Text("hi")
+	e.Engine.Handle(context.Background(), chat.Inbound{ChatKey: "c2", UserKey: "u2", Text: "hi"})
+	if other := e.Model.Last(t); other.Model != "base-model" || strings.Contains(chattest.System(other), "pirate") {
+		t.Errorf("settings leaked to another chat")
+	}
+}
+
+func TestToolSettingsDisable(t *testing.T) {
+	e := env(t)
+	res := turn(t, e,
+		"tool_settings", `{"action":"disable","tools":["pdf_info","get_time"]}`,
+		"tool_settings", `{"action":"disable","tools":["pdf_info"]}`,
+		"load_tool_group", `{"group_name":"pdf"}`,
+		"tool_settings", `{"action":"disable","tools":["load_tool_group"]}`,
+		"tool_settings", `{"action":"frobnicate"}`,
+		"tool_settings", `{"action":"list"}`,
+	)
+	if !strings.Contains(res[0], "not_found") {
+		t.Errorf("unknown tool = %s", res[0])
+	}
+	if !strings.Contains(res[2], "empty_group") {
+		t.Errorf("loading a fully disabled group = %s", res[2])
+	}
+	if !strings.Contains(res[3], "cannot be disabled") {
+		t.Errorf("protected tool = %s", res[3])
+	}
+	if !strings.Contains(res[4], `"allowed_actions":["list","enable","disable"]`) {
+		t.Errorf("bad action = %s", res[4])
+	}
+	if !strings.Contains(res[5], `{"name":"pdf_info","group":"pdf","enabled":false}`) {
+		t.Errorf("list = %s", res[5])
+	}
+	// The disabled tool leaves the listing and every catalog of the chat.
+	last := e.Model.Last(t)
+	if strings.Contains(chattest.System(last), "- pdf:") || slices.Contains(chattest.ToolNames(last), "pdf_info") {
+		t.Errorf("disabled tool still offered")
+	}
+	res = turn(t, e, "tool_settings", `{"action":"enable","group":"pdf"}`, "load_tool_group", `{"group_name":"pdf"}`)
+	if !strings.Contains(res[1], "Loaded 1 tool from") {
+		t.Errorf("after enable = %s", res[1])
+	}
+}

@@ -1,0 +1,189 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+type in struct {
+	Name  string   `json:"name" desc:"a name"`
+	Count int      `json:"count,omitempty"`
+	Kind  string   `json:"kind,omitempty" enum:"a,b"`
+	Tags  []string `json:"tags,omitempty"`
+}
+
+func tool(name string) Tool {
+	return New(Definition{Name: name, Description: "test tool " + name},
+		func(ctx context.Context, v in) (any, error) { return v, nil })
+}
+
+func TestSchemaFromStruct(t *testing.T) {
+	var s map[string]any
+	if err := json.Unmarshal(Schema(in{}), &s); err != nil {
+		t.Fatal(err)
+	}
+	props := s["properties"].(map[string]any)
+	if req := s["required"].([]any); len(req) != 1 || req[0] != "name" {
+		t.Errorf("required = %v", req)
+	}
+	if props["count"].(map[string]any)["type"] != "integer" || props["tags"].(map[string]any)["type"] != "array" {
+		t.Errorf("props = %v", props)
+	}
+	if props["name"].(map[string]any)["description"] != "a name" || len(props["kind"].(map[string]any)["enum"].([]any)) != 2 {
+		t.Errorf("props = %v", props)
+	}
+}
+
+func TestRegistryRejectsBadAndDuplicateNames(t *testing.T) {
+	r := NewRegistry()
+	if err := r.Add(tool("Bad-Name")); err == nil {
+		t.Error("invalid name accepted")
+	}
+	if err := r.Add(tool(strings.Repeat("a", 65))); err == nil {
+		t.Error("65-character name accepted")
+	}
+	if err := r.Add(tool("alpha")); err != nil {
+		t.Fatal(err)
+	}
+	err := r.AddGroup(Group{Name: "g1", DisplayName: "G1"}, tool("alpha"))
+	if err == nil || !strings.Contains(err.Error(), "group g1") || !strings.Contains(err.Error(), "core") {
+		t.Errorf("duplicate tool error = %v; want both sources named", err)
+	}
+	r.AddGroup(Group{Name: "g2", DisplayName: "Two"}, tool("beta"))
+	err = r.AddGroup(Group{Name: "g2", DisplayName: "Other"}, tool("gamma"))
+	if err == nil || !strings.Contains(err.Error(), `"Two"`) || !strings.Contains(err.Error(), `"Other"`) {
+		t.Errorf("duplicate group error = %v", err)
+	}
+	if err := r.AddGroup(Group{Name: "alpha"}); err == nil || !strings.Contains(err.Error(), "core") {
+		t.Errorf("group named like a tool: %v", err)
+	}
+}
+
+func TestCatalogAndListing(t *testing.T) {
+	r := NewRegistry()
+	r.Add(LoadGroup(r), tool("core_one"))
+	r.AddGroup(Group{Name: "g1", Description: "first group"}, tool("g1_a"), tool("g1_b"))
+	r.AddGroup(Group{Name: "g2", Description: "second group"}, tool("g2_a"))
+	c := r.Catalog(false, []string{"g2", "unknown", "g2"}, map[string]bool{"core_one": true})
+	var names []string
+	for _, d := range c.Definitions() {
+		names = append(names, d.Name)
+	}
+	if strings.Join(names, ",") != "load_tool_group,g2_a" {
+		t.Errorf("catalog = %v", names)
+	}
+	if !c.Has("g2_a") || c.Has("g1_a") || c.Has("core_one") {
+		t.Error("Has disagrees with Definitions")
+	}
+	if len(r.Catalog(true, nil, nil).Definitions()) != 5 {
+		t.Error("routing all misses tools")
+	}
+	l := r.Listing(map[string]bool{"g2_a": true})
+	if !strings.HasPrefix(l, "## Available Tool Groups") || !strings.Contains(l, "- g1: first group") || strings.Contains(l, "g2") {
+		t.Errorf("listing = %q", l)
+	}
+}
+
+func run1(t *testing.T, x *Executor, cat *Catalog, ctx context.Context, name, args string) Result {
+	t.Helper()
+	return x.Run(ctx, cat, []Call{{ID: "1", Name: name, Arguments: args}})[0]
+}
+
+func code(t *testing.T, r Result) string {
+	t.Helper()
+	var e map[string]any
+	if err := json.Unmarshal([]byte(r.Content), &e); err != nil {
+		t.Fatalf("content %q: %v", r.Content, err)
+	}
+	if r.Status != StatusError || e["status"] != "error" || e["code"] != r.Code {
+		t.Fatalf("not a structured error: %+v", r)
+	}
+	return r.Code
+}
+
+func TestExecutorChecksArguments(t *testing.T) {
+	r := NewRegistry()
+	r.Add(tool("t"))
+	x := NewExecutor(r)
+	cat := r.Catalog(false, nil, nil)
+	ctx := context.Background()
+	cases := []struct{ args, code, msg string }{
+		{`{"name": 1}`, CodeInvalidArgument, "must be a string"},
+		{`{"count": 1}`, CodeMissingParameter, "'name'"},
+		{`{"name":"x","count":1.5}`, CodeInvalidArgument, "integer"},
+		{`{"name":"x","kind":"c"}`, CodeInvalidArgument, "one of a, b"},
+		{`{"name":"x","tags":[1]}`, CodeInvalidArgument, "tags[0]"},
+		{`{"name":`, CodeInvalidArgument, "not valid JSON"},
+		{`[1]`, CodeInvalidArgument, "object"},
+	}
+	for _, c := range cases {
+		res := run1(t, x, cat, ctx, "t", c.args)
+		if code(t, res) != c.code || !strings.Contains(res.Content, c.msg) {
+			t.Errorf("args %s: %s", c.args, res.Content)
+		}
+	}
+	ok := run1(t, x, cat, ctx, "t", `{"name":"x","count":2,"kind":"a","tags":["q"]}`)
+	if ok.Status != StatusSuccess || !strings.Contains(ok.Content, `"count":2`) {
+		t.Errorf("valid call = %+v", ok)
+	}
+	empty := run1(t, x, cat, ctx, "t", ``)
+	if code(t, empty) != CodeMissingParameter {
+		t.Errorf("empty arguments = %+v", empty)
+	}
+}
+
+func TestErrorMessageIsCapped(t *testing.T) {
+	r := NewRegistry()
+	r.Add(New(Definition{Name: "long", Description: "x"}, func(context.Context, struct{}) (any, error) {
+		return nil, &Error{Code: CodeInvalidArgument, Message: strings.Repeat("é", 5000), Details: map[string]any{"allowed_actions": []string{"a"}}}
+	}))
+	res := run1(t, NewExecutor(r), nil, context.Background(), "long", `{}`)
+	var e struct {
+		Message        string
+		AllowedActions []string `json:"allowed_actions"`
+	}
+	json.Unmarshal([]byte(res.Content), &e)
+	if n := len([]rune(e.Message)); n != MaxErrorMessage {
+		t.Errorf("message has %d characters, want %d", n, MaxErrorMessage)
+	}
+	if len(e.AllowedActions) != 1 {
+		t.Errorf("details lost: %s", res.Content[:100])
+	}
+}
+
+func TestMiddlewareOrder(t *testing.T) {
+	r := NewRegistry()
+	r.Add(tool("t"))
+	var trace []string
+	mw := func(name string) Middleware {
+		return func(next Handler) Handler {
+			return func(ctx context.Context, c Call) Result {
+				trace = append(trace, name+">")
+				res := next(ctx, c)
+				trace = append(trace, "<"+name)
+				return res
+			}
+		}
+	}
+	run1(t, NewExecutor(r, mw("outer"), mw("inner")), nil, context.Background(), "t", `{"name":"x"}`)
+	if strings.Join(trace, " ") != "outer> inner> <inner <outer" {
+		t.Errorf("trace = %v", trace)
+	}
+}
+
+func TestLoadGroupEmptyWhenAllDisabled(t *testing.T) {
+	r := NewRegistry()
+	r.Add(LoadGroup(r))
+	r.AddGroup(Group{Name: "g", Description: "d"}, tool("g_a"))
+	ctx := WithCaller(context.Background(), Caller{Disabled: map[string]bool{"g_a": true}})
+	res := run1(t, NewExecutor(r), nil, ctx, LoadGroupName, `{"group_name":"g"}`)
+	if code(t, res) != CodeEmptyGroup || !strings.Contains(res.Content, "Tool group 'g' has no available tools.") {
+		t.Errorf("result = %s", res.Content)
+	}
+	res = run1(t, NewExecutor(r), nil, context.Background(), LoadGroupName, `{"group_name":" "}`)
+	if code(t, res) != CodeMissingParameter {
+		t.Errorf("blank group = %s", res.Content)
+	}
+}
