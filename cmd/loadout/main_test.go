@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"loadout/chat/chattest"
+)
+
+// writeConfig writes a config that points at the fake model and a temp DB.
+func writeConfig(t *testing.T, modelURL, extra string) (path, dbPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	dbPath = filepath.Join(dir, "data", "loadout.db")
+	path = filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: ${TEST_KEY}\n  model: fake\nstore:\n  path: %s\nlog:\n  level: error\n%s", modelURL, dbPath, extra)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, dbPath
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, env(map[string]string{"TEST_KEY": "sk-test"}))
+	return out.String() + errOut.String(), err
+}
+
+func TestChatCommandEndToEnd(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	cfgPath, _ := writeConfig(t, model.URL, "")
+
+	model.Call("load_tool_group", `{"group_name":"config"}`)
+	model.Call("agent_config", `{"action":"update","field":"name","value":"Ada"}`)
+	model.Text("I'm Ada now.")
+	out, err := runCLI(t, "call yourself Ada\n/status\n", "-config", cfgPath, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"I'm Ada now.", "Loaded tool groups: config", "Messages: 6"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	reqs := model.Requests()
+	if got := chattest.ToolNames(reqs[0]); !slices.Equal(got, []string{"load_tool_group", "get_current_time"}) {
+		t.Errorf("first request tools = %v", got)
+	}
+
+	// A second process on the same store: the group is still loaded and
+	// the per-chat name is applied on the very first request.
+	model.Text("Still here.")
+	out, err = runCLI(t, "hello\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Still here.") {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	first := model.Last(t)
+	if !slices.Contains(chattest.ToolNames(first), "agent_config") || !strings.Contains(chattest.System(first), "Your name is Ada.") {
+		t.Errorf("restart lost state: tools=%v system=%q", chattest.ToolNames(first), chattest.System(first))
+	}
+
+	// /clear in the console closes the session for the next run too.
+	out, _ = runCLI(t, "/clear\n", "-config", cfgPath, "chat")
+	if !strings.Contains(out, "new conversation") {
+		t.Fatalf("clear: %s", out)
+	}
+	model.Text("Fresh.")
+	runCLI(t, "hi\n", "-config", cfgPath, "chat")
+	if got := chattest.ToolNames(model.Last(t)); !slices.Equal(got, []string{"load_tool_group", "get_current_time"}) {
+		t.Errorf("after /clear tools = %v", got)
+	}
+}
+
+func TestChatNeedsAPIKey(t *testing.T) {
+	cfgPath, _ := writeConfig(t, "http://127.0.0.1:1/v1", "")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-config", cfgPath, "chat"}, strings.NewReader(""), &out, &out, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "llm.api_key") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestToolsCommandPrintsTotals(t *testing.T) {
+	cfgPath, _ := writeConfig(t, "http://127.0.0.1:1/v1", "")
+	out, err := runCLI(t, "", "-config", cfgPath, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"config", "core (always sent)", "routing: groups", "routing: all", "ratio", "o200k_base"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestToolReportArithmetic(t *testing.T) {
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.db.Close()
+	r := toolReport(a.reg, a.tokens.Count)
+	sum := r.coreTokens
+	tools := len(r.coreTools)
+	for _, g := range r.groups {
+		sum += g.tokens
+		tools += g.tools
+	}
+	if sum != r.allTokens || tools != r.allTools || r.groupsTotal != r.coreTokens+r.listing || r.listing == 0 {
+		t.Fatalf("report does not add up: %+v", r)
+	}
+}
+
+func TestServeHealthzAndShutdown(t *testing.T) {
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.db.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.run(ctx, ln, nil) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "ok" {
+		t.Fatalf("healthz = %d %q", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop after cancel")
+	}
+}
