@@ -15,6 +15,7 @@ import (
 	"loadout/tools"
 	"loadout/tools/clock"
 	"loadout/tools/config"
+	"loadout/tools/manifest"
 )
 
 // app is everything a command wires together.
@@ -89,6 +90,17 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	})
 	if err := reg.AddGroup(g, ts...); err != nil {
 		return nil, err
+	}
+	if dir := a.cfg.Tools.ManifestsDir; dir != "" {
+		loaded, err := manifest.LoadDir(dir, nil)
+		if err != nil {
+			return nil, fmt.Errorf("tools.manifests_dir: %w", err)
+		}
+		for _, l := range loaded {
+			if err := reg.AddGroup(l.Group, l.Tools...); err != nil {
+				return nil, fmt.Errorf("tools.manifests_dir: %s: %w", l.File, err)
+			}
+		}
 	}
 	if err := a.registerGoogle(ctx, reg); err != nil {
 		return nil, err

@@ -57,6 +57,8 @@ type StoreConfig struct {
 // ToolsConfig controls which schemas the model sees.
 type ToolsConfig struct {
 	Routing string `yaml:"routing"`
+	// ManifestsDir holds JSON tool manifests, one group per file.
+	ManifestsDir string `yaml:"manifests_dir"`
 }
 
 // HTTPConfig is the HTTP server: health, webhooks, OAuth callbacks.
@@ -282,6 +284,11 @@ func (c Config) validate(unset map[string]bool) error {
 	}
 	if c.Tools.Routing != "groups" && c.Tools.Routing != "all" {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
+	}
+	if c.Tools.ManifestsDir != "" {
+		if st, err := os.Stat(c.Tools.ManifestsDir); err != nil || !st.IsDir() {
+			bad("tools.manifests_dir", "%q is not a readable directory", c.Tools.ManifestsDir)
+		}
 	}
 	if c.HTTP.Listen == "" || !strings.Contains(c.HTTP.Listen, ":") {
 		bad("http.listen", "must be host:port, got %q", c.HTTP.Listen)

@@ -160,3 +160,19 @@ func TestServeHealthzAndShutdown(t *testing.T) {
 		t.Fatal("run did not stop after cancel")
 	}
 }
+
+func TestManifestGroupsAreRegistered(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "weather.json"), []byte(`[{"_meta":true,"display_name":"Weather","description":"Forecasts"},
+	  {"name":"weather_now","description":"Now","http":{"url":"http://127.0.0.1:1/now"}}]`), 0o600)
+	cfgPath, _ := writeConfig(t, "http://127.0.0.1:1/v1", "tools:\n  manifests_dir: "+dir+"\n")
+	out, err := runCLI(t, "", "-config", cfgPath, "tools")
+	if err != nil || !strings.Contains(out, "weather") {
+		t.Fatalf("tools output: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(dir, "clash.json"), []byte(`[{"name":"weather_now","description":"again","http":{"url":"http://127.0.0.1:1/x"}}]`), 0o600)
+	_, err = runCLI(t, "", "-config", cfgPath, "tools")
+	if err == nil || !strings.Contains(err.Error(), "group clash") || !strings.Contains(err.Error(), "group weather") {
+		t.Fatalf("collision error = %v", err)
+	}
+}

@@ -1,0 +1,222 @@
+// Package manifest loads operator-defined tool groups from JSON files: each
+// file in a directory is one group, named after the file, whose tools call
+// HTTP endpoints. A file may start with a "_meta" entry giving the group's
+// display name and description; without one they are derived from the file
+// name and the tool names.
+//
+// Example (weather.json):
+//
+//	[
+//	  {"_meta": true, "display_name": "Weather", "description": "Current weather and forecasts"},
+//	  {"name": "weather_now", "description": "Current weather for a city",
+//	   "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+//	   "http": {"method": "POST", "url": "http://127.0.0.1:9000/now"}}
+//	]
+package manifest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"loadout/tools"
+)
+
+// MaxResult caps the bytes of an endpoint's answer passed to the model.
+const MaxResult = 16 * 1024
+
+// Loaded is one file's group and tools.
+type Loaded struct {
+	Group tools.Group
+	Tools []tools.Tool
+	File  string
+}
+
+type entry struct {
+	Meta        bool            `json:"_meta"`
+	DisplayName string          `json:"display_name"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	ReadOnly    bool            `json:"read_only"`
+	Timeout     string          `json:"timeout"`
+	HTTP        *struct {
+		Method  string            `json:"method"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	} `json:"http"`
+}
+
+// LoadDir loads every *.json file in dir, in name order. client defaults
+// to a client with no overall timeout (each tool has its own).
+func LoadDir(dir string, client *http.Client) ([]Loaded, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []Loaded
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: %w", f, err)
+		}
+		l, err := Parse(raw, strings.TrimSuffix(filepath.Base(f), ".json"), client)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: %w", f, err)
+		}
+		l.File = f
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Parse reads one manifest. group is the group name (the file's base name).
+// The _meta entry, if present, is not a tool.
+func Parse(raw []byte, group string, client *http.Client) (Loaded, error) {
+	if client == nil {
+		client = &http.Client{}
+	}
+	var entries []entry
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return Loaded{}, fmt.Errorf("not a JSON array of tool entries: %w", err)
+	}
+	l := Loaded{Group: tools.Group{Name: group}}
+	var names []string
+	for i, e := range entries {
+		if e.Meta {
+			l.Group.DisplayName, l.Group.Description = e.DisplayName, e.Description
+			continue
+		}
+		t, err := httpTool(e, client)
+		if err != nil {
+			return Loaded{}, fmt.Errorf("entry %d (%q): %w", i, e.Name, err)
+		}
+		l.Tools = append(l.Tools, t)
+		names = append(names, e.Name)
+	}
+	if l.Group.DisplayName == "" {
+		l.Group.DisplayName = displayName(group)
+	}
+	if l.Group.Description == "" {
+		l.Group.Description = "Tools: " + strings.Join(names, ", ")
+	}
+	return l, nil
+}
+
+// displayName turns "my_tools" into "My Tools".
+func displayName(file string) string {
+	words := strings.FieldsFunc(file, func(r rune) bool { return r == '_' || r == '-' || r == ' ' })
+	for i, w := range words {
+		r, n := utf8.DecodeRuneInString(w)
+		words[i] = strings.ToUpper(string(r)) + w[n:]
+	}
+	return strings.Join(words, " ")
+}
+
+func httpTool(e entry, client *http.Client) (tools.Tool, error) {
+	if e.Name == "" || e.Description == "" {
+		return tools.Tool{}, fmt.Errorf("name and description are required")
+	}
+	if e.HTTP == nil || e.HTTP.URL == "" {
+		return tools.Tool{}, fmt.Errorf("http.url is required")
+	}
+	u, err := url.Parse(e.HTTP.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return tools.Tool{}, fmt.Errorf("http.url must be an http(s) URL")
+	}
+	method := strings.ToUpper(e.HTTP.Method)
+	if method == "" {
+		method = http.MethodPost
+	}
+	if method != http.MethodGet && method != http.MethodPost {
+		return tools.Tool{}, fmt.Errorf("http.method must be GET or POST")
+	}
+	var timeout time.Duration
+	if e.Timeout != "" {
+		if timeout, err = time.ParseDuration(e.Timeout); err != nil {
+			return tools.Tool{}, fmt.Errorf("timeout: %w", err)
+		}
+	}
+	params := e.Parameters
+	if len(params) == 0 {
+		params = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	target, headers := u.String(), e.HTTP.Headers
+	return tools.Tool{
+		Definition: tools.Definition{
+			Name: e.Name, Description: e.Description, Parameters: params,
+			ReadOnly: e.ReadOnly, Timeout: timeout,
+		},
+		Run: func(ctx context.Context, args json.RawMessage) (any, error) {
+			return call(ctx, client, method, target, headers, args)
+		},
+	}, nil
+}
+
+func call(ctx context.Context, client *http.Client, method, target string, headers map[string]string, args json.RawMessage) (any, error) {
+	var body io.Reader
+	if method == http.MethodGet {
+		var m map[string]any
+		_ = json.Unmarshal(args, &m) // checked against the schema already
+		u, _ := url.Parse(target)
+		q := u.Query()
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				q.Set(k, s)
+			} else {
+				b, _ := json.Marshal(v)
+				q.Set(k, string(b))
+			}
+		}
+		u.RawQuery = q.Encode()
+		target = u.String()
+	} else {
+		body = bytes.NewReader(args)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, os.ExpandEnv(v))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: "The tool's service could not be reached.",
+			Suggestion: "Tell the person the service is down; try again later."}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResult+1))
+	if err != nil {
+		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: "The tool's service broke off its answer."}
+	}
+	text := string(data)
+	if len(data) > MaxResult {
+		text = strings.ToValidUTF8(string(data[:MaxResult]), "") + "\n[… answer cut at 16 KB]"
+	}
+	switch {
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("The tool's service failed (%d): %s", resp.StatusCode, text)}
+	case resp.StatusCode >= 400:
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The tool's service rejected the call (%d): %s", resp.StatusCode, text),
+			Suggestion: "Fix the arguments the service complained about."}
+	}
+	return text, nil
+}
