@@ -1,0 +1,447 @@
+package google
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"google.golang.org/api/option"
+
+	"loadout/tools"
+)
+
+// Google's OAuth endpoints, used when Config leaves them empty.
+const (
+	DefaultAuthURL   = "https://accounts.google.com/o/oauth2/auth"
+	DefaultTokenURL  = "https://oauth2.googleapis.com/token"
+	DefaultRevokeURL = "https://oauth2.googleapis.com/revoke"
+)
+
+// StateTTL is how long a connect link stays valid.
+const StateTTL = 10 * time.Minute
+
+// TokenStore keeps each person's sealed (encrypted) Google account. The
+// store never sees a token in clear.
+type TokenStore interface {
+	// GoogleToken returns the sealed account of userKey, or nil and no
+	// error when there is none.
+	GoogleToken(ctx context.Context, userKey string) ([]byte, error)
+	// SaveGoogleToken stores (replacing) the sealed account of userKey.
+	SaveGoogleToken(ctx context.Context, userKey string, sealed []byte) error
+	// DeleteGoogleToken removes the account of userKey; no error if none.
+	DeleteGoogleToken(ctx context.Context, userKey string) error
+}
+
+// Config configures Accounts. Zero values are the documented defaults.
+type Config struct {
+	// ClientID and ClientSecret identify the OAuth client (required).
+	ClientID     string
+	ClientSecret string
+	// RedirectURL is the callback of /connect google, e.g.
+	// https://bot.example.com/oauth/google/callback.
+	RedirectURL string
+	// Scopes are requested when a person connects: the union of the
+	// registered groups' scopes.
+	Scopes []string
+	// Key is the 32-byte AES-256-GCM key tokens are sealed with (required).
+	Key []byte
+	// Store keeps the sealed tokens (required).
+	Store TokenStore
+	// Endpoint, when set, is the base URL every Workspace API client talks
+	// to (tests and proxies); see EndpointOption.
+	Endpoint string
+	// AuthURL, TokenURL and RevokeURL override Google's OAuth endpoints.
+	AuthURL   string
+	TokenURL  string
+	RevokeURL string
+	// HTTPClient makes OAuth and API requests; nil means
+	// http.DefaultClient. Its Transport is the base of API clients.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger logs refresh and revoke problems; nil discards.
+	Logger *slog.Logger
+}
+
+// Accounts is the google.Client of loadout: it keeps each person's OAuth
+// token encrypted in a TokenStore, runs the connect flows, and hands out
+// API client options acting as the calling person. It is safe for
+// concurrent use.
+type Accounts struct {
+	cfg    Config
+	oauth  oauth2.Config
+	sealer sealer
+
+	mu     sync.Mutex
+	states map[string]pending
+}
+
+var _ Client = (*Accounts)(nil)
+
+// pending is a connect link that has not come back yet.
+type pending struct {
+	userKey, chatKey string
+	verifier         string
+	redirectURL      string
+	expires          time.Time
+}
+
+// account is what is sealed and stored per person.
+type account struct {
+	Token        *oauth2.Token `json:"token,omitempty"`
+	Scopes       []string      `json:"scopes"`
+	Disconnected bool          `json:"disconnected,omitempty"`
+	ConnectedAt  time.Time     `json:"connected_at"`
+}
+
+// Connection says whose account a finished connect flow stored and which
+// chat asked for it.
+type Connection struct {
+	UserKey string
+	ChatKey string
+	Scopes  []string
+}
+
+// Errors of the connect flow.
+var (
+	// ErrUnknownState means the link's state is wrong or was already used.
+	ErrUnknownState = errors.New("google: unknown or already used connect link")
+	// ErrStateExpired means the link is older than StateTTL.
+	ErrStateExpired = errors.New("google: connect link expired")
+	// ErrNotConnected means the person has no stored account.
+	ErrNotConnected = errors.New("google: no account connected")
+)
+
+// New checks cfg and returns Accounts.
+func New(cfg Config) (*Accounts, error) {
+	if cfg.ClientID == "" {
+		return nil, errors.New("google: client id is empty: set google.client_id and google.client_secret, or google.credentials_file")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("google: no token store")
+	}
+	if len(cfg.Key) == 0 {
+		return nil, ErrNoKey
+	}
+	s, err := newSealer(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AuthURL == "" {
+		cfg.AuthURL = DefaultAuthURL
+	}
+	if cfg.TokenURL == "" {
+		cfg.TokenURL = DefaultTokenURL
+	}
+	if cfg.RevokeURL == "" {
+		cfg.RevokeURL = DefaultRevokeURL
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Scopes = uniqueSorted(cfg.Scopes)
+	return &Accounts{
+		cfg: cfg,
+		oauth: oauth2.Config{
+			ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
+			Scopes:   cfg.Scopes,
+			Endpoint: oauth2.Endpoint{AuthURL: cfg.AuthURL, TokenURL: cfg.TokenURL, AuthStyle: oauth2.AuthStyleInParams},
+		},
+		sealer: s,
+		states: map[string]pending{},
+	}, nil
+}
+
+// Scopes returns the scopes requested when a person connects.
+func (a *Accounts) Scopes() []string { return slices.Clone(a.cfg.Scopes) }
+
+// AuthURL starts a connect flow for userKey, asked for in chatKey, and
+// returns the link to Google's consent page. The link's state is random,
+// single-use, valid for StateTTL and bound to userKey; PKCE protects the
+// code exchange.
+func (a *Accounts) AuthURL(userKey, chatKey string) (string, error) {
+	return a.start(userKey, chatKey, a.cfg.RedirectURL)
+}
+
+func (a *Accounts) start(userKey, chatKey, redirectURL string) (string, error) {
+	if userKey == "" {
+		return "", errors.New("google: connect needs a user")
+	}
+	if redirectURL == "" {
+		return "", errors.New("google: no redirect URL: set google.redirect_url")
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("google: state: %w", err)
+	}
+	state := base64.RawURLEncoding.EncodeToString(b)
+	verifier := oauth2.GenerateVerifier()
+	now := a.cfg.Now()
+	a.mu.Lock()
+	for s, p := range a.states {
+		if now.After(p.expires) {
+			delete(a.states, s)
+		}
+	}
+	a.states[state] = pending{userKey: userKey, chatKey: chatKey, verifier: verifier, redirectURL: redirectURL, expires: now.Add(StateTTL)}
+	a.mu.Unlock()
+	conf := a.oauth
+	conf.RedirectURL = redirectURL
+	return conf.AuthCodeURL(state, oauth2.AccessTypeOffline, oauth2.S256ChallengeOption(verifier),
+		oauth2.SetAuthURLParam("prompt", "consent"),
+		oauth2.SetAuthURLParam("include_granted_scopes", "true")), nil
+}
+
+// take removes state and returns what it was issued for. A state is
+// consumed even when it has expired.
+func (a *Accounts) take(state string) (pending, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.states[state]
+	if !ok || state == "" {
+		return pending{}, ErrUnknownState
+	}
+	delete(a.states, state)
+	if a.cfg.Now().After(p.expires) {
+		return pending{}, ErrStateExpired
+	}
+	return p, nil
+}
+
+// Cancel consumes state after Google reported an error (the person
+// declined); it returns the flow's connection details.
+func (a *Accounts) Cancel(state string) (Connection, error) {
+	p, err := a.take(state)
+	return Connection{UserKey: p.userKey, ChatKey: p.chatKey}, err
+}
+
+// Finish completes a connect flow: it checks and consumes state, exchanges
+// code (with the PKCE verifier) and stores the sealed token for the person
+// the state was issued to. It returns ErrUnknownState or ErrStateExpired
+// for a bad state.
+func (a *Accounts) Finish(ctx context.Context, state, code string) (Connection, error) {
+	p, err := a.take(state)
+	if err != nil {
+		return Connection{}, err
+	}
+	conf := a.oauth
+	conf.RedirectURL = p.redirectURL
+	tok, err := conf.Exchange(a.httpContext(ctx), code, oauth2.VerifierOption(p.verifier))
+	if err != nil {
+		return Connection{}, fmt.Errorf("google: exchange code: %w", err)
+	}
+	scopes := a.cfg.Scopes
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		scopes = uniqueSorted(strings.Fields(s))
+	}
+	acct := account{Token: stripExtra(tok), Scopes: scopes, ConnectedAt: a.cfg.Now().UTC()}
+	if err := a.save(ctx, p.userKey, acct); err != nil {
+		return Connection{}, err
+	}
+	return Connection{UserKey: p.userKey, ChatKey: p.chatKey, Scopes: scopes}, nil
+}
+
+// Connected reports whether userKey has a usable account.
+func (a *Accounts) Connected(ctx context.Context, userKey string) (bool, error) {
+	acct, ok, err := a.load(ctx, userKey)
+	return ok && !acct.Disconnected, err
+}
+
+// Disconnect revokes userKey's grant at Google and deletes the stored
+// token. It returns ErrNotConnected when nothing is stored. The token is
+// deleted even when revoking fails; that error is returned after.
+func (a *Accounts) Disconnect(ctx context.Context, userKey string) error {
+	acct, ok, err := a.load(ctx, userKey)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotConnected
+	}
+	var revokeErr error
+	if acct.Token != nil {
+		t := acct.Token.RefreshToken
+		if t == "" {
+			t = acct.Token.AccessToken
+		}
+		revokeErr = a.revoke(ctx, t)
+	}
+	if err := a.cfg.Store.DeleteGoogleToken(ctx, userKey); err != nil {
+		return fmt.Errorf("google: delete token: %w", err)
+	}
+	return revokeErr
+}
+
+func (a *Accounts) revoke(ctx context.Context, token string) error {
+	if token == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.RevokeURL, strings.NewReader(url.Values{"token": {token}}.Encode()))
+	if err != nil {
+		return fmt.Errorf("google: revoke: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := a.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("google: revoke: %w", err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	// 400 invalid_token: already revoked or expired, which is what we want.
+	if res.StatusCode == http.StatusOK || (res.StatusCode == http.StatusBadRequest && strings.Contains(string(body), "invalid_token")) {
+		return nil
+	}
+	return fmt.Errorf("google: revoke: status %d", res.StatusCode)
+}
+
+// Options implements Client: options for a Google API service acting as
+// tools.CallerFrom(ctx).UserKey, with a token that is refreshed as needed
+// and saved when it changes. It returns NotConnected when the person has
+// no account, Google refused to refresh it, or it lacks svc.Scopes.
+func (a *Accounts) Options(ctx context.Context, svc Service) ([]option.ClientOption, error) {
+	user := tools.CallerFrom(ctx).UserKey
+	if user == "" {
+		return nil, NotConnected(" (no person is known for this call)")
+	}
+	acct, ok, err := a.load(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || acct.Token == nil {
+		return nil, NotConnected("")
+	}
+	if acct.Disconnected {
+		return nil, NotConnected(" any more (Google refused to renew its access)")
+	}
+	for _, s := range svc.Scopes {
+		if !slices.Contains(acct.Scopes, s) {
+			return nil, &tools.Error{
+				Code:       tools.CodeNotConnected,
+				Message:    "The person's Google account was connected without the permission this needs (" + s + ").",
+				Suggestion: "Ask the person to send /connect google again and allow every permission asked for, then try again.",
+			}
+		}
+	}
+	src := &savingSource{a: a, ctx: context.WithoutCancel(ctx), user: user, acct: acct, last: acct.Token.AccessToken}
+	src.src = a.oauth.TokenSource(a.httpContext(ctx), acct.Token)
+	base := a.cfg.HTTPClient.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc := &http.Client{Transport: &oauth2.Transport{Source: src, Base: base}}
+	opts := []option.ClientOption{option.WithHTTPClient(hc)}
+	if e := EndpointOption(a.cfg.Endpoint, svc); e != nil {
+		opts = append(opts, e)
+	}
+	return opts, nil
+}
+
+// savingSource persists a token when the wrapped source refreshed it, and
+// marks the account disconnected when Google refuses the refresh token.
+type savingSource struct {
+	a    *Accounts
+	ctx  context.Context
+	user string
+	src  oauth2.TokenSource
+
+	mu   sync.Mutex
+	acct account
+	last string
+}
+
+func (s *savingSource) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tok, err := s.src.Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
+			s.acct.Disconnected = true
+			s.acct.Token = nil
+			if serr := s.a.save(s.ctx, s.user, s.acct); serr != nil {
+				s.a.cfg.Logger.Error("google: mark account disconnected", "user", s.user, "err", serr)
+			}
+			s.a.cfg.Logger.Warn("google: refresh refused, account marked disconnected", "user", s.user)
+			return nil, NotConnected(" any more (Google refused to renew its access)")
+		}
+		return nil, fmt.Errorf("google: refresh token: %w", err)
+	}
+	if tok.AccessToken != s.last {
+		s.acct.Token = stripExtra(tok)
+		if err := s.a.save(s.ctx, s.user, s.acct); err != nil {
+			s.a.cfg.Logger.Error("google: save refreshed token", "user", s.user, "err", err)
+		}
+		s.last = tok.AccessToken
+	}
+	return tok, nil
+}
+
+func (a *Accounts) load(ctx context.Context, user string) (account, bool, error) {
+	sealed, err := a.cfg.Store.GoogleToken(ctx, user)
+	if err != nil {
+		return account{}, false, fmt.Errorf("google: load token: %w", err)
+	}
+	if sealed == nil {
+		return account{}, false, nil
+	}
+	plain, err := a.sealer.open(user, sealed)
+	if err != nil {
+		return account{}, false, err
+	}
+	var acct account
+	if err := json.Unmarshal(plain, &acct); err != nil {
+		return account{}, false, fmt.Errorf("google: decode stored token: %w", err)
+	}
+	return acct, true, nil
+}
+
+func (a *Accounts) save(ctx context.Context, user string, acct account) error {
+	plain, err := json.Marshal(acct)
+	if err != nil {
+		return fmt.Errorf("google: encode token: %w", err)
+	}
+	sealed, err := a.sealer.seal(user, plain)
+	if err != nil {
+		return err
+	}
+	if err := a.cfg.Store.SaveGoogleToken(ctx, user, sealed); err != nil {
+		return fmt.Errorf("google: save token: %w", err)
+	}
+	return nil
+}
+
+func (a *Accounts) httpContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, a.cfg.HTTPClient)
+}
+
+// stripExtra keeps only the fields of tok that are stored.
+func stripExtra(tok *oauth2.Token) *oauth2.Token {
+	return &oauth2.Token{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry}
+}
+
+func uniqueSorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Endpoint returns the API base URL override, "" for Google's own.
+func (a *Accounts) Endpoint() string { return a.cfg.Endpoint }
