@@ -1,0 +1,175 @@
+// Package drive provides the google_drive tool group: search, read and
+// organise files in the calling person's Google Drive.
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	gdrive "google.golang.org/api/drive/v3"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+
+	"loadout/google"
+	"loadout/tools"
+)
+
+// Service returns the Drive API as the group asks google.Client for it:
+// path drive/v3/ and the full Drive scope.
+func Service() google.Service {
+	return google.Service{Path: "drive/v3/", Scopes: []string{gdrive.DriveScope}}
+}
+
+// Options tunes the group. The zero value is the default.
+type Options struct {
+	// Backoff governs retries of temporary Google errors (429, 5xx).
+	Backoff google.Backoff
+	// MaxReadChars caps what drive_read returns in one call; zero means
+	// 100,000 characters.
+	MaxReadChars int
+}
+
+// Group returns the google_drive group and its tools with default options.
+func Group(c google.Client) (tools.Group, []tools.Tool) { return GroupWith(c, Options{}) }
+
+// GroupWith returns the google_drive group and its tools. Every tool acts
+// as the calling person through c; a person without a connected account
+// gets a not_connected error.
+func GroupWith(c google.Client, o Options) (tools.Group, []tools.Tool) {
+	if o.MaxReadChars <= 0 {
+		o.MaxReadChars = 100000
+	}
+	g := &group{client: c, opts: o}
+	return tools.Group{
+			Name:        "google_drive",
+			DisplayName: "Google Drive",
+			Description: "Search, read, create, move, share and trash files and folders in the person's Google Drive.",
+		}, []tools.Tool{
+			g.search(), g.get(), g.read(), g.createFile(), g.createFolder(), g.move(), g.share(), g.trash(),
+		}
+}
+
+type group struct {
+	client google.Client
+	opts   Options
+}
+
+// service builds a Drive client acting as the caller.
+func (g *group) service(ctx context.Context) (*gdrive.Service, error) {
+	opts, err := g.client.Options(ctx, Service())
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]option.ClientOption, 0, len(opts))
+	for _, o := range opts {
+		if o != nil {
+			kept = append(kept, o)
+		}
+	}
+	svc, err := gdrive.NewService(ctx, kept...)
+	if err != nil {
+		return nil, fmt.Errorf("drive: new service: %w", err)
+	}
+	return svc, nil
+}
+
+// call runs fn with retries and maps its final error for what.
+func (g *group) call(ctx context.Context, what string, fn func() error) error {
+	return mapError(g.opts.Backoff.Do(ctx, fn), what)
+}
+
+// mapError is google.MapError with Drive's export size limit (a 403 that
+// is not about permission) reported as an invalid argument.
+func mapError(err error, what string) error {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && ge.Code == 403 {
+		for _, e := range ge.Errors {
+			if e.Reason == "exportSizeLimitExceeded" {
+				return &tools.Error{Code: tools.CodeInvalidArgument,
+					Message:    fmt.Sprintf("%s is too large for Google to export as text.", what),
+					Suggestion: "Tell the person the document is too large to read here; share its link instead."}
+			}
+		}
+	}
+	return google.MapError(err, what)
+}
+
+func invalid(param, msg string) *tools.Error {
+	return &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("parameter '%s' %s", param, msg),
+		Suggestion: "Fix that argument and call the tool again."}
+}
+
+func fileWhat(id string) string { return fmt.Sprintf("the file '%s'", id) }
+
+// Google-native MIME types.
+const (
+	mimeFolder       = "application/vnd.google-apps.folder"
+	mimeDocument     = "application/vnd.google-apps.document"
+	mimeSpreadsheet  = "application/vnd.google-apps.spreadsheet"
+	mimePresentation = "application/vnd.google-apps.presentation"
+	mimeShortcut     = "application/vnd.google-apps.shortcut"
+	googleApps       = "application/vnd.google-apps."
+)
+
+// friendlyTypes lists drive_search's type values.
+const friendlyTypes = "document,spreadsheet,presentation,folder,form,pdf,image,video,text"
+
+// typeQuery maps a friendly type to a Drive query clause; "" if unknown.
+func typeQuery(t string) string {
+	switch t {
+	case "document", "spreadsheet", "presentation", "folder", "form":
+		return "mimeType = '" + googleApps + t + "'"
+	case "pdf":
+		return "mimeType = 'application/pdf'"
+	case "image", "video", "text":
+		return "mimeType contains '" + t + "/'"
+	}
+	return ""
+}
+
+// friendlyType names a MIME type the way drive_search's type parameter
+// does: "document", "folder", "pdf"…; other types stay MIME types.
+func friendlyType(mime string) string {
+	if rest, ok := strings.CutPrefix(mime, googleApps); ok {
+		return rest
+	}
+	if mime == "application/pdf" {
+		return "pdf"
+	}
+	return mime
+}
+
+// quote makes s a Drive query string literal.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// shortTime drops fractional seconds from Drive's RFC 3339 times.
+func shortTime(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// file is a file as tools return it.
+type file struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Size     int64    `json:"size,omitempty"`
+	Modified string   `json:"modified,omitempty"`
+	Link     string   `json:"link,omitempty"`
+	Parents  []string `json:"parents,omitempty"`
+}
+
+const fileFields = "id,name,mimeType,size,modifiedTime,webViewLink,parents"
+
+func toFile(f *gdrive.File) file {
+	return file{ID: f.Id, Name: f.Name, Type: friendlyType(f.MimeType), Size: f.Size,
+		Modified: shortTime(f.ModifiedTime), Link: f.WebViewLink, Parents: f.Parents}
+}

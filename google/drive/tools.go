@@ -1,0 +1,573 @@
+package drive
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gdrive "google.golang.org/api/drive/v3"
+	"google.golang.org/api/googleapi"
+
+	"loadout/tools"
+)
+
+type searchIn struct {
+	Name       string `json:"name,omitempty" desc:"text the file name contains"`
+	Text       string `json:"text,omitempty" desc:"full-text search in content and name"`
+	Type       string `json:"type,omitempty" desc:"file type" enum:"document,spreadsheet,presentation,folder,form,pdf,image,video,text"`
+	FolderID   string `json:"folder_id,omitempty" desc:"only files directly in this folder"`
+	MaxResults int    `json:"max_results,omitempty" desc:"1-100, default 20"`
+	PageToken  string `json:"page_token,omitempty" desc:"next_page_token from a previous search"`
+}
+
+type searchOut struct {
+	Files         []file `json:"files"`
+	NextPageToken string `json:"next_page_token,omitempty"`
+}
+
+func (g *group) search() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_search",
+		Description: "Search Drive files by name, full text, type or folder; with no filter, lists recently modified files.",
+		ReadOnly:    true,
+	}, func(ctx context.Context, in searchIn) (any, error) {
+		q := []string{"trashed = false"}
+		if s := strings.TrimSpace(in.Name); s != "" {
+			q = append(q, "name contains "+quote(s))
+		}
+		text := strings.TrimSpace(in.Text)
+		if text != "" {
+			q = append(q, "fullText contains "+quote(text))
+		}
+		if in.Type != "" {
+			c := typeQuery(in.Type)
+			if c == "" {
+				return nil, invalid("type", "must be one of "+friendlyTypes)
+			}
+			q = append(q, c)
+		}
+		if s := strings.TrimSpace(in.FolderID); s != "" {
+			q = append(q, quote(s)+" in parents")
+		}
+		size := in.MaxResults
+		switch {
+		case size == 0:
+			size = 20
+		case size < 1 || size > 100:
+			return nil, invalid("max_results", "must be between 1 and 100")
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var res *gdrive.FileList
+		err = g.call(ctx, "the Drive search", func() error {
+			c := svc.Files.List().Context(ctx).Q(strings.Join(q, " and ")).PageSize(int64(size)).
+				SupportsAllDrives(true).IncludeItemsFromAllDrives(true).
+				Fields("nextPageToken", "files("+fileFields+")")
+			if text == "" {
+				// Drive refuses a sort order with full-text terms.
+				c.OrderBy("modifiedTime desc")
+			}
+			if in.PageToken != "" {
+				c.PageToken(in.PageToken)
+			}
+			res, err = c.Do()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out := searchOut{Files: make([]file, 0, len(res.Files)), NextPageToken: res.NextPageToken}
+		for _, f := range res.Files {
+			ff := toFile(f)
+			ff.Parents = nil
+			out.Files = append(out.Files, ff)
+		}
+		return out, nil
+	})
+}
+
+type idIn struct {
+	FileID string `json:"file_id" desc:"Drive file id"`
+}
+
+type access struct {
+	Who  string `json:"who"`
+	Role string `json:"role"`
+	ID   string `json:"permission_id"`
+}
+
+type detail struct {
+	file
+	MimeType    string   `json:"mime_type"`
+	Created     string   `json:"created,omitempty"`
+	Owners      []string `json:"owners,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Shared      bool     `json:"shared,omitempty"`
+	Trashed     bool     `json:"trashed,omitempty"`
+	Access      []access `json:"access,omitempty"`
+	ShortcutTo  string   `json:"shortcut_to,omitempty"`
+}
+
+func (g *group) get() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_get",
+		Description: "Get a Drive file's metadata: name, type, size, dates, owners, link, parent folders and who has access.",
+		ReadOnly:    true,
+	}, func(ctx context.Context, in idIn) (any, error) {
+		id := strings.TrimSpace(in.FileID)
+		if id == "" {
+			return nil, invalid("file_id", "is empty")
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var f *gdrive.File
+		err = g.call(ctx, fileWhat(id), func() error {
+			f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields(
+				fileFields+",createdTime,owners(displayName,emailAddress),description,shared,trashed,"+
+					"permissions(id,type,role,emailAddress,domain),shortcutDetails").Do()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		d := detail{file: toFile(f), MimeType: f.MimeType, Created: shortTime(f.CreatedTime),
+			Description: f.Description, Shared: f.Shared, Trashed: f.Trashed}
+		for _, o := range f.Owners {
+			d.Owners = append(d.Owners, person(o.DisplayName, o.EmailAddress))
+		}
+		for _, p := range f.Permissions {
+			who := p.EmailAddress
+			switch p.Type {
+			case "anyone":
+				who = "anyone with the link"
+			case "domain":
+				who = "everyone at " + p.Domain
+			}
+			d.Access = append(d.Access, access{Who: who, Role: p.Role, ID: p.Id})
+		}
+		if f.ShortcutDetails != nil {
+			d.ShortcutTo = f.ShortcutDetails.TargetId
+		}
+		return d, nil
+	})
+}
+
+func person(name, email string) string {
+	switch {
+	case name == "":
+		return email
+	case email == "":
+		return name
+	}
+	return name + " <" + email + ">"
+}
+
+type readIn struct {
+	FileID   string `json:"file_id" desc:"Drive file id"`
+	Offset   int    `json:"offset,omitempty" desc:"characters to skip, to continue a cut read"`
+	MaxChars int    `json:"max_chars,omitempty" desc:"default and maximum 100000"`
+}
+
+type readOut struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	Content    string `json:"content"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	NextOffset int    `json:"next_offset,omitempty"`
+	Note       string `json:"note,omitempty"`
+}
+
+// exportType is the text format a Google-native file is exported as; ""
+// when it has none.
+func exportType(mimeType string) string {
+	switch mimeType {
+	case mimeDocument, mimePresentation:
+		return "text/plain"
+	case mimeSpreadsheet:
+		return "text/csv"
+	}
+	return ""
+}
+
+// textual reports whether a stored file's MIME type is text worth reading.
+func textual(mimeType string) bool {
+	mt, _, _ := mime.ParseMediaType(mimeType)
+	if strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml") {
+		return true
+	}
+	switch mt {
+	case "application/json", "application/xml", "application/javascript", "application/x-javascript",
+		"application/x-sh", "application/x-yaml", "application/yaml", "application/sql", "application/x-httpd-php",
+		"application/octet-stream":
+		return true
+	}
+	return false
+}
+
+func (g *group) read() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_read",
+		Description: "Read a Drive file as text: Docs and Slides as plain text, Sheets as CSV (first sheet), text files as they are; long content is cut with a note.",
+		ReadOnly:    true,
+		Timeout:     60 * time.Second,
+	}, func(ctx context.Context, in readIn) (any, error) {
+		id := strings.TrimSpace(in.FileID)
+		if id == "" {
+			return nil, invalid("file_id", "is empty")
+		}
+		limit := in.MaxChars
+		switch {
+		case limit == 0:
+			limit = g.opts.MaxReadChars
+		case limit < 1 || limit > g.opts.MaxReadChars:
+			return nil, invalid("max_chars", fmt.Sprintf("must be between 1 and %d", g.opts.MaxReadChars))
+		}
+		if in.Offset < 0 {
+			return nil, invalid("offset", "must not be negative")
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var f *gdrive.File
+		for hop := 0; ; hop++ {
+			err = g.call(ctx, fileWhat(id), func() error {
+				f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType,size,shortcutDetails").Do()
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if f.MimeType != mimeShortcut || f.ShortcutDetails == nil || hop > 0 {
+				break
+			}
+			id = f.ShortcutDetails.TargetId
+		}
+		out := readOut{ID: f.Id, Name: f.Name, Type: friendlyType(f.MimeType)}
+		export := exportType(f.MimeType)
+		if export == "" && !textual(f.MimeType) {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument,
+				Message:    fmt.Sprintf("'%s' is a %s file, which cannot be read as text.", f.Name, friendlyType(f.MimeType)),
+				Suggestion: "Only Google Docs, Sheets, Slides and text files can be read; give the person the file's link instead."}
+		}
+		var text string
+		var more bool
+		err = g.call(ctx, fileWhat(id), func() error {
+			var resp *http.Response
+			if export != "" {
+				resp, err = svc.Files.Export(id, export).Context(ctx).Download()
+			} else {
+				resp, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Download()
+			}
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			text, more, err = readChars(resp.Body, in.Offset, limit)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument,
+				Message:    fmt.Sprintf("'%s' is not a text file.", f.Name),
+				Suggestion: "Give the person the file's link instead."}
+		}
+		out.Content = text
+		if more {
+			out.Truncated = true
+			out.NextOffset = in.Offset + utf8.RuneCountInString(text)
+			out.Note = fmt.Sprintf("Only %d characters are shown; call again with offset %d for more.", utf8.RuneCountInString(text), out.NextOffset)
+		}
+		if f.MimeType == mimeSpreadsheet {
+			out.Note = strings.TrimSpace("Only the first sheet is exported as CSV. " + out.Note)
+		}
+		return out, nil
+	})
+}
+
+// readChars skips offset characters of r and returns up to limit more,
+// and whether anything follows them. A multi-byte character cut by the
+// reader's end is kept whole.
+func readChars(r io.Reader, offset, limit int) (string, bool, error) {
+	// Four bytes per character at most, plus one to see if more follows.
+	b, err := io.ReadAll(io.LimitReader(r, int64(offset+limit)*4+1))
+	if err != nil {
+		return "", false, fmt.Errorf("drive: read content: %w", err)
+	}
+	s := string(b)
+	for i := 0; i < offset && s != ""; i++ {
+		_, n := utf8.DecodeRuneInString(s)
+		s = s[n:]
+	}
+	end, count := 0, 0
+	for end < len(s) && count < limit {
+		_, n := utf8.DecodeRuneInString(s[end:])
+		end += n
+		count++
+	}
+	return s[:end], end < len(s), nil
+}
+
+type createFileIn struct {
+	Name      string `json:"name" desc:"file name"`
+	Content   string `json:"content" desc:"the file's text"`
+	FolderID  string `json:"folder_id,omitempty" desc:"parent folder id; default My Drive"`
+	MimeType  string `json:"mime_type,omitempty" desc:"default text/plain (text/csv for a spreadsheet)"`
+	ConvertTo string `json:"convert_to,omitempty" desc:"import as a Google Doc or Sheet" enum:"document,spreadsheet"`
+}
+
+func (g *group) createFile() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_create_file",
+		Description: "Create a Drive file from text, optionally converted to a Google Doc (from text or Markdown) or Sheet (from CSV).",
+		Timeout:     60 * time.Second,
+	}, func(ctx context.Context, in createFileIn) (any, error) {
+		name := strings.TrimSpace(in.Name)
+		if name == "" {
+			return nil, invalid("name", "is empty")
+		}
+		media := strings.TrimSpace(in.MimeType)
+		if media == "" {
+			media = "text/plain"
+			if in.ConvertTo == "spreadsheet" {
+				media = "text/csv"
+			}
+		} else if mt, _, err := mime.ParseMediaType(media); err != nil || !strings.Contains(mt, "/") {
+			return nil, invalid("mime_type", "must be a MIME type such as text/plain or text/markdown")
+		}
+		meta := &gdrive.File{Name: name}
+		switch in.ConvertTo {
+		case "":
+			meta.MimeType = media
+		case "document", "spreadsheet":
+			meta.MimeType = googleApps + in.ConvertTo
+		default:
+			return nil, invalid("convert_to", "must be document or spreadsheet")
+		}
+		if s := strings.TrimSpace(in.FolderID); s != "" {
+			meta.Parents = []string{s}
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var f *gdrive.File
+		err = g.call(ctx, "the new file", func() error {
+			f, err = svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).
+				Media(strings.NewReader(in.Content), googleapi.ContentType(media)).Do()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return toFile(f), nil
+	})
+}
+
+type createFolderIn struct {
+	Name     string `json:"name" desc:"folder name"`
+	ParentID string `json:"parent_id,omitempty" desc:"parent folder id; default My Drive"`
+}
+
+func (g *group) createFolder() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_create_folder",
+		Description: "Create a Drive folder.",
+	}, func(ctx context.Context, in createFolderIn) (any, error) {
+		name := strings.TrimSpace(in.Name)
+		if name == "" {
+			return nil, invalid("name", "is empty")
+		}
+		meta := &gdrive.File{Name: name, MimeType: mimeFolder}
+		if s := strings.TrimSpace(in.ParentID); s != "" {
+			meta.Parents = []string{s}
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var f *gdrive.File
+		err = g.call(ctx, "the new folder", func() error {
+			f, err = svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).Do()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return toFile(f), nil
+	})
+}
+
+type moveIn struct {
+	FileID   string `json:"file_id" desc:"Drive file or folder id"`
+	FolderID string `json:"folder_id,omitempty" desc:"move into this folder"`
+	Name     string `json:"name,omitempty" desc:"new name"`
+}
+
+func (g *group) move() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_move",
+		Description: "Move a Drive file or folder into another folder, rename it, or both.",
+	}, func(ctx context.Context, in moveIn) (any, error) {
+		id := strings.TrimSpace(in.FileID)
+		if id == "" {
+			return nil, invalid("file_id", "is empty")
+		}
+		folder, name := strings.TrimSpace(in.FolderID), strings.TrimSpace(in.Name)
+		if folder == "" && name == "" {
+			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give folder_id, name or both.",
+				Suggestion: "Call drive_move again with the target folder_id and/or the new name."}
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var old []string
+		if folder != "" {
+			var f *gdrive.File
+			err = g.call(ctx, fileWhat(id), func() error {
+				f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("parents").Do()
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			old = f.Parents
+		}
+		var f *gdrive.File
+		err = g.call(ctx, fileWhat(id), func() error {
+			c := svc.Files.Update(id, &gdrive.File{Name: name}).Context(ctx).SupportsAllDrives(true).Fields(fileFields)
+			if folder != "" {
+				c.AddParents(folder)
+				if len(old) > 0 {
+					c.RemoveParents(strings.Join(old, ","))
+				}
+			}
+			f, err = c.Do()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return toFile(f), nil
+	})
+}
+
+type shareIn struct {
+	FileID         string `json:"file_id" desc:"Drive file or folder id"`
+	Role           string `json:"role" enum:"reader,commenter,writer"`
+	Email          string `json:"email,omitempty" desc:"person or group to share with"`
+	AnyoneWithLink bool   `json:"anyone_with_link,omitempty" desc:"share with anyone who has the link instead of an email"`
+	Notify         *bool  `json:"notify,omitempty" desc:"email the person; default true"`
+	Message        string `json:"message,omitempty" desc:"note in the notification email"`
+}
+
+type shareOut struct {
+	FileID       string `json:"file_id"`
+	PermissionID string `json:"permission_id"`
+	Who          string `json:"who"`
+	Role         string `json:"role"`
+}
+
+func (g *group) share() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_share",
+		Description: "Share a Drive file or folder with an email address or anyone with the link, as reader, commenter or writer.",
+	}, func(ctx context.Context, in shareIn) (any, error) {
+		id := strings.TrimSpace(in.FileID)
+		if id == "" {
+			return nil, invalid("file_id", "is empty")
+		}
+		switch in.Role {
+		case "reader", "commenter", "writer":
+		default:
+			return nil, invalid("role", "must be reader, commenter or writer")
+		}
+		email := strings.TrimSpace(in.Email)
+		perm := &gdrive.Permission{Role: in.Role}
+		switch {
+		case email != "" && in.AnyoneWithLink:
+			return nil, invalid("email", "cannot be combined with anyone_with_link")
+		case email != "":
+			a, err := mail.ParseAddress(email)
+			if err != nil || a.Address != email {
+				return nil, invalid("email", fmt.Sprintf("'%s' is not an email address", email))
+			}
+			perm.Type, perm.EmailAddress = "user", email
+		case in.AnyoneWithLink:
+			perm.Type = "anyone"
+		default:
+			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give email or anyone_with_link.",
+				Suggestion: "Call drive_share again with the person's email address."}
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var p *gdrive.Permission
+		err = g.call(ctx, fileWhat(id), func() error {
+			c := svc.Permissions.Create(id, perm).Context(ctx).SupportsAllDrives(true).Fields("id,type,role,emailAddress")
+			if perm.Type == "user" {
+				notify := in.Notify == nil || *in.Notify
+				c.SendNotificationEmail(notify)
+				if notify && in.Message != "" {
+					c.EmailMessage(in.Message)
+				}
+			}
+			p, err = c.Do()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		who := p.EmailAddress
+		if p.Type == "anyone" {
+			who = "anyone with the link"
+		}
+		return shareOut{FileID: id, PermissionID: p.Id, Who: who, Role: p.Role}, nil
+	})
+}
+
+type trashOut struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Trashed bool   `json:"trashed"`
+}
+
+func (g *group) trash() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_trash",
+		Description: "Move a Drive file or folder to the trash, where it can be restored for 30 days.",
+	}, func(ctx context.Context, in idIn) (any, error) {
+		id := strings.TrimSpace(in.FileID)
+		if id == "" {
+			return nil, invalid("file_id", "is empty")
+		}
+		svc, err := g.service(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var f *gdrive.File
+		err = g.call(ctx, fileWhat(id), func() error {
+			f, err = svc.Files.Update(id, &gdrive.File{Trashed: true}).Context(ctx).SupportsAllDrives(true).Fields("id,name,trashed").Do()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return trashOut{ID: f.Id, Name: f.Name, Trashed: f.Trashed}, nil
+	})
+}
