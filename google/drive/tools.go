@@ -133,7 +133,7 @@ func (g *group) get() tools.Tool {
 		var f *gdrive.File
 		err = g.call(ctx, fileWhat(id), func() error {
 			f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields(
-				fileFields+",createdTime,owners(displayName,emailAddress),description,shared,trashed,"+
+				fileFields + ",createdTime,owners(displayName,emailAddress),description,shared,trashed," +
 					"permissions(id,type,role,emailAddress,domain),shortcutDetails").Do()
 			return err
 		})
