@@ -96,7 +96,7 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	if err := g.AutoMigrate(&session{}, &message{}, &chatSetting{}, &state{}, &googleToken{}); err != nil {
+	if err := g.AutoMigrate(&session{}, &message{}, &chatSetting{}, &state{}, &telegramInbox{}, &googleToken{}); err != nil {
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
 	// At most one open session per chat.
