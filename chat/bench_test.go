@@ -23,12 +23,23 @@ func (m *instantModel) Complete(_ context.Context, req chat.Request) (chat.Respo
 }
 
 // BenchmarkHandle sends one message through the engine into a session that
-// already holds n messages, one of them an early load_tool_group. Run:
+// already holds n messages, one of them an early load_tool_group. The
+// "warm" runs keep the recent history in memory between messages (the
+// steady state of a live chat); the "cold" runs read the history window
+// from SQLite on every message (the first message after a restart). Run:
 //
 //	go test -run '^$' -bench BenchmarkHandle -benchmem ./chat/
 func BenchmarkHandle(b *testing.B) {
-	for _, n := range []int{10, 1000, 10000} {
-		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
+	for _, mode := range []string{"warm", "cold"} {
+		for _, n := range []int{10, 1000, 10000} {
+			b.Run(fmt.Sprintf("%s/history=%d", mode, n), func(b *testing.B) { benchHandle(b, mode, n) })
+		}
+	}
+}
+
+func benchHandle(b *testing.B, mode string, n int) {
+	{
+		{
 			db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
 			if err != nil {
 				b.Fatal(err)
@@ -48,20 +59,32 @@ func BenchmarkHandle(b *testing.B) {
 			}
 			seed(b, db, sess.ID, n)
 			model := &instantModel{}
-			e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, model, db, reg)
+			cfg := chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if mode == "cold" {
+				cfg.CachedSessions = -1
+			}
+			e := chat.New(cfg, model, db, reg)
 			in := chat.Inbound{ChatKey: "bench", UserKey: "u", Text: "hello there"}
+			var last int64
+			db.Gorm().Raw("SELECT MAX(id) FROM messages").Scan(&last)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := e.Handle(ctx, in); err != nil {
 					b.Fatal(err)
 				}
+				// Keep the history at n messages: drop this turn's two.
+				b.StopTimer()
+				if err := db.Gorm().Exec("DELETE FROM messages WHERE id > ?", last).Error; err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 			}
 			b.StopTimer()
 			if model.tools != 5 { // load_tool_group, ping + mail's three
 				b.Fatalf("model saw %d tools; the early load was not found", model.tools)
 			}
-		})
+		}
 	}
 }
 

@@ -41,6 +41,9 @@ type Config struct {
 	// ToolResultChars caps tool results of earlier turns when they are sent
 	// again. Default 2000.
 	ToolResultChars int
+	// CachedSessions is how many sessions keep their recent history in
+	// memory between messages. Default 256; negative disables the cache.
+	CachedSessions int
 	// RepeatLimit is how often the same failing call may occur in one turn
 	// before the turn stops. Default 3.
 	RepeatLimit int
@@ -68,6 +71,9 @@ func (c *Config) setDefaults() {
 	if c.ToolResultChars <= 0 {
 		c.ToolResultChars = 2000
 	}
+	if c.CachedSessions == 0 {
+		c.CachedSessions = 256
+	}
 	if c.RepeatLimit <= 0 {
 		c.RepeatLimit = 3
 	}
@@ -89,6 +95,7 @@ type Engine struct {
 	reg   *tools.Registry
 	exec  *tools.Executor
 	locks keyedMutex
+	cache *historyCache
 
 	schemaMu     sync.Mutex
 	schemaTokens map[string]int // tool name → schema tokens
@@ -105,6 +112,7 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 		store:        store,
 		reg:          reg,
 		exec:         tools.NewExecutor(reg, mw...),
+		cache:        newHistoryCache(cfg.CachedSessions),
 		schemaTokens: map[string]int{},
 	}
 }
@@ -135,9 +143,14 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 	if err := e.store.Append(ctx, sess.ID, []Message{user}, Usage{}); err != nil {
 		return Reply{}, fmt.Errorf("persist message for %s: %w", in.ChatKey, err)
 	}
-	history, err := e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
-	if err != nil {
-		return Reply{}, fmt.Errorf("read history of session %d: %w", sess.ID, err)
+	history, ok := e.cache.get(sess.ID, sess.Messages)
+	if ok {
+		history = append(history, user)
+	} else {
+		history, err = e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
+		if err != nil {
+			return Reply{}, fmt.Errorf("read history of session %d: %w", sess.ID, err)
+		}
 	}
 	loaded, err := e.store.LoadedGroups(ctx, sess.ID)
 	if err != nil {
@@ -156,8 +169,15 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		loaded:   loaded,
 		settings: settings,
 		failures: map[string]int{},
+		count:    sess.Messages + 1,
 	}
-	return t.run(ctx)
+	reply, err := t.run(ctx)
+	if err != nil {
+		e.cache.drop(sess.ID)
+		return reply, err
+	}
+	e.cache.put(sess.ID, t.count, t.history, e.cfg.HistoryTokens, e.cfg.HistoryMessages)
+	return reply, nil
 }
 
 // turn is the state of one Handle call.
@@ -171,6 +191,7 @@ type turn struct {
 	settings map[string]string
 	failures map[string]int
 	usage    Usage
+	count    int // messages persisted in the session so far
 }
 
 func (t *turn) run(ctx context.Context) (Reply, error) {
@@ -267,6 +288,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		return "", fmt.Errorf("persist tool round of session %d: %w", t.sess.ID, err)
 	}
 	t.history = append(t.history, msgs...)
+	t.count += len(msgs)
 	if settingsChanged {
 		s, err := e.store.ChatSettings(ctx, t.in.ChatKey)
 		if err != nil {
@@ -288,6 +310,8 @@ func (t *turn) finishWith(ctx context.Context, rounds int, text string, usage Us
 	if err := t.e.store.Append(ctx, t.sess.ID, []Message{m}, usage); err != nil {
 		return Reply{}, fmt.Errorf("persist reply of session %d: %w", t.sess.ID, err)
 	}
+	t.history = append(t.history, m)
+	t.count++
 	return Reply{Text: text, Usage: t.usage, Rounds: rounds}, nil
 }
 

@@ -531,3 +531,42 @@ func TestStatusReportsSession(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 }
+
+// The in-memory history must send exactly what a read from the store sends.
+func TestHistoryCacheMatchesStore(t *testing.T) {
+	script := func(e *chattest.Env) []goopenai.ChatCompletionRequest {
+		for i := 0; i < 6; i++ {
+			e.Model.Call("load_tool_group", `{"group_name":"mail"}`)
+			e.Model.Call("mail_search", fmt.Sprintf(`{"text":"%s"}`, strings.Repeat("q", 500*i)))
+			e.Model.Text(fmt.Sprintf("answer %d", i))
+			send(t, e, "c1", fmt.Sprintf("question %d", i))
+		}
+		return e.Model.Requests()
+	}
+	cached := script(newEnv(t, chat.Config{HistoryTokens: 1200}))
+	uncached := script(newEnv(t, chat.Config{HistoryTokens: 1200, CachedSessions: -1}))
+	a, _ := json.Marshal(cached)
+	b, _ := json.Marshal(uncached)
+	if string(a) != string(b) {
+		t.Fatal("requests differ between cached and store-read history")
+	}
+}
+
+// A write the engine did not make (another process on the same file)
+// invalidates the cached history.
+func TestHistoryCacheNoticesOtherWriters(t *testing.T) {
+	e := newEnv(t, chat.Config{})
+	send(t, e, "c1", "first")
+	sess, _ := e.Store.OpenSession(context.Background(), "c1")
+	if err := e.Store.Append(context.Background(), sess.ID, []chat.Message{{Role: chat.RoleUser, Text: "written elsewhere", Tokens: 5}}, chat.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	send(t, e, "c1", "second")
+	var texts []string
+	for _, m := range e.Model.Last(t).Messages {
+		texts = append(texts, m.Content)
+	}
+	if !slices.Contains(texts, "written elsewhere") || !slices.Contains(texts, "first") {
+		t.Fatalf("history = %v", texts)
+	}
+}

@@ -1,0 +1,72 @@
+package chat
+
+import "sync"
+
+// historyCache keeps the tail of recent sessions' histories in memory so a
+// message does not re-read its window from the store. An entry is valid
+// only while the session's persisted message count matches the count it
+// was taken at, so writes by anyone else (another process on the same
+// file, a failed turn) simply cause a re-read.
+type historyCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[int64]cachedHistory
+}
+
+type cachedHistory struct {
+	count int // the session's message count this tail reflects
+	msgs  []Message
+}
+
+func newHistoryCache(max int) *historyCache {
+	return &historyCache{max: max, entries: map[int64]cachedHistory{}}
+}
+
+// get returns a copy of the session's cached tail if it reflects count
+// persisted messages.
+func (c *historyCache) get(session int64, count int) ([]Message, bool) {
+	if c.max <= 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[session]
+	if !ok || e.count != count {
+		return nil, false
+	}
+	return append([]Message(nil), e.msgs...), true
+}
+
+// put stores the tail of msgs whose tokens fit in budget (at least the
+// messages the budget could ever select), evicting an arbitrary entry
+// when full.
+func (c *historyCache) put(session int64, count int, msgs []Message, budget, maxMsgs int) {
+	if c.max <= 0 {
+		return
+	}
+	start, used := len(msgs), 0
+	for start > 0 && len(msgs)-start < maxMsgs {
+		used += msgs[start-1].Tokens
+		if used > budget {
+			break
+		}
+		start--
+	}
+	tail := append([]Message(nil), msgs[start:]...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[session]; !ok && len(c.entries) >= c.max {
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[session] = cachedHistory{count: count, msgs: tail}
+}
+
+// drop forgets a session.
+func (c *historyCache) drop(session int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, session)
+}
