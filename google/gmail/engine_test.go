@@ -1,0 +1,132 @@
+package gmail_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	goopenai "github.com/sashabaranov/go-openai"
+	"google.golang.org/api/option"
+
+	"loadout/chat"
+	"loadout/chat/chattest"
+	"loadout/google"
+	"loadout/google/gmail"
+	"loadout/google/googletest"
+	"loadout/tools"
+)
+
+// toolResults returns the tool messages of a model request.
+func toolResults(req goopenai.ChatCompletionRequest) []string {
+	var out []string
+	for _, m := range req.Messages {
+		if m.Role == "tool" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+// TestEngineTurnLoadsGmailAndSearchesAsTheSender runs real turns in a
+// group chat: the fake model loads google_gmail and searches. Ana's turn
+// reaches Ana's mailbox with Ana's token; Bob, not connected, gets
+// not_connected in the same chat.
+func TestEngineTurnLoadsGmailAndSearchesAsTheSender(t *testing.T) {
+	f := newFake(t)
+	bearers := make(chan string, 10)
+	f.handle("GET /gmail/v1/users/me/messages", func(r request) (int, string) { return 200, listJSON })
+	f.handle("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", func(r request) (int, string) {
+		return 200, metaJSON("18c2a1f0b2d3e4f5", "18c2a1f0b2d3e4f5", "Bob Ng <bob@example.com>", "Invoice 42", "Please pay", "INBOX")
+	})
+	f.handle("GET /gmail/v1/users/me/messages/18c29e7d6c5b4a39", func(r request) (int, string) {
+		return 200, metaJSON("18c29e7d6c5b4a39", "18c29d0000000001", "Carla <carla@example.org>", "Lunch", "Sure", "INBOX")
+	})
+	// Check every API request's bearer token belongs to Ana.
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		bearers <- r.Header.Get("Authorization")
+		if r.Header.Get("Authorization") != "Bearer ana-access" {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}`))
+			return
+		}
+		f.serve(w, r)
+	})
+	api := newServer(t, mux)
+	oauth := googletest.NewOAuthServer(t, "cid")
+
+	var acc *google.Accounts
+	env := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+		g, ts := gmail.New(gmail.Config{Client: lazyClient{&acc}})
+		return r.AddGroup(g, ts...)
+	}})
+	var err error
+	acc, err = google.New(google.Config{
+		ClientID: "cid", ClientSecret: "s", RedirectURL: "http://127.0.0.1:1/oauth/google/callback",
+		Scopes: gmail.Service().Scopes, Key: bytes.Repeat([]byte{1}, 32), Store: env.Store, Endpoint: api,
+		AuthURL: oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, _ := acc.AuthURL("telegram:1", "telegram:-100")
+	back, _ := url.Parse(oauth.Approve(t, link, "ana-access", "ana-refresh", ""))
+	if _, err := acc.Finish(context.Background(), back.Query().Get("state"), back.Query().Get("code")); err != nil {
+		t.Fatal(err)
+	}
+
+	env.Model.Call("load_tool_group", `{"group_name":"google_gmail"}`)
+	env.Model.Call("gmail_search", `{"query":"is:unread","max_results":2}`)
+	env.Model.Text("You have an invoice from Bob.")
+	reply, err := env.Engine.Handle(context.Background(), chat.Inbound{ChatKey: "telegram:-100", UserKey: "telegram:1", Text: "any unread mail?"})
+	if err != nil || reply.Text != "You have an invoice from Bob." {
+		t.Fatalf("reply = %q, %v", reply.Text, err)
+	}
+	reqs := env.Model.Requests()
+	if !slices.Contains(chattest.ToolNames(reqs[1]), "gmail_search") {
+		t.Fatalf("gmail_search not offered after loading: %v", chattest.ToolNames(reqs[1]))
+	}
+	results := toolResults(reqs[2])
+	if last := results[len(results)-1]; !strings.Contains(last, "Invoice 42") || !strings.Contains(last, "18c2a1f0b2d3e4f5") {
+		t.Fatalf("search result = %s", last)
+	}
+	if q := f.last("GET /gmail/v1/users/me/messages").Query.Get("q"); q != "is:unread" {
+		t.Fatalf("q = %q", q)
+	}
+	close(bearers)
+	n := 0
+	for b := range bearers {
+		n++
+		if b != "Bearer ana-access" {
+			t.Fatalf("a request used %q", b)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d API requests, want 3", n)
+	}
+
+	// Bob speaks in the same group chat; the group is still loaded, but
+	// his turn cannot use Ana's account.
+	env.Model.Call("gmail_search", `{"query":"is:unread"}`)
+	env.Model.Text("Please connect first.")
+	if _, err := env.Engine.Handle(context.Background(), chat.Inbound{ChatKey: "telegram:-100", UserKey: "telegram:2", Text: "and mine?"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs = env.Model.Requests()
+	results = toolResults(reqs[len(reqs)-1])
+	if last := results[len(results)-1]; !strings.Contains(last, `"code":"not_connected"`) || !strings.Contains(last, "/connect google") {
+		t.Fatalf("Bob's result = %s", last)
+	}
+}
+
+// lazyClient lets the registry be built before Accounts, which needs the
+// env's store.
+type lazyClient struct{ acc **google.Accounts }
+
+func (l lazyClient) Options(ctx context.Context, svc google.Service) ([]option.ClientOption, error) {
+	return (*l.acc).Options(ctx, svc)
+}

@@ -1,0 +1,676 @@
+// Package gmail is the google_gmail tool group: search, read, send, reply,
+// drafts, labels, archive and trash in the calling person's mailbox.
+package gmail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	gmailapi "google.golang.org/api/gmail/v1"
+	"google.golang.org/api/googleapi"
+
+	"loadout/google"
+	"loadout/tools"
+)
+
+// GroupName is the group's name for load_tool_group.
+const GroupName = "google_gmail"
+
+// Service is the Gmail API with the scope the group needs: gmail.modify
+// covers reading, sending, drafts, labels and trash (not deleting forever).
+func Service() google.Service {
+	return google.Service{Path: "", Scopes: []string{gmailapi.GmailModifyScope}}
+}
+
+// Config configures the group.
+type Config struct {
+	// Client gives API options acting as the caller (required).
+	Client google.Client
+	// Backoff retries temporary Google errors; the zero value is
+	// google.Backoff's default.
+	Backoff google.Backoff
+}
+
+// Group returns the google_gmail group with default settings.
+func Group(c google.Client) (tools.Group, []tools.Tool) { return New(Config{Client: c}) }
+
+// maxBody caps the text of a message returned by gmail_read.
+const maxBody = 12000
+
+// New returns the google_gmail group and its tools.
+func New(cfg Config) (tools.Group, []tools.Tool) {
+	m := &mailbox{cfg: cfg}
+	g := tools.Group{
+		Name:        GroupName,
+		DisplayName: "Google Gmail",
+		Description: "The person's own Gmail: search and read mail, send and reply, drafts, labels, archive and trash.",
+	}
+	return g, []tools.Tool{
+		tools.New(tools.Definition{
+			Name:        "gmail_search",
+			Description: "Search the person's mail with Gmail query syntax (from:, to:, subject:, is:unread, has:attachment, newer_than:7d, label:, in:inbox). Returns ids, senders, subjects, dates and snippets.",
+			ReadOnly:    true,
+		}, m.search),
+		tools.New(tools.Definition{
+			Name:        "gmail_read",
+			Description: "Read one message: headers, text body (HTML turned into text) and attachment list.",
+			ReadOnly:    true,
+		}, m.read),
+		tools.New(tools.Definition{
+			Name:        "gmail_send",
+			Description: "Send a new plain-text email from the person's account. Confirm recipients and content with the person first.",
+		}, m.send),
+		tools.New(tools.Definition{
+			Name:        "gmail_reply",
+			Description: "Reply in the same thread to a message (to its sender, or to everyone with reply_all). Confirm the content with the person first.",
+		}, m.reply),
+		tools.New(tools.Definition{
+			Name:        "gmail_create_draft",
+			Description: "Save a draft (new mail, or a reply when reply_to_message_id is set) without sending it.",
+		}, m.createDraft),
+		tools.New(tools.Definition{
+			Name:        "gmail_send_draft",
+			Description: "Send an existing draft by its draft id.",
+		}, m.sendDraft),
+		tools.New(tools.Definition{
+			Name:        "gmail_list_labels",
+			Description: "List the mailbox's labels (system and the person's own) with their ids.",
+			ReadOnly:    true,
+		}, m.listLabels),
+		tools.New(tools.Definition{
+			Name:        "gmail_modify_labels",
+			Description: "Add and/or remove labels (by name or id, e.g. STARRED, UNREAD, IMPORTANT, or a user label) on messages.",
+		}, m.modifyLabels),
+		tools.New(tools.Definition{
+			Name:        "gmail_archive",
+			Description: "Archive messages: take them out of the inbox (they stay searchable).",
+		}, m.archive),
+		tools.New(tools.Definition{
+			Name:        "gmail_trash",
+			Description: "Move messages to the trash (Gmail deletes them after 30 days).",
+		}, m.trash),
+	}
+}
+
+type mailbox struct{ cfg Config }
+
+func (m *mailbox) service(ctx context.Context) (*gmailapi.Service, error) {
+	opts, err := m.cfg.Client.Options(ctx, Service())
+	if err != nil {
+		return nil, err
+	}
+	s, err := gmailapi.NewService(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("gmail: client: %w", err)
+	}
+	return s, nil
+}
+
+// call runs fn with retries and maps the final error for the model.
+func (m *mailbox) call(ctx context.Context, what string, fn func() error) error {
+	return google.MapError(m.cfg.Backoff.Do(ctx, fn), what)
+}
+
+// callOnce is call for sending: a 5xx may have sent the mail already, so
+// only rate limits (which Google refused before doing anything) are retried.
+func (m *mailbox) callOnce(ctx context.Context, what string, fn func() error) error {
+	var last error
+	err := m.cfg.Backoff.Do(ctx, func() error {
+		last = fn()
+		var ge *googleapi.Error
+		if errors.As(last, &ge) && ge.Code >= 500 {
+			return errNoRetry
+		}
+		return last
+	})
+	if errors.Is(err, errNoRetry) {
+		err = last
+	}
+	return google.MapError(err, what)
+}
+
+var errNoRetry = errors.New("not retried")
+
+// summary is a message as a search lists it.
+type summary struct {
+	ID       string   `json:"id"`
+	ThreadID string   `json:"thread_id"`
+	From     string   `json:"from,omitempty"`
+	To       string   `json:"to,omitempty"`
+	Subject  string   `json:"subject"`
+	Date     string   `json:"date,omitempty"`
+	Snippet  string   `json:"snippet,omitempty"`
+	Labels   []string `json:"labels,omitempty"`
+	Unread   bool     `json:"unread,omitempty"`
+	Link     string   `json:"link"`
+}
+
+func headerOf(p *gmailapi.MessagePart, name string) string {
+	if p == nil {
+		return ""
+	}
+	for _, h := range p.Headers {
+		if strings.EqualFold(h.Name, name) {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+func summarize(msg *gmailapi.Message) summary {
+	s := summary{
+		ID: msg.Id, ThreadID: msg.ThreadId,
+		From: headerOf(msg.Payload, "From"), To: headerOf(msg.Payload, "To"),
+		Subject: headerOf(msg.Payload, "Subject"),
+		Snippet: html.UnescapeString(msg.Snippet), Labels: msg.LabelIds,
+		Unread: slices.Contains(msg.LabelIds, "UNREAD"),
+		Link:   "https://mail.google.com/mail/u/0/#all/" + msg.ThreadId,
+	}
+	if msg.InternalDate > 0 {
+		s.Date = time.UnixMilli(msg.InternalDate).UTC().Format(time.RFC3339)
+	} else if d := headerOf(msg.Payload, "Date"); d != "" {
+		s.Date = d
+	}
+	return s
+}
+
+type searchIn struct {
+	Query      string `json:"query,omitempty" desc:"Gmail search query, e.g. 'from:ana@example.com is:unread newer_than:7d'; empty lists the inbox"`
+	MaxResults int    `json:"max_results,omitempty" desc:"page size, 1-50; default 10"`
+	PageToken  string `json:"page_token,omitempty" desc:"next_page_token of a previous search, for the next page"`
+}
+
+type searchOut struct {
+	Messages      []summary `json:"messages"`
+	NextPageToken string    `json:"next_page_token,omitempty"`
+	Estimate      int64     `json:"result_size_estimate"`
+}
+
+func (m *mailbox) search(ctx context.Context, in searchIn) (any, error) {
+	if in.MaxResults < 0 || in.MaxResults > 50 {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("max_results must be between 1 and 50, got %d.", in.MaxResults)}
+	}
+	if in.MaxResults == 0 {
+		in.MaxResults = 10
+	}
+	q := strings.TrimSpace(in.Query)
+	if q == "" {
+		q = "in:inbox"
+	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var list *gmailapi.ListMessagesResponse
+	err = m.call(ctx, "the search", func() error {
+		c := svc.Users.Messages.List("me").Q(q).MaxResults(int64(in.MaxResults)).Context(ctx)
+		if in.PageToken != "" {
+			c = c.PageToken(in.PageToken)
+		}
+		list, err = c.Do()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := searchOut{Messages: []summary{}, NextPageToken: list.NextPageToken, Estimate: list.ResultSizeEstimate}
+	for _, ref := range list.Messages {
+		var msg *gmailapi.Message
+		err := m.call(ctx, "message "+ref.Id, func() error {
+			msg, err = svc.Users.Messages.Get("me", ref.Id).Format("metadata").
+				MetadataHeaders("From", "To", "Subject", "Date").Context(ctx).Do()
+			return err
+		})
+		var te *tools.Error
+		if errors.As(err, &te) && te.Code == tools.CodeNotFound {
+			continue // deleted between list and get
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, summarize(msg))
+	}
+	return out, nil
+}
+
+type readIn struct {
+	MessageID string `json:"message_id" desc:"id from gmail_search"`
+}
+
+type readOut struct {
+	summary
+	Cc          string       `json:"cc,omitempty"`
+	ReplyTo     string       `json:"reply_to,omitempty"`
+	Body        string       `json:"body"`
+	Truncated   bool         `json:"body_truncated,omitempty"`
+	Attachments []attachment `json:"attachments,omitempty"`
+}
+
+func (m *mailbox) read(ctx context.Context, in readIn) (any, error) {
+	if err := required("message_id", in.MessageID); err != nil {
+		return nil, err
+	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var msg *gmailapi.Message
+	err = m.call(ctx, "message "+in.MessageID, func() error {
+		msg, err = svc.Users.Messages.Get("me", in.MessageID).Format("full").Context(ctx).Do()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var ps parts
+	ps.walk(msg.Payload)
+	out := readOut{
+		summary: summarize(msg), Cc: headerOf(msg.Payload, "Cc"), ReplyTo: headerOf(msg.Payload, "Reply-To"),
+		Body: ps.text(), Attachments: ps.attachments,
+	}
+	out.Snippet = ""
+	if r := []rune(out.Body); len(r) > maxBody {
+		out.Body, out.Truncated = string(r[:maxBody]), true
+	}
+	return out, nil
+}
+
+type sendIn struct {
+	To      string `json:"to" desc:"recipients, comma-separated: 'ana@example.com, Bob Ng <bob@example.com>'"`
+	Cc      string `json:"cc,omitempty" desc:"comma-separated"`
+	Bcc     string `json:"bcc,omitempty" desc:"comma-separated"`
+	Subject string `json:"subject"`
+	Body    string `json:"body" desc:"plain text"`
+}
+
+type sentOut struct {
+	Status   string `json:"status"`
+	ID       string `json:"id"`
+	ThreadID string `json:"thread_id"`
+	Link     string `json:"link"`
+}
+
+func (in sendIn) outgoing() (outgoing, error) {
+	to, err := parseAddresses("to", in.To)
+	if err != nil {
+		return outgoing{}, err
+	}
+	cc, err := parseAddresses("cc", in.Cc)
+	if err != nil {
+		return outgoing{}, err
+	}
+	bcc, err := parseAddresses("bcc", in.Bcc)
+	if err != nil {
+		return outgoing{}, err
+	}
+	if len(to)+len(cc)+len(bcc) == 0 {
+		return outgoing{}, &tools.Error{Code: tools.CodeMissingParameter, Message: "to: at least one recipient is needed."}
+	}
+	return outgoing{To: to, Cc: cc, Bcc: bcc, Subject: in.Subject, Body: in.Body}, nil
+}
+
+func (m *mailbox) send(ctx context.Context, in sendIn) (any, error) {
+	out, err := in.outgoing()
+	if err != nil {
+		return nil, err
+	}
+	return m.sendMessage(ctx, &gmailapi.Message{Raw: out.raw()})
+}
+
+func (m *mailbox) sendMessage(ctx context.Context, msg *gmailapi.Message) (any, error) {
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var sent *gmailapi.Message
+	err = m.callOnce(ctx, "the message", func() error {
+		sent, err = svc.Users.Messages.Send("me", msg).Context(ctx).Do()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sentOut{Status: "sent", ID: sent.Id, ThreadID: sent.ThreadId, Link: "https://mail.google.com/mail/u/0/#all/" + sent.ThreadId}, nil
+}
+
+type replyIn struct {
+	MessageID string `json:"message_id" desc:"the message to answer"`
+	Body      string `json:"body" desc:"plain text of the reply"`
+	ReplyAll  bool   `json:"reply_all,omitempty" desc:"also address the original To and Cc recipients"`
+	Cc        string `json:"cc,omitempty" desc:"extra recipients, comma-separated"`
+}
+
+// replyTo builds a reply to messageID with threading headers and returns
+// it with the thread id.
+func (m *mailbox) replyTo(ctx context.Context, svc *gmailapi.Service, messageID string, replyAll bool, extraCc string) (outgoing, string, error) {
+	var orig *gmailapi.Message
+	err := m.call(ctx, "message "+messageID, func() (err error) {
+		orig, err = svc.Users.Messages.Get("me", messageID).Format("metadata").
+			MetadataHeaders("From", "To", "Cc", "Reply-To", "Subject", "Message-ID", "References").Context(ctx).Do()
+		return err
+	})
+	if err != nil {
+		return outgoing{}, "", err
+	}
+	h := func(n string) string { return headerOf(orig.Payload, n) }
+	target := h("Reply-To")
+	if target == "" {
+		target = h("From")
+	}
+	to, err := parseAddresses("reply_to", target)
+	if err != nil || len(to) == 0 {
+		return outgoing{}, "", &tools.Error{Code: tools.CodeInvalidArgument, Message: "The original message has no sender address to reply to.",
+			Suggestion: "Use gmail_send with an explicit recipient."}
+	}
+	var cc []*mail.Address
+	if replyAll {
+		var me *gmailapi.Profile
+		if err := m.call(ctx, "the mailbox profile", func() (err error) {
+			me, err = svc.Users.GetProfile("me").Context(ctx).Do()
+			return err
+		}); err != nil {
+			return outgoing{}, "", err
+		}
+		seen := map[string]bool{strings.ToLower(me.EmailAddress): true}
+		for _, a := range to {
+			seen[strings.ToLower(a.Address)] = true
+		}
+		for _, field := range []string{"To", "Cc"} {
+			list, _ := mail.ParseAddressList(h(field))
+			for _, a := range list {
+				if !seen[strings.ToLower(a.Address)] {
+					seen[strings.ToLower(a.Address)] = true
+					cc = append(cc, a)
+				}
+			}
+		}
+	}
+	more, err := parseAddresses("cc", extraCc)
+	if err != nil {
+		return outgoing{}, "", err
+	}
+	msgID := h("Message-ID")
+	refs := strings.TrimSpace(h("References") + " " + msgID)
+	return outgoing{
+		To: to, Cc: append(cc, more...), Subject: replySubject(h("Subject")),
+		InReplyTo: msgID, References: refs,
+	}, orig.ThreadId, nil
+}
+
+func (m *mailbox) reply(ctx context.Context, in replyIn) (any, error) {
+	if err := required("message_id", in.MessageID); err != nil {
+		return nil, err
+	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, thread, err := m.replyTo(ctx, svc, in.MessageID, in.ReplyAll, in.Cc)
+	if err != nil {
+		return nil, err
+	}
+	out.Body = in.Body
+	return m.sendMessage(ctx, &gmailapi.Message{Raw: out.raw(), ThreadId: thread})
+}
+
+type draftIn struct {
+	To               string `json:"to,omitempty" desc:"recipients, comma-separated; not needed for a reply"`
+	Cc               string `json:"cc,omitempty"`
+	Bcc              string `json:"bcc,omitempty"`
+	Subject          string `json:"subject,omitempty" desc:"not needed for a reply"`
+	Body             string `json:"body" desc:"plain text"`
+	ReplyToMessageID string `json:"reply_to_message_id,omitempty" desc:"make the draft a reply in this message's thread"`
+}
+
+type draftOut struct {
+	Status    string `json:"status"`
+	DraftID   string `json:"draft_id"`
+	MessageID string `json:"message_id"`
+	ThreadID  string `json:"thread_id"`
+	Link      string `json:"link"`
+}
+
+func (m *mailbox) createDraft(ctx context.Context, in draftIn) (any, error) {
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out outgoing
+	var thread string
+	if in.ReplyToMessageID != "" {
+		out, thread, err = m.replyTo(ctx, svc, in.ReplyToMessageID, false, in.Cc)
+		if err != nil {
+			return nil, err
+		}
+		if in.To != "" {
+			if out.To, err = parseAddresses("to", in.To); err != nil {
+				return nil, err
+			}
+		}
+		if in.Subject != "" {
+			out.Subject = in.Subject
+		}
+		if out.Bcc, err = parseAddresses("bcc", in.Bcc); err != nil {
+			return nil, err
+		}
+	} else {
+		out, err = sendIn{To: in.To, Cc: in.Cc, Bcc: in.Bcc, Subject: in.Subject}.outgoing()
+		if err != nil {
+			return nil, err
+		}
+	}
+	out.Body = in.Body
+	var d *gmailapi.Draft
+	err = m.call(ctx, "the draft", func() (err error) {
+		d, err = svc.Users.Drafts.Create("me", &gmailapi.Draft{Message: &gmailapi.Message{Raw: out.raw(), ThreadId: thread}}).Context(ctx).Do()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := draftOut{Status: "draft saved", DraftID: d.Id}
+	if d.Message != nil {
+		res.MessageID, res.ThreadID = d.Message.Id, d.Message.ThreadId
+	}
+	res.Link = "https://mail.google.com/mail/u/0/#drafts?compose=" + res.MessageID
+	return res, nil
+}
+
+type sendDraftIn struct {
+	DraftID string `json:"draft_id" desc:"id from gmail_create_draft"`
+}
+
+func (m *mailbox) sendDraft(ctx context.Context, in sendDraftIn) (any, error) {
+	if err := required("draft_id", in.DraftID); err != nil {
+		return nil, err
+	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var sent *gmailapi.Message
+	err = m.callOnce(ctx, "draft "+in.DraftID, func() (err error) {
+		sent, err = svc.Users.Drafts.Send("me", &gmailapi.Draft{Id: in.DraftID}).Context(ctx).Do()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sentOut{Status: "sent", ID: sent.Id, ThreadID: sent.ThreadId, Link: "https://mail.google.com/mail/u/0/#all/" + sent.ThreadId}, nil
+}
+
+type label struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+func (m *mailbox) labels(ctx context.Context, svc *gmailapi.Service) ([]label, error) {
+	var res *gmailapi.ListLabelsResponse
+	err := m.call(ctx, "the labels", func() (err error) {
+		res, err = svc.Users.Labels.List("me").Context(ctx).Do()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]label, 0, len(res.Labels))
+	for _, l := range res.Labels {
+		out = append(out, label{ID: l.Id, Name: l.Name, Type: l.Type})
+	}
+	return out, nil
+}
+
+func (m *mailbox) listLabels(ctx context.Context, _ struct{}) (any, error) {
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := m.labels(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"labels": ls}, nil
+}
+
+type modifyIn struct {
+	MessageIDs []string `json:"message_ids" desc:"ids from gmail_search"`
+	Add        []string `json:"add,omitempty" desc:"label names or ids to add, e.g. STARRED or 'Receipts'"`
+	Remove     []string `json:"remove,omitempty" desc:"label names or ids to remove, e.g. UNREAD to mark read"`
+}
+
+// resolve maps label names (any case) or ids to ids.
+func resolve(all []label, names []string) ([]string, error) {
+	var ids, unknown []string
+	for _, n := range names {
+		found := ""
+		for _, l := range all {
+			if l.ID == n || strings.EqualFold(l.Name, n) || strings.EqualFold(l.ID, n) {
+				found = l.ID
+				break
+			}
+		}
+		if found == "" {
+			unknown = append(unknown, n)
+			continue
+		}
+		ids = append(ids, found)
+	}
+	if len(unknown) > 0 {
+		known := make([]string, len(all))
+		for i, l := range all {
+			known[i] = l.Name
+		}
+		return nil, &tools.Error{
+			Code:       tools.CodeInvalidArgument,
+			Message:    fmt.Sprintf("No label named %s.", strings.Join(unknown, ", ")),
+			Suggestion: "Use one of the existing labels.",
+			Details:    map[string]any{"labels": known},
+		}
+	}
+	return ids, nil
+}
+
+func (m *mailbox) modifyLabels(ctx context.Context, in modifyIn) (any, error) {
+	if len(in.Add)+len(in.Remove) == 0 {
+		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give labels to add or remove."}
+	}
+	if err := requiredIDs(in.MessageIDs); err != nil {
+		return nil, err
+	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := m.labels(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	add, err := resolve(all, in.Add)
+	if err != nil {
+		return nil, err
+	}
+	remove, err := resolve(all, in.Remove)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.batchModify(ctx, svc, in.MessageIDs, add, remove); err != nil {
+		return nil, err
+	}
+	return map[string]any{"status": "labels changed", "messages": len(in.MessageIDs), "added": add, "removed": remove}, nil
+}
+
+func (m *mailbox) batchModify(ctx context.Context, svc *gmailapi.Service, ids, add, remove []string) error {
+	return m.call(ctx, "the messages", func() error {
+		return svc.Users.Messages.BatchModify("me", &gmailapi.BatchModifyMessagesRequest{
+			Ids: ids, AddLabelIds: add, RemoveLabelIds: remove,
+		}).Context(ctx).Do()
+	})
+}
+
+type idsIn struct {
+	MessageIDs []string `json:"message_ids" desc:"ids from gmail_search"`
+}
+
+func (m *mailbox) archive(ctx context.Context, in idsIn) (any, error) {
+	if err := requiredIDs(in.MessageIDs); err != nil {
+		return nil, err
+	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.batchModify(ctx, svc, in.MessageIDs, nil, []string{"INBOX"}); err != nil {
+		return nil, err
+	}
+	return map[string]any{"status": "archived", "messages": len(in.MessageIDs)}, nil
+}
+
+func (m *mailbox) trash(ctx context.Context, in idsIn) (any, error) {
+	if err := requiredIDs(in.MessageIDs); err != nil {
+		return nil, err
+	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, id := range in.MessageIDs {
+		err := m.call(ctx, "message "+id, func() error {
+			_, err := svc.Users.Messages.Trash("me", id).Context(ctx).Do()
+			return err
+		})
+		if err != nil {
+			var te *tools.Error
+			if len(done) > 0 && errors.As(err, &te) {
+				te.Details = map[string]any{"trashed": done}
+			}
+			return nil, err
+		}
+		done = append(done, id)
+	}
+	return map[string]any{"status": "trashed", "messages": len(done)}, nil
+}
+
+func required(name, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return &tools.Error{Code: tools.CodeMissingParameter, Message: name + " is required."}
+	}
+	return nil
+}
+
+func requiredIDs(ids []string) error {
+	if len(ids) == 0 {
+		return &tools.Error{Code: tools.CodeMissingParameter, Message: "message_ids needs at least one id.", Suggestion: "Search first with gmail_search to get ids."}
+	}
+	if len(ids) > 1000 {
+		return &tools.Error{Code: tools.CodeInvalidArgument, Message: "At most 1000 messages at a time."}
+	}
+	return nil
+}
