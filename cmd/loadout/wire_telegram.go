@@ -1,11 +1,43 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"loadout/bridge/telegram"
+	"loadout/store"
+)
+
+var _ telegram.Inbox = (*store.DB)(nil)
 
 // telegramChannel builds the Telegram channel when telegram.enabled is set.
+// In webhook mode it mounts the webhook on the HTTP server at the path of
+// telegram.webhook_url.
 func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
-	if !a.cfg.Telegram.Enabled {
+	c := a.cfg.Telegram
+	if !c.Enabled {
 		return "", nil, nil
 	}
-	return "", nil, errNotBuilt("telegram")
+	if c.Mode == telegram.ModeWebhook {
+		u, err := url.Parse(c.WebhookURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return "", nil, fmt.Errorf("config: telegram.webhook_url: must be a public https URL, got %q", c.WebhookURL)
+		}
+	}
+	ad := telegram.New(telegram.Config{
+		Token:         c.Token,
+		APIEndpoint:   c.APIEndpoint,
+		AllowedUsers:  c.AllowedUsers,
+		Mode:          c.Mode,
+		WebhookURL:    c.WebhookURL,
+		WebhookSecret: c.WebhookSecret,
+		Workers:       c.Workers,
+		ShutdownGrace: a.cfg.HTTP.ShutdownGrace.Std(),
+		Logger:        a.log.With("channel", "telegram"),
+	}, a.router, a.db)
+	if c.Mode == telegram.ModeWebhook {
+		a.mux.Handle("POST "+ad.WebhookPath(), ad)
+	}
+	return "telegram", ad, nil
 }
