@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -187,27 +188,36 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 }
 
 // Recent returns up to limit of the session's latest messages, oldest first.
+// It scans rows directly: this runs on every message whose history is not
+// cached, so it avoids gorm's per-row reflection.
 func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Message, error) {
-	var rows []message
-	err := d.db.WithContext(ctx).Where("session_id = ?", sessionID).
-		Order("id DESC").Limit(limit).Find(&rows).Error
+	rows, err := d.db.WithContext(ctx).Raw(`SELECT id, role, text, tool_calls, tool_call_id, tool_name, status, code,
+		arguments, group_name, user_key, tokens, created_at
+		FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?`, sessionID, limit).Rows()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]chat.Message, len(rows))
-	for i, r := range rows {
-		m := chat.Message{
-			ID: r.ID, Role: chat.Role(r.Role), Text: r.Text, ToolCallID: r.ToolCallID,
-			ToolName: r.ToolName, Status: r.Status, Code: r.Code, Arguments: r.Arguments,
-			Group: r.GroupName, UserKey: r.UserKey, Tokens: r.Tokens, CreatedAt: r.CreatedAt,
+	defer rows.Close()
+	out := make([]chat.Message, 0, min(limit, 512))
+	for rows.Next() {
+		var m chat.Message
+		var role, calls string
+		if err := rows.Scan(&m.ID, &role, &m.Text, &calls, &m.ToolCallID, &m.ToolName, &m.Status, &m.Code,
+			&m.Arguments, &m.Group, &m.UserKey, &m.Tokens, &m.CreatedAt); err != nil {
+			return nil, err
 		}
-		if r.ToolCalls != "" {
-			if err := json.Unmarshal([]byte(r.ToolCalls), &m.ToolCalls); err != nil {
-				return nil, fmt.Errorf("decode tool calls of message %d: %w", r.ID, err)
+		m.Role = chat.Role(role)
+		if calls != "" {
+			if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
+				return nil, fmt.Errorf("decode tool calls of message %d: %w", m.ID, err)
 			}
 		}
-		out[len(rows)-1-i] = m
+		out = append(out, m)
 	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
 	return out, nil
 }
 
