@@ -50,7 +50,8 @@ func newFake(t *testing.T) *fake {
 	return f
 }
 
-// on answers method+path with h.
+// on answers method+path with h; a path ending in * matches any path
+// with that prefix.
 func (f *fake) on(method, path string, h handler) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -69,6 +70,13 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	key := r.Method + " " + r.URL.Path
 	f.mu.Lock()
 	h, ok := f.routes[key]
+	if !ok {
+		for k, v := range f.routes {
+			if p, wild := strings.CutSuffix(k, "*"); wild && strings.HasPrefix(key, p) {
+				h, ok = v, true
+			}
+		}
+	}
 	f.hits[key]++
 	f.mu.Unlock()
 	if got := r.Header.Get("X-Test-User"); got != user {

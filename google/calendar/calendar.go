@@ -1,0 +1,230 @@
+// Package calendar provides the google_calendar tool group: the calling
+// person's calendars, events and free/busy times in Google Calendar.
+package calendar
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	_ "time/tzdata" // IANA zones even where the system has no zoneinfo
+
+	gcal "google.golang.org/api/calendar/v3"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+
+	"loadout/google"
+	"loadout/tools"
+)
+
+// Service returns the Calendar API as the group asks google.Client for
+// it: path calendar/v3/ and the full Calendar scope.
+func Service() google.Service {
+	return google.Service{Path: "calendar/v3/", Scopes: []string{gcal.CalendarScope}}
+}
+
+// Options tunes the group. The zero value is the default.
+type Options struct {
+	// Backoff governs retries of temporary Google errors (429, 5xx).
+	Backoff google.Backoff
+	// TimeZone is the IANA zone for times given without an offset when a
+	// call names none; empty means the calendar's own zone.
+	TimeZone string
+	// Now is the clock for default ranges; nil means time.Now.
+	Now func() time.Time
+}
+
+// Group returns the google_calendar group and its tools with default
+// options.
+func Group(c google.Client) (tools.Group, []tools.Tool) { return GroupWith(c, Options{}) }
+
+// GroupWith returns the google_calendar group and its tools. Every tool
+// acts as the calling person through c; a person without a connected
+// account gets a not_connected error. An invalid o.TimeZone is ignored.
+func GroupWith(c google.Client, o Options) (tools.Group, []tools.Tool) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if _, err := loadZone(o.TimeZone); err != nil {
+		o.TimeZone = ""
+	}
+	g := &group{client: c, opts: o}
+	return tools.Group{
+			Name:        "google_calendar",
+			DisplayName: "Google Calendar",
+			Description: "List, create, update and delete events in the person's Google Calendar, and check free/busy times.",
+		}, []tools.Tool{
+			g.listCalendars(), g.listEvents(), g.getEvent(), g.createEvent(), g.updateEvent(), g.deleteEvent(), g.freebusy(),
+		}
+}
+
+type group struct {
+	client google.Client
+	opts   Options
+}
+
+// service builds a Calendar client acting as the caller.
+func (g *group) service(ctx context.Context) (*gcal.Service, error) {
+	opts, err := g.client.Options(ctx, Service())
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]option.ClientOption, 0, len(opts))
+	for _, o := range opts {
+		if o != nil {
+			kept = append(kept, o)
+		}
+	}
+	svc, err := gcal.NewService(ctx, kept...)
+	if err != nil {
+		return nil, fmt.Errorf("calendar: new service: %w", err)
+	}
+	return svc, nil
+}
+
+// call runs fn with retries and maps its final error for what.
+func (g *group) call(ctx context.Context, what string, fn func() error) error {
+	return mapError(g.opts.Backoff.Do(ctx, fn), what)
+}
+
+// mapError is google.MapError with 410 Gone (a deleted event) reported as
+// not_found.
+func mapError(err error, what string) error {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && ge.Code == http.StatusGone {
+		return &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("%s has been deleted.", what),
+			Suggestion: "List the events again to get current ids."}
+	}
+	return google.MapError(err, what)
+}
+
+// zoneFor returns the location for times without an offset: name if set,
+// else the group's default, else the calendar's own zone (one API call).
+func (g *group) zoneFor(ctx context.Context, svc *gcal.Service, calID, name string) (*time.Location, error) {
+	if name == "" {
+		name = g.opts.TimeZone
+	}
+	if name == "" {
+		err := g.call(ctx, calendarWhat(calID), func() error {
+			c, err := svc.Calendars.Get(calID).Context(ctx).Fields("timeZone").Do()
+			if err == nil {
+				name = c.TimeZone
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	loc, err := loadZone(name)
+	if err != nil {
+		return nil, fmt.Errorf("calendar: the calendar's time zone %q: %w", name, err)
+	}
+	return loc, nil
+}
+
+func calendarWhat(id string) string { return fmt.Sprintf("the calendar '%s'", id) }
+
+func eventWhat(id string) string { return fmt.Sprintf("the event '%s'", id) }
+
+func invalid(param, msg string) *tools.Error {
+	return &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("parameter '%s' %s", param, msg),
+		Suggestion: "Fix that argument and call the tool again."}
+}
+
+// loadZone loads an IANA zone; "" is an error, and so is "Local".
+func loadZone(name string) (*time.Location, error) {
+	if name == "" || strings.EqualFold(name, "local") {
+		return nil, errors.New("not an IANA time zone")
+	}
+	return time.LoadLocation(name)
+}
+
+// zoneParam validates a time_zone argument; "" stays "".
+func zoneParam(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", nil
+	}
+	if _, err := loadZone(name); err != nil {
+		return "", &tools.Error{Code: tools.CodeInvalidArgument,
+			Message:    fmt.Sprintf("parameter 'time_zone': '%s' is not an IANA time zone.", name),
+			Suggestion: "Use a name like Europe/Berlin, America/New_York or UTC."}
+	}
+	return name, nil
+}
+
+// calendarID defaults an empty calendar id to primary.
+func calendarID(s string) string {
+	if s = strings.TrimSpace(s); s == "" {
+		return "primary"
+	}
+	return s
+}
+
+// sendUpdates maps the send_updates argument to the API's value.
+func sendUpdates(s string) (string, error) {
+	switch s {
+	case "", "all":
+		return "all", nil
+	case "external":
+		return "externalOnly", nil
+	case "none":
+		return "none", nil
+	}
+	return "", invalid("send_updates", "must be all, external or none")
+}
+
+// moment is a time argument as the model gave it.
+type moment struct {
+	t     time.Time // when local, a wall clock in UTC to be read in a zone
+	date  bool      // a calendar date, no time of day
+	local bool      // no offset given
+}
+
+const timeHelp = "must be RFC3339 like 2025-03-01T09:00:00+01:00, a local time like 2025-03-01T09:00, or a date like 2025-03-01"
+
+// parseMoment reads RFC3339, a local date-time, or a date.
+func parseMoment(param, s string) (moment, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return moment{t: t}, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return moment{t: t, local: true}, nil
+		}
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return moment{t: t, date: true, local: true}, nil
+	}
+	return moment{}, invalid(param, fmt.Sprintf("'%s' %s", s, timeHelp))
+}
+
+// in returns the moment as an instant, reading a local one in loc.
+func (m moment) in(loc *time.Location) time.Time {
+	if !m.local {
+		return m.t
+	}
+	y, mo, d := m.t.Date()
+	h, mi, s := m.t.Clock()
+	return time.Date(y, mo, d, h, mi, s, 0, loc)
+}
+
+// day returns a date moment's date.
+func (m moment) day() string { return m.t.Format(time.DateOnly) }
+
+// randomID returns n characters of base32hex (0-9, a-v), valid as a
+// client-chosen event id or conference request id.
+func randomID(n int) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuv"
+	b := make([]byte, n)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
