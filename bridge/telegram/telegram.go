@@ -195,7 +195,9 @@ func (a *Adapter) Run(ctx context.Context) error {
 func (a *Adapter) connect(ctx context.Context) (*tgbotapi.BotAPI, error) {
 	b := backoff{max: a.cfg.MaxBackoff}
 	for {
-		bot, err := tgbotapi.NewBotAPIWithClient(a.cfg.Token, a.cfg.APIEndpoint, doer{ctx, a.cfg.HTTPClient})
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		bot, err := tgbotapi.NewBotAPIWithClient(a.cfg.Token, a.cfg.APIEndpoint, doer{rctx, a.cfg.HTTPClient})
+		cancel()
 		if err == nil {
 			return bot, nil
 		}
@@ -204,7 +206,7 @@ func (a *Adapter) connect(ctx context.Context) (*tgbotapi.BotAPI, error) {
 		}
 		var te *tgbotapi.Error
 		if errors.As(err, &te) && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
-			return nil, fmt.Errorf("the Bot API rejected telegram.token (%d %s): check the token BotFather gave you", te.Code, te.Message)
+			return nil, fmt.Errorf("the Bot API rejected telegram.token (%d %s): check telegram.token (and telegram.api_endpoint if set)", te.Code, te.Message)
 		}
 		a.log.Warn("telegram: cannot reach the Bot API, retrying", "err", err)
 		if a.sleep(ctx, b.next()) != nil {
@@ -222,8 +224,13 @@ func (a *Adapter) api(ctx context.Context) *tgbotapi.BotAPI {
 	return &b
 }
 
+// requestTimeout bounds every request but the long poll.
+const requestTimeout = 30 * time.Second
+
 // request calls a Bot API method once.
 func (a *Adapter) request(ctx context.Context, method string, p tgbotapi.Params) (*tgbotapi.APIResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	return a.api(ctx).MakeRequest(method, p)
 }
 
@@ -286,7 +293,9 @@ func (a *Adapter) setCommands(ctx context.Context) {
 		}
 		cmds = append(cmds, tgbotapi.BotCommand{Command: c.Name, Description: desc})
 	}
-	if _, err := a.api(ctx).Request(tgbotapi.NewSetMyCommands(cmds...)); err != nil && ctx.Err() == nil {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if _, err := a.api(rctx).Request(tgbotapi.NewSetMyCommands(cmds...)); err != nil && ctx.Err() == nil {
 		a.optionalFailed("setMyCommands", err)
 	}
 }
@@ -486,8 +495,12 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, pool *bridge.Po
 	}
 	id := strconv.FormatInt(m.From.ID, 10)
 	if !a.allow.Allowed(id, m.From.UserName) {
+		username := "(none)"
+		if m.From.UserName != "" {
+			username = "@" + m.From.UserName
+		}
 		a.log.Warn("telegram: refused a message from a user who is not allowed; to allow them, add their id or @username to telegram.allowed_users",
-			"user_id", id, "username", "@"+m.From.UserName, "name", strings.TrimSpace(m.From.FirstName+" "+m.From.LastName),
+			"user_id", id, "username", username, "name", strings.TrimSpace(m.From.FirstName+" "+m.From.LastName),
 			"chat_id", m.Chat.ID)
 		if a.allow.FirstRefusal(id) {
 			pool.Submit(chatKey, func(ctx context.Context) {

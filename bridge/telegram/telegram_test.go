@@ -544,3 +544,14 @@ func TestFullTurnLoadsGroupAndCallsTool(t *testing.T) {
 		t.Fatal("add_note was offered before the group was loaded")
 	}
 }
+
+func TestRejectedTokenStopsRun(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	a := New(h.config(func(c *Config) { c.Token = "999:wrong" }), bridge.NewRouter(h.env.Engine, "loadout"), h.env.Store)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := a.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "telegram.token") {
+		t.Fatalf("Run = %v, want an error naming telegram.token", err)
+	}
+}
