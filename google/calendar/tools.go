@@ -104,7 +104,7 @@ func (g *group) resolveRange(ctx context.Context, svc *gcal.Service, calID, zone
 		}
 	}
 	if !end.After(start) {
-		return time.Time{}, time.Time{}, nil, invalid("to", "must be after 'from'")
+		return time.Time{}, time.Time{}, nil, invalid("to", "must be after 'from' (which defaults to now)")
 	}
 	return start, end, loc, nil
 }

@@ -21,7 +21,7 @@ type searchIn struct {
 	Name       string `json:"name,omitempty" desc:"text the file name contains"`
 	Text       string `json:"text,omitempty" desc:"full-text search in content and name"`
 	Type       string `json:"type,omitempty" desc:"file type" enum:"document,spreadsheet,presentation,folder,form,pdf,image,video,text"`
-	FolderID   string `json:"folder_id,omitempty" desc:"only files directly in this folder"`
+	FolderID   string `json:"folder_id,omitempty" desc:"only files directly in this folder (root: My Drive)"`
 	MaxResults int    `json:"max_results,omitempty" desc:"1-100, default 20"`
 	PageToken  string `json:"page_token,omitempty" desc:"next_page_token from a previous search"`
 }
@@ -413,7 +413,7 @@ func (g *group) createFolder() tools.Tool {
 
 type moveIn struct {
 	FileID   string `json:"file_id" desc:"Drive file or folder id"`
-	FolderID string `json:"folder_id,omitempty" desc:"move into this folder"`
+	FolderID string `json:"folder_id,omitempty" desc:"move into this folder (root: My Drive)"`
 	Name     string `json:"name,omitempty" desc:"new name"`
 }
 
