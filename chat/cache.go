@@ -22,8 +22,9 @@ func newHistoryCache(max int) *historyCache {
 	return &historyCache{max: max, entries: map[int64]cachedHistory{}}
 }
 
-// get returns a copy of the session's cached tail if it reflects count
-// persisted messages.
+// get returns the session's cached tail if it reflects count persisted
+// messages. The slice's capacity is clipped, so appending copies it and
+// the cached entry is never changed.
 func (c *historyCache) get(session int64, count int) ([]Message, bool) {
 	if c.max <= 0 {
 		return nil, false
@@ -34,12 +35,12 @@ func (c *historyCache) get(session int64, count int) ([]Message, bool) {
 	if !ok || e.count != count {
 		return nil, false
 	}
-	return append([]Message(nil), e.msgs...), true
+	return e.msgs[:len(e.msgs):len(e.msgs)], true
 }
 
 // put stores the tail of msgs whose tokens fit in budget (at least the
 // messages the budget could ever select), evicting an arbitrary entry
-// when full.
+// when full. The caller must not modify msgs afterwards.
 func (c *historyCache) put(session int64, count int, msgs []Message, budget, maxMsgs int) {
 	if c.max <= 0 {
 		return
@@ -52,7 +53,7 @@ func (c *historyCache) put(session int64, count int, msgs []Message, budget, max
 		}
 		start--
 	}
-	tail := append([]Message(nil), msgs[start:]...)
+	tail := msgs[start:]
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.entries[session]; !ok && len(c.entries) >= c.max {
