@@ -397,6 +397,8 @@ func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {
 	h.tg.Push(telegramtest.Message{From: ana, Text: "question one"})
 	h.tg.WaitFor(t, "the reply to be on its way", func() bool { return h.tg.Waiting("sendMessage") == 1 })
 	stop() // crash: the inbox entry is written, the reply not sent
+	// The abandoned request must be over before the server may answer.
+	h.tg.WaitFor(t, "the abandoned send to end", func() bool { return h.tg.Waiting("sendMessage") == 0 })
 	h.tg.Resume("sendMessage")
 	if n := len(h.tg.Sent()); n != 0 {
 		t.Fatalf("%d messages sent before the restart", n)
