@@ -117,6 +117,9 @@ type GoogleConfig struct {
 	// listAll registers the Google groups even when Google is not set up,
 	// so `loadout tools` can show their cost.
 	listAll bool
+	// authURL, tokenURL and revokeURL override Google's OAuth endpoints
+	// (tests only; empty means Google's).
+	authURL, tokenURL, revokeURL string
 }
 
 // Duration is a time.Duration written as "30s" or "2m" in YAML.

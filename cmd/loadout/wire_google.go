@@ -3,19 +3,227 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
+	"strings"
 
+	"google.golang.org/api/option"
+
+	"loadout/bridge"
+	"loadout/chat"
+	"loadout/google"
+	"loadout/google/calendar"
+	"loadout/google/drive"
+	"loadout/google/gmail"
+	"loadout/google/gmailsettings"
+	"loadout/store"
 	"loadout/tools"
 )
 
-// registerGoogle adds the Google Workspace groups when Google is configured.
-func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error { return nil }
+var _ google.TokenStore = (*store.DB)(nil)
 
-// wireGoogle adds /connect, /disconnect and the OAuth callback.
-func (a *app) wireGoogle(ctx context.Context) error { return nil }
+// googleGroup is one Workspace group and the API service it uses.
+type googleGroup struct {
+	build   func(google.Client) (tools.Group, []tools.Tool)
+	service google.Service
+}
 
-// googleCommand runs `loadout google …`.
+// googleGroups lists the Workspace groups loadout registers.
+func googleGroups() []googleGroup {
+	return []googleGroup{
+		{gmail.Group, gmail.Service()},
+		{gmailsettings.Group, gmailsettings.Service()},
+		{drive.Group, drive.Service()},
+		{calendar.Group, calendar.Service()},
+	}
+}
+
+// googleScopes is the union of the groups' scopes: what /connect asks for.
+func googleScopes() []string {
+	var s []string
+	for _, g := range googleGroups() {
+		s = append(s, g.service.Scopes...)
+	}
+	return s
+}
+
+// googleConfigured reports whether an OAuth client is set.
+func (c GoogleConfig) configured() bool {
+	return c.ClientID != "" || c.CredentialsFile != ""
+}
+
+// googleCallbackPath is where the OAuth redirect is served.
+const googleCallbackPath = "/oauth/google/callback"
+
+// googleAccounts builds the OAuth accounts from the config: the client
+// from google.client_id/client_secret or google.credentials_file, the key
+// from google.token_key or LOADOUT_TOKEN_KEY.
+func (a *app) googleAccounts() (*google.Accounts, error) {
+	gc := a.cfg.Google
+	id, secret, redirect := gc.ClientID, gc.ClientSecret, gc.RedirectURL
+	if gc.CredentialsFile != "" {
+		creds, err := google.ReadCredentials(gc.CredentialsFile)
+		if err != nil {
+			return nil, fmt.Errorf("google.credentials_file: %w", err)
+		}
+		if id == "" {
+			id, secret = creds.ClientID, creds.ClientSecret
+		}
+		if redirect == "" {
+			for _, u := range creds.RedirectURLs {
+				if strings.HasSuffix(u, googleCallbackPath) {
+					redirect = u
+				}
+			}
+		}
+	}
+	if redirect == "" {
+		redirect = "http://" + a.cfg.HTTP.Listen + googleCallbackPath
+	}
+	rawKey := gc.TokenKey
+	if rawKey == "" {
+		rawKey = os.Getenv("LOADOUT_TOKEN_KEY")
+	}
+	key, err := google.ParseKey(rawKey)
+	if err != nil {
+		return nil, fmt.Errorf("google.token_key: %w", err)
+	}
+	acc, err := google.New(google.Config{
+		ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: googleScopes(),
+		Key: key, Store: a.db, Endpoint: gc.Endpoint,
+		AuthURL: gc.authURL, TokenURL: gc.tokenURL, RevokeURL: gc.revokeURL, Logger: a.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("google: %w", err)
+	}
+	return acc, nil
+}
+
+// unconfigured is the client of groups registered only to be listed.
+type unconfigured struct{}
+
+func (unconfigured) Options(context.Context, google.Service) ([]option.ClientOption, error) {
+	return nil, &tools.Error{Code: tools.CodeNotConnected, Message: "Google is not set up on this server.",
+		Suggestion: "Tell the person the owner has to configure google.client_id and google.token_key first."}
+}
+
+// registerGoogle adds the Google Workspace groups when Google is configured
+// (or when only listing tools). Configured without a token key is an
+// error that says how to make one.
+func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
+	gc := a.cfg.Google
+	if !gc.configured() && !gc.listAll {
+		return nil
+	}
+	var client google.Client = unconfigured{}
+	if gc.configured() {
+		acc, err := a.googleAccounts()
+		switch {
+		case err == nil:
+			client = acc
+		case !gc.listAll:
+			return err
+		}
+	}
+	for _, g := range googleGroups() {
+		group, ts := g.build(client)
+		if err := reg.AddGroup(group, ts...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wireGoogle adds /connect, /disconnect and the OAuth callback. The chat
+// is told about a finished connection only once a channel provides a
+// google.Notifier; until then the browser page says it worked.
+func (a *app) wireGoogle(ctx context.Context) error {
+	if !a.cfg.Google.configured() {
+		notSetUp := func(context.Context, chat.Inbound, string) (string, error) {
+			return "Google isn't set up on this server. The owner needs to add an OAuth client (google.client_id) to the config first.", nil
+		}
+		a.router.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Run: notSetUp})
+		a.router.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account", Run: notSetUp})
+		return nil
+	}
+	acc, err := a.googleAccounts()
+	if err != nil {
+		return err
+	}
+	var notify google.Notifier // no channel can message a chat unprompted yet
+	path := googleCallbackPath
+	if u, err := url.Parse(a.cfg.Google.RedirectURL); err == nil && u.Path != "" && a.cfg.Google.RedirectURL != "" {
+		path = u.Path
+	}
+	a.mux.Handle("GET "+path, acc.CallbackHandler(notify))
+	a.router.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account",
+		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {
+			if !strings.EqualFold(strings.TrimSpace(args), "google") {
+				return "Usage: /connect google", nil
+			}
+			link, err := acc.AuthURL(in.UserKey, in.ChatKey)
+			if err != nil {
+				a.log.Error("google: connect link", "err", err)
+				return "Sorry, I couldn't make a Google sign-in link right now.", nil
+			}
+			return "Open this link to connect your Google account. It works once, for the next 10 minutes, and only for you — don't share it:\n" + link, nil
+		}})
+	a.router.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account",
+		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {
+			if !strings.EqualFold(strings.TrimSpace(args), "google") {
+				return "Usage: /disconnect google", nil
+			}
+			err := acc.Disconnect(ctx, in.UserKey)
+			switch {
+			case errors.Is(err, google.ErrNotConnected):
+				return "No Google account is connected for you.", nil
+			case err != nil && strings.Contains(err.Error(), "revoke"):
+				a.log.Warn("google: revoke failed", "user", in.UserKey, "err", err)
+				return "I've forgotten your Google account, but Google could not be reached to revoke my access. You can remove it at https://myaccount.google.com/permissions.", nil
+			case err != nil:
+				return "", err
+			}
+			return "Your Google account is disconnected and my access to it is revoked.", nil
+		}})
+	return nil
+}
+
+// googleCommand runs `loadout google login -user KEY`: the loopback flow
+// for a person on this machine.
 func googleCommand(ctx context.Context, cfg Config, log *slog.Logger, args []string, out io.Writer) error {
-	return errors.New("google: not available in this build")
+	if len(args) == 0 || args[0] != "login" {
+		return errors.New("usage: loadout google login -user KEY (e.g. -user console:local or -user telegram:123456)")
+	}
+	fs := flag.NewFlagSet("google login", flag.ContinueOnError)
+	fs.SetOutput(out)
+	user := fs.String("user", "", "chat user to connect, e.g. console:local, telegram:123456, slack:T1:U2")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *user == "" || !strings.Contains(*user, ":") {
+		return errors.New("google login: -user is required, as channel:id, e.g. console:local or telegram:123456")
+	}
+	if !cfg.Google.configured() {
+		return errors.New("google: not configured: set google.client_id and google.client_secret (or google.credentials_file)")
+	}
+	db, err := store.Open(cfg.Store.Path)
+	if err != nil {
+		return fmt.Errorf("%w (store.path)", err)
+	}
+	defer db.Close()
+	a := &app{cfg: cfg, log: log, db: db}
+	acc, err := a.googleAccounts()
+	if err != nil {
+		return err
+	}
+	c, err := acc.LoginLoopback(ctx, *user, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Connected a Google account for %s (%d permissions).\n", c.UserKey, len(c.Scopes))
+	return nil
 }

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"loadout/chat"
+	"loadout/chat/chattest"
+	"loadout/google/googletest"
+)
+
+func TestToolsListsGoogleGroupsWithoutGoogleConfig(t *testing.T) {
+	t.Setenv("LOADOUT_TOKEN_KEY", "")
+	cfgPath, _ := writeConfig(t, "http://127.0.0.1:1/v1", "")
+	out, err := runCLI(t, "", "-config", cfgPath, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"google_gmail ", "google_gmail_settings", "google_drive", "google_calendar"} {
+		if !strings.Contains(out, g) {
+			t.Errorf("tools output lacks %s:\n%s", g, out)
+		}
+	}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestGoogleGroupsHiddenWhenNotConfigured(t *testing.T) {
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	a, err := newApp(context.Background(), cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.db.Close()
+	for _, g := range a.reg.Groups() {
+		if strings.HasPrefix(g.Name, "google_") {
+			t.Errorf("group %s registered without Google config", g.Name)
+		}
+	}
+	reply, err := a.router.Handle(context.Background(), chat.Inbound{ChatKey: "telegram:1", UserKey: "telegram:1", Text: "/connect google"})
+	if err != nil || !strings.Contains(reply, "isn't set up") {
+		t.Fatalf("/connect = %q, %v", reply, err)
+	}
+}
+
+func TestGoogleWithoutTokenKeyRefusesToStart(t *testing.T) {
+	t.Setenv("LOADOUT_TOKEN_KEY", "")
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	cfg.Google.ClientID = "id.apps.googleusercontent.com"
+	_, err := newApp(context.Background(), cfg, quietLog())
+	if err == nil || !strings.Contains(err.Error(), "openssl rand -base64 32") || !strings.Contains(err.Error(), "google.token_key") {
+		t.Fatalf("err = %v", err)
+	}
+	// The key may come from the environment instead.
+	t.Setenv("LOADOUT_TOKEN_KEY", base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	a, err := newApp(context.Background(), cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.db.Close()
+}
+
+// gmailFake answers a Gmail search for the mailbox whose bearer token it
+// knows.
+type gmailFake struct {
+	mu      sync.Mutex
+	bearers []string
+}
+
+func (f *gmailFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	auth := r.Header.Get("Authorization")
+	f.mu.Lock()
+	f.bearers = append(f.bearers, auth)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if auth != "Bearer ana-access" {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}`)
+		return
+	}
+	switch r.URL.Path {
+	case "/gmail/v1/users/me/messages":
+		io.WriteString(w, `{"messages":[{"id":"18c2a1f0b2d3e4f5","threadId":"18c2a1f0b2d3e4f5"}],"resultSizeEstimate":1}`)
+	case "/gmail/v1/users/me/messages/18c2a1f0b2d3e4f5":
+		io.WriteString(w, `{"id":"18c2a1f0b2d3e4f5","threadId":"18c2a1f0b2d3e4f5","labelIds":["INBOX","UNREAD"],"snippet":"Please pay by Friday","internalDate":"1767261600000","payload":{"mimeType":"text/plain","headers":[{"name":"From","value":"Bob <bob@example.com>"},{"name":"Subject","value":"Invoice 42"}]}}`)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"code":404,"message":"Not Found"}}`)
+	}
+}
+
+func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
+	fake := &gmailFake{}
+	api := httptest.NewServer(fake)
+	t.Cleanup(api.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "sk-test"
+	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	cfg.Google = GoogleConfig{
+		ClientID: "id.apps.googleusercontent.com", ClientSecret: "GOCSPX-secret",
+		RedirectURL: base + "/oauth/google/callback", Endpoint: api.URL,
+		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
+		authURL:  oauth.AuthURL(), tokenURL: oauth.TokenURL(), revokeURL: oauth.RevokeURL(),
+	}
+	a, err := newApp(context.Background(), cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.db.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.run(ctx, ln, nil) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("server did not stop")
+		}
+	}()
+
+	var names []string
+	for _, g := range a.reg.Groups() {
+		names = append(names, g.Name)
+	}
+	for _, want := range []string{"google_gmail", "google_gmail_settings", "google_drive", "google_calendar"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("group %s not registered: %v", want, names)
+		}
+	}
+
+	ana := chat.Inbound{ChatKey: "telegram:-100", UserKey: "telegram:42"}
+	say := func(in chat.Inbound, text string) string {
+		t.Helper()
+		in.Text = text
+		reply, err := a.router.Handle(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+
+	// Not connected yet: the model is told so.
+	model.Call("load_tool_group", `{"group_name":"google_gmail"}`)
+	model.Call("gmail_search", `{"query":"is:unread"}`)
+	model.Text("Please connect Google first.")
+	say(ana, "any unread mail?")
+	if last := lastToolResult(model); !strings.Contains(last, "not_connected") || !strings.Contains(last, "/connect google") {
+		t.Fatalf("before connecting: %s", last)
+	}
+
+	reply := say(ana, "/connect google")
+	link := reply[strings.LastIndex(reply, "\n")+1:]
+	u, err := url.Parse(link)
+	if err != nil || !strings.HasPrefix(link, oauth.AuthURL()) {
+		t.Fatalf("/connect reply = %q", reply)
+	}
+	scopes := strings.Fields(u.Query().Get("scope"))
+	for _, s := range []string{"https://www.googleapis.com/auth/gmail.modify", "https://www.googleapis.com/auth/gmail.settings.basic", "https://www.googleapis.com/auth/drive", "https://www.googleapis.com/auth/calendar"} {
+		if !slices.ContainsFunc(scopes, func(x string) bool { return strings.HasPrefix(x, s) }) {
+			t.Errorf("scope %s not requested: %v", s, scopes)
+		}
+	}
+	if u.Query().Get("redirect_uri") != base+"/oauth/google/callback" {
+		t.Fatalf("redirect_uri = %s", u.Query().Get("redirect_uri"))
+	}
+
+	// A forged state is refused; the real one works once.
+	if res := httpGet(t, base+"/oauth/google/callback?state=forged&code=x"); res != http.StatusBadRequest {
+		t.Fatalf("forged state = %d", res)
+	}
+	back := oauth.Approve(t, link, "ana-access", "ana-refresh", "")
+	if res := httpGet(t, back); res != http.StatusOK {
+		t.Fatalf("callback = %d", res)
+	}
+	if res := httpGet(t, back); res != http.StatusBadRequest {
+		t.Fatalf("reused state = %d", res)
+	}
+
+	model.Call("gmail_search", `{"query":"is:unread"}`)
+	model.Text("One unread mail: Invoice 42 from Bob.")
+	if got := say(ana, "any unread mail now?"); got != "One unread mail: Invoice 42 from Bob." {
+		t.Fatalf("reply = %q", got)
+	}
+	if last := lastToolResult(model); !strings.Contains(last, "Invoice 42") || !strings.Contains(last, "bob@example.com") {
+		t.Fatalf("search result = %s", last)
+	}
+
+	// Someone else in the same group chat does not get Ana's mailbox.
+	model.Call("gmail_search", `{"query":"is:unread"}`)
+	model.Text("Connect first.")
+	say(chat.Inbound{ChatKey: "telegram:-100", UserKey: "telegram:7"}, "and mine?")
+	if last := lastToolResult(model); !strings.Contains(last, "not_connected") {
+		t.Fatalf("other user: %s", last)
+	}
+
+	if got := say(ana, "/disconnect google"); !strings.Contains(got, "disconnected") {
+		t.Fatalf("/disconnect = %q", got)
+	}
+	if r := oauth.Revoked(); len(r) != 1 || r[0] != "ana-refresh" {
+		t.Fatalf("revoked = %v", r)
+	}
+	if got := say(ana, "/disconnect google"); !strings.Contains(got, "No Google account") {
+		t.Fatalf("second /disconnect = %q", got)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	for _, b := range fake.bearers {
+		if b != "Bearer ana-access" {
+			t.Fatalf("API saw %q", b)
+		}
+	}
+}
+
+func httpGet(t *testing.T, u string) int {
+	t.Helper()
+	res, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// lastToolResult is the newest tool message the model received.
+func lastToolResult(m *chattest.ModelServer) string {
+	reqs := m.Requests()
+	msgs := reqs[len(reqs)-1].Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "tool" {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
