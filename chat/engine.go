@@ -284,13 +284,15 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		msgs = append(msgs, m)
 	}
-	if err := e.store.Append(ctx, t.sess.ID, msgs, resp.Usage); err != nil {
+	// Once a round has run, its record is written even if ctx was cut at
+	// shutdown: the turn is never left half-persisted.
+	if err := e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, resp.Usage); err != nil {
 		return "", fmt.Errorf("persist tool round of session %d: %w", t.sess.ID, err)
 	}
 	t.history = append(t.history, msgs...)
 	t.count += len(msgs)
 	if settingsChanged {
-		s, err := e.store.ChatSettings(ctx, t.in.ChatKey)
+		s, err := e.store.ChatSettings(context.WithoutCancel(ctx), t.in.ChatKey)
 		if err != nil {
 			return "", fmt.Errorf("read settings of %s: %w", t.in.ChatKey, err)
 		}
@@ -307,7 +309,7 @@ func (t *turn) finish(ctx context.Context, rounds int, text string) (Reply, erro
 func (t *turn) finishWith(ctx context.Context, rounds int, text string, usage Usage) (Reply, error) {
 	m := Message{Role: RoleAssistant, Text: text}
 	m.Tokens = t.e.countMessage(m)
-	if err := t.e.store.Append(ctx, t.sess.ID, []Message{m}, usage); err != nil {
+	if err := t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, []Message{m}, usage); err != nil {
 		return Reply{}, fmt.Errorf("persist reply of session %d: %w", t.sess.ID, err)
 	}
 	t.history = append(t.history, m)

@@ -570,3 +570,30 @@ func TestHistoryCacheNoticesOtherWriters(t *testing.T) {
 		t.Fatalf("history = %v", texts)
 	}
 }
+
+// A turn cut at shutdown still persists what ran and tells the person.
+func TestCancelledTurnKeepsRecord(t *testing.T) {
+	started := make(chan struct{})
+	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+		return r.Add(tools.New(tools.Definition{Name: "wait", Description: "waits"},
+			func(ctx context.Context, _ struct{}) (any, error) {
+				close(started)
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}))
+	}})
+	e.Model.Call("wait", `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	r, err := e.Engine.Handle(ctx, chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "wait please"})
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	if !strings.Contains(r.Text, "shutting down") {
+		t.Errorf("reply = %q", r.Text)
+	}
+	msgs, _ := e.Store.Recent(context.Background(), 1, 10)
+	if len(msgs) != 3 || msgs[2].Role != chat.RoleTool || msgs[2].Code != "timeout" {
+		t.Fatalf("persisted = %+v", msgs)
+	}
+}
