@@ -174,10 +174,10 @@ func TestGroupAnswersOnlyWhenAddressed(t *testing.T) {
 		return h.tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "supergroup", Text: text, ReplyToBot: reply})
 	}
 	in("people talking among themselves", false)
-	mention := in("@loadout_bot what is the plan", false)
+	in("@loadout_bot what is the plan", false)
 	in("/clear@other_bot", false)
-	status := in("/status@loadout_bot", false)
-	replied := in("and then?", true)
+	in("/status@loadout_bot", false)
+	in("and then?", true)
 	last := in("/start", false)
 
 	sent := h.tg.WaitSent(t, 4)
@@ -189,9 +189,6 @@ func TestGroupAnswersOnlyWhenAddressed(t *testing.T) {
 		sent[2].Text != "answer two" || !strings.Contains(sent[3].Text, "Hi, I") {
 		t.Fatalf("unexpected replies: %+v", sent)
 	}
-	_ = mention
-	_ = status
-	_ = replied
 	for _, s := range sent {
 		if s.ChatID != group || s.ReplyTo == 0 {
 			t.Errorf("reply %+v not threaded to the group message", s)
