@@ -36,13 +36,13 @@ func toolResults(req goopenai.ChatCompletionRequest) []string {
 // reaches Ana's mailbox with Ana's token; Bob, not connected, gets
 // not_connected in the same chat.
 func TestEngineTurnLoadsGmailAndSearchesAsTheSender(t *testing.T) {
-	f := newFake(t)
+	f := googletest.NewAPI(t)
 	bearers := make(chan string, 10)
-	f.handle("GET /gmail/v1/users/me/messages", func(r request) (int, string) { return 200, listJSON })
-	f.handle("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", func(r request) (int, string) {
+	f.Handle("GET /gmail/v1/users/me/messages", func(r googletest.Request) (int, string) { return 200, listJSON })
+	f.Handle("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", func(r googletest.Request) (int, string) {
 		return 200, metaJSON("18c2a1f0b2d3e4f5", "18c2a1f0b2d3e4f5", "Bob Ng <bob@example.com>", "Invoice 42", "Please pay", "INBOX")
 	})
-	f.handle("GET /gmail/v1/users/me/messages/18c29e7d6c5b4a39", func(r request) (int, string) {
+	f.Handle("GET /gmail/v1/users/me/messages/18c29e7d6c5b4a39", func(r googletest.Request) (int, string) {
 		return 200, metaJSON("18c29e7d6c5b4a39", "18c29d0000000001", "Carla <carla@example.org>", "Lunch", "Sure", "INBOX")
 	})
 	// Check every API request's bearer token belongs to Ana.
@@ -54,7 +54,7 @@ func TestEngineTurnLoadsGmailAndSearchesAsTheSender(t *testing.T) {
 			w.Write([]byte(`{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}`))
 			return
 		}
-		f.serve(w, r)
+		f.ServeHTTP(w, r)
 	})
 	api := newServer(t, mux)
 	oauth := googletest.NewOAuthServer(t, "cid")
@@ -94,7 +94,7 @@ func TestEngineTurnLoadsGmailAndSearchesAsTheSender(t *testing.T) {
 	if last := results[len(results)-1]; !strings.Contains(last, "Invoice 42") || !strings.Contains(last, "18c2a1f0b2d3e4f5") {
 		t.Fatalf("search result = %s", last)
 	}
-	if q := f.last("GET /gmail/v1/users/me/messages").Query.Get("q"); q != "is:unread" {
+	if q := f.Last("GET /gmail/v1/users/me/messages").Query.Get("q"); q != "is:unread" {
 		t.Fatalf("q = %q", q)
 	}
 	close(bearers)

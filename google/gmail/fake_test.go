@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,103 +16,19 @@ import (
 	"loadout/tools"
 )
 
-// request is one call the fake received.
-type request struct {
-	Method, Path string
-	Query        url.Values
-	Body         string
-	User         string
-}
-
-// fake is a Gmail API server: tests add answers per "METHOD path" and read
-// back every request.
-type fake struct {
-	t       *testing.T
-	srv     *httptest.Server
-	mu      sync.Mutex
-	routes  map[string]func(r request) (int, string)
-	reqs    []request
-	allowed string // the only user key that may call, if set
-}
-
-func newFake(t *testing.T) *fake {
-	f := &fake{t: t, routes: map[string]func(request) (int, string){}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	req := request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: string(b), User: r.Header.Get("X-Test-User")}
-	f.mu.Lock()
-	f.reqs = append(f.reqs, req)
-	h, ok := f.routes[r.Method+" "+r.URL.Path]
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	if !ok {
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"error":{"code":404,"message":"Requested entity was not found.","errors":[{"message":"Requested entity was not found.","domain":"global","reason":"notFound"}],"status":"NOT_FOUND"}}`)
-		return
-	}
-	status, body := h(req)
-	w.WriteHeader(status)
-	io.WriteString(w, body)
-}
-
-// on answers METHOD path with status and body.
-func (f *fake) on(methodPath string, status int, body string) {
-	f.handle(methodPath, func(request) (int, string) { return status, body })
-}
-
-func (f *fake) handle(methodPath string, h func(request) (int, string)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.routes[methodPath] = h
-}
-
-func (f *fake) requests() []request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]request(nil), f.reqs...)
-}
-
-// last returns the last request to METHOD path.
-func (f *fake) last(methodPath string) request {
-	f.t.Helper()
-	rs := f.requests()
-	for i := len(rs) - 1; i >= 0; i-- {
-		if rs[i].Method+" "+rs[i].Path == methodPath {
-			return rs[i]
-		}
-	}
-	f.t.Fatalf("no request %s; got %+v", methodPath, rs)
-	return request{}
-}
-
-func (f *fake) count(methodPath string) int {
-	n := 0
-	for _, r := range f.requests() {
-		if r.Method+" "+r.Path == methodPath {
-			n++
-		}
-	}
-	return n
-}
-
 const user = "telegram:42"
 
 // kit is the group under test against a fake.
 type kit struct {
-	f      *fake
+	f      *googletest.API
 	tools  map[string]tools.Tool
 	group  tools.Group
 	client *googletest.Client
 }
 
 func newKit(t *testing.T) *kit {
-	f := newFake(t)
-	c := &googletest.Client{Endpoint: f.srv.URL}
+	f := googletest.NewAPI(t)
+	c := &googletest.Client{Endpoint: f.URL}
 	g, ts := gmail.New(gmail.Config{Client: c, Backoff: google.Backoff{Attempts: 3, Initial: time.Millisecond}})
 	k := &kit{f: f, tools: map[string]tools.Tool{}, group: g, client: c}
 	for _, tool := range ts {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"loadout/google/googletest"
 	"loadout/tools"
 )
 
@@ -40,19 +41,19 @@ func metaJSON(id, thread, from, subject, snippet string, labels ...string) strin
 
 func TestSearch(t *testing.T) {
 	k := newKit(t)
-	k.f.on("GET /gmail/v1/users/me/messages", 200, listJSON)
-	k.f.on("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200,
+	k.f.On("GET /gmail/v1/users/me/messages", 200, listJSON)
+	k.f.On("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200,
 		metaJSON("18c2a1f0b2d3e4f5", "18c2a1f0b2d3e4f5", "Bob Ng <bob@example.com>", "Invoice 42", "Please find attached the invoice for March &amp; April", "INBOX", "UNREAD", "CATEGORY_UPDATES"))
-	k.f.on("GET /gmail/v1/users/me/messages/18c29e7d6c5b4a39", 200,
+	k.f.On("GET /gmail/v1/users/me/messages/18c29e7d6c5b4a39", 200,
 		metaJSON("18c29e7d6c5b4a39", "18c29d0000000001", "Carla <carla@example.org>", "Re: Lunch", "Sounds good", "INBOX"))
 
 	out := k.mustCall(t, "gmail_search", `{"query":"from:bob is:unread","max_results":5}`)
 
-	list := k.f.last("GET /gmail/v1/users/me/messages")
+	list := k.f.Last("GET /gmail/v1/users/me/messages")
 	if list.Query.Get("q") != "from:bob is:unread" || list.Query.Get("maxResults") != "5" || list.User != user {
 		t.Fatalf("list request = %+v", list)
 	}
-	get := k.f.last("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5")
+	get := k.f.Last("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5")
 	if get.Query.Get("format") != "metadata" || !slices.Equal(get.Query["metadataHeaders"], []string{"From", "To", "Subject", "Date"}) {
 		t.Fatalf("get request = %+v", get.Query)
 	}
@@ -74,9 +75,9 @@ func TestSearch(t *testing.T) {
 
 func TestSearchDefaultsAndPaging(t *testing.T) {
 	k := newKit(t)
-	k.f.on("GET /gmail/v1/users/me/messages", 200, `{"resultSizeEstimate": 0}`)
+	k.f.On("GET /gmail/v1/users/me/messages", 200, `{"resultSizeEstimate": 0}`)
 	out := k.mustCall(t, "gmail_search", `{"page_token":"abc"}`)
-	r := k.f.last("GET /gmail/v1/users/me/messages")
+	r := k.f.Last("GET /gmail/v1/users/me/messages")
 	if r.Query.Get("q") != "in:inbox" || r.Query.Get("maxResults") != "10" || r.Query.Get("pageToken") != "abc" {
 		t.Fatalf("query = %v", r.Query)
 	}
@@ -90,7 +91,7 @@ func TestSearchDefaultsAndPaging(t *testing.T) {
 
 func TestRead(t *testing.T) {
 	k := newKit(t)
-	k.f.on("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200, `{
+	k.f.On("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200, `{
   "id": "18c2a1f0b2d3e4f5", "threadId": "18c2a1f0b2d3e4f5", "labelIds": ["INBOX", "UNREAD"],
   "snippet": "Hi Ana", "internalDate": "1767261600000",
   "payload": {
@@ -115,7 +116,7 @@ func TestRead(t *testing.T) {
   }
 }`)
 	out := k.mustCall(t, "gmail_read", `{"message_id":"18c2a1f0b2d3e4f5"}`)
-	if k.f.last("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5").Query.Get("format") != "full" {
+	if k.f.Last("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5").Query.Get("format") != "full" {
 		t.Fatal("not format=full")
 	}
 	if out["body"] != "Hi Ana,\n\nThe invoice is attached." || out["cc"] != "carla@example.org" || out["subject"] != "Invoice 42" {
@@ -133,7 +134,7 @@ func TestReadHTMLOnly(t *testing.T) {
 	html := `<html><head><style>p{color:red}</style><title>x</title></head><body>
 <h1>Your order</h1><p>Thanks&nbsp;for   ordering &amp; paying.</p><ul><li>Tea</li><li>Cups</li></ul>
 <p>Track it <a href="https://shop.example.com/track/1">here</a>.<br>Bye</p><script>alert(1)</script></body></html>`
-	k.f.on("GET /gmail/v1/users/me/messages/m1", 200, `{"id":"m1","threadId":"t1","payload":{"mimeType":"text/html","headers":[{"name":"Subject","value":"Order"}],"body":{"size":10,"data":"`+strings.TrimRight(b64(html), "=")+`"}}}`)
+	k.f.On("GET /gmail/v1/users/me/messages/m1", 200, `{"id":"m1","threadId":"t1","payload":{"mimeType":"text/html","headers":[{"name":"Subject","value":"Order"}],"body":{"size":10,"data":"`+strings.TrimRight(b64(html), "=")+`"}}}`)
 	out := k.mustCall(t, "gmail_read", `{"message_id":"m1"}`)
 	want := "Your order\n\nThanks for ordering & paying.\n\n- Tea\n- Cups\n\nTrack it here (https://shop.example.com/track/1).\nBye"
 	if out["body"] != want {
@@ -171,12 +172,12 @@ func sentMIME(t *testing.T, body string) (*mail.Message, string, map[string]any)
 
 func TestSendMIME(t *testing.T) {
 	k := newKit(t)
-	k.f.on("POST /gmail/v1/users/me/messages/send", 200, `{"id":"18c3000000000001","threadId":"18c3000000000001","labelIds":["SENT"]}`)
+	k.f.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"18c3000000000001","threadId":"18c3000000000001","labelIds":["SENT"]}`)
 	out := k.mustCall(t, "gmail_send", `{"to":"José Müller <jose@example.com>, bob@example.com","cc":"Carla <carla@example.org>","bcc":"boss@example.com","subject":"Café meeting – Grüße","body":"Hi José,\nSee you at 10 — ok?\nAna"}`)
 	if out["status"] != "sent" || out["id"] != "18c3000000000001" {
 		t.Fatalf("out = %v", out)
 	}
-	r := k.f.last("POST /gmail/v1/users/me/messages/send")
+	r := k.f.Last("POST /gmail/v1/users/me/messages/send")
 	msg, text, _ := sentMIME(t, r.Body)
 	to, err := msg.Header.AddressList("To")
 	if err != nil || len(to) != 2 || to[0].Name != "José Müller" || to[0].Address != "jose@example.com" {
@@ -206,18 +207,18 @@ func TestSendMIME(t *testing.T) {
 
 func TestSendRejectsBadAddressesAndHeaderInjection(t *testing.T) {
 	k := newKit(t)
-	k.f.on("POST /gmail/v1/users/me/messages/send", 200, `{"id":"x","threadId":"x"}`)
+	k.f.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"x","threadId":"x"}`)
 	if _, err := k.call(t, "gmail_send", `{"to":"not an address","subject":"s","body":"b"}`); errCode(err) != tools.CodeInvalidArgument || !strings.Contains(err.Error(), "not an address") {
 		t.Fatalf("bad address: %v", err)
 	}
 	if _, err := k.call(t, "gmail_send", `{"to":"","subject":"s","body":"b"}`); errCode(err) != tools.CodeMissingParameter {
 		t.Fatalf("no recipient: %v", err)
 	}
-	if n := k.f.count("POST /gmail/v1/users/me/messages/send"); n != 0 {
+	if n := k.f.Count("POST /gmail/v1/users/me/messages/send"); n != 0 {
 		t.Fatalf("sent %d", n)
 	}
 	k.mustCall(t, "gmail_send", `{"to":"a@example.com","subject":"hi\r\nBcc: evil@example.com","body":"b"}`)
-	msg, _, _ := sentMIME(t, k.f.last("POST /gmail/v1/users/me/messages/send").Body)
+	msg, _, _ := sentMIME(t, k.f.Last("POST /gmail/v1/users/me/messages/send").Body)
 	if msg.Header.Get("Bcc") != "" || msg.Header.Get("Subject") != "hi Bcc: evil@example.com" {
 		t.Fatalf("header injection: %v", msg.Header)
 	}
@@ -237,19 +238,19 @@ const origJSON = `{
 
 func TestReplyThreads(t *testing.T) {
 	k := newKit(t)
-	k.f.on("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200, origJSON)
-	k.f.on("GET /gmail/v1/users/me/profile", 200, `{"emailAddress":"ana@example.com","messagesTotal":1200,"threadsTotal":900,"historyId":"912345"}`)
-	k.f.on("POST /gmail/v1/users/me/messages/send", 200, `{"id":"18c3000000000002","threadId":"18c2a1f0b2d30000","labelIds":["SENT"]}`)
+	k.f.On("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200, origJSON)
+	k.f.On("GET /gmail/v1/users/me/profile", 200, `{"emailAddress":"ana@example.com","messagesTotal":1200,"threadsTotal":900,"historyId":"912345"}`)
+	k.f.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"18c3000000000002","threadId":"18c2a1f0b2d30000","labelIds":["SENT"]}`)
 
 	out := k.mustCall(t, "gmail_reply", `{"message_id":"18c2a1f0b2d3e4f5","body":"Paid, thanks!"}`)
 	if out["thread_id"] != "18c2a1f0b2d30000" {
 		t.Fatalf("out = %v", out)
 	}
-	get := k.f.last("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5")
+	get := k.f.Last("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5")
 	if !slices.Contains(get.Query["metadataHeaders"], "Message-ID") {
 		t.Fatalf("reply did not ask for Message-ID: %v", get.Query)
 	}
-	msg, text, req := sentMIME(t, k.f.last("POST /gmail/v1/users/me/messages/send").Body)
+	msg, text, req := sentMIME(t, k.f.Last("POST /gmail/v1/users/me/messages/send").Body)
 	if req["threadId"] != "18c2a1f0b2d30000" {
 		t.Fatalf("threadId = %v", req["threadId"])
 	}
@@ -259,12 +260,12 @@ func TestReplyThreads(t *testing.T) {
 		msg.Header.Get("Cc") != "" || text != "Paid, thanks!" {
 		t.Fatalf("reply headers = %v body %q", msg.Header, text)
 	}
-	if k.f.count("GET /gmail/v1/users/me/profile") != 0 {
+	if k.f.Count("GET /gmail/v1/users/me/profile") != 0 {
 		t.Fatal("plain reply fetched the profile")
 	}
 
 	k.mustCall(t, "gmail_reply", `{"message_id":"18c2a1f0b2d3e4f5","body":"All: paid.","reply_all":true}`)
-	msg, _, _ = sentMIME(t, k.f.last("POST /gmail/v1/users/me/messages/send").Body)
+	msg, _, _ = sentMIME(t, k.f.Last("POST /gmail/v1/users/me/messages/send").Body)
 	cc, _ := msg.Header.AddressList("Cc")
 	var got []string
 	for _, a := range cc {
@@ -277,9 +278,9 @@ func TestReplyThreads(t *testing.T) {
 
 func TestDrafts(t *testing.T) {
 	k := newKit(t)
-	k.f.on("POST /gmail/v1/users/me/drafts", 200, `{"id":"r-5124388118931112112","message":{"id":"18c3000000000003","threadId":"18c2a1f0b2d30000","labelIds":["DRAFT"]}}`)
-	k.f.on("POST /gmail/v1/users/me/drafts/send", 200, `{"id":"18c3000000000004","threadId":"18c2a1f0b2d30000","labelIds":["SENT"]}`)
-	k.f.on("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200, origJSON)
+	k.f.On("POST /gmail/v1/users/me/drafts", 200, `{"id":"r-5124388118931112112","message":{"id":"18c3000000000003","threadId":"18c2a1f0b2d30000","labelIds":["DRAFT"]}}`)
+	k.f.On("POST /gmail/v1/users/me/drafts/send", 200, `{"id":"18c3000000000004","threadId":"18c2a1f0b2d30000","labelIds":["SENT"]}`)
+	k.f.On("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200, origJSON)
 
 	out := k.mustCall(t, "gmail_create_draft", `{"to":"bob@example.com","subject":"Plan","body":"Draft text"}`)
 	if out["draft_id"] != "r-5124388118931112112" || out["message_id"] != "18c3000000000003" {
@@ -288,14 +289,14 @@ func TestDrafts(t *testing.T) {
 	var req struct {
 		Message struct{ Raw, ThreadId string } `json:"message"`
 	}
-	json.Unmarshal([]byte(k.f.last("POST /gmail/v1/users/me/drafts").Body), &req)
+	json.Unmarshal([]byte(k.f.Last("POST /gmail/v1/users/me/drafts").Body), &req)
 	raw, _ := base64.URLEncoding.DecodeString(req.Message.Raw)
 	if !contains(string(raw), "To: <bob@example.com>\r\n", "Subject: Plan\r\n", "Draft text") || req.Message.ThreadId != "" {
 		t.Fatalf("draft = %q thread %q", raw, req.Message.ThreadId)
 	}
 
 	k.mustCall(t, "gmail_create_draft", `{"reply_to_message_id":"18c2a1f0b2d3e4f5","body":"Reply draft"}`)
-	json.Unmarshal([]byte(k.f.last("POST /gmail/v1/users/me/drafts").Body), &req)
+	json.Unmarshal([]byte(k.f.Last("POST /gmail/v1/users/me/drafts").Body), &req)
 	raw, _ = base64.URLEncoding.DecodeString(req.Message.Raw)
 	if req.Message.ThreadId != "18c2a1f0b2d30000" || !contains(string(raw), "In-Reply-To: <CAB123@mail.example.com>", "Subject: Re: Invoice 42") {
 		t.Fatalf("reply draft = %q thread %q", raw, req.Message.ThreadId)
@@ -305,10 +306,10 @@ func TestDrafts(t *testing.T) {
 	if out["status"] != "sent" || out["id"] != "18c3000000000004" {
 		t.Fatalf("out = %v", out)
 	}
-	if b := k.f.last("POST /gmail/v1/users/me/drafts/send").Body; !strings.Contains(b, `"id":"r-5124388118931112112"`) {
+	if b := k.f.Last("POST /gmail/v1/users/me/drafts/send").Body; !strings.Contains(b, `"id":"r-5124388118931112112"`) {
 		t.Fatalf("send draft body = %s", b)
 	}
-	k.f.on("POST /gmail/v1/users/me/drafts/send", 404, `{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND"}}`)
+	k.f.On("POST /gmail/v1/users/me/drafts/send", 404, `{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND"}}`)
 	if _, err := k.call(t, "gmail_send_draft", `{"draft_id":"gone"}`); errCode(err) != tools.CodeNotFound {
 		t.Fatalf("missing draft: %v", err)
 	}
@@ -323,8 +324,8 @@ const labelsJSON = `{"labels": [
 
 func TestLabels(t *testing.T) {
 	k := newKit(t)
-	k.f.on("GET /gmail/v1/users/me/labels", 200, labelsJSON)
-	k.f.on("POST /gmail/v1/users/me/messages/batchModify", 204, ``)
+	k.f.On("GET /gmail/v1/users/me/labels", 200, labelsJSON)
+	k.f.On("POST /gmail/v1/users/me/messages/batchModify", 204, ``)
 
 	out := k.mustCall(t, "gmail_list_labels", `{}`)
 	ls := out["labels"].([]any)
@@ -334,7 +335,7 @@ func TestLabels(t *testing.T) {
 
 	k.mustCall(t, "gmail_modify_labels", `{"message_ids":["m1","m2"],"add":["receipts","starred"],"remove":["UNREAD"]}`)
 	var req struct{ Ids, AddLabelIds, RemoveLabelIds []string }
-	json.Unmarshal([]byte(k.f.last("POST /gmail/v1/users/me/messages/batchModify").Body), &req)
+	json.Unmarshal([]byte(k.f.Last("POST /gmail/v1/users/me/messages/batchModify").Body), &req)
 	if !slices.Equal(req.Ids, []string{"m1", "m2"}) || !slices.Equal(req.AddLabelIds, []string{"Label_3", "STARRED"}) || !slices.Equal(req.RemoveLabelIds, []string{"UNREAD"}) {
 		t.Fatalf("batchModify = %+v", req)
 	}
@@ -350,12 +351,12 @@ func TestLabels(t *testing.T) {
 
 func TestArchiveAndTrash(t *testing.T) {
 	k := newKit(t)
-	k.f.on("POST /gmail/v1/users/me/messages/batchModify", 204, ``)
-	k.f.on("POST /gmail/v1/users/me/messages/m1/trash", 200, `{"id":"m1","threadId":"t1","labelIds":["TRASH"]}`)
+	k.f.On("POST /gmail/v1/users/me/messages/batchModify", 204, ``)
+	k.f.On("POST /gmail/v1/users/me/messages/m1/trash", 200, `{"id":"m1","threadId":"t1","labelIds":["TRASH"]}`)
 
 	out := k.mustCall(t, "gmail_archive", `{"message_ids":["m1","m2"]}`)
 	var req struct{ Ids, RemoveLabelIds []string }
-	json.Unmarshal([]byte(k.f.last("POST /gmail/v1/users/me/messages/batchModify").Body), &req)
+	json.Unmarshal([]byte(k.f.Last("POST /gmail/v1/users/me/messages/batchModify").Body), &req)
 	if out["status"] != "archived" || !slices.Equal(req.RemoveLabelIds, []string{"INBOX"}) || len(req.Ids) != 2 {
 		t.Fatalf("archive = %v %+v", out, req)
 	}
@@ -372,10 +373,10 @@ func TestArchiveAndTrash(t *testing.T) {
 
 func TestErrorsMap(t *testing.T) {
 	k := newKit(t)
-	k.f.on("GET /gmail/v1/users/me/messages/forbidden", 403, `{"error":{"code":403,"message":"Request had insufficient authentication scopes.","errors":[{"message":"Insufficient Permission","domain":"global","reason":"insufficientPermissions"}],"status":"PERMISSION_DENIED"}}`)
-	k.f.on("GET /gmail/v1/users/me/messages", 400, `{"error":{"code":400,"message":"Invalid pageToken","errors":[{"message":"Invalid pageToken","domain":"global","reason":"invalidArgument"}],"status":"INVALID_ARGUMENT"}}`)
-	k.f.on("GET /gmail/v1/users/me/labels", 503, `{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}`)
-	k.f.on("POST /gmail/v1/users/me/messages/send", 500, `{"error":{"code":500,"message":"Internal error encountered.","status":"INTERNAL"}}`)
+	k.f.On("GET /gmail/v1/users/me/messages/forbidden", 403, `{"error":{"code":403,"message":"Request had insufficient authentication scopes.","errors":[{"message":"Insufficient Permission","domain":"global","reason":"insufficientPermissions"}],"status":"PERMISSION_DENIED"}}`)
+	k.f.On("GET /gmail/v1/users/me/messages", 400, `{"error":{"code":400,"message":"Invalid pageToken","errors":[{"message":"Invalid pageToken","domain":"global","reason":"invalidArgument"}],"status":"INVALID_ARGUMENT"}}`)
+	k.f.On("GET /gmail/v1/users/me/labels", 503, `{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}`)
+	k.f.On("POST /gmail/v1/users/me/messages/send", 500, `{"error":{"code":500,"message":"Internal error encountered.","status":"INTERNAL"}}`)
 
 	if _, err := k.call(t, "gmail_read", `{"message_id":"missing"}`); errCode(err) != tools.CodeNotFound {
 		t.Fatalf("404: %v", err)
@@ -390,13 +391,13 @@ func TestErrorsMap(t *testing.T) {
 	if _, err := k.call(t, "gmail_list_labels", `{}`); errCode(err) != tools.CodeUnavailable {
 		t.Fatalf("503: %v", err)
 	}
-	if n := k.f.count("GET /gmail/v1/users/me/labels"); n != 3 {
+	if n := k.f.Count("GET /gmail/v1/users/me/labels"); n != 3 {
 		t.Fatalf("503 tried %d times, want 3", n)
 	}
 	if _, err := k.call(t, "gmail_send", `{"to":"a@example.com","subject":"s","body":"b"}`); errCode(err) != tools.CodeUnavailable {
 		t.Fatalf("send 500: %v", err)
 	}
-	if n := k.f.count("POST /gmail/v1/users/me/messages/send"); n != 1 {
+	if n := k.f.Count("POST /gmail/v1/users/me/messages/send"); n != 1 {
 		t.Fatalf("a failed send was retried %d times; it may have gone out", n)
 	}
 	if _, err := k.call(t, "gmail_read", `{"message_id":""}`); errCode(err) != tools.CodeMissingParameter {
@@ -407,7 +408,7 @@ func TestErrorsMap(t *testing.T) {
 func TestRetryThenSuccess(t *testing.T) {
 	k := newKit(t)
 	n := 0
-	k.f.handle("GET /gmail/v1/users/me/labels", func(request) (int, string) {
+	k.f.Handle("GET /gmail/v1/users/me/labels", func(googletest.Request) (int, string) {
 		n++
 		if n == 1 {
 			return http.StatusTooManyRequests, `{"error":{"code":429,"message":"Too many concurrent requests for user","status":"RESOURCE_EXHAUSTED"}}`
@@ -433,7 +434,7 @@ func TestNotConnected(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if n := len(k.f.requests()); n != 0 {
+	if n := len(k.f.Requests()); n != 0 {
 		t.Fatalf("%d requests reached Google", n)
 	}
 }
