@@ -47,6 +47,8 @@ type Message struct {
 	Group string
 	// UserKey is the person who wrote a user message.
 	UserKey string
+	// ExternalID is the channel's id of a user message, when it has one.
+	ExternalID string
 	// Tokens is the message's token count as sent to the model.
 	Tokens    int
 	CreatedAt time.Time
@@ -102,6 +104,9 @@ type Store interface {
 	// CloseSession closes the chat's open session, if any, and reports
 	// whether one was open.
 	CloseSession(ctx context.Context, chatKey string) (bool, error)
+	// HasMessage reports whether the session holds a message with the
+	// given ExternalID.
+	HasMessage(ctx context.Context, sessionID int64, externalID string) (bool, error)
 	// Append persists msgs in one transaction and adds usage to the session.
 	Append(ctx context.Context, sessionID int64, msgs []Message, usage Usage) error
 	// Recent returns up to limit of the session's latest messages, oldest first.
@@ -128,6 +133,10 @@ type Inbound struct {
 	// UserKey identifies the sender, e.g. "telegram:42".
 	UserKey string
 	Text    string
+	// ID optionally identifies the message at its channel, e.g.
+	// "telegram:update:123". A channel that re-runs a message after a crash
+	// passes the same ID, and the engine does not record it twice.
+	ID string
 }
 
 // Reply is the engine's answer to an Inbound.

@@ -139,12 +139,20 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("open session for %s: %w", in.ChatKey, err)
 	}
-	user := Message{Role: RoleUser, Text: in.Text, UserKey: in.UserKey, Tokens: e.cfg.Count(in.Text) + 4}
-	if err := e.store.Append(ctx, sess.ID, []Message{user}, Usage{}); err != nil {
-		return Reply{}, fmt.Errorf("persist message for %s: %w", in.ChatKey, err)
+	user := Message{Role: RoleUser, Text: in.Text, UserKey: in.UserKey, ExternalID: in.ID, Tokens: e.cfg.Count(in.Text) + 4}
+	seen := false
+	if in.ID != "" {
+		if seen, err = e.store.HasMessage(ctx, sess.ID, in.ID); err != nil {
+			return Reply{}, fmt.Errorf("look up message %s: %w", in.ID, err)
+		}
+	}
+	if !seen {
+		if err := e.store.Append(ctx, sess.ID, []Message{user}, Usage{}); err != nil {
+			return Reply{}, fmt.Errorf("persist message for %s: %w", in.ChatKey, err)
+		}
 	}
 	history, ok := e.cache.get(sess.ID, sess.Messages)
-	if ok {
+	if ok && !seen {
 		history = append(history, user)
 	} else {
 		history, err = e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
@@ -160,16 +168,26 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("read settings of %s: %w", in.ChatKey, err)
 	}
+	current, count := len(history)-1, sess.Messages+1
+	if seen { // a re-run: continue after the message and what followed it
+		count = sess.Messages
+		for i := len(history) - 1; i >= 0; i-- {
+			if history[i].ExternalID == in.ID {
+				current = i
+				break
+			}
+		}
+	}
 	t := &turn{
 		e:        e,
 		sess:     sess,
 		in:       in,
 		history:  history,
-		current:  len(history) - 1,
+		current:  current,
 		loaded:   loaded,
 		settings: settings,
 		failures: map[string]int{},
-		count:    sess.Messages + 1,
+		count:    count,
 	}
 	reply, err := t.run(ctx)
 	if err != nil {

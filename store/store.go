@@ -46,7 +46,7 @@ type session struct {
 // "groups loaded in session S" from the index alone.
 type message struct {
 	ID         int64  `gorm:"primaryKey"`
-	SessionID  int64  `gorm:"not null;index:idx_messages_session;index:idx_messages_loaded,priority:1"`
+	SessionID  int64  `gorm:"not null;index:idx_messages_session;index:idx_messages_loaded,priority:1;index:idx_messages_external,priority:1"`
 	Role       string `gorm:"not null"`
 	Text       string
 	ToolCalls  string // JSON array of chat.ToolCall on assistant messages
@@ -57,6 +57,7 @@ type message struct {
 	Code       string
 	Arguments  string
 	UserKey    string
+	ExternalID string `gorm:"index:idx_messages_external,priority:2"`
 	Tokens     int
 	CreatedAt  time.Time
 }
@@ -162,7 +163,7 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 		rows[i] = message{
 			SessionID: sessionID, Role: string(m.Role), Text: m.Text,
 			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Code: m.Code,
-			Arguments: m.Arguments, GroupName: m.Group, UserKey: m.UserKey, Tokens: m.Tokens,
+			Arguments: m.Arguments, GroupName: m.Group, UserKey: m.UserKey, ExternalID: m.ExternalID, Tokens: m.Tokens,
 			CreatedAt: now,
 		}
 		if len(m.ToolCalls) > 0 {
@@ -187,12 +188,20 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 	})
 }
 
+// HasMessage reports whether the session holds a message with externalID.
+func (d *DB) HasMessage(ctx context.Context, sessionID int64, externalID string) (bool, error) {
+	var n int64
+	err := d.db.WithContext(ctx).Model(&message{}).
+		Where("session_id = ? AND external_id = ?", sessionID, externalID).Limit(1).Count(&n).Error
+	return n > 0, err
+}
+
 // Recent returns up to limit of the session's latest messages, oldest first.
 // It scans rows directly: this runs on every message whose history is not
 // cached, so it avoids gorm's per-row reflection.
 func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Message, error) {
 	rows, err := d.db.WithContext(ctx).Raw(`SELECT id, role, text, tool_calls, tool_call_id, tool_name, status, code,
-		arguments, group_name, user_key, tokens, created_at
+		arguments, group_name, user_key, external_id, tokens, created_at
 		FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?`, sessionID, limit).Rows()
 	if err != nil {
 		return nil, err
@@ -203,7 +212,7 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 		var m chat.Message
 		var role, calls string
 		if err := rows.Scan(&m.ID, &role, &m.Text, &calls, &m.ToolCallID, &m.ToolName, &m.Status, &m.Code,
-			&m.Arguments, &m.Group, &m.UserKey, &m.Tokens, &m.CreatedAt); err != nil {
+			&m.Arguments, &m.Group, &m.UserKey, &m.ExternalID, &m.Tokens, &m.CreatedAt); err != nil {
 			return nil, err
 		}
 		m.Role = chat.Role(role)

@@ -329,7 +329,7 @@ func (a *Adapter) requeue(ctx context.Context, pool *bridge.Pool) error {
 				return
 			}
 			n++
-			pool.Submit(chatKey, a.job(item{id: id, in: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, route: r, reply: reply}))
+			pool.Submit(chatKey, a.job(item{id: id, in: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text, ID: updateRef(id)}, route: r, reply: reply}))
 		})
 		if err == nil {
 			if n > 0 {
@@ -513,7 +513,7 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, pool *bridge.Po
 	}
 	return item{
 		id:    u.UpdateID,
-		in:    chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id, Text: text},
+		in:    chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id, Text: text, ID: updateRef(u.UpdateID)},
 		route: r,
 	}, true
 }
@@ -769,3 +769,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// updateRef names an update for the engine, so a turn re-run after a crash
+// does not record the person's message twice.
+func updateRef(id int64) string { return "telegram:update:" + strconv.FormatInt(id, 10) }

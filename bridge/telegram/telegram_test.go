@@ -441,6 +441,12 @@ func TestRestartAfterInterruptedTurnAnswersOnce(t *testing.T) {
 	if sent = h.tg.Sent(); len(sent) != 1 || sent[0].Text != "answer after restart" {
 		t.Fatalf("sent %+v, want exactly one answer", sent)
 	}
+	// The re-run did not record the question a second time.
+	var n int
+	env2.Store.Gorm().Raw("SELECT COUNT(*) FROM messages WHERE role = 'user' AND text = 'slow question'").Scan(&n)
+	if n != 1 {
+		t.Fatalf("the question is in the history %d times, want 1", n)
+	}
 }
 
 func TestWebhookChecksSecretAndDedupes(t *testing.T) {
