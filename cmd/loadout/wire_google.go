@@ -170,7 +170,11 @@ func (a *app) wireGoogle(ctx context.Context) error {
 				a.log.Error("google: connect link", "err", err)
 				return "Sorry, I couldn't make a Google sign-in link right now.", nil
 			}
-			return "Open this link to connect your Google account. It works once, for the next 10 minutes, and only for you — don't share it:\n" + link, nil
+			text := "Open this link to connect your Google account. It works once, for the next 10 minutes, and only for you — don't share it:\n" + link
+			if strings.HasPrefix(in.UserKey, "console:") {
+				text = "In `loadout chat` nothing listens for Google's answer; run `loadout google login -user " + in.UserKey + "` in another terminal instead. With `loadout serve` running, this link works too:\n" + link
+			}
+			return text, nil
 		}})
 	a.router.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account",
 		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {

@@ -19,6 +19,7 @@ import (
 	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/google/googletest"
+	"loadout/store"
 )
 
 func TestToolsListsGoogleGroupsWithoutGoogleConfig(t *testing.T) {
@@ -256,4 +257,62 @@ func lastToolResult(m *chattest.ModelServer) string {
 		}
 	}
 	return ""
+}
+
+func TestGoogleLoginCommand(t *testing.T) {
+	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	cfg.Google = GoogleConfig{
+		ClientID: "id.apps.googleusercontent.com", ClientSecret: "s",
+		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
+		authURL:  oauth.AuthURL(), tokenURL: oauth.TokenURL(), revokeURL: oauth.RevokeURL(),
+	}
+	if err := googleCommand(context.Background(), cfg, quietLog(), []string{"login"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-user") {
+		t.Fatalf("without -user: %v", err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		err := googleCommand(ctx, cfg, quietLog(), []string{"login", "-user", "console:local"}, pw)
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	var printed strings.Builder
+	buf := make([]byte, 4096)
+	link := ""
+	for link == "" {
+		n, err := pr.Read(buf)
+		printed.Write(buf[:n])
+		for _, line := range strings.Split(printed.String(), "\n") {
+			if strings.HasPrefix(line, oauth.AuthURL()) {
+				link = line
+			}
+		}
+		if err != nil {
+			t.Fatalf("no link: %q", printed.String())
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if res := httpGet(t, oauth.Approve(t, link, "cli-access", "cli-refresh", "")); res != http.StatusOK {
+		t.Fatalf("callback = %d", res)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	a := &app{cfg: cfg, log: quietLog()}
+	var err error
+	if a.db, err = store.Open(cfg.Store.Path); err != nil {
+		t.Fatal(err)
+	}
+	defer a.db.Close()
+	acc, err := a.googleAccounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := acc.Connected(context.Background(), "console:local"); !ok || err != nil {
+		t.Fatalf("connected = %v, %v", ok, err)
+	}
 }
