@@ -1,11 +1,37 @@
 package main
 
-import "context"
+import (
+	"context"
 
-// slackChannel builds the Slack channel when slack.enabled is set.
+	"loadout/bridge/slack"
+	"loadout/store"
+)
+
+var _ slack.Dedupe = (*store.DB)(nil)
+
+// slackChannel builds the Slack channel when slack.enabled is set. In
+// events mode it also mounts /slack/events and /slack/commands on the
+// HTTP server.
 func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
-	if !a.cfg.Slack.Enabled {
+	c := a.cfg.Slack
+	if !c.Enabled {
 		return "", nil, nil
 	}
-	return "", nil, errNotBuilt("slack")
+	adapter := slack.New(slack.Config{
+		BotToken:        c.BotToken,
+		AppToken:        c.AppToken,
+		SigningSecret:   c.SigningSecret,
+		Mode:            c.Mode,
+		APIURL:          c.APIURL,
+		AllowedUsers:    c.AllowedUsers,
+		AllowedChannels: c.AllowedChannels,
+		Workers:         c.Workers,
+		ShutdownGrace:   a.cfg.HTTP.ShutdownGrace.Std(),
+		Logger:          a.log,
+	}, a.router, a.db)
+	if c.Mode == slack.ModeEvents {
+		a.mux.Handle("POST /slack/events", adapter.EventsHandler())
+		a.mux.Handle("POST /slack/commands", adapter.CommandsHandler())
+	}
+	return "slack", adapter, nil
 }
