@@ -29,6 +29,8 @@ type app struct {
 	router *bridge.Router
 	// mux serves /healthz and whatever channels and Google register.
 	mux *http.ServeMux
+	// outbox reaches chats outside a turn; channels add themselves.
+	outbox bridge.Outbox
 }
 
 // newApp opens the store, builds the registry and the engine. The caller

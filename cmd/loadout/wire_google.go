@@ -138,9 +138,9 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 	return nil
 }
 
-// wireGoogle adds /connect, /disconnect and the OAuth callback. The chat
-// is told about a finished connection only once a channel provides a
-// google.Notifier; until then the browser page says it worked.
+// wireGoogle adds /connect, /disconnect and the OAuth callback. A finished
+// connection is announced in the chat that asked, through a.outbox (the
+// browser page says so too).
 func (a *app) wireGoogle(ctx context.Context) error {
 	if !a.cfg.Google.configured() {
 		notSetUp := func(context.Context, chat.Inbound, string) (string, error) {
@@ -154,7 +154,7 @@ func (a *app) wireGoogle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var notify google.Notifier // no channel can message a chat unprompted yet
+	notify := &a.outbox
 	path := googleCallbackPath
 	if u, err := url.Parse(a.cfg.Google.RedirectURL); err == nil && u.Path != "" && a.cfg.Google.RedirectURL != "" {
 		path = u.Path

@@ -193,9 +193,18 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	if res := httpGet(t, base+"/oauth/google/callback?state=forged&code=x"); res != http.StatusBadRequest {
 		t.Fatalf("forged state = %d", res)
 	}
+	var told []string
+	a.outbox.Add("telegram", func(_ context.Context, chatKey, text string) error {
+		told = append(told, chatKey+": "+text)
+		return nil
+	})
 	back := oauth.Approve(t, link, "ana-access", "ana-refresh", "")
 	if res := httpGet(t, back); res != http.StatusOK {
 		t.Fatalf("callback = %d", res)
+	}
+	// The chat that asked is told, through the channel that owns it.
+	if len(told) != 1 || !strings.HasPrefix(told[0], "telegram:-100: ") || !strings.Contains(told[0], "connected") {
+		t.Fatalf("chat notices = %q", told)
 	}
 	if res := httpGet(t, back); res != http.StatusBadRequest {
 		t.Fatalf("reused state = %d", res)

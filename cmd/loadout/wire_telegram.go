@@ -39,5 +39,6 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	if c.Mode == telegram.ModeWebhook {
 		a.mux.Handle("POST "+ad.WebhookPath(), ad)
 	}
+	a.outbox.Add("telegram", ad.Notify)
 	return "telegram", ad, nil
 }

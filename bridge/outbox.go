@@ -1,0 +1,44 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// SendFunc sends text to the chat named by chatKey.
+type SendFunc func(ctx context.Context, chatKey, text string) error
+
+// Outbox routes a message for a chat to the channel that owns the chat
+// key's prefix ("telegram:…" to Telegram, "slack:…" to Slack), so parts
+// other than channels (the Google connect callback, for one) can tell a
+// person something outside a turn. The zero value is ready; it is safe for
+// concurrent use.
+type Outbox struct {
+	mu   sync.RWMutex
+	send map[string]SendFunc
+}
+
+// Add makes f the sender for chat keys that start with prefix + ":".
+func (o *Outbox) Add(prefix string, f SendFunc) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.send == nil {
+		o.send = map[string]SendFunc{}
+	}
+	o.send[prefix] = f
+}
+
+// Notify sends text to chatKey through its channel. It fails if no running
+// channel owns the key.
+func (o *Outbox) Notify(ctx context.Context, chatKey, text string) error {
+	prefix, _, _ := strings.Cut(chatKey, ":")
+	o.mu.RLock()
+	f := o.send[prefix]
+	o.mu.RUnlock()
+	if f == nil {
+		return fmt.Errorf("bridge: no channel delivers to %q", chatKey)
+	}
+	return f(ctx, chatKey, text)
+}
