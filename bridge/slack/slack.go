@@ -215,6 +215,8 @@ type message struct {
 	ts                        string // the message, for the working reaction
 	threadTS                  string // where the reply goes; "" for the top level
 	chatKey                   string
+	// id names the event for the engine, so a re-run is recorded once.
+	id string
 }
 
 // callback handles one Events API callback from either transport. It
@@ -227,6 +229,9 @@ func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) {
 	m, ok := a.toMessage(ev.TeamID, ev.InnerEvent.Data)
 	if !ok {
 		return
+	}
+	if cb.EventID != "" {
+		m.id = "slack:event:" + cb.EventID
 	}
 	if cb.EventID != "" && a.dedupe != nil {
 		first, err := a.dedupe.MarkSeen(ctx, "slack:event:"+cb.EventID)
@@ -344,7 +349,7 @@ func (a *Adapter) turn(ctx context.Context, m message, text string) {
 	reacted := a.retry(ctx, "reactions.add", func(ctx context.Context) error {
 		return a.api.AddReactionContext(ctx, WorkingReaction, ref)
 	}) == nil
-	in := chat.Inbound{ChatKey: m.chatKey, UserKey: "slack:" + m.team + ":" + m.user, Text: text}
+	in := chat.Inbound{ChatKey: m.chatKey, UserKey: "slack:" + m.team + ":" + m.user, Text: text, ID: m.id}
 	reply, err := a.router.Handle(ctx, in)
 	if err != nil {
 		a.log.Error("slack message failed", "chat", m.chatKey, "err", err)

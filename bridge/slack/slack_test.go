@@ -595,3 +595,26 @@ func TestEventsAPI(t *testing.T) {
 		e.adapter.cfg.ShutdownGrace = 10 * time.Millisecond
 	})
 }
+
+func TestRejectedTokensStopRunWithAnError(t *testing.T) {
+	fake := slacktest.NewServer(t)
+	env := chattest.NewEnv(t, chattest.Options{})
+	quiet := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	for _, c := range []struct{ bot, app, want string }{
+		{"bad-bot", "xapp-test", "slack.bot_token"},
+		{"xoxb-test", "not-an-app-token", "slack.app_token"},
+	} {
+		a := New(Config{BotToken: c.bot, AppToken: c.app, APIURL: fake.APIURL, Backoff: time.Millisecond, Logger: quiet},
+			bridge.NewRouter(env.Engine, "loadout"), env.Store)
+		done := make(chan error, 1)
+		go func() { done <- a.Run(context.Background()) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Run = %v, want an error naming %s", err, c.want)
+			}
+		case <-time.After(slacktest.Wait):
+			t.Fatalf("Run kept going with a rejected %s", c.want)
+		}
+	}
+}
