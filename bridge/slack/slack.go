@@ -365,8 +365,15 @@ func (a *Adapter) turn(ctx context.Context, m message, text string) {
 	a.post(ctx, m.channel, m.threadTS, reply)
 }
 
-// post sends text as one or more messages, in order.
+// post sends text as one or more messages, in order, and logs a failure.
 func (a *Adapter) post(ctx context.Context, channel, threadTS, text string) {
+	if err := a.send(ctx, channel, threadTS, text); err != nil {
+		a.log.Error("slack reply not sent", "slack_channel", channel, "err", err)
+	}
+}
+
+// send posts text as one or more messages, in order.
+func (a *Adapter) send(ctx context.Context, channel, threadTS, text string) error {
 	for _, chunk := range bridge.Split(text, a.cfg.ChunkSize) {
 		opts := []slackapi.MsgOption{slackapi.MsgOptionText(Mrkdwn(chunk), false)}
 		if threadTS != "" {
@@ -377,10 +384,26 @@ func (a *Adapter) post(ctx context.Context, channel, threadTS, text string) {
 			return err
 		})
 		if err != nil {
-			a.log.Error("slack reply not sent", "slack_channel", channel, "err", err)
-			return
+			return err
 		}
 	}
+	return nil
+}
+
+// Notify sends text to the conversation named by chatKey
+// ("slack:<team>:<channel>" or "slack:<team>:<channel>:<thread_ts>")
+// outside a turn. It fails for a key that is not a Slack conversation or
+// when Slack does not take the message.
+func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
+	parts := strings.Split(chatKey, ":")
+	if len(parts) < 3 || len(parts) > 4 || parts[0] != "slack" || parts[2] == "" {
+		return fmt.Errorf("slack: %q is not a Slack conversation", chatKey)
+	}
+	thread := ""
+	if len(parts) == 4 {
+		thread = parts[3]
+	}
+	return a.send(ctx, parts[2], thread, text)
 }
 
 // retry calls fn until it succeeds, fails for good, or Attempts run out.

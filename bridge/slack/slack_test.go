@@ -618,3 +618,28 @@ func TestRejectedTokensStopRunWithAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestNotifyReachesDMAndThread(t *testing.T) {
+	h := start(t, options{})
+	ctx := context.Background()
+	if err := h.adapter.Notify(ctx, "slack:T0001:D1", "Google is **connected**."); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.adapter.Notify(ctx, "slack:T0001:C1:200.1", "in the thread"); err != nil {
+		t.Fatal(err)
+	}
+	posts := h.fake.WaitCalls(t, "chat.postMessage", 2)
+	if p := posts[0].Params; p["channel"] != "D1" || p["thread_ts"] != "" || p["text"] != "Google is *connected*." {
+		t.Errorf("DM notice = %v", p)
+	}
+	if p := posts[1].Params; p["channel"] != "C1" || p["thread_ts"] != "200.1" {
+		t.Errorf("thread notice = %v", p)
+	}
+	if err := h.adapter.Notify(ctx, "telegram:1", "x"); err == nil {
+		t.Error("a Telegram key was accepted")
+	}
+	h.fake.Fail("chat.postMessage", slacktest.Failure{Error: "channel_not_found"})
+	if err := h.adapter.Notify(ctx, "slack:T0001:D404", "x"); err == nil {
+		t.Error("a refused post reported success")
+	}
+}

@@ -33,5 +33,6 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 		a.mux.Handle("POST /slack/events", adapter.EventsHandler())
 		a.mux.Handle("POST /slack/commands", adapter.CommandsHandler())
 	}
+	a.outbox.Add("slack", adapter.Notify)
 	return "slack", adapter, nil
 }

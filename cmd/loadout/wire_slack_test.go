@@ -71,6 +71,12 @@ func TestSlackChannelSocketMode(t *testing.T) {
 	if p["channel"] != "D1" || p["text"] != "hello from *loadout*" {
 		t.Fatalf("post = %v", p)
 	}
+	if err := a.outbox.Notify(context.Background(), "slack:"+slacktest.TeamID+":D1", "notice"); err != nil {
+		t.Errorf("outbox: %v", err)
+	}
+	if p := fake.WaitCalls(t, "chat.postMessage", 2)[1].Params; p["text"] != "notice" {
+		t.Errorf("outbox post = %v", p)
+	}
 	if n := len(fake.Calls("apps.connections.open")); n == 0 {
 		t.Error("socket mode never called apps.connections.open")
 	}
