@@ -181,20 +181,32 @@ func (a *Adapter) drain() {
 	a.pool.Drain(a.cfg.ShutdownGrace)
 }
 
-// identify learns the bot's user id, retrying while Slack is unreachable.
+// identify learns the bot's user id. While Slack is unreachable it keeps
+// trying, waiting up to a minute between rounds; it gives up when the
+// token is rejected or ctx is done.
 func (a *Adapter) identify(ctx context.Context) error {
 	var res *slackapi.AuthTestResponse
-	err := a.retry(ctx, "auth.test", func(ctx context.Context) error {
-		var err error
-		res, err = a.api.AuthTestContext(ctx)
-		return err
-	})
-	if err != nil {
-		var se slackapi.SlackErrorResponse
-		if errors.As(err, &se) {
+	wait := a.cfg.Backoff
+	for {
+		err := a.retry(ctx, "auth.test", func(ctx context.Context) error {
+			var err error
+			res, err = a.api.AuthTestContext(ctx)
+			return err
+		})
+		if err == nil {
+			break
+		}
+		if se, ok := errors.AsType[slackapi.SlackErrorResponse](err); ok {
 			return fmt.Errorf("slack.bot_token was not accepted by Slack (%s): %w", se.Err, err)
 		}
-		return err
+		if _, transient := retryable(err, 0); !transient {
+			return err
+		}
+		a.log.Warn("slack is not reachable yet; retrying", "wait", wait, "err", err)
+		if err := a.sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(2*wait, time.Minute)
 	}
 	a.mu.Lock()
 	a.botUserID = res.UserID

@@ -643,3 +643,31 @@ func TestNotifyReachesDMAndThread(t *testing.T) {
 		t.Error("a refused post reported success")
 	}
 }
+
+func TestStartupWaitsForSlack(t *testing.T) {
+	fake := slacktest.NewServer(t)
+	var fails []slacktest.Failure
+	for i := 0; i < 12; i++ {
+		fails = append(fails, slacktest.Failure{Status: http.StatusServiceUnavailable})
+	}
+	fake.Fail("auth.test", fails...)
+	env := chattest.NewEnv(t, chattest.Options{})
+	a := New(Config{BotToken: "xoxb-test", Mode: ModeEvents, APIURL: fake.APIURL, Attempts: 2,
+		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
+	a.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	fake.WaitCalls(t, "auth.test", 13)
+	deadline := time.Now().Add(slacktest.Wait)
+	for a.botUser() == "" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil after Slack came back and ctx was cancelled", err)
+	}
+	if a.botUser() != slacktest.BotUserID {
+		t.Errorf("bot user = %q", a.botUser())
+	}
+}
