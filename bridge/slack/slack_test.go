@@ -52,6 +52,8 @@ type harness struct {
 	cancel  context.CancelFunc
 	done    chan error
 	waits   chan time.Duration
+	// envelopes numbers Socket Mode envelopes sent by event.
+	envelopes int
 }
 
 type options struct {
@@ -104,13 +106,11 @@ func (h *harness) stop() error {
 	}
 }
 
-var envelopes int
-
 // event delivers an event over Socket Mode and waits for its ack.
 func (h *harness) event(t *testing.T, eventID string, e slacktest.Event) string {
 	t.Helper()
-	envelopes++
-	id := fmt.Sprintf("env-%d", envelopes)
+	h.envelopes++
+	id := fmt.Sprintf("env-%d", h.envelopes)
 	h.fake.Send(t, id, "events_api", slacktest.Callback(eventID, e), 0)
 	h.fake.WaitAck(t, id)
 	return id
