@@ -31,12 +31,32 @@ type Client interface {
 	// Options returns options for a google.golang.org/api service that act
 	// as tools.CallerFrom(ctx).UserKey. It returns a *tools.Error with code
 	// not_connected when that person has not connected an account (or the
-	// grant lacks svc.Scopes), so a tool can return the error as is.
+	// grant lacks svc.Scopes), so a tool can return the error as is. None
+	// of the options returned is nil.
 	Options(ctx context.Context, svc Service) ([]option.ClientOption, error)
 }
 
+// NewService builds a google.golang.org/api service with newService (such
+// as drive.NewService) from c's options for svc, acting as the caller.
+// An error from c is returned as is, so a not_connected tool error reaches
+// the model unchanged; an error from newService is wrapped with prefix.
+func NewService[S any](ctx context.Context, c Client, svc Service, prefix string,
+	newService func(context.Context, ...option.ClientOption) (S, error)) (S, error) {
+	var zero S
+	opts, err := c.Options(ctx, svc)
+	if err != nil {
+		return zero, err
+	}
+	s, err := newService(ctx, opts...)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", prefix, err)
+	}
+	return s, nil
+}
+
 // EndpointOption returns option.WithEndpoint for svc under endpoint, or nil
-// when endpoint is empty (the service's real URL is used).
+// when endpoint is empty (the service's real URL is used). A Client skips
+// the nil option.
 func EndpointOption(endpoint string, svc Service) option.ClientOption {
 	if endpoint == "" {
 		return nil

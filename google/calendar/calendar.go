@@ -14,7 +14,6 @@ import (
 
 	gcal "google.golang.org/api/calendar/v3"
 	"google.golang.org/api/googleapi"
-	"google.golang.org/api/option"
 
 	"loadout/google"
 	"loadout/tools"
@@ -68,21 +67,7 @@ type group struct {
 
 // service builds a Calendar client acting as the caller.
 func (g *group) service(ctx context.Context) (*gcal.Service, error) {
-	opts, err := g.client.Options(ctx, Service())
-	if err != nil {
-		return nil, err
-	}
-	kept := make([]option.ClientOption, 0, len(opts))
-	for _, o := range opts {
-		if o != nil {
-			kept = append(kept, o)
-		}
-	}
-	svc, err := gcal.NewService(ctx, kept...)
-	if err != nil {
-		return nil, fmt.Errorf("calendar: new service: %w", err)
-	}
-	return svc, nil
+	return google.NewService(ctx, g.client, Service(), "calendar: new service", gcal.NewService)
 }
 
 // call runs fn with retries and maps its final error for what.

@@ -11,7 +11,6 @@ import (
 
 	gdrive "google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
-	"google.golang.org/api/option"
 
 	"loadout/google"
 	"loadout/tools"
@@ -59,21 +58,7 @@ type group struct {
 
 // service builds a Drive client acting as the caller.
 func (g *group) service(ctx context.Context) (*gdrive.Service, error) {
-	opts, err := g.client.Options(ctx, Service())
-	if err != nil {
-		return nil, err
-	}
-	kept := make([]option.ClientOption, 0, len(opts))
-	for _, o := range opts {
-		if o != nil {
-			kept = append(kept, o)
-		}
-	}
-	svc, err := gdrive.NewService(ctx, kept...)
-	if err != nil {
-		return nil, fmt.Errorf("drive: new service: %w", err)
-	}
-	return svc, nil
+	return google.NewService(ctx, g.client, Service(), "drive: new service", gdrive.NewService)
 }
 
 // call runs fn with retries and maps its final error for what.

@@ -101,15 +101,7 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 type mailbox struct{ cfg Config }
 
 func (m *mailbox) service(ctx context.Context) (*gmailapi.Service, error) {
-	opts, err := m.cfg.Client.Options(ctx, Service())
-	if err != nil {
-		return nil, err
-	}
-	s, err := gmailapi.NewService(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("gmail: client: %w", err)
-	}
-	return s, nil
+	return google.NewService(ctx, m.cfg.Client, Service(), "gmail: client", gmailapi.NewService)
 }
 
 // call runs fn with retries and maps the final error for the model.

@@ -57,15 +57,7 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 type settings struct{ cfg Config }
 
 func (s *settings) service(ctx context.Context) (*gmailapi.Service, error) {
-	opts, err := s.cfg.Client.Options(ctx, Service())
-	if err != nil {
-		return nil, err
-	}
-	svc, err := gmailapi.NewService(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("gmail settings: client: %w", err)
-	}
-	return svc, nil
+	return google.NewService(ctx, s.cfg.Client, Service(), "gmail settings: client", gmailapi.NewService)
 }
 
 func (s *settings) call(ctx context.Context, what string, fn func() error) error {

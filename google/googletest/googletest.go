@@ -31,7 +31,11 @@ func (c *Client) Options(ctx context.Context, svc google.Service) ([]option.Clie
 		return nil, google.NotConnected("")
 	}
 	hc := &http.Client{Transport: userHeader{user: user}}
-	return []option.ClientOption{google.EndpointOption(c.Endpoint, svc), option.WithHTTPClient(hc)}, nil
+	opts := []option.ClientOption{option.WithHTTPClient(hc)}
+	if e := google.EndpointOption(c.Endpoint, svc); e != nil {
+		opts = append(opts, e)
+	}
+	return opts, nil
 }
 
 type userHeader struct{ user string }
