@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "serve":
 		return serve(ctx, cfg, log)
 	case "chat":
+		if cfg.Log.Level == "info" { // keep the conversation readable
+			log = newLogger(LogConfig{Level: "warn", Format: cfg.Log.Format}, stderr)
+		}
 		return chatREPL(ctx, cfg, log, stdin, stdout)
 	case "tools":
 		return printTools(ctx, cfg, log, stdout)
