@@ -4,13 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,81 +16,6 @@ import (
 )
 
 const user = "telegram:1"
-
-// request is what the fake saw.
-type request struct {
-	Method string
-	Path   string
-	Query  url.Values
-	Header http.Header
-	Body   []byte
-}
-
-type handler func(t *testing.T, r request) (int, string)
-
-// fake is a Calendar API server answering scripted routes.
-type fake struct {
-	t      *testing.T
-	mu     sync.Mutex
-	routes map[string]handler
-	hits   map[string]int
-	srv    *httptest.Server
-}
-
-func newFake(t *testing.T) *fake {
-	f := &fake{t: t, routes: map[string]handler{}, hits: map[string]int{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-// on answers method+path with h; a path ending in * matches any path
-// with that prefix.
-func (f *fake) on(method, path string, h handler) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.routes[method+" "+path] = h
-}
-
-// calls reports how often method+path was requested.
-func (f *fake) calls(method, path string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.hits[method+" "+path]
-}
-
-func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	key := r.Method + " " + r.URL.Path
-	f.mu.Lock()
-	h, ok := f.routes[key]
-	if !ok {
-		for k, v := range f.routes {
-			if p, wild := strings.CutSuffix(k, "*"); wild && strings.HasPrefix(key, p) {
-				h, ok = v, true
-			}
-		}
-	}
-	f.hits[key]++
-	f.mu.Unlock()
-	if got := r.Header.Get("X-Test-User"); got != user {
-		f.t.Errorf("%s: X-Test-User = %q, want %q", key, got, user)
-	}
-	if !ok {
-		f.t.Errorf("unexpected request %s?%s", key, r.URL.RawQuery)
-		w.WriteHeader(http.StatusNotImplemented)
-		return
-	}
-	status, resp := h(f.t, request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header, Body: body})
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	if !strings.HasPrefix(resp, "{") {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	}
-	w.WriteHeader(status)
-	io.WriteString(w, resp)
-}
-
-func (f *fake) client() *googletest.Client { return &googletest.Client{Endpoint: f.srv.URL} }
 
 func apiError(code int, reason, msg string) string {
 	return fmt.Sprintf(`{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":"global","reason":%q}]}}`, code, msg, msg, reason)
@@ -145,10 +65,10 @@ func check(t *testing.T, what string, got, want any) {
 func clock() time.Time { return time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC) }
 
 // jsonBody decodes a request body.
-func jsonBody(t *testing.T, r request) map[string]any {
+func jsonBody(t *testing.T, r googletest.Request) map[string]any {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
+	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
 		t.Fatalf("body is not JSON: %v: %s", err, r.Body)
 	}
 	return m
@@ -213,8 +133,8 @@ func TestGroupDefinition(t *testing.T) {
 }
 
 func TestListCalendars(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/calendar/v3/users/me/calendarList", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/users/me/calendarList", func(r googletest.Request) (int, string) {
 		check(t, "maxResults", r.Query.Get("maxResults"), "250")
 		return 200, `{
  "kind": "calendar#calendarList", "etag": "\"p32g\"", "nextSyncToken": "CPj",
@@ -227,7 +147,7 @@ func TestListCalendars(t *testing.T) {
  ]
 }`
 	})
-	m := decode(t, run(t, f.client(), "calendar_list_calendars", `{}`))
+	m := decode(t, run(t, f.Client(), "calendar_list_calendars", `{}`))
 	check(t, "calendars", m["calendars"], []any{
 		map[string]any{"id": "ana@example.com", "name": "ana@example.com", "primary": true, "access": "owner", "time_zone": "Europe/Lisbon"},
 		map[string]any{"id": "en.portuguese#holiday@group.v.calendar.google.com", "name": "Feriados", "access": "reader", "time_zone": "Europe/Lisbon"},
@@ -235,8 +155,8 @@ func TestListCalendars(t *testing.T) {
 }
 
 func TestListEventsDefaults(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/calendar/v3/calendars/primary/events", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/calendars/primary/events", func(r googletest.Request) (int, string) {
 		check(t, "singleEvents", r.Query.Get("singleEvents"), "true")
 		check(t, "orderBy", r.Query.Get("orderBy"), "startTime")
 		check(t, "timeMin", r.Query.Get("timeMin"), "2025-03-03T10:00:00Z")
@@ -253,7 +173,7 @@ func TestListEventsDefaults(t *testing.T) {
  ]
 }`
 	})
-	m := decode(t, run(t, f.client(), "calendar_list_events", `{}`))
+	m := decode(t, run(t, f.Client(), "calendar_list_events", `{}`))
 	check(t, "from", m["from"], "2025-03-03T10:00:00Z")
 	check(t, "to", m["to"], "2025-03-10T10:00:00Z")
 	check(t, "time_zone", m["time_zone"], "Europe/Lisbon")
@@ -267,11 +187,11 @@ func TestListEventsDefaults(t *testing.T) {
 }
 
 func TestListEventsLocalDatesUseCalendarZone(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/calendar/v3/calendars/work@example.com", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/calendars/work@example.com", func(r googletest.Request) (int, string) {
 		return 200, `{"kind":"calendar#calendar","id":"work@example.com","summary":"Work","timeZone":"America/New_York"}`
 	})
-	f.on("GET", "/calendar/v3/calendars/work@example.com/events", func(t *testing.T, r request) (int, string) {
+	f.Handle("GET /calendar/v3/calendars/work@example.com/events", func(r googletest.Request) (int, string) {
 		check(t, "timeMin", r.Query.Get("timeMin"), "2025-03-04T00:00:00-05:00")
 		check(t, "timeMax", r.Query.Get("timeMax"), "2025-03-05T00:00:00-05:00")
 		check(t, "timeZone", r.Query.Get("timeZone"), "America/New_York")
@@ -279,7 +199,7 @@ func TestListEventsLocalDatesUseCalendarZone(t *testing.T) {
 		check(t, "pageToken", r.Query.Get("pageToken"), "p2")
 		return 200, `{"kind":"calendar#events","timeZone":"America/New_York","items":[],"nextPageToken":"p3"}`
 	})
-	m := decode(t, run(t, f.client(), "calendar_list_events",
+	m := decode(t, run(t, f.Client(), "calendar_list_events",
 		`{"calendar_id":"work@example.com","from":"2025-03-04","to":"2025-03-04","query":"dentist","page_token":"p2"}`))
 	check(t, "from", m["from"], "2025-03-04T00:00:00-05:00")
 	check(t, "events", m["events"], []any{})
@@ -287,33 +207,33 @@ func TestListEventsLocalDatesUseCalendarZone(t *testing.T) {
 }
 
 func TestListEventsExplicitZone(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/calendar/v3/calendars/primary/events", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/calendars/primary/events", func(r googletest.Request) (int, string) {
 		check(t, "timeMin", r.Query.Get("timeMin"), "2025-03-04T09:00:00+09:00")
 		check(t, "timeMax", r.Query.Get("timeMax"), "2025-03-11T09:00:00+09:00")
 		check(t, "timeZone", r.Query.Get("timeZone"), "Asia/Tokyo")
 		return 200, `{"kind":"calendar#events","timeZone":"Europe/Lisbon","items":[]}`
 	})
-	m := decode(t, run(t, f.client(), "calendar_list_events", `{"from":"2025-03-04T09:00","time_zone":"Asia/Tokyo"}`))
+	m := decode(t, run(t, f.Client(), "calendar_list_events", `{"from":"2025-03-04T09:00","time_zone":"Asia/Tokyo"}`))
 	check(t, "time_zone", m["time_zone"], "Asia/Tokyo")
-	check(t, "calendar gets", f.calls("GET", "/calendar/v3/calendars/primary"), 0)
+	check(t, "calendar gets", f.Count("GET /calendar/v3/calendars/primary"), 0)
 }
 
 func TestListEventsValidation(t *testing.T) {
-	f := newFake(t)
-	wantError(t, run(t, f.client(), "calendar_list_events", `{"from":"next tuesday"}`), tools.CodeInvalidArgument, "'from'")
-	wantError(t, run(t, f.client(), "calendar_list_events", `{"from":"2025-03-04T10:00:00Z","to":"2025-03-04T09:00:00Z"}`), tools.CodeInvalidArgument, "'to'")
-	wantError(t, run(t, f.client(), "calendar_list_events", `{"time_zone":"Mars/Olympus"}`), tools.CodeInvalidArgument, "time_zone")
-	wantError(t, run(t, f.client(), "calendar_list_events", `{"max_results":1000}`), tools.CodeInvalidArgument, "max_results")
+	f := googletest.NewStrictAPI(t, user)
+	wantError(t, run(t, f.Client(), "calendar_list_events", `{"from":"next tuesday"}`), tools.CodeInvalidArgument, "'from'")
+	wantError(t, run(t, f.Client(), "calendar_list_events", `{"from":"2025-03-04T10:00:00Z","to":"2025-03-04T09:00:00Z"}`), tools.CodeInvalidArgument, "'to'")
+	wantError(t, run(t, f.Client(), "calendar_list_events", `{"time_zone":"Mars/Olympus"}`), tools.CodeInvalidArgument, "time_zone")
+	wantError(t, run(t, f.Client(), "calendar_list_events", `{"max_results":1000}`), tools.CodeInvalidArgument, "max_results")
 }
 
 func TestGetEvent(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/calendar/v3/calendars/primary/events/ev1", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) {
 		check(t, "timeZone", r.Query.Get("timeZone"), "Europe/Berlin")
 		return 200, teamSync
 	})
-	m := decode(t, run(t, f.client(), "calendar_get_event", `{"event_id":"ev1","time_zone":"Europe/Berlin"}`))
+	m := decode(t, run(t, f.Client(), "calendar_get_event", `{"event_id":"ev1","time_zone":"Europe/Berlin"}`))
 	check(t, "title", m["title"], "Team sync")
 	check(t, "link", m["link"], "https://www.google.com/calendar/event?eid=ZXYxIGFuYUBleGFtcGxl")
 	check(t, "description", m["description"], "Weekly status")
@@ -321,14 +241,14 @@ func TestGetEvent(t *testing.T) {
 	check(t, "reminders", m["reminders"], []any{"popup 10 min before"})
 	check(t, "recurrence", m["recurrence"], []any{"RRULE:FREQ=WEEKLY;BYDAY=TU"})
 	check(t, "time_zone", m["time_zone"], "Europe/Berlin")
-	wantError(t, run(t, f.client(), "calendar_get_event", `{}`), tools.CodeMissingParameter, "event_id")
+	wantError(t, run(t, f.Client(), "calendar_get_event", `{}`), tools.CodeMissingParameter, "event_id")
 }
 
 var eventID = regexp.MustCompile(`^[0-9a-v]{26}$`)
 
 func TestCreateTimedEvent(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/calendar/v3/calendars/primary/events", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /calendar/v3/calendars/primary/events", func(r googletest.Request) (int, string) {
 		check(t, "sendUpdates", r.Query.Get("sendUpdates"), "all")
 		check(t, "conferenceDataVersion", r.Query.Get("conferenceDataVersion"), "1")
 		b := jsonBody(t, r)
@@ -351,7 +271,7 @@ func TestCreateTimedEvent(t *testing.T) {
   "entryPoints":[{"entryPointType":"video","uri":"https://meet.google.com/new-meet-abc"}]},
  "reminders":{"useDefault":false,"overrides":[{"method":"popup","minutes":10}]}}`
 	})
-	m := decode(t, run(t, f.client(), "calendar_create_event", `{"title":"Design review","start":"2025-03-04T15:00",
+	m := decode(t, run(t, f.Client(), "calendar_create_event", `{"title":"Design review","start":"2025-03-04T15:00",
  "time_zone":"Europe/Berlin","attendees":["bo@example.com"],"reminders":[10],"recurrence":"RRULE:FREQ=WEEKLY;COUNT=4","meet":true}`))
 	check(t, "start", m["start"], "2025-03-04T15:00:00+01:00")
 	check(t, "meet", m["meet"], "https://meet.google.com/new-meet-abc")
@@ -361,8 +281,8 @@ func TestCreateTimedEvent(t *testing.T) {
 }
 
 func TestCreateAllDayEvent(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/calendar/v3/calendars/primary/events", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /calendar/v3/calendars/primary/events", func(r googletest.Request) (int, string) {
 		check(t, "sendUpdates", r.Query.Get("sendUpdates"), "none")
 		check(t, "conferenceDataVersion", r.Query.Get("conferenceDataVersion"), "")
 		b := jsonBody(t, r)
@@ -372,47 +292,47 @@ func TestCreateAllDayEvent(t *testing.T) {
 		return 200, `{"kind":"calendar#event","id":"ad1","summary":"Holiday","start":{"date":"2025-03-05"},"end":{"date":"2025-03-08"},
  "reminders":{"useDefault":false}}`
 	})
-	m := decode(t, run(t, f.client(), "calendar_create_event", `{"title":"Holiday","start":"2025-03-05","end":"2025-03-07","reminders":[],"send_updates":"none"}`))
+	m := decode(t, run(t, f.Client(), "calendar_create_event", `{"title":"Holiday","start":"2025-03-05","end":"2025-03-07","reminders":[],"send_updates":"none"}`))
 	check(t, "span", [3]any{m["start"], m["end"], m["all_day"]}, [3]any{"2025-03-05", "2025-03-07", true})
 	check(t, "reminders", m["reminders"], []any{"none"})
 }
 
 func TestCreateEventWithOffsetNeedsNoZone(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/calendar/v3/calendars/primary/events", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /calendar/v3/calendars/primary/events", func(r googletest.Request) (int, string) {
 		b := jsonBody(t, r)
 		check(t, "start", b["start"], map[string]any{"dateTime": "2025-03-04T15:00:00Z"})
 		check(t, "end", b["end"], map[string]any{"dateTime": "2025-03-04T15:45:00Z"})
 		check(t, "reminders", b["reminders"], nil)
 		return 200, `{"id":"e5","summary":"Call","start":{"dateTime":"2025-03-04T15:00:00Z"},"end":{"dateTime":"2025-03-04T15:45:00Z"}}`
 	})
-	decode(t, run(t, f.client(), "calendar_create_event", `{"title":"Call","start":"2025-03-04T15:00:00Z","end":"2025-03-04T15:45:00Z"}`))
+	decode(t, run(t, f.Client(), "calendar_create_event", `{"title":"Call","start":"2025-03-04T15:00:00Z","end":"2025-03-04T15:45:00Z"}`))
 }
 
 func TestCreateEventRetriedInsertIsNotDuplicated(t *testing.T) {
-	f := newFake(t)
+	f := googletest.NewStrictAPI(t, user)
 	var ids []string
-	f.on("POST", "/calendar/v3/calendars/primary/events", func(t *testing.T, r request) (int, string) {
+	f.Handle("POST /calendar/v3/calendars/primary/events", func(r googletest.Request) (int, string) {
 		ids = append(ids, fmt.Sprint(jsonBody(t, r)["id"]))
 		if len(ids) == 1 {
 			return 503, apiError(503, "backendError", "Backend Error")
 		}
 		return 409, apiError(409, "duplicate", "The requested identifier already exists.")
 	})
-	f.on("GET", "/calendar/v3/calendars/primary/events/*", func(t *testing.T, r request) (int, string) {
+	f.Handle("GET /calendar/v3/calendars/primary/events/*", func(r googletest.Request) (int, string) {
 		got := strings.TrimPrefix(r.Path, "/calendar/v3/calendars/primary/events/")
 		if len(ids) != 2 || got != ids[0] || ids[1] != ids[0] {
 			t.Errorf("fetched %s after inserts %v", got, ids)
 		}
 		return 200, `{"id":"` + got + `","summary":"Lunch","start":{"dateTime":"2025-03-04T12:00:00Z"},"end":{"dateTime":"2025-03-04T13:00:00Z"}}`
 	})
-	m := decode(t, run(t, f.client(), "calendar_create_event", `{"title":"Lunch","start":"2025-03-04T12:00:00Z"}`))
+	m := decode(t, run(t, f.Client(), "calendar_create_event", `{"title":"Lunch","start":"2025-03-04T12:00:00Z"}`))
 	check(t, "title", m["title"], "Lunch")
 	check(t, "inserts", len(ids), 2)
 }
 
 func TestCreateEventValidation(t *testing.T) {
-	f := newFake(t) // any request fails the test
+	f := googletest.NewStrictAPI(t, user) // any request fails the test
 	for _, tc := range []struct{ args, code, contains string }{
 		{`{"title":"x","start":"tomorrow 3pm"}`, tools.CodeInvalidArgument, "'start'"},
 		{`{"title":"x","start":"2025-03-04T10:00:00Z","end":"2025-03-05"}`, tools.CodeInvalidArgument, "'end'"},
@@ -426,14 +346,14 @@ func TestCreateEventValidation(t *testing.T) {
 		{`{"title":" ","start":"2025-03-04"}`, tools.CodeInvalidArgument, "'title'"},
 		{`{"start":"2025-03-04"}`, tools.CodeMissingParameter, "title"},
 	} {
-		wantError(t, run(t, f.client(), "calendar_create_event", tc.args), tc.code, tc.contains)
+		wantError(t, run(t, f.Client(), "calendar_create_event", tc.args), tc.code, tc.contains)
 	}
 }
 
 func TestUpdateEventMovesAndKeepsDuration(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/calendar/v3/calendars/primary/events/ev1", func(t *testing.T, r request) (int, string) { return 200, teamSync })
-	f.on("PATCH", "/calendar/v3/calendars/primary/events/ev1", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) { return 200, teamSync })
+	f.Handle("PATCH /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) {
 		check(t, "sendUpdates", r.Query.Get("sendUpdates"), "externalOnly")
 		b := jsonBody(t, r)
 		check(t, "summary", b["summary"], "Team sync (moved)")
@@ -450,16 +370,16 @@ func TestUpdateEventMovesAndKeepsDuration(t *testing.T) {
 		}
 		return 200, strings.Replace(teamSync, `"summary": "Team sync"`, `"summary": "Team sync (moved)"`, 1)
 	})
-	m := decode(t, run(t, f.client(), "calendar_update_event", `{"event_id":"ev1","title":"Team sync (moved)","location":"",
+	m := decode(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","title":"Team sync (moved)","location":"",
  "start":"2025-03-05T14:00","add_attendees":["dee@example.com","bo@example.com"],"remove_attendees":["CY@example.com"],"send_updates":"external"}`))
 	check(t, "title", m["title"], "Team sync (moved)")
-	check(t, "calendar gets", f.calls("GET", "/calendar/v3/calendars/primary"), 0)
+	check(t, "calendar gets", f.Count("GET /calendar/v3/calendars/primary"), 0)
 }
 
 func TestUpdateEventToAllDay(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/calendar/v3/calendars/primary/events/ev1", func(t *testing.T, r request) (int, string) { return 200, teamSync })
-	f.on("PATCH", "/calendar/v3/calendars/primary/events/ev1", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) { return 200, teamSync })
+	f.Handle("PATCH /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) {
 		check(t, "conferenceDataVersion", r.Query.Get("conferenceDataVersion"), "")
 		b := jsonBody(t, r)
 		check(t, "start", b["start"], map[string]any{"date": "2025-03-06", "dateTime": nil, "timeZone": nil})
@@ -467,38 +387,38 @@ func TestUpdateEventToAllDay(t *testing.T) {
 		check(t, "reminders", b["reminders"], map[string]any{"useDefault": false, "overrides": []any{}})
 		return 200, `{"id":"ev1","summary":"Team sync","start":{"date":"2025-03-06"},"end":{"date":"2025-03-07"}}`
 	})
-	m := decode(t, run(t, f.client(), "calendar_update_event", `{"event_id":"ev1","start":"2025-03-06","reminders":[],"meet":true}`))
+	m := decode(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","start":"2025-03-06","reminders":[],"meet":true}`))
 	check(t, "span", [2]any{m["start"], m["end"]}, [2]any{"2025-03-06", "2025-03-06"})
 }
 
 func TestUpdateEventValidation(t *testing.T) {
-	f := newFake(t)
-	wantError(t, run(t, f.client(), "calendar_update_event", `{"event_id":"ev1"}`), tools.CodeMissingParameter, "Nothing to change")
-	wantError(t, run(t, f.client(), "calendar_update_event", `{"event_id":"ev1","start":"5pm"}`), tools.CodeInvalidArgument, "'start'")
-	wantError(t, run(t, f.client(), "calendar_update_event", `{"event_id":"ev1","add_attendees":["x"]}`), tools.CodeInvalidArgument, "'add_attendees'")
-	f.on("GET", "/calendar/v3/calendars/primary/events/ev1", func(t *testing.T, r request) (int, string) { return 200, teamSync })
-	wantError(t, run(t, f.client(), "calendar_update_event", `{"event_id":"ev1","end":"2025-03-04"}`), tools.CodeInvalidArgument, "'end'")
-	wantError(t, run(t, f.client(), "calendar_update_event", `{"event_id":"ev1","end":"2025-03-04T09:00:00+01:00"}`), tools.CodeInvalidArgument, "after start")
-	check(t, "patches", f.calls("PATCH", "/calendar/v3/calendars/primary/events/ev1"), 0)
+	f := googletest.NewStrictAPI(t, user)
+	wantError(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1"}`), tools.CodeMissingParameter, "Nothing to change")
+	wantError(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","start":"5pm"}`), tools.CodeInvalidArgument, "'start'")
+	wantError(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","add_attendees":["x"]}`), tools.CodeInvalidArgument, "'add_attendees'")
+	f.Handle("GET /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) { return 200, teamSync })
+	wantError(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","end":"2025-03-04"}`), tools.CodeInvalidArgument, "'end'")
+	wantError(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","end":"2025-03-04T09:00:00+01:00"}`), tools.CodeInvalidArgument, "after start")
+	check(t, "patches", f.Count("PATCH /calendar/v3/calendars/primary/events/ev1"), 0)
 }
 
 func TestDeleteEvent(t *testing.T) {
-	f := newFake(t)
-	f.on("DELETE", "/calendar/v3/calendars/primary/events/ev1", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("DELETE /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) {
 		check(t, "sendUpdates", r.Query.Get("sendUpdates"), "all")
 		return 204, ""
 	})
-	f.on("DELETE", "/calendar/v3/calendars/primary/events/gone1", func(t *testing.T, r request) (int, string) {
+	f.Handle("DELETE /calendar/v3/calendars/primary/events/gone1", func(r googletest.Request) (int, string) {
 		return 410, apiError(410, "deleted", "Resource has been deleted")
 	})
-	m := decode(t, run(t, f.client(), "calendar_delete_event", `{"event_id":"ev1"}`))
+	m := decode(t, run(t, f.Client(), "calendar_delete_event", `{"event_id":"ev1"}`))
 	check(t, "deleted", m["deleted"], true)
-	wantError(t, run(t, f.client(), "calendar_delete_event", `{"event_id":"gone1"}`), tools.CodeNotFound, "deleted")
+	wantError(t, run(t, f.Client(), "calendar_delete_event", `{"event_id":"gone1"}`), tools.CodeNotFound, "deleted")
 }
 
 func TestFreebusy(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/calendar/v3/freeBusy", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /calendar/v3/freeBusy", func(r googletest.Request) (int, string) {
 		check(t, "body", jsonBody(t, r), map[string]any{"timeMin": "2025-03-04T09:00:00+01:00", "timeMax": "2025-03-04T18:00:00+01:00",
 			"timeZone": "Europe/Paris", "items": []any{map[string]any{"id": "primary"}, map[string]any{"id": "bo@example.com"}, map[string]any{"id": "zed@other.org"}}})
 		return 200, `{
@@ -510,7 +430,7 @@ func TestFreebusy(t *testing.T) {
  }
 }`
 	})
-	m := decode(t, run(t, f.client(), "calendar_freebusy", `{"calendars":["primary","bo@example.com","zed@other.org"],
+	m := decode(t, run(t, f.Client(), "calendar_freebusy", `{"calendars":["primary","bo@example.com","zed@other.org"],
  "from":"2025-03-04T09:00","to":"2025-03-04T18:00","time_zone":"Europe/Paris"}`))
 	check(t, "calendars", m["calendars"], []any{
 		map[string]any{"id": "primary", "busy": []any{map[string]any{"start": "2025-03-04T10:00:00+01:00", "end": "2025-03-04T10:30:00+01:00"}}},
@@ -521,13 +441,13 @@ func TestFreebusy(t *testing.T) {
 }
 
 func TestFreebusyDefaults(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/calendar/v3/freeBusy", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /calendar/v3/freeBusy", func(r googletest.Request) (int, string) {
 		check(t, "body", jsonBody(t, r), map[string]any{"timeMin": "2025-03-03T10:00:00Z", "timeMax": "2025-03-10T10:00:00Z",
 			"items": []any{map[string]any{"id": "primary"}}})
 		return 200, `{"kind":"calendar#freeBusy","calendars":{"primary":{"busy":[]}}}`
 	})
-	decode(t, run(t, f.client(), "calendar_freebusy", `{}`))
+	decode(t, run(t, f.Client(), "calendar_freebusy", `{}`))
 }
 
 func TestGoogleErrors(t *testing.T) {
@@ -546,13 +466,13 @@ func TestGoogleErrors(t *testing.T) {
 		{"bad request", 400, "timeRangeEmpty", tools.CodeInvalidArgument, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t)
-			f.on("GET", "/calendar/v3/calendars/primary/events/ev9", func(t *testing.T, r request) (int, string) {
+			f := googletest.NewStrictAPI(t, user)
+			f.Handle("GET /calendar/v3/calendars/primary/events/ev9", func(r googletest.Request) (int, string) {
 				return tc.status, apiError(tc.status, tc.reason, "Google says no.")
 			})
-			r := run(t, f.client(), "calendar_get_event", `{"event_id":"ev9"}`)
+			r := run(t, f.Client(), "calendar_get_event", `{"event_id":"ev9"}`)
 			wantError(t, r, tc.code, "Google says no.")
-			check(t, "tries", f.calls("GET", "/calendar/v3/calendars/primary/events/ev9"), tc.tries)
+			check(t, "tries", f.Count("GET /calendar/v3/calendars/primary/events/ev9"), tc.tries)
 			if tc.code == tools.CodePermission && !strings.Contains(r.Content, "/connect google") {
 				t.Errorf("permission error lacks the reconnect hint: %s", r.Content)
 			}
@@ -561,8 +481,8 @@ func TestGoogleErrors(t *testing.T) {
 }
 
 func TestNotConnected(t *testing.T) {
-	f := newFake(t)
-	c := &googletest.Client{Endpoint: f.srv.URL, Connected: map[string]bool{"telegram:2": true}}
+	f := googletest.NewStrictAPI(t, user)
+	c := &googletest.Client{Endpoint: f.URL, Connected: map[string]bool{"telegram:2": true}}
 	for _, call := range [][2]string{
 		{"calendar_list_calendars", `{}`},
 		{"calendar_list_events", `{}`},

@@ -7,11 +7,7 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,81 +18,6 @@ import (
 )
 
 const user = "telegram:1"
-
-// request is what the fake saw.
-type request struct {
-	Method string
-	Path   string
-	Query  url.Values
-	Header http.Header
-	Body   []byte
-}
-
-type handler func(t *testing.T, r request) (int, string)
-
-// fake is a Drive API server answering scripted routes.
-type fake struct {
-	t      *testing.T
-	mu     sync.Mutex
-	routes map[string]handler
-	hits   map[string]int
-	srv    *httptest.Server
-}
-
-func newFake(t *testing.T) *fake {
-	f := &fake{t: t, routes: map[string]handler{}, hits: map[string]int{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-// on answers method+path with h; a path ending in * matches any path
-// with that prefix.
-func (f *fake) on(method, path string, h handler) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.routes[method+" "+path] = h
-}
-
-// calls reports how often method+path was requested.
-func (f *fake) calls(method, path string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.hits[method+" "+path]
-}
-
-func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	key := r.Method + " " + r.URL.Path
-	f.mu.Lock()
-	h, ok := f.routes[key]
-	if !ok {
-		for k, v := range f.routes {
-			if p, wild := strings.CutSuffix(k, "*"); wild && strings.HasPrefix(key, p) {
-				h, ok = v, true
-			}
-		}
-	}
-	f.hits[key]++
-	f.mu.Unlock()
-	if got := r.Header.Get("X-Test-User"); got != user {
-		f.t.Errorf("%s: X-Test-User = %q, want %q", key, got, user)
-	}
-	if !ok {
-		f.t.Errorf("unexpected request %s?%s", key, r.URL.RawQuery)
-		w.WriteHeader(http.StatusNotImplemented)
-		return
-	}
-	status, resp := h(f.t, request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header, Body: body})
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	if !strings.HasPrefix(resp, "{") {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	}
-	w.WriteHeader(status)
-	io.WriteString(w, resp)
-}
-
-func (f *fake) client() *googletest.Client { return &googletest.Client{Endpoint: f.srv.URL} }
 
 func apiError(code int, reason, msg string) string {
 	return fmt.Sprintf(`{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":"global","reason":%q}]}}`, code, msg, msg, reason)
@@ -161,8 +82,8 @@ func TestGroupDefinition(t *testing.T) {
 }
 
 func TestSearch(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files", func(r googletest.Request) (int, string) {
 		check(t, "q", r.Query.Get("q"), `trashed = false and name contains 'Q3 \'plan\'' and mimeType = 'application/vnd.google-apps.spreadsheet' and 'fold1' in parents`)
 		check(t, "pageSize", r.Query.Get("pageSize"), "5")
 		check(t, "orderBy", r.Query.Get("orderBy"), "modifiedTime desc")
@@ -183,7 +104,7 @@ func TestSearch(t *testing.T) {
  ]
 }`
 	})
-	m := decode(t, run(t, f.client(), "drive_search", `{"name":"Q3 'plan'","type":"spreadsheet","folder_id":"fold1","max_results":5,"page_token":"tok1"}`))
+	m := decode(t, run(t, f.Client(), "drive_search", `{"name":"Q3 'plan'","type":"spreadsheet","folder_id":"fold1","max_results":5,"page_token":"tok1"}`))
 	check(t, "next_page_token", m["next_page_token"], "tok2")
 	files := m["files"].([]any)
 	first := files[0].(map[string]any)
@@ -195,27 +116,27 @@ func TestSearch(t *testing.T) {
 }
 
 func TestSearchFullTextHasNoOrder(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files", func(r googletest.Request) (int, string) {
 		check(t, "q", r.Query.Get("q"), `trashed = false and fullText contains 'budget' and mimeType contains 'image/'`)
 		check(t, "orderBy", r.Query.Get("orderBy"), "")
 		check(t, "pageSize", r.Query.Get("pageSize"), "20")
 		return 200, `{"kind":"drive#fileList","files":[]}`
 	})
-	m := decode(t, run(t, f.client(), "drive_search", `{"text":"budget","type":"image"}`))
+	m := decode(t, run(t, f.Client(), "drive_search", `{"text":"budget","type":"image"}`))
 	check(t, "files", m["files"], []any{})
 }
 
 func TestSearchValidatesArguments(t *testing.T) {
-	f := newFake(t)
-	wantError(t, run(t, f.client(), "drive_search", `{"max_results":500}`), tools.CodeInvalidArgument, "max_results")
-	wantError(t, run(t, f.client(), "drive_search", `{"type":"movie"}`), tools.CodeInvalidArgument, "type")
-	wantError(t, run(t, f.client(), "drive_search", `{"max_results":"ten"}`), tools.CodeInvalidArgument, "max_results")
+	f := googletest.NewStrictAPI(t, user)
+	wantError(t, run(t, f.Client(), "drive_search", `{"max_results":500}`), tools.CodeInvalidArgument, "max_results")
+	wantError(t, run(t, f.Client(), "drive_search", `{"type":"movie"}`), tools.CodeInvalidArgument, "type")
+	wantError(t, run(t, f.Client(), "drive_search", `{"max_results":"ten"}`), tools.CodeInvalidArgument, "max_results")
 }
 
 func TestGet(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files/1aBc", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/1aBc", func(r googletest.Request) (int, string) {
 		if !strings.Contains(r.Query.Get("fields"), "permissions(") {
 			t.Errorf("fields = %q", r.Query.Get("fields"))
 		}
@@ -230,7 +151,7 @@ func TestGet(t *testing.T) {
  ]
 }`
 	})
-	m := decode(t, run(t, f.client(), "drive_get", `{"file_id":"1aBc"}`))
+	m := decode(t, run(t, f.Client(), "drive_get", `{"file_id":"1aBc"}`))
 	check(t, "type", m["type"], "document")
 	check(t, "mime_type", m["mime_type"], "application/vnd.google-apps.document")
 	check(t, "owners", m["owners"], []any{"Ana Lima <ana@example.com>"})
@@ -240,7 +161,7 @@ func TestGet(t *testing.T) {
 		map[string]any{"who": "ana@example.com", "role": "owner", "permission_id": "0123"},
 		map[string]any{"who": "anyone with the link", "role": "reader", "permission_id": "anyoneWithLink"},
 	})
-	wantError(t, run(t, f.client(), "drive_get", `{}`), tools.CodeMissingParameter, "file_id")
+	wantError(t, run(t, f.Client(), "drive_get", `{}`), tools.CodeMissingParameter, "file_id")
 }
 
 func TestReadExportsGoogleDocs(t *testing.T) {
@@ -252,15 +173,15 @@ func TestReadExportsGoogleDocs(t *testing.T) {
 		{"application/vnd.google-apps.spreadsheet", "text/csv", "first sheet"},
 	} {
 		t.Run(tc.export+tc.mime, func(t *testing.T) {
-			f := newFake(t)
-			f.on("GET", "/drive/v3/files/doc1", func(t *testing.T, r request) (int, string) {
+			f := googletest.NewStrictAPI(t, user)
+			f.Handle("GET /drive/v3/files/doc1", func(r googletest.Request) (int, string) {
 				return 200, fmt.Sprintf(`{"id":"doc1","name":"Plan","mimeType":%q}`, tc.mime)
 			})
-			f.on("GET", "/drive/v3/files/doc1/export", func(t *testing.T, r request) (int, string) {
+			f.Handle("GET /drive/v3/files/doc1/export", func(r googletest.Request) (int, string) {
 				check(t, "mimeType", r.Query.Get("mimeType"), tc.export)
 				return 200, "Hello, plan.\r\nSecond line."
 			})
-			m := decode(t, run(t, f.client(), "drive_read", `{"file_id":"doc1"}`))
+			m := decode(t, run(t, f.Client(), "drive_read", `{"file_id":"doc1"}`))
 			check(t, "content", m["content"], "Hello, plan.\r\nSecond line.")
 			check(t, "truncated", m["truncated"], nil)
 			if !strings.Contains(fmt.Sprint(m["note"]), tc.note) {
@@ -271,75 +192,75 @@ func TestReadExportsGoogleDocs(t *testing.T) {
 }
 
 func TestReadTextFileIsCapped(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files/txt1", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/txt1", func(r googletest.Request) (int, string) {
 		if r.Query.Get("alt") == "media" {
 			return 200, strings.Repeat("é", 30) + strings.Repeat("x", 40)
 		}
 		return 200, `{"id":"txt1","name":"long.txt","mimeType":"text/plain","size":"100"}`
 	})
-	m := decode(t, run(t, f.client(), "drive_read", `{"file_id":"txt1"}`))
+	m := decode(t, run(t, f.Client(), "drive_read", `{"file_id":"txt1"}`))
 	check(t, "content", m["content"], strings.Repeat("é", 30)+strings.Repeat("x", 20))
 	check(t, "truncated", m["truncated"], true)
 	check(t, "next_offset", m["next_offset"], 50)
 	if !strings.Contains(fmt.Sprint(m["note"]), "offset 50") {
 		t.Errorf("note = %v", m["note"])
 	}
-	m = decode(t, run(t, f.client(), "drive_read", `{"file_id":"txt1","offset":50,"max_chars":30}`))
+	m = decode(t, run(t, f.Client(), "drive_read", `{"file_id":"txt1","offset":50,"max_chars":30}`))
 	check(t, "content", m["content"], strings.Repeat("x", 20))
 	check(t, "truncated", m["truncated"], nil)
-	wantError(t, run(t, f.client(), "drive_read", `{"file_id":"txt1","max_chars":51}`), tools.CodeInvalidArgument, "max_chars")
+	wantError(t, run(t, f.Client(), "drive_read", `{"file_id":"txt1","max_chars":51}`), tools.CodeInvalidArgument, "max_chars")
 }
 
 func TestReadFollowsShortcut(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files/sc1", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/sc1", func(r googletest.Request) (int, string) {
 		return 200, `{"id":"sc1","name":"Plan shortcut","mimeType":"application/vnd.google-apps.shortcut",
  "shortcutDetails":{"targetId":"doc1","targetMimeType":"application/vnd.google-apps.document"}}`
 	})
-	f.on("GET", "/drive/v3/files/doc1", func(t *testing.T, r request) (int, string) {
+	f.Handle("GET /drive/v3/files/doc1", func(r googletest.Request) (int, string) {
 		return 200, `{"id":"doc1","name":"Plan","mimeType":"application/vnd.google-apps.document"}`
 	})
-	f.on("GET", "/drive/v3/files/doc1/export", func(t *testing.T, r request) (int, string) { return 200, "plan" })
-	m := decode(t, run(t, f.client(), "drive_read", `{"file_id":"sc1"}`))
+	f.Handle("GET /drive/v3/files/doc1/export", func(r googletest.Request) (int, string) { return 200, "plan" })
+	m := decode(t, run(t, f.Client(), "drive_read", `{"file_id":"sc1"}`))
 	check(t, "id", m["id"], "doc1")
 	check(t, "content", m["content"], "plan")
 }
 
 func TestReadRefusesBinaryFiles(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files/img1", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/img1", func(r googletest.Request) (int, string) {
 		return 200, `{"id":"img1","name":"cat.png","mimeType":"image/png","size":"52000"}`
 	})
-	wantError(t, run(t, f.client(), "drive_read", `{"file_id":"img1"}`), tools.CodeInvalidArgument, "cannot be read as text")
-	f.on("GET", "/drive/v3/files/bin1", func(t *testing.T, r request) (int, string) {
+	wantError(t, run(t, f.Client(), "drive_read", `{"file_id":"img1"}`), tools.CodeInvalidArgument, "cannot be read as text")
+	f.Handle("GET /drive/v3/files/bin1", func(r googletest.Request) (int, string) {
 		if r.Query.Get("alt") == "media" {
 			return 200, "\x00\x01\x02"
 		}
 		return 200, `{"id":"bin1","name":"blob","mimeType":"application/octet-stream"}`
 	})
-	wantError(t, run(t, f.client(), "drive_read", `{"file_id":"bin1"}`), tools.CodeInvalidArgument, "not a text file")
+	wantError(t, run(t, f.Client(), "drive_read", `{"file_id":"bin1"}`), tools.CodeInvalidArgument, "not a text file")
 }
 
 func TestReadExportTooLarge(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files/big", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/big", func(r googletest.Request) (int, string) {
 		return 200, `{"id":"big","name":"Huge","mimeType":"application/vnd.google-apps.document"}`
 	})
-	f.on("GET", "/drive/v3/files/big/export", func(t *testing.T, r request) (int, string) {
+	f.Handle("GET /drive/v3/files/big/export", func(r googletest.Request) (int, string) {
 		return 403, apiError(403, "exportSizeLimitExceeded", "This file is too large to be exported.")
 	})
-	wantError(t, run(t, f.client(), "drive_read", `{"file_id":"big"}`), tools.CodeInvalidArgument, "too large")
+	wantError(t, run(t, f.Client(), "drive_read", `{"file_id":"big"}`), tools.CodeInvalidArgument, "too large")
 }
 
 // multipartParts splits a multipart upload body into its parts.
-func multipartParts(t *testing.T, r request) (meta map[string]any, mediaType, media string) {
+func multipartParts(t *testing.T, r googletest.Request) (meta map[string]any, mediaType, media string) {
 	t.Helper()
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/related" {
 		t.Fatalf("Content-Type = %q", r.Header.Get("Content-Type"))
 	}
-	mr := multipart.NewReader(strings.NewReader(string(r.Body)), params["boundary"])
+	mr := multipart.NewReader(strings.NewReader(r.Body), params["boundary"])
 	p, err := mr.NextPart()
 	if err != nil {
 		t.Fatal(err)
@@ -356,8 +277,8 @@ func multipartParts(t *testing.T, r request) (meta map[string]any, mediaType, me
 }
 
 func TestCreateFileUploads(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/upload/drive/v3/files", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /upload/drive/v3/files", func(r googletest.Request) (int, string) {
 		check(t, "uploadType", r.Query.Get("uploadType"), "multipart")
 		meta, mt, media := multipartParts(t, r)
 		check(t, "metadata", meta, map[string]any{"name": "notes.md", "mimeType": "text/markdown", "parents": []any{"fold1"}})
@@ -366,15 +287,15 @@ func TestCreateFileUploads(t *testing.T) {
 		return 200, `{"id":"new1","name":"notes.md","mimeType":"text/markdown","size":"13","parents":["fold1"],
  "modifiedTime":"2024-10-01T10:00:00.000Z","webViewLink":"https://drive.google.com/file/d/new1/view?usp=drivesdk"}`
 	})
-	m := decode(t, run(t, f.client(), "drive_create_file", `{"name":"notes.md","content":"# Notes\nhello","folder_id":"fold1","mime_type":"text/markdown"}`))
+	m := decode(t, run(t, f.Client(), "drive_create_file", `{"name":"notes.md","content":"# Notes\nhello","folder_id":"fold1","mime_type":"text/markdown"}`))
 	check(t, "id", m["id"], "new1")
 	check(t, "link", m["link"], "https://drive.google.com/file/d/new1/view?usp=drivesdk")
-	check(t, "uploads", f.calls("POST", "/upload/drive/v3/files"), 1)
+	check(t, "uploads", f.Count("POST /upload/drive/v3/files"), 1)
 }
 
 func TestCreateFileConverts(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/upload/drive/v3/files", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /upload/drive/v3/files", func(r googletest.Request) (int, string) {
 		meta, mt, media := multipartParts(t, r)
 		check(t, "metadata", meta, map[string]any{"name": "Budget", "mimeType": "application/vnd.google-apps.spreadsheet"})
 		check(t, "media type", mt, "text/csv")
@@ -382,58 +303,58 @@ func TestCreateFileConverts(t *testing.T) {
 		return 200, `{"id":"sh1","name":"Budget","mimeType":"application/vnd.google-apps.spreadsheet",
  "webViewLink":"https://docs.google.com/spreadsheets/d/sh1/edit?usp=drivesdk"}`
 	})
-	m := decode(t, run(t, f.client(), "drive_create_file", `{"name":"Budget","content":"a,b\n1,2\n","convert_to":"spreadsheet"}`))
+	m := decode(t, run(t, f.Client(), "drive_create_file", `{"name":"Budget","content":"a,b\n1,2\n","convert_to":"spreadsheet"}`))
 	check(t, "type", m["type"], "spreadsheet")
-	wantError(t, run(t, f.client(), "drive_create_file", `{"name":" ","content":"x"}`), tools.CodeInvalidArgument, "name")
-	wantError(t, run(t, f.client(), "drive_create_file", `{"name":"a","content":"x","mime_type":"plain"}`), tools.CodeInvalidArgument, "mime_type")
-	wantError(t, run(t, f.client(), "drive_create_file", `{"name":"a"}`), tools.CodeMissingParameter, "content")
+	wantError(t, run(t, f.Client(), "drive_create_file", `{"name":" ","content":"x"}`), tools.CodeInvalidArgument, "name")
+	wantError(t, run(t, f.Client(), "drive_create_file", `{"name":"a","content":"x","mime_type":"plain"}`), tools.CodeInvalidArgument, "mime_type")
+	wantError(t, run(t, f.Client(), "drive_create_file", `{"name":"a"}`), tools.CodeMissingParameter, "content")
 }
 
 func TestCreateFolder(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/drive/v3/files", func(t *testing.T, r request) (int, string) {
-		check(t, "body", strings.TrimSpace(string(r.Body)), `{"mimeType":"application/vnd.google-apps.folder","name":"Receipts","parents":["root1"]}`)
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /drive/v3/files", func(r googletest.Request) (int, string) {
+		check(t, "body", strings.TrimSpace(r.Body), `{"mimeType":"application/vnd.google-apps.folder","name":"Receipts","parents":["root1"]}`)
 		return 200, `{"id":"f9","name":"Receipts","mimeType":"application/vnd.google-apps.folder","parents":["root1"],
  "webViewLink":"https://drive.google.com/drive/folders/f9"}`
 	})
-	m := decode(t, run(t, f.client(), "drive_create_folder", `{"name":"Receipts","parent_id":"root1"}`))
+	m := decode(t, run(t, f.Client(), "drive_create_folder", `{"name":"Receipts","parent_id":"root1"}`))
 	check(t, "file", m, map[string]any{"id": "f9", "name": "Receipts", "type": "folder", "parents": []any{"root1"},
 		"link": "https://drive.google.com/drive/folders/f9"})
 }
 
 func TestMove(t *testing.T) {
-	f := newFake(t)
-	f.on("GET", "/drive/v3/files/1aBc", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/1aBc", func(r googletest.Request) (int, string) {
 		check(t, "fields", r.Query.Get("fields"), "parents")
 		return 200, `{"parents":["old1","old2"]}`
 	})
-	f.on("PATCH", "/drive/v3/files/1aBc", func(t *testing.T, r request) (int, string) {
+	f.Handle("PATCH /drive/v3/files/1aBc", func(r googletest.Request) (int, string) {
 		check(t, "addParents", r.Query.Get("addParents"), "new1")
 		check(t, "removeParents", r.Query.Get("removeParents"), "old1,old2")
-		check(t, "body", strings.TrimSpace(string(r.Body)), `{"name":"Plan v2"}`)
+		check(t, "body", strings.TrimSpace(r.Body), `{"name":"Plan v2"}`)
 		return 200, `{"id":"1aBc","name":"Plan v2","mimeType":"application/vnd.google-apps.document","parents":["new1"]}`
 	})
-	m := decode(t, run(t, f.client(), "drive_move", `{"file_id":"1aBc","folder_id":"new1","name":"Plan v2"}`))
+	m := decode(t, run(t, f.Client(), "drive_move", `{"file_id":"1aBc","folder_id":"new1","name":"Plan v2"}`))
 	check(t, "name", m["name"], "Plan v2")
 	check(t, "parents", m["parents"], []any{"new1"})
-	wantError(t, run(t, f.client(), "drive_move", `{"file_id":"1aBc"}`), tools.CodeMissingParameter, "folder_id")
+	wantError(t, run(t, f.Client(), "drive_move", `{"file_id":"1aBc"}`), tools.CodeMissingParameter, "folder_id")
 }
 
 func TestRenameOnly(t *testing.T) {
-	f := newFake(t)
-	f.on("PATCH", "/drive/v3/files/1aBc", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("PATCH /drive/v3/files/1aBc", func(r googletest.Request) (int, string) {
 		check(t, "addParents", r.Query.Get("addParents"), "")
 		return 200, `{"id":"1aBc","name":"Renamed","mimeType":"text/plain"}`
 	})
-	decode(t, run(t, f.client(), "drive_move", `{"file_id":"1aBc","name":"Renamed"}`))
-	check(t, "gets", f.calls("GET", "/drive/v3/files/1aBc"), 0)
+	decode(t, run(t, f.Client(), "drive_move", `{"file_id":"1aBc","name":"Renamed"}`))
+	check(t, "gets", f.Count("GET /drive/v3/files/1aBc"), 0)
 }
 
 func TestShare(t *testing.T) {
-	f := newFake(t)
-	f.on("POST", "/drive/v3/files/1aBc/permissions", func(t *testing.T, r request) (int, string) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("POST /drive/v3/files/1aBc/permissions", func(r googletest.Request) (int, string) {
 		var body map[string]any
-		json.Unmarshal(r.Body, &body)
+		json.Unmarshal([]byte(r.Body), &body)
 		if body["type"] == "anyone" {
 			check(t, "body", body, map[string]any{"type": "anyone", "role": "reader"})
 			check(t, "sendNotificationEmail", r.Query.Get("sendNotificationEmail"), "")
@@ -444,25 +365,25 @@ func TestShare(t *testing.T) {
 		check(t, "emailMessage", r.Query.Get("emailMessage"), "For review")
 		return 200, `{"kind":"drive#permission","id":"0987","type":"user","role":"writer","emailAddress":"bo@example.com"}`
 	})
-	m := decode(t, run(t, f.client(), "drive_share", `{"file_id":"1aBc","role":"writer","email":"bo@example.com","message":"For review"}`))
+	m := decode(t, run(t, f.Client(), "drive_share", `{"file_id":"1aBc","role":"writer","email":"bo@example.com","message":"For review"}`))
 	check(t, "share", m, map[string]any{"file_id": "1aBc", "permission_id": "0987", "who": "bo@example.com", "role": "writer"})
-	m = decode(t, run(t, f.client(), "drive_share", `{"file_id":"1aBc","role":"reader","anyone_with_link":true}`))
+	m = decode(t, run(t, f.Client(), "drive_share", `{"file_id":"1aBc","role":"reader","anyone_with_link":true}`))
 	check(t, "who", m["who"], "anyone with the link")
 
-	wantError(t, run(t, f.client(), "drive_share", `{"file_id":"1aBc","role":"owner","email":"bo@example.com"}`), tools.CodeInvalidArgument, "role")
-	wantError(t, run(t, f.client(), "drive_share", `{"file_id":"1aBc","role":"reader","email":"bo at example"}`), tools.CodeInvalidArgument, "email")
-	wantError(t, run(t, f.client(), "drive_share", `{"file_id":"1aBc","role":"reader"}`), tools.CodeMissingParameter, "email")
-	wantError(t, run(t, f.client(), "drive_share", `{"file_id":"1aBc","role":"reader","email":"bo@example.com","anyone_with_link":true}`), tools.CodeInvalidArgument, "anyone_with_link")
-	check(t, "permission requests", f.calls("POST", "/drive/v3/files/1aBc/permissions"), 2)
+	wantError(t, run(t, f.Client(), "drive_share", `{"file_id":"1aBc","role":"owner","email":"bo@example.com"}`), tools.CodeInvalidArgument, "role")
+	wantError(t, run(t, f.Client(), "drive_share", `{"file_id":"1aBc","role":"reader","email":"bo at example"}`), tools.CodeInvalidArgument, "email")
+	wantError(t, run(t, f.Client(), "drive_share", `{"file_id":"1aBc","role":"reader"}`), tools.CodeMissingParameter, "email")
+	wantError(t, run(t, f.Client(), "drive_share", `{"file_id":"1aBc","role":"reader","email":"bo@example.com","anyone_with_link":true}`), tools.CodeInvalidArgument, "anyone_with_link")
+	check(t, "permission requests", f.Count("POST /drive/v3/files/1aBc/permissions"), 2)
 }
 
 func TestTrash(t *testing.T) {
-	f := newFake(t)
-	f.on("PATCH", "/drive/v3/files/1aBc", func(t *testing.T, r request) (int, string) {
-		check(t, "body", strings.TrimSpace(string(r.Body)), `{"trashed":true}`)
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("PATCH /drive/v3/files/1aBc", func(r googletest.Request) (int, string) {
+		check(t, "body", strings.TrimSpace(r.Body), `{"trashed":true}`)
 		return 200, `{"id":"1aBc","name":"Old plan","trashed":true}`
 	})
-	m := decode(t, run(t, f.client(), "drive_trash", `{"file_id":"1aBc"}`))
+	m := decode(t, run(t, f.Client(), "drive_trash", `{"file_id":"1aBc"}`))
 	check(t, "trash", m, map[string]any{"id": "1aBc", "name": "Old plan", "trashed": true})
 }
 
@@ -482,13 +403,13 @@ func TestGoogleErrors(t *testing.T) {
 		{"bad request", 400, "invalid", tools.CodeInvalidArgument, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t)
-			f.on("PATCH", "/drive/v3/files/x1", func(t *testing.T, r request) (int, string) {
+			f := googletest.NewStrictAPI(t, user)
+			f.Handle("PATCH /drive/v3/files/x1", func(r googletest.Request) (int, string) {
 				return tc.status, apiError(tc.status, tc.reason, "Google says no.")
 			})
-			r := run(t, f.client(), "drive_trash", `{"file_id":"x1"}`)
+			r := run(t, f.Client(), "drive_trash", `{"file_id":"x1"}`)
 			wantError(t, r, tc.code, "Google says no.")
-			check(t, "tries", f.calls("PATCH", "/drive/v3/files/x1"), tc.tries)
+			check(t, "tries", f.Count("PATCH /drive/v3/files/x1"), tc.tries)
 			if tc.code == tools.CodePermission && !strings.Contains(r.Content, "/connect google") {
 				t.Errorf("permission error lacks the reconnect hint: %s", r.Content)
 			}
@@ -497,23 +418,23 @@ func TestGoogleErrors(t *testing.T) {
 }
 
 func TestRetrySucceedsAfterServerError(t *testing.T) {
-	f := newFake(t)
+	f := googletest.NewStrictAPI(t, user)
 	n := 0
-	f.on("GET", "/drive/v3/files", func(t *testing.T, r request) (int, string) {
+	f.Handle("GET /drive/v3/files", func(r googletest.Request) (int, string) {
 		n++ // the fake serves one request at a time here: calls are sequential
 		if n == 1 {
 			return 503, apiError(503, "backendError", "Backend Error")
 		}
 		return 200, `{"files":[{"id":"a","name":"A","mimeType":"text/plain"}]}`
 	})
-	m := decode(t, run(t, f.client(), "drive_search", `{}`))
+	m := decode(t, run(t, f.Client(), "drive_search", `{}`))
 	check(t, "files", len(m["files"].([]any)), 1)
-	check(t, "tries", f.calls("GET", "/drive/v3/files"), 2)
+	check(t, "tries", f.Count("GET /drive/v3/files"), 2)
 }
 
 func TestNotConnected(t *testing.T) {
-	f := newFake(t)
-	c := &googletest.Client{Endpoint: f.srv.URL, Connected: map[string]bool{"telegram:2": true}}
+	f := googletest.NewStrictAPI(t, user)
+	c := &googletest.Client{Endpoint: f.URL, Connected: map[string]bool{"telegram:2": true}}
 	for _, call := range [][2]string{
 		{"drive_search", `{}`},
 		{"drive_read", `{"file_id":"a"}`},
