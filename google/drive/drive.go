@@ -61,6 +61,25 @@ func (g *group) service(ctx context.Context) (*gdrive.Service, error) {
 	return google.NewService(ctx, g.client, Service(), "drive: new service", gdrive.NewService)
 }
 
+// fetch builds a Drive client acting as the caller and runs fn on it with
+// g.call.
+func fetch[T any](ctx context.Context, g *group, what string, fn func(*gdrive.Service) (T, error)) (T, error) {
+	var res, zero T
+	svc, err := g.service(ctx)
+	if err != nil {
+		return zero, err
+	}
+	err = g.call(ctx, what, func() error {
+		var err error
+		res, err = fn(svc)
+		return err
+	})
+	if err != nil {
+		return zero, err
+	}
+	return res, nil
+}
+
 // call runs fn with retries and maps its final error for what.
 func (g *group) call(ctx context.Context, what string, fn func() error) error {
 	return mapError(g.opts.Backoff.Do(ctx, fn), what)

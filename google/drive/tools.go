@@ -126,16 +126,10 @@ func (g *group) get() tools.Tool {
 		if id == "" {
 			return nil, invalid("file_id", "is empty")
 		}
-		svc, err := g.service(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var f *gdrive.File
-		err = g.call(ctx, fileWhat(id), func() error {
-			f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields(
+		f, err := fetch(ctx, g, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
+			return svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields(
 				fileFields + ",createdTime,owners(displayName,emailAddress),description,shared,trashed," +
 					"permissions(id,type,role,emailAddress,domain),shortcutDetails").Do()
-			return err
 		})
 		if err != nil {
 			return nil, err
@@ -360,15 +354,9 @@ func (g *group) createFile() tools.Tool {
 		if s := strings.TrimSpace(in.FolderID); s != "" {
 			meta.Parents = []string{s}
 		}
-		svc, err := g.service(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var f *gdrive.File
-		err = g.call(ctx, "the new file", func() error {
-			f, err = svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).
+		f, err := fetch(ctx, g, "the new file", func(svc *gdrive.Service) (*gdrive.File, error) {
+			return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).
 				Media(strings.NewReader(in.Content), googleapi.ContentType(media)).Do()
-			return err
 		})
 		if err != nil {
 			return nil, err
@@ -395,14 +383,8 @@ func (g *group) createFolder() tools.Tool {
 		if s := strings.TrimSpace(in.ParentID); s != "" {
 			meta.Parents = []string{s}
 		}
-		svc, err := g.service(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var f *gdrive.File
-		err = g.call(ctx, "the new folder", func() error {
-			f, err = svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).Do()
-			return err
+		f, err := fetch(ctx, g, "the new folder", func(svc *gdrive.Service) (*gdrive.File, error) {
+			return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).Do()
 		})
 		if err != nil {
 			return nil, err
@@ -556,14 +538,8 @@ func (g *group) trash() tools.Tool {
 		if id == "" {
 			return nil, invalid("file_id", "is empty")
 		}
-		svc, err := g.service(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var f *gdrive.File
-		err = g.call(ctx, fileWhat(id), func() error {
-			f, err = svc.Files.Update(id, &gdrive.File{Trashed: true}).Context(ctx).SupportsAllDrives(true).Fields("id,name,trashed").Do()
-			return err
+		f, err := fetch(ctx, g, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
+			return svc.Files.Update(id, &gdrive.File{Trashed: true}).Context(ctx).SupportsAllDrives(true).Fields("id,name,trashed").Do()
 		})
 		if err != nil {
 			return nil, err
