@@ -1,7 +1,6 @@
 package drive_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,42 +25,15 @@ func apiError(code int, reason, msg string) string {
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	reg := tools.NewRegistry()
 	g, ts := drive.GroupWith(c, drive.Options{Backoff: google.Backoff{Attempts: 3, Initial: time.Millisecond}, MaxReadChars: 50})
-	if err := reg.AddGroup(g, ts...); err != nil {
-		t.Fatal(err)
-	}
-	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: user, UserKey: user})
-	res := tools.NewExecutor(reg).Run(ctx, reg.Catalog(true, nil, nil), []tools.Call{{ID: "c1", Name: name, Arguments: args}})
-	return res[0]
+	return googletest.Call(t, g, ts, user, name, args)
 }
 
-// decode parses a successful result.
-func decode(t *testing.T, r tools.Result) map[string]any {
-	t.Helper()
-	if r.Status != tools.StatusSuccess {
-		t.Fatalf("%s: %s", r.Name, r.Content)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(r.Content), &m); err != nil {
-		t.Fatalf("result is not JSON: %v: %s", err, r.Content)
-	}
-	return m
-}
-
-func wantError(t *testing.T, r tools.Result, code, contains string) {
-	t.Helper()
-	if r.Status != tools.StatusError || r.Code != code || !strings.Contains(r.Content, contains) {
-		t.Fatalf("result = %s %s, want error %s containing %q", r.Status, r.Content, code, contains)
-	}
-}
-
-func check(t *testing.T, what string, got, want any) {
-	t.Helper()
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%s = %v, want %v", what, got, want)
-	}
-}
+var (
+	decode    = googletest.Decode
+	wantError = googletest.WantError
+	check     = googletest.Check
+)
 
 func TestGroupDefinition(t *testing.T) {
 	g, ts := drive.Group(&googletest.Client{})

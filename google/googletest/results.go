@@ -1,0 +1,53 @@
+package googletest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"loadout/tools"
+)
+
+// Call runs one tool of a group through a registry and executor, as the
+// engine does, acting for userKey.
+func Call(t testing.TB, g tools.Group, ts []tools.Tool, userKey, name, args string) tools.Result {
+	t.Helper()
+	reg := tools.NewRegistry()
+	if err := reg.AddGroup(g, ts...); err != nil {
+		t.Fatal(err)
+	}
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: userKey, UserKey: userKey})
+	return tools.NewExecutor(reg).Run(ctx, reg.Catalog(true, nil, nil), []tools.Call{{ID: "c1", Name: name, Arguments: args}})[0]
+}
+
+// Decode parses a successful result as a JSON object.
+func Decode(t testing.TB, r tools.Result) map[string]any {
+	t.Helper()
+	if r.Status != tools.StatusSuccess {
+		t.Fatalf("%s: %s", r.Name, r.Content)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.Content), &m); err != nil {
+		t.Fatalf("result is not JSON: %v: %s", err, r.Content)
+	}
+	return m
+}
+
+// WantError fails the test unless r is an error with code whose content
+// contains the given text.
+func WantError(t testing.TB, r tools.Result, code, contains string) {
+	t.Helper()
+	if r.Status != tools.StatusError || r.Code != code || !strings.Contains(r.Content, contains) {
+		t.Fatalf("result = %s %s, want error %s containing %q", r.Status, r.Content, code, contains)
+	}
+}
+
+// Check reports a mismatch between the printed forms of got and want.
+func Check(t testing.TB, what string, got, want any) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
