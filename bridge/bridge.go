@@ -6,7 +6,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -88,12 +87,6 @@ func (r *Router) Handle(ctx context.Context, in chat.Inbound) (string, error) {
 		return "", err
 	}
 	return reply.Text, nil
-}
-
-// IsCommand reports whether text is a slash command.
-func IsCommand(text string) bool {
-	_, _, ok := ParseCommand(text)
-	return ok
 }
 
 // ParseCommand splits "/name@bot args" into name and args. Names are
@@ -254,17 +247,4 @@ func (a *Allowlist) Len() int {
 		return 0
 	}
 	return len(a.ids) + len(a.names)
-}
-
-// Entries returns the entries, sorted, for logs.
-func (a *Allowlist) Entries() []string {
-	var out []string
-	for id := range a.ids {
-		out = append(out, id)
-	}
-	for n := range a.names {
-		out = append(out, "@"+n)
-	}
-	sort.Strings(out)
-	return out
 }

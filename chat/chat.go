@@ -144,6 +144,4 @@ type Reply struct {
 	Text string
 	// Usage is what the turn's model calls cost.
 	Usage Usage
-	// Rounds is the number of model calls made.
-	Rounds int
 }

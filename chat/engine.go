@@ -96,9 +96,6 @@ type Engine struct {
 	exec  *tools.Executor
 	locks keyedMutex
 	cache *historyCache
-
-	schemaMu     sync.Mutex
-	schemaTokens map[string]int // tool name → schema tokens
 }
 
 // New returns an engine. reg must already hold every tool and group,
@@ -107,18 +104,14 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 	cfg.setDefaults()
 	mw := append([]tools.Middleware{tools.Logging(cfg.Logger)}, cfg.Middleware...)
 	return &Engine{
-		cfg:          cfg,
-		model:        model,
-		store:        store,
-		reg:          reg,
-		exec:         tools.NewExecutor(reg, mw...),
-		cache:        newHistoryCache(cfg.CachedSessions),
-		schemaTokens: map[string]int{},
+		cfg:   cfg,
+		model: model,
+		store: store,
+		reg:   reg,
+		exec:  tools.NewExecutor(reg, mw...),
+		cache: newHistoryCache(cfg.CachedSessions),
 	}
 }
-
-// Registry returns the engine's tool registry.
-func (e *Engine) Registry() *tools.Registry { return e.reg }
 
 // Sentences a person may see when a turn cannot finish normally.
 const (
@@ -216,7 +209,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 	e := t.e
 	for round := 0; ; round++ {
 		if round >= e.cfg.MaxToolRounds {
-			return t.finish(ctx, round, fmt.Sprintf(
+			return t.finish(ctx, fmt.Sprintf(
 				"I stopped after %d rounds of tool calls without reaching an answer. Tell me how you'd like to continue, or narrow the request.", round))
 		}
 		disabled := disabledSet(t.settings)
@@ -234,9 +227,9 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		if err != nil {
 			e.cfg.Logger.Error("model call failed", "chat", t.in.ChatKey, "session", t.sess.ID, "round", round, "err", err)
 			if ctx.Err() != nil {
-				return Reply{Text: msgCanceled, Usage: t.usage, Rounds: round}, nil
+				return Reply{Text: msgCanceled, Usage: t.usage}, nil
 			}
-			return Reply{Text: msgModelDown, Usage: t.usage, Rounds: round}, nil
+			return Reply{Text: msgModelDown, Usage: t.usage}, nil
 		}
 		t.usage = t.usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
@@ -244,7 +237,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			if strings.TrimSpace(text) == "" {
 				text = "(I have nothing to add.)"
 			}
-			return t.finishWith(ctx, round+1, text, resp.Usage)
+			return t.finishWith(ctx, text, resp.Usage)
 		}
 
 		stop, err := t.runTools(ctx, cat, disabled, resp)
@@ -252,7 +245,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			return Reply{}, err
 		}
 		if stop != "" {
-			return t.finish(ctx, round+1, stop)
+			return t.finish(ctx, stop)
 		}
 	}
 }
@@ -320,11 +313,11 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 }
 
 // finish persists a reply the engine wrote itself (a guard's sentence).
-func (t *turn) finish(ctx context.Context, rounds int, text string) (Reply, error) {
-	return t.finishWith(ctx, rounds, text, Usage{})
+func (t *turn) finish(ctx context.Context, text string) (Reply, error) {
+	return t.finishWith(ctx, text, Usage{})
 }
 
-func (t *turn) finishWith(ctx context.Context, rounds int, text string, usage Usage) (Reply, error) {
+func (t *turn) finishWith(ctx context.Context, text string, usage Usage) (Reply, error) {
 	m := Message{Role: RoleAssistant, Text: text}
 	m.Tokens = t.e.countMessage(m)
 	if err := t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, []Message{m}, usage); err != nil {
@@ -332,7 +325,7 @@ func (t *turn) finishWith(ctx context.Context, rounds int, text string, usage Us
 	}
 	t.history = append(t.history, m)
 	t.count++
-	return Reply{Text: text, Usage: t.usage, Rounds: rounds}, nil
+	return Reply{Text: text, Usage: t.usage}, nil
 }
 
 // catalog builds the session's active catalog.
@@ -362,22 +355,6 @@ func (e *Engine) countMessage(m Message) int {
 	n := 4 + e.cfg.Count(m.Text)
 	for _, c := range m.ToolCalls {
 		n += 4 + e.cfg.Count(c.Name) + e.cfg.Count(c.Arguments)
-	}
-	return n
-}
-
-// SchemaTokens returns the tokens the definitions cost in a request.
-func (e *Engine) SchemaTokens(defs []tools.Definition) int {
-	e.schemaMu.Lock()
-	defer e.schemaMu.Unlock()
-	n := 0
-	for _, d := range defs {
-		c, ok := e.schemaTokens[d.Name]
-		if !ok {
-			c = e.cfg.Count(tools.SchemaText(d))
-			e.schemaTokens[d.Name] = c
-		}
-		n += c
 	}
 	return n
 }
@@ -424,7 +401,7 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 		Messages:     sess.Messages,
 		Loaded:       cat.Loaded(),
 		ActiveTools:  len(cat.Definitions()),
-		SchemaTokens: e.SchemaTokens(cat.Definitions()),
+		SchemaTokens: tools.SchemaTokens(cat.Definitions(), e.cfg.Count),
 		Usage:        sess.Usage,
 		Model:        firstNonEmpty(settings[SettingModel], e.cfg.Model),
 		Routing:      e.cfg.Routing,

@@ -35,9 +35,6 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// Errorf is a shorthand for an *Error without suggestion.
-func Errorf(code, message string) *Error { return &Error{Code: code, Message: message} }
-
 // JSON renders the error as the result the model receives.
 func (e *Error) JSON() string {
 	m := make(map[string]any, 4+len(e.Details))

@@ -173,13 +173,23 @@ func (r *Registry) All(disabled map[string]bool) []Definition {
 	return out
 }
 
+// anyEnabled reports whether group has a tool not in disabled.
+func (r *Registry) anyEnabled(group string, disabled map[string]bool) bool {
+	for _, n := range r.members[group] {
+		if !disabled[n] {
+			return true
+		}
+	}
+	return false
+}
+
 // Listing renders the "## Available Tool Groups" section of the system
 // prompt: one line per group that has at least one enabled tool. It is
 // empty when there is no such group.
 func (r *Registry) Listing(disabled map[string]bool) string {
 	var b strings.Builder
 	for _, n := range r.groupOrder {
-		if len(r.GroupTools(n, disabled)) == 0 {
+		if !r.anyEnabled(n, disabled) {
 			continue
 		}
 		if b.Len() == 0 {

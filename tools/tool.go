@@ -108,6 +108,16 @@ func CallerFrom(ctx context.Context) Caller {
 	return c
 }
 
+// SchemaTokens is what defs cost in a request, counted by count on each
+// definition's SchemaText.
+func SchemaTokens(defs []Definition, count func(string) int) int {
+	n := 0
+	for _, d := range defs {
+		n += count(SchemaText(d))
+	}
+	return n
+}
+
 // SchemaText is the JSON a definition costs in a request: the OpenAI
 // function-tool object. Token counts of tool schemas are taken on it.
 func SchemaText(d Definition) string {

@@ -107,13 +107,6 @@ func (s *ModelServer) Last(t testing.TB) goopenai.ChatCompletionRequest {
 	return r[len(r)-1]
 }
 
-// Pending returns the number of queued steps not yet answered.
-func (s *ModelServer) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
-}
-
 // Client returns the real adapter pointed at the server, with short
 // backoff so retries stay fast.
 func (s *ModelServer) Client() *openai.Client {

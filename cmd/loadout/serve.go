@@ -138,13 +138,7 @@ type groupCost struct {
 
 func toolReport(reg *tools.Registry, count func(string) int) report {
 	var r report
-	schema := func(defs []tools.Definition) int {
-		n := 0
-		for _, d := range defs {
-			n += count(tools.SchemaText(d))
-		}
-		return n
-	}
+	schema := func(defs []tools.Definition) int { return tools.SchemaTokens(defs, count) }
 	for _, g := range reg.Groups() {
 		defs := reg.GroupTools(g.Name, nil)
 		r.groups = append(r.groups, groupCost{g.Name, len(defs), schema(defs)})
