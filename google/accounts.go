@@ -122,6 +122,9 @@ var (
 	ErrStateExpired = errors.New("google: connect link expired")
 	// ErrNotConnected means the person has no stored account.
 	ErrNotConnected = errors.New("google: no account connected")
+	// ErrRevokeFailed means Google could not be told to revoke a token
+	// (the token is deleted locally all the same).
+	ErrRevokeFailed = errors.New("google: revoke failed")
 )
 
 // New checks cfg and returns Accounts.
@@ -296,12 +299,12 @@ func (a *Accounts) revoke(ctx context.Context, token string) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.RevokeURL, strings.NewReader(url.Values{"token": {token}}.Encode()))
 	if err != nil {
-		return fmt.Errorf("google: revoke: %w", err)
+		return fmt.Errorf("%w: %w", ErrRevokeFailed, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	res, err := a.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("google: revoke: %w", err)
+		return fmt.Errorf("%w: %w", ErrRevokeFailed, err)
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
@@ -309,7 +312,7 @@ func (a *Accounts) revoke(ctx context.Context, token string) error {
 	if res.StatusCode == http.StatusOK || (res.StatusCode == http.StatusBadRequest && strings.Contains(string(body), "invalid_token")) {
 		return nil
 	}
-	return fmt.Errorf("google: revoke: status %d", res.StatusCode)
+	return fmt.Errorf("%w: status %d", ErrRevokeFailed, res.StatusCode)
 }
 
 // Options implements Client: options for a Google API service acting as

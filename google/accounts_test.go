@@ -462,6 +462,31 @@ func TestDisconnectRevokesAndDeletes(t *testing.T) {
 	}
 }
 
+// A revoke Google does not answer still deletes the token, and the error
+// says which part failed.
+func TestDisconnectWhenRevokeFails(t *testing.T) {
+	e := newEnv(t)
+	e.connect("telegram:42", "acc", "ref")
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	acc, err := google.New(google.Config{
+		ClientID: e.oauth.ClientID, ClientSecret: "secret", RedirectURL: e.cb.URL + "/oauth/google/callback",
+		Scopes: []string{scopeModify}, Key: testKey, Store: e.db,
+		AuthURL: e.oauth.AuthURL(), TokenURL: e.oauth.TokenURL(), RevokeURL: down.URL, Now: e.now.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.Disconnect(context.Background(), "telegram:42"); !errors.Is(err, google.ErrRevokeFailed) {
+		t.Fatalf("disconnect = %v, want ErrRevokeFailed", err)
+	}
+	if sealed, _ := e.db.GoogleToken(context.Background(), "telegram:42"); sealed != nil {
+		t.Fatal("token kept after a failed revoke")
+	}
+}
+
 func TestLoginLoopback(t *testing.T) {
 	e := newEnv(t)
 	e.api.own("cli-access", "me@example.com")

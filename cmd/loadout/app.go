@@ -10,6 +10,7 @@ import (
 	"loadout/bridge"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/google"
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
@@ -31,6 +32,8 @@ type app struct {
 	mux *http.ServeMux
 	// outbox reaches chats outside a turn; channels add themselves.
 	outbox bridge.Outbox
+	// google is the Google accounts store, when Google is configured.
+	google *google.Accounts
 }
 
 // newApp opens the store, builds the registry and the engine. The caller

@@ -124,7 +124,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 		acc, err := a.googleAccounts()
 		switch {
 		case err == nil:
-			client = acc
+			client, a.google = acc, acc
 		case !gc.listAll:
 			return err
 		}
@@ -138,7 +138,8 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 	return nil
 }
 
-// wireGoogle adds /connect, /disconnect and the OAuth callback. A finished
+// wireGoogle adds /connect, /disconnect and the OAuth callback over the
+// accounts registerGoogle built. A finished
 // connection is announced in the chat that asked, through a.outbox (the
 // browser page says so too).
 func (a *app) wireGoogle(ctx context.Context) error {
@@ -150,9 +151,9 @@ func (a *app) wireGoogle(ctx context.Context) error {
 		a.router.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account", Run: notSetUp})
 		return nil
 	}
-	acc, err := a.googleAccounts()
-	if err != nil {
-		return err
+	acc := a.google
+	if acc == nil { // only listing tools, with an unusable Google setup
+		return nil
 	}
 	notify := &a.outbox
 	path := googleCallbackPath
@@ -185,7 +186,7 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			switch {
 			case errors.Is(err, google.ErrNotConnected):
 				return "No Google account is connected for you.", nil
-			case err != nil && strings.Contains(err.Error(), "revoke"):
+			case errors.Is(err, google.ErrRevokeFailed):
 				a.log.Warn("google: revoke failed", "user", in.UserKey, "err", err)
 				return "I've forgotten your Google account, but Google could not be reached to revoke my access. You can remove it at https://myaccount.google.com/permissions.", nil
 			case err != nil:
