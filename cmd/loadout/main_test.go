@@ -138,9 +138,7 @@ func TestServeHealthzAndShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.run(ctx, ln, nil) }()
+	stop := startRun(t, a, ln, nil)
 	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -150,15 +148,7 @@ func TestServeHealthzAndShutdown(t *testing.T) {
 	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "ok" {
 		t.Fatalf("healthz = %d %q", resp.StatusCode, body)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("run did not stop after cancel")
-	}
+	stop()
 }
 
 func TestManifestGroupsAreRegistered(t *testing.T) {

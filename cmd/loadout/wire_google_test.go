@@ -130,18 +130,8 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.db.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.run(ctx, ln, nil) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop")
-		}
-	}()
+	t.Cleanup(func() { a.db.Close() }) // after the server stops
+	startRun(t, a, ln, nil)
 
 	var names []string
 	for _, g := range a.reg.Groups() {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
@@ -43,27 +42,7 @@ func serveTelegram(t *testing.T, tg *telegramtest.Server, model *chattest.ModelS
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.run(ctx, ln, chans) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run returned %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("run did not stop after cancel")
-		}
-	}
-	t.Cleanup(stop)
-	return ln.Addr().String(), stop
+	return ln.Addr().String(), startRun(t, a, ln, chans)
 }
 
 func TestServeRunsTelegramBot(t *testing.T) {
