@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,29 +25,11 @@ const (
 	secret = "signing-secret"
 )
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type harness struct {
 	fake    *slacktest.Server
 	env     *chattest.Env
 	adapter *Adapter
-	logs    *syncBuffer
+	logs    *chattest.LogBuffer
 	cancel  context.CancelFunc
 	done    chan error
 	waits   chan time.Duration
@@ -67,7 +48,7 @@ type options struct {
 // cancels it and checks that Run returned nil.
 func start(t *testing.T, o options) *harness {
 	t.Helper()
-	h := &harness{fake: slacktest.NewServer(t), logs: &syncBuffer{}, done: make(chan error, 1), waits: make(chan time.Duration, 100)}
+	h := &harness{fake: slacktest.NewServer(t), logs: &chattest.LogBuffer{}, done: make(chan error, 1), waits: make(chan time.Duration, 100)}
 	h.env = chattest.NewEnv(t, chattest.Options{Register: o.register})
 	router := bridge.NewRouter(h.env.Engine, "loadout")
 	h.adapter = New(Config{
@@ -599,7 +580,7 @@ func TestEventsAPI(t *testing.T) {
 func TestRejectedTokensStopRunWithAnError(t *testing.T) {
 	fake := slacktest.NewServer(t)
 	env := chattest.NewEnv(t, chattest.Options{})
-	quiet := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	quiet := slog.New(slog.NewTextHandler(&chattest.LogBuffer{}, nil))
 	for _, c := range []struct{ bot, app, want string }{
 		{"bad-bot", "xapp-test", "slack.bot_token"},
 		{"xoxb-test", "not-an-app-token", "slack.app_token"},
@@ -653,7 +634,7 @@ func TestStartupWaitsForSlack(t *testing.T) {
 	fake.Fail("auth.test", fails...)
 	env := chattest.NewEnv(t, chattest.Options{})
 	a := New(Config{BotToken: "xoxb-test", Mode: ModeEvents, APIURL: fake.APIURL, Attempts: 2,
-		Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
+		Logger: slog.New(slog.NewTextHandler(&chattest.LogBuffer{}, nil))}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	a.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

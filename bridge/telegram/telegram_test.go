@@ -29,36 +29,18 @@ var (
 
 const group int64 = -100123
 
-// logBuffer collects log output safely.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type harness struct {
 	t      *testing.T
 	env    *chattest.Env
 	tg     *telegramtest.Server
-	logs   *logBuffer
+	logs   *chattest.LogBuffer
 	mu     sync.Mutex
 	sleeps []time.Duration
 }
 
 func newHarness(t *testing.T, o chattest.Options) *harness {
 	t.Helper()
-	return &harness{t: t, env: chattest.NewEnv(t, o), tg: telegramtest.New(t), logs: &logBuffer{}}
+	return &harness{t: t, env: chattest.NewEnv(t, o), tg: telegramtest.New(t), logs: &chattest.LogBuffer{}}
 }
 
 func (h *harness) config(mut func(*Config)) Config {
