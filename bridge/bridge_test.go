@@ -196,3 +196,17 @@ func TestPoolDrainCancelsAfterGrace(t *testing.T) {
 		t.Fatal("Drain returned before the job saw cancellation")
 	}
 }
+
+func TestSleep(t *testing.T) {
+	if err := bridge.Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("Sleep = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := bridge.Sleep(ctx, time.Hour); err != context.Canceled {
+		t.Fatalf("Sleep on a cancelled context = %v", err)
+	}
+	if err := bridge.Sleep(ctx, 0); err != context.Canceled {
+		t.Fatalf("Sleep(0) on a cancelled context = %v", err)
+	}
+}

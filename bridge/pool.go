@@ -86,3 +86,19 @@ func (p *Pool) Drain(grace time.Duration) {
 	}
 	p.cancel()
 }
+
+// Sleep waits for d or until ctx is done, whichever comes first, and
+// returns ctx.Err() in the second case. Channels use it for backoff.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

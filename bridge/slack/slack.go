@@ -141,7 +141,7 @@ func New(cfg Config, router *bridge.Router, dedupe Dedupe) *Adapter {
 		channels: map[string]bool{},
 		pool:     bridge.NewPool(cfg.Workers),
 		log:      cfg.Logger.With("channel", "slack"),
-		sleep:    sleepCtx,
+		sleep:    bridge.Sleep,
 	}
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {
@@ -468,18 +468,4 @@ func retryable(err error, backoff time.Duration) (time.Duration, bool) {
 		return backoff, true
 	}
 	return backoff, false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -141,7 +141,7 @@ func New(cfg Config, router *bridge.Router, inbox Inbox) *Adapter {
 	}
 	return &Adapter{
 		cfg: cfg, router: router, inbox: inbox, allow: bridge.NewAllowlist(cfg.AllowedUsers),
-		log: cfg.Logger, sleep: sleepCtx,
+		log: cfg.Logger, sleep: bridge.Sleep,
 	}
 }
 
@@ -758,17 +758,6 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.cur = 0 }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // updateRef names an update for the engine, so a turn re-run after a crash
 // does not record the person's message twice.
