@@ -16,10 +16,6 @@ import (
 
 const user = "telegram:1"
 
-func apiError(code int, reason, msg string) string {
-	return fmt.Sprintf(`{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":"global","reason":%q}]}}`, code, msg, msg, reason)
-}
-
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
@@ -287,9 +283,9 @@ func TestCreateEventRetriedInsertIsNotDuplicated(t *testing.T) {
 	f.Handle("POST /calendar/v3/calendars/primary/events", func(r googletest.Request) (int, string) {
 		ids = append(ids, fmt.Sprint(jsonBody(t, r)["id"]))
 		if len(ids) == 1 {
-			return 503, apiError(503, "backendError", "Backend Error")
+			return 503, googletest.ErrorBody(503, "backendError", "Backend Error")
 		}
-		return 409, apiError(409, "duplicate", "The requested identifier already exists.")
+		return 409, googletest.ErrorBody(409, "duplicate", "The requested identifier already exists.")
 	})
 	f.Handle("GET /calendar/v3/calendars/primary/events/*", func(r googletest.Request) (int, string) {
 		got := strings.TrimPrefix(r.Path, "/calendar/v3/calendars/primary/events/")
@@ -381,7 +377,7 @@ func TestDeleteEvent(t *testing.T) {
 		return 204, ""
 	})
 	f.Handle("DELETE /calendar/v3/calendars/primary/events/gone1", func(r googletest.Request) (int, string) {
-		return 410, apiError(410, "deleted", "Resource has been deleted")
+		return 410, googletest.ErrorBody(410, "deleted", "Resource has been deleted")
 	})
 	m := decode(t, run(t, f.Client(), "calendar_delete_event", `{"event_id":"ev1"}`))
 	check(t, "deleted", m["deleted"], true)
@@ -423,33 +419,16 @@ func TestFreebusyDefaults(t *testing.T) {
 }
 
 func TestGoogleErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-		reason string
-		code   string
-		tries  int
-	}{
-		{"not found", 404, "notFound", tools.CodeNotFound, 1},
-		{"forbidden", 403, "forbidden", tools.CodePermission, 1},
-		{"rate limited", 403, "rateLimitExceeded", tools.CodeUnavailable, 3},
-		{"too many requests", 429, "rateLimitExceeded", tools.CodeUnavailable, 3},
-		{"server error", 500, "backendError", tools.CodeUnavailable, 3},
-		{"bad request", 400, "timeRangeEmpty", tools.CodeInvalidArgument, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := googletest.NewStrictAPI(t, user)
-			f.Handle("GET /calendar/v3/calendars/primary/events/ev9", func(r googletest.Request) (int, string) {
-				return tc.status, apiError(tc.status, tc.reason, "Google says no.")
-			})
-			r := run(t, f.Client(), "calendar_get_event", `{"event_id":"ev9"}`)
-			wantError(t, r, tc.code, "Google says no.")
-			check(t, "tries", f.Count("GET /calendar/v3/calendars/primary/events/ev9"), tc.tries)
-			if tc.code == tools.CodePermission && !strings.Contains(r.Content, "/connect google") {
-				t.Errorf("permission error lacks the reconnect hint: %s", r.Content)
-			}
-		})
-	}
+	googletest.CheckErrors(t, user, "GET /calendar/v3/calendars/primary/events/ev9", []googletest.ErrorCase{
+		{Name: "not found", Status: 404, Reason: "notFound", Code: tools.CodeNotFound, Tries: 1},
+		{Name: "forbidden", Status: 403, Reason: "forbidden", Code: tools.CodePermission, Tries: 1},
+		{Name: "rate limited", Status: 403, Reason: "rateLimitExceeded", Code: tools.CodeUnavailable, Tries: 3},
+		{Name: "too many requests", Status: 429, Reason: "rateLimitExceeded", Code: tools.CodeUnavailable, Tries: 3},
+		{Name: "server error", Status: 500, Reason: "backendError", Code: tools.CodeUnavailable, Tries: 3},
+		{Name: "bad request", Status: 400, Reason: "timeRangeEmpty", Code: tools.CodeInvalidArgument, Tries: 1},
+	}, func(t *testing.T, c *googletest.Client) tools.Result {
+		return run(t, c, "calendar_get_event", `{"event_id":"ev9"}`)
+	})
 }
 
 func TestNotConnected(t *testing.T) {

@@ -18,10 +18,6 @@ import (
 
 const user = "telegram:1"
 
-func apiError(code int, reason, msg string) string {
-	return fmt.Sprintf(`{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":"global","reason":%q}]}}`, code, msg, msg, reason)
-}
-
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
@@ -220,7 +216,7 @@ func TestReadExportTooLarge(t *testing.T) {
 		return 200, `{"id":"big","name":"Huge","mimeType":"application/vnd.google-apps.document"}`
 	})
 	f.Handle("GET /drive/v3/files/big/export", func(r googletest.Request) (int, string) {
-		return 403, apiError(403, "exportSizeLimitExceeded", "This file is too large to be exported.")
+		return 403, googletest.ErrorBody(403, "exportSizeLimitExceeded", "This file is too large to be exported.")
 	})
 	wantError(t, run(t, f.Client(), "drive_read", `{"file_id":"big"}`), tools.CodeInvalidArgument, "too large")
 }
@@ -360,33 +356,16 @@ func TestTrash(t *testing.T) {
 }
 
 func TestGoogleErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-		reason string
-		code   string
-		tries  int
-	}{
-		{"not found", 404, "notFound", tools.CodeNotFound, 1},
-		{"forbidden", 403, "insufficientFilePermissions", tools.CodePermission, 1},
-		{"rate limited", 403, "userRateLimitExceeded", tools.CodeUnavailable, 3},
-		{"too many requests", 429, "rateLimitExceeded", tools.CodeUnavailable, 3},
-		{"server error", 500, "backendError", tools.CodeUnavailable, 3},
-		{"bad request", 400, "invalid", tools.CodeInvalidArgument, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := googletest.NewStrictAPI(t, user)
-			f.Handle("PATCH /drive/v3/files/x1", func(r googletest.Request) (int, string) {
-				return tc.status, apiError(tc.status, tc.reason, "Google says no.")
-			})
-			r := run(t, f.Client(), "drive_trash", `{"file_id":"x1"}`)
-			wantError(t, r, tc.code, "Google says no.")
-			check(t, "tries", f.Count("PATCH /drive/v3/files/x1"), tc.tries)
-			if tc.code == tools.CodePermission && !strings.Contains(r.Content, "/connect google") {
-				t.Errorf("permission error lacks the reconnect hint: %s", r.Content)
-			}
-		})
-	}
+	googletest.CheckErrors(t, user, "PATCH /drive/v3/files/x1", []googletest.ErrorCase{
+		{Name: "not found", Status: 404, Reason: "notFound", Code: tools.CodeNotFound, Tries: 1},
+		{Name: "forbidden", Status: 403, Reason: "insufficientFilePermissions", Code: tools.CodePermission, Tries: 1},
+		{Name: "rate limited", Status: 403, Reason: "userRateLimitExceeded", Code: tools.CodeUnavailable, Tries: 3},
+		{Name: "too many requests", Status: 429, Reason: "rateLimitExceeded", Code: tools.CodeUnavailable, Tries: 3},
+		{Name: "server error", Status: 500, Reason: "backendError", Code: tools.CodeUnavailable, Tries: 3},
+		{Name: "bad request", Status: 400, Reason: "invalid", Code: tools.CodeInvalidArgument, Tries: 1},
+	}, func(t *testing.T, c *googletest.Client) tools.Result {
+		return run(t, c, "drive_trash", `{"file_id":"x1"}`)
+	})
 }
 
 func TestRetrySucceedsAfterServerError(t *testing.T) {
@@ -395,7 +374,7 @@ func TestRetrySucceedsAfterServerError(t *testing.T) {
 	f.Handle("GET /drive/v3/files", func(r googletest.Request) (int, string) {
 		n++ // the fake serves one request at a time here: calls are sequential
 		if n == 1 {
-			return 503, apiError(503, "backendError", "Backend Error")
+			return 503, googletest.ErrorBody(503, "backendError", "Backend Error")
 		}
 		return 200, `{"files":[{"id":"a","name":"A","mimeType":"text/plain"}]}`
 	})

@@ -51,3 +51,39 @@ func Check(t testing.TB, what string, got, want any) {
 		t.Errorf("%s = %v, want %v", what, got, want)
 	}
 }
+
+// ErrorBody is a Google API error response body.
+func ErrorBody(code int, reason, msg string) string {
+	return fmt.Sprintf(`{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":"global","reason":%q}]}}`, code, msg, msg, reason)
+}
+
+// ErrorCase is one Google error answer and the tool error it must become
+// after Tries requests.
+type ErrorCase struct {
+	Name   string
+	Status int
+	Reason string
+	Code   string
+	Tries  int
+}
+
+// CheckErrors answers methodPath with each case's error (message "Google
+// says no.") and checks the result of call: the error code, the message,
+// the number of tries, and the reconnect hint on permission errors.
+func CheckErrors(t *testing.T, user, methodPath string, cases []ErrorCase, call func(t *testing.T, c *Client) tools.Result) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			f := NewStrictAPI(t, user)
+			f.Handle(methodPath, func(Request) (int, string) {
+				return tc.Status, ErrorBody(tc.Status, tc.Reason, "Google says no.")
+			})
+			r := call(t, f.Client())
+			WantError(t, r, tc.Code, "Google says no.")
+			Check(t, "tries", f.Count(methodPath), tc.Tries)
+			if tc.Code == tools.CodePermission && !strings.Contains(r.Content, "/connect google") {
+				t.Errorf("permission error lacks the reconnect hint: %s", r.Content)
+			}
+		})
+	}
+}
