@@ -121,10 +121,19 @@ func (d *DB) Close() error {
 // tables in the same file.
 func (d *DB) Gorm() *gorm.DB { return d.db }
 
-// OpenSession returns the chat's open session, opening one if none is.
+// OpenSession returns the chat's open session, opening one if none is. The
+// common case, an open session, is a plain read; only opening one takes
+// the write lock.
 func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, error) {
 	var s session
-	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := d.db.WithContext(ctx).Where("chat_key = ? AND closed_at IS NULL", chatKey).Take(&s).Error
+	if err == nil {
+		return s.domain(), nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return chat.Session{}, err
+	}
+	err = d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Where("chat_key = ? AND closed_at IS NULL", chatKey).Take(&s).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			s = session{ChatKey: chatKey, OpenedAt: d.now()}

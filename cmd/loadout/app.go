@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -138,4 +137,4 @@ type namedRunner struct {
 	runner
 }
 
-var errNoChannels = errors.New("no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`")
+const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`"

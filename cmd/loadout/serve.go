@@ -35,7 +35,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	if len(chans) == 0 {
-		log.Warn(errNoChannels.Error())
+		log.Warn(msgNoChannels)
 	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
