@@ -15,49 +15,54 @@ import (
 // mid-round) is dropped, as are results whose call is outside the window.
 func trimHistory(h []Message, current, budget, maxChars int) []Message {
 	type unit struct {
-		msgs   []Message
+		start  int // index in kept
 		tokens int
 		recent bool // part of the current turn
 	}
+	kept := make([]Message, 0, len(h))
 	var units []unit
 	for i := 0; i < len(h); i++ {
 		m := h[i]
-		switch {
-		case m.Role == RoleTool:
+		if m.Role == RoleTool {
 			continue // orphan: its assistant message is outside the window
-		case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
-			results := map[string]Message{}
-			j := i + 1
-			for ; j < len(h) && h[j].Role == RoleTool; j++ {
-				results[h[j].ToolCallID] = h[j]
-			}
-			u := unit{recent: i >= current}
-			asst := m
-			asst.ToolCalls = nil
-			var rs []Message
-			for _, c := range m.ToolCalls {
-				r, ok := results[c.ID]
-				if !ok {
+		}
+		u := unit{start: len(kept), recent: i >= current}
+		if m.Role != RoleAssistant || len(m.ToolCalls) == 0 {
+			kept = append(kept, m)
+			units = append(units, unit{start: u.start, tokens: m.Tokens, recent: u.recent})
+			continue
+		}
+		j := i + 1
+		for j < len(h) && h[j].Role == RoleTool {
+			j++
+		}
+		results := h[i+1 : j]
+		asst := m
+		asst.ToolCalls = nil
+		kept = append(kept, asst)
+		for _, c := range m.ToolCalls {
+			for _, r := range results {
+				if r.ToolCallID != c.ID {
 					continue
 				}
 				asst.ToolCalls = append(asst.ToolCalls, c)
 				if !u.recent {
 					r = shorten(r, maxChars)
 				}
-				rs = append(rs, r)
+				kept = append(kept, r)
+				break
 			}
-			i = j - 1
-			if len(asst.ToolCalls) == 0 && asst.Text == "" {
-				continue
-			}
-			u.msgs = append([]Message{asst}, rs...)
-			for _, x := range u.msgs {
-				u.tokens += x.Tokens
-			}
-			units = append(units, u)
-		default:
-			units = append(units, unit{msgs: []Message{m}, tokens: m.Tokens, recent: i >= current})
 		}
+		i = j - 1
+		if len(asst.ToolCalls) == 0 && asst.Text == "" {
+			kept = kept[:u.start]
+			continue
+		}
+		kept[u.start] = asst
+		for _, x := range kept[u.start:] {
+			u.tokens += x.Tokens
+		}
+		units = append(units, u)
 	}
 	used := 0
 	start := len(units)
@@ -69,11 +74,10 @@ func trimHistory(h []Message, current, budget, maxChars int) []Message {
 		used += u.tokens
 		start--
 	}
-	var out []Message
-	for _, u := range units[start:] {
-		out = append(out, u.msgs...)
+	if start == len(units) {
+		return nil
 	}
-	return out
+	return kept[units[start].start:]
 }
 
 // shorten cuts a tool result's text to max characters, noting the cut, and
