@@ -1,5 +1,7 @@
-// Package bridge holds what every channel shares: the command layer
-// (/start, /help, /clear, /status and commands other parts register), the
+// Package bridge holds what every channel shares: the delivery pipeline
+// and the inbox it keeps (persist, acknowledge, run in per-chat order,
+// send in parts, resume after a restart), the command layer (/start,
+// /help, /clear, /status and commands other parts register), the
 // allowlist with its one-time refusal, and splitting long replies.
 package bridge
 
@@ -15,8 +17,14 @@ import (
 
 // Sentences people see when something fails on loadout's side.
 const (
-	// TextFailed is sent when a message could not be handled at all.
-	TextFailed = "Sorry, something went wrong on my side and your message was not saved. Please try again in a moment."
+	// TextNotSaved is shown when a message could not even be stored.
+	TextNotSaved = "Sorry, something went wrong on my side and your message was not saved. Please try again in a moment."
+	// TextRetrying is sent when a turn failed and its message is kept to
+	// be tried again.
+	TextRetrying = "Sorry, something went wrong on my side. Your message is saved and I'll answer it as soon as I can."
+	// TextFailed is sent when a message could not be answered and will not
+	// be tried again.
+	TextFailed = "Sorry, something went wrong on my side and I couldn't answer that message. Please send it again."
 	// TextRefused is the one refusal an unknown user receives.
 	TextRefused = "Sorry, I only talk to people my owner has allowed. Ask them to add you."
 )
@@ -72,8 +80,8 @@ func (r *Router) Commands() []Command {
 	return out
 }
 
-// Handle answers one inbound message. An error means the message could
-// not be persisted; the channel should tell the person with TextFailed.
+// Handle answers one inbound message. An error means the store failed;
+// the delivery pipeline keeps the message and tries again.
 func (r *Router) Handle(ctx context.Context, in chat.Inbound) (string, error) {
 	if name, args, ok := ParseCommand(in.Text); ok {
 		c, found := r.commands[name]

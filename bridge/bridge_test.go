@@ -2,12 +2,8 @@ package bridge_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"loadout/bridge"
 	"loadout/chat"
@@ -137,76 +133,5 @@ func TestAllowlist(t *testing.T) {
 	}
 	if !a.FirstRefusal("7") || a.FirstRefusal("7") || !a.FirstRefusal("8") {
 		t.Error("refusal should be sent once per user")
-	}
-}
-
-func TestPoolOrderAndBound(t *testing.T) {
-	p := bridge.NewPool(2)
-	var running, peak atomic.Int32
-	var mu sync.Mutex
-	seen := map[string][]int{}
-	for i := 0; i < 20; i++ {
-		key := fmt.Sprintf("k%d", i%4)
-		p.Submit(key, func(ctx context.Context) {
-			n := running.Add(1)
-			for {
-				old := peak.Load()
-				if n <= old || peak.CompareAndSwap(old, n) {
-					break
-				}
-			}
-			time.Sleep(time.Millisecond)
-			mu.Lock()
-			seen[key] = append(seen[key], i)
-			mu.Unlock()
-			running.Add(-1)
-		})
-	}
-	p.Drain(10 * time.Second)
-	if peak.Load() > 2 {
-		t.Errorf("%d jobs ran at once, want at most 2", peak.Load())
-	}
-	for k, order := range seen {
-		for j := 1; j < len(order); j++ {
-			if order[j] < order[j-1] {
-				t.Errorf("%s ran out of order: %v", k, order)
-			}
-		}
-		if len(order) != 5 {
-			t.Errorf("%s ran %d jobs", k, len(order))
-		}
-	}
-	if p.Submit("k", func(context.Context) {}) {
-		t.Error("Submit after Drain accepted a job")
-	}
-}
-
-func TestPoolDrainCancelsAfterGrace(t *testing.T) {
-	p := bridge.NewPool(1)
-	started := make(chan struct{})
-	var cancelled atomic.Bool
-	p.Submit("k", func(ctx context.Context) {
-		close(started)
-		<-ctx.Done()
-		cancelled.Store(true)
-	})
-	<-started
-	p.Drain(10 * time.Millisecond)
-	if !cancelled.Load() {
-		t.Fatal("Drain returned before the job saw cancellation")
-	}
-}
-
-func TestSleep(t *testing.T) {
-	if err := bridge.Sleep(context.Background(), time.Millisecond); err != nil {
-		t.Fatalf("Sleep = %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := bridge.Sleep(ctx, time.Hour); err != context.Canceled {
-		t.Fatalf("Sleep on a cancelled context = %v", err)
-	}
-	if err := bridge.Sleep(ctx, 0); err != context.Canceled {
-		t.Fatalf("Sleep(0) on a cancelled context = %v", err)
 	}
 }

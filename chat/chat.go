@@ -5,6 +5,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"loadout/tools"
@@ -104,9 +105,6 @@ type Store interface {
 	// CloseSession closes the chat's open session, if any, and reports
 	// whether one was open.
 	CloseSession(ctx context.Context, chatKey string) (bool, error)
-	// HasMessage reports whether the session holds a message with the
-	// given ExternalID.
-	HasMessage(ctx context.Context, sessionID int64, externalID string) (bool, error)
 	// Append persists msgs in one transaction and adds usage to the session.
 	Append(ctx context.Context, sessionID int64, msgs []Message, usage Usage) error
 	// Recent returns up to limit of the session's latest messages, oldest first.
@@ -134,10 +132,26 @@ type Inbound struct {
 	UserKey string
 	Text    string
 	// ID optionally identifies the message at its channel, e.g.
-	// "telegram:update:123". A channel that re-runs a message after a crash
-	// passes the same ID, and the engine does not record it twice.
+	// "telegram:update:123"; it is stored with the message.
 	ID string
+	// Resume marks a message that may have been handled in part before (a
+	// turn cut by a crash or a failure, run again by the delivery
+	// pipeline). The engine then looks for the message by ID and carries
+	// on after what was recorded instead of recording it twice. Fresh
+	// messages skip that lookup: the pipeline's inbox already drops
+	// redelivered events.
+	Resume bool
 }
+
+// Errors a Store wraps its failures in, so callers can tell them apart
+// without knowing the database.
+var (
+	// ErrNotFound: the thing asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrTransient: the store is busy or briefly unreachable; the same
+	// call may succeed if tried again.
+	ErrTransient = errors.New("store temporarily unavailable")
+)
 
 // Reply is the engine's answer to an Inbound.
 type Reply struct {

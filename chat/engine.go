@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"loadout/tools"
@@ -85,16 +84,14 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Engine handles messages. It is safe for concurrent use: messages of one
-// chat are handled one at a time in arrival order, different chats run
-// concurrently.
+// Engine handles messages. It is safe for concurrent use across chats;
+// one chat's messages must be handed to it one at a time (see Handle).
 type Engine struct {
 	cfg   Config
 	model Model
 	store Store
 	reg   *tools.Registry
 	exec  *tools.Executor
-	locks keyedMutex
 	cache *historyCache
 }
 
@@ -122,36 +119,58 @@ const (
 // Handle runs one turn: it persists the message, calls the model and the
 // tools until the model answers in text or a guard stops it, persists every
 // step and returns the answer. A model or tool failure becomes a plain
-// sentence in Reply; an error is returned only when the store fails, and
-// then nothing the person sent has been acknowledged.
+// sentence in Reply; an error is returned only when the store fails.
+//
+// Handle must not run twice at once for the same chat: the delivery
+// pipeline in package bridge runs each chat's messages one at a time, in
+// arrival order, and is the only ordering mechanism. The engine keeps no
+// lock of its own so that ordering lives in one place (and, with a shared
+// database, can move out of process memory).
 func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
-	unlock := e.locks.lock(in.ChatKey)
-	defer unlock()
-
 	sess, err := e.store.OpenSession(ctx, in.ChatKey)
 	if err != nil {
 		return Reply{}, fmt.Errorf("open session for %s: %w", in.ChatKey, err)
 	}
 	user := Message{Role: RoleUser, Text: in.Text, UserKey: in.UserKey, ExternalID: in.ID, Tokens: e.cfg.Count(in.Text) + 4}
-	seen := false
-	if in.ID != "" {
-		if seen, err = e.store.HasMessage(ctx, sess.ID, in.ID); err != nil {
-			return Reply{}, fmt.Errorf("look up message %s: %w", in.ID, err)
-		}
-	}
-	if !seen {
-		if err := e.store.Append(ctx, sess.ID, []Message{user}, Usage{}); err != nil {
-			return Reply{}, fmt.Errorf("persist message for %s: %w", in.ChatKey, err)
-		}
-	}
-	history, ok := e.cache.get(sess.ID, sess.Messages)
-	if ok && !seen {
-		history = append(history, user)
-	} else {
+	var history []Message
+	current, count := -1, sess.Messages
+	if in.Resume && in.ID != "" {
+		// A message that may have been handled in part: find it in the
+		// recent history and carry on after it.
 		history, err = e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
 		if err != nil {
 			return Reply{}, fmt.Errorf("read history of session %d: %w", sess.ID, err)
 		}
+		for i := len(history) - 1; i >= 0; i-- {
+			if history[i].ExternalID == in.ID && history[i].Role == RoleUser {
+				current = i
+				break
+			}
+		}
+		if current >= 0 {
+			if text, done := answered(history[current+1:]); done {
+				return Reply{Text: text}, nil
+			}
+		}
+	}
+	if current < 0 {
+		if err := e.store.Append(ctx, sess.ID, []Message{user}, Usage{}); err != nil {
+			return Reply{}, fmt.Errorf("persist message for %s: %w", in.ChatKey, err)
+		}
+		count++
+		cached, ok := e.cache.get(sess.ID, sess.Messages)
+		switch {
+		case ok:
+			history = append(cached, user)
+		case history != nil:
+			history = append(history, user)
+		default:
+			history, err = e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
+			if err != nil {
+				return Reply{}, fmt.Errorf("read history of session %d: %w", sess.ID, err)
+			}
+		}
+		current = len(history) - 1
 	}
 	loaded, err := e.store.LoadedGroups(ctx, sess.ID)
 	if err != nil {
@@ -160,16 +179,6 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 	settings, err := e.store.ChatSettings(ctx, in.ChatKey)
 	if err != nil {
 		return Reply{}, fmt.Errorf("read settings of %s: %w", in.ChatKey, err)
-	}
-	current, count := len(history)-1, sess.Messages+1
-	if seen { // a re-run: continue after the message and what followed it
-		count = sess.Messages
-		for i := len(history) - 1; i >= 0; i-- {
-			if history[i].ExternalID == in.ID {
-				current = i
-				break
-			}
-		}
 	}
 	t := &turn{
 		e:        e,
@@ -189,6 +198,20 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 	}
 	e.cache.put(sess.ID, t.count, t.history, e.cfg.HistoryTokens, e.cfg.HistoryMessages)
 	return reply, nil
+}
+
+// answered reports whether the messages recorded after a user message end
+// the turn: the last is an assistant message without tool calls, whose
+// text is the answer.
+func answered(after []Message) (string, bool) {
+	if len(after) == 0 {
+		return "", false
+	}
+	last := after[len(after)-1]
+	if last.Role != RoleAssistant || len(last.ToolCalls) > 0 {
+		return "", false
+	}
+	return last.Text, true
 }
 
 // turn is the state of one Handle call.
@@ -362,8 +385,6 @@ func (e *Engine) countMessage(m Message) int {
 // Clear closes the chat's open session; the next message opens a new one
 // with no groups loaded. It reports whether a session was open.
 func (e *Engine) Clear(ctx context.Context, chatKey string) (bool, error) {
-	unlock := e.locks.lock(chatKey)
-	defer unlock()
 	return e.store.CloseSession(ctx, chatKey)
 }
 
@@ -381,8 +402,6 @@ type Status struct {
 
 // Status reports on the chat's open session, opening one if none is.
 func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
-	unlock := e.locks.lock(chatKey)
-	defer unlock()
 	sess, err := e.store.OpenSession(ctx, chatKey)
 	if err != nil {
 		return Status{}, fmt.Errorf("open session for %s: %w", chatKey, err)
@@ -448,33 +467,4 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
-}
-
-// keyedMutex serialises work per key in arrival order (FIFO, unlike a
-// plain sync.Mutex) and forgets keys nobody holds or waits for.
-type keyedMutex struct {
-	mu   sync.Mutex
-	tail map[string]chan struct{} // key → the last holder's release channel
-}
-
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	if k.tail == nil {
-		k.tail = map[string]chan struct{}{}
-	}
-	prev := k.tail[key]
-	mine := make(chan struct{})
-	k.tail[key] = mine
-	k.mu.Unlock()
-	if prev != nil {
-		<-prev
-	}
-	return func() {
-		k.mu.Lock()
-		if k.tail[key] == mine {
-			delete(k.tail, key)
-		}
-		k.mu.Unlock()
-		close(mine)
-	}
 }

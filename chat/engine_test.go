@@ -480,18 +480,20 @@ func TestToolPanicAndBadArgumentsAreStructuredErrors(t *testing.T) {
 	}
 }
 
-func TestChatsRunConcurrentlyAndInOrder(t *testing.T) {
+func TestChatsShareTheEngine(t *testing.T) {
 	e := newEnv(t, chat.Config{})
 	e.Model.Fallback = "ok"
 	var wg sync.WaitGroup
+	// One chat's messages come one at a time (bridge.Pipeline orders
+	// them); different chats share the engine at once.
 	for c := 0; c < 4; c++ {
-		for i := 0; i < 5; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5; i++ {
 				send(t, e, fmt.Sprintf("chat%d", c), fmt.Sprintf("m%d", i))
-			}()
-		}
+			}
+		}()
 	}
 	wg.Wait()
 	// Each chat's history alternates user/assistant: no turn interleaved

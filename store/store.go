@@ -98,12 +98,15 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	if err := g.AutoMigrate(&session{}, &message{}, &chatSetting{}, &state{}, &telegramInbox{}, &googleToken{}); err != nil {
+	if err := g.AutoMigrate(&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}); err != nil {
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
 	// At most one open session per chat.
 	if err := g.Exec("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL").Error; err != nil {
 		return nil, fmt.Errorf("store: index %s: %w", path, err)
+	}
+	if err := migrateInbox(g); err != nil {
+		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
 	return &DB{db: g, now: func() time.Time { return time.Now().UTC() }}, nil
 }
@@ -131,7 +134,7 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 		return s.domain(), nil
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return chat.Session{}, err
+		return chat.Session{}, kind(err)
 	}
 	err = d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Where("chat_key = ? AND closed_at IS NULL", chatKey).Take(&s).Error
@@ -142,7 +145,7 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 		return err
 	})
 	if err != nil {
-		return chat.Session{}, err
+		return chat.Session{}, kind(err)
 	}
 	return s.domain(), nil
 }
@@ -160,7 +163,7 @@ func (d *DB) CloseSession(ctx context.Context, chatKey string) (bool, error) {
 	res := d.db.WithContext(ctx).Model(&session{}).
 		Where("chat_key = ? AND closed_at IS NULL", chatKey).
 		Update("closed_at", &now)
-	return res.RowsAffected > 0, res.Error
+	return res.RowsAffected > 0, kind(res.Error)
 }
 
 // Append persists msgs in one transaction and adds usage to the session's
@@ -183,7 +186,7 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 			rows[i].ToolCalls = string(b)
 		}
 	}
-	return d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return kind(d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if len(rows) > 0 {
 			if err := tx.Create(&rows).Error; err != nil {
 				return err
@@ -194,15 +197,7 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 			"prompt_tokens":     gorm.Expr("prompt_tokens + ?", usage.PromptTokens),
 			"completion_tokens": gorm.Expr("completion_tokens + ?", usage.CompletionTokens),
 		}).Error
-	})
-}
-
-// HasMessage reports whether the session holds a message with externalID.
-func (d *DB) HasMessage(ctx context.Context, sessionID int64, externalID string) (bool, error) {
-	var n int64
-	err := d.db.WithContext(ctx).Model(&message{}).
-		Where("session_id = ? AND external_id = ?", sessionID, externalID).Limit(1).Count(&n).Error
-	return n > 0, err
+	}))
 }
 
 // Recent returns up to limit of the session's latest messages, oldest first.
@@ -213,7 +208,7 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 		arguments, group_name, user_key, external_id, tokens, created_at
 		FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?`, sessionID, limit).Rows()
 	if err != nil {
-		return nil, err
+		return nil, kind(err)
 	}
 	defer rows.Close()
 	out := make([]chat.Message, 0, min(limit, 512))
@@ -248,14 +243,14 @@ func (d *DB) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error
 		Where("session_id = ? AND tool_name = ? AND status = ? AND group_name <> ''",
 			sessionID, tools.LoadGroupName, tools.StatusSuccess).
 		Distinct().Order("group_name").Pluck("group_name", &groups).Error
-	return groups, err
+	return groups, kind(err)
 }
 
 // ChatSettings returns all settings of a chat.
 func (d *DB) ChatSettings(ctx context.Context, chatKey string) (map[string]string, error) {
 	var rows []chatSetting
 	if err := d.db.WithContext(ctx).Where("chat_key = ?", chatKey).Find(&rows).Error; err != nil {
-		return nil, err
+		return nil, kind(err)
 	}
 	out := make(map[string]string, len(rows))
 	for _, r := range rows {
@@ -288,15 +283,4 @@ func (d *DB) State(ctx context.Context, key string) (string, error) {
 func (d *DB) SetState(ctx context.Context, key, value string) error {
 	return d.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).
 		Create(&state{Key: key, Value: value, UpdatedAt: d.now()}).Error
-}
-
-// MarkSeen records key (an event or update id) and reports whether it was
-// new. Channels use it to drop redeliveries.
-func (d *DB) MarkSeen(ctx context.Context, key string) (bool, error) {
-	res := d.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
-		Create(&state{Key: "seen:" + key, Value: "1", UpdatedAt: d.now()})
-	if res.Error != nil {
-		return false, res.Error
-	}
-	return res.RowsAffected == 1, nil
 }

@@ -19,7 +19,7 @@ func TestConsoleREPL(t *testing.T) {
 		In:   strings.NewReader("hi there\n\n/status\n/quit\nnot read\n"),
 		Out:  &out,
 		User: "ana",
-	}, bridge.NewRouter(env.Engine, "loadout"))
+	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	if err := c.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

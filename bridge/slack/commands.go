@@ -2,6 +2,8 @@ package slack
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
@@ -16,19 +18,38 @@ const (
 	textSlashThread = "In channels every conversation is a thread: mention me at the top level to start a new one, or mention me in a thread with /clear or /status. In our direct messages this command works as it is."
 )
 
-// slash runs a registered slash command such as "/loadout clear". The
-// answer is visible only to the person who typed it. The request has
-// already been acknowledged; the command runs on the pool.
-func (a *Adapter) slash(cmd slackapi.SlashCommand) {
-	key := "slack:" + cmd.TeamID + ":" + cmd.ChannelID
-	respond := func(text string) {
-		a.submit(key, func(ctx context.Context) { a.respond(ctx, cmd, text) })
+// commandID names a slash command over HTTP for the inbox: its trigger,
+// which is unique per invocation, or else the signed body itself, so a
+// replayed request is recognised.
+func commandID(cmd slackapi.SlashCommand, body []byte) string {
+	if cmd.TriggerID != "" {
+		return "command:" + cmd.TriggerID
 	}
-	if !a.allowed(cmd.UserID) {
-		if a.allow.FirstRefusal(cmd.UserID) {
-			respond(bridge.TextRefused)
+	sum := sha256.Sum256(body)
+	return "command:body:" + hex.EncodeToString(sum[:12])
+}
+
+// slash hands a slash command such as "/loadout clear" to the pipeline.
+// The answer is visible only to the person who typed it. An error means
+// the command was not stored.
+func (a *Adapter) slash(ctx context.Context, cmd slackapi.SlashCommand, id string) error {
+	_, err := a.pipe.Receive(ctx, id, bridge.Pending{}, func() (bridge.Pending, bool) {
+		return a.slashPending(cmd)
+	})
+	return err
+}
+
+func (a *Adapter) slashPending(cmd slackapi.SlashCommand) (bridge.Pending, bool) {
+	key := "slack:" + cmd.TeamID + ":" + cmd.ChannelID
+	r := route{Channel: cmd.ChannelID, Ephemeral: true, ResponseURL: cmd.ResponseURL, User: cmd.UserID}
+	answer := func(text string) (bridge.Pending, bool) {
+		return bridge.Pending{Inbound: chat.Inbound{ChatKey: key}, Route: r.encode(), Reply: text}, true
+	}
+	if !a.allowed(cmd.TeamID, cmd.UserID) {
+		if a.allow.FirstRefusal(cmd.TeamID + ":" + cmd.UserID) {
+			return answer(bridge.TextRefused)
 		}
-		return
+		return bridge.Pending{}, false
 	}
 	text := strings.TrimSpace(cmd.Text)
 	if text == "" {
@@ -38,43 +59,12 @@ func (a *Adapter) slash(cmd slackapi.SlashCommand) {
 	name, _, ok := bridge.ParseCommand(text)
 	switch {
 	case !ok:
-		respond(textSlashUsage)
-		return
+		return answer(textSlashUsage)
 	case !strings.HasPrefix(cmd.ChannelID, "D") && (name == "clear" || name == "status"):
-		respond(textSlashThread)
-		return
+		return answer(textSlashThread)
 	}
-	in := chat.Inbound{ChatKey: key, UserKey: "slack:" + cmd.TeamID + ":" + cmd.UserID, Text: text}
-	a.submit(key, func(ctx context.Context) {
-		reply, err := a.router.Handle(ctx, in)
-		if err != nil {
-			a.log.Error("slack command failed", "chat", key, "err", err)
-			reply = bridge.TextFailed
-		}
-		a.respond(ctx, cmd, reply)
-	})
-}
-
-// respond answers a slash command through its response URL, or as an
-// ephemeral message when there is none.
-func (a *Adapter) respond(ctx context.Context, cmd slackapi.SlashCommand, text string) {
-	for _, chunk := range bridge.Split(text, a.cfg.ChunkSize) {
-		body := Mrkdwn(chunk)
-		var err error
-		if cmd.ResponseURL != "" {
-			err = a.retry(ctx, "response_url", func(ctx context.Context) error {
-				return slackapi.PostWebhookCustomHTTPContext(ctx, cmd.ResponseURL, a.cfg.HTTPClient,
-					&slackapi.WebhookMessage{Text: body, ResponseType: slackapi.ResponseTypeEphemeral})
-			})
-		} else {
-			err = a.retry(ctx, "chat.postEphemeral", func(ctx context.Context) error {
-				_, err := a.api.PostEphemeralContext(ctx, cmd.ChannelID, cmd.UserID, slackapi.MsgOptionText(body, false))
-				return err
-			})
-		}
-		if err != nil {
-			a.log.Error("slack command answer not sent", "err", err)
-			return
-		}
-	}
+	return bridge.Pending{
+		Inbound: chat.Inbound{ChatKey: key, UserKey: "slack:" + cmd.TeamID + ":" + cmd.UserID, Text: text},
+		Route:   r.encode(),
+	}, true
 }

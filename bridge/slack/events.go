@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 
+	"loadout/bridge"
+
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 )
@@ -17,8 +19,10 @@ const maxBody = 1 << 20
 // EventsHandler serves the Events API (mount it at /slack/events). Every
 // request must carry a valid v0 signature made with the signing secret
 // and a timestamp within five minutes. It answers url_verification and
-// acknowledges callbacks at once; the turn runs afterwards. Redelivered
-// events (X-Slack-Retry-Num) are acknowledged and dropped.
+// acknowledges a callback once it is stored; the turn runs afterwards.
+// Redelivered events (X-Slack-Retry-Num) are recognised by their event id,
+// acknowledged and dropped. A callback that cannot be stored is answered
+// 500 (503 while shutting down), so Slack delivers it again.
 func (a *Adapter) EventsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
@@ -47,11 +51,10 @@ func (a *Adapter) EventsHandler() http.Handler {
 			json.NewEncoder(w).Encode(map[string]string{"challenge": v.Challenge})
 			return
 		case slackevents.CallbackEvent:
-			if a.isStopping() {
-				http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			if err := a.callback(r.Context(), ev); err != nil {
+				a.refuse(w, err)
 				return
 			}
-			a.callback(r.Context(), ev)
 		}
 		w.WriteHeader(http.StatusOK)
 	})
@@ -59,7 +62,8 @@ func (a *Adapter) EventsHandler() http.Handler {
 
 // CommandsHandler serves slash commands (mount it at /slack/commands),
 // with the same signature checks as EventsHandler. It acknowledges at
-// once; the answer follows through the command's response URL.
+// once the command is stored; the answer follows through the command's
+// response URL. A replayed request (same trigger) is answered once.
 func (a *Adapter) CommandsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := a.verify(w, r)
@@ -72,11 +76,10 @@ func (a *Adapter) CommandsHandler() http.Handler {
 			http.Error(w, "malformed command", http.StatusBadRequest)
 			return
 		}
-		if a.isStopping() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		if err := a.slash(r.Context(), cmd, commandID(cmd, body)); err != nil {
+			a.refuse(w, err)
 			return
 		}
-		a.slash(cmd)
 		w.WriteHeader(http.StatusOK)
 	})
 }
@@ -110,8 +113,13 @@ func (a *Adapter) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 	return body, true
 }
 
-func (a *Adapter) isStopping() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.stopping
+// refuse answers a request whose event could not be stored, so that
+// Slack delivers it again.
+func (a *Adapter) refuse(w http.ResponseWriter, err error) {
+	if errors.Is(err, bridge.ErrStopped) {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	a.log.Error("slack event not stored; Slack will deliver it again", "err", err)
+	http.Error(w, "try again", http.StatusInternalServerError)
 }

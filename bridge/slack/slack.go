@@ -1,10 +1,12 @@
 // Package slack is the Slack channel: direct messages and mentions in
-// channels reach the shared command layer and engine, over Socket Mode or
-// the HTTP Events API.
+// channels, and the /loadout slash command, reach the shared command
+// layer and engine through the delivery pipeline, over Socket Mode or the
+// HTTP Events API.
 package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +20,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"loadout/bridge"
+	"loadout/bridge/backoff"
 	"loadout/chat"
 )
 
@@ -34,12 +37,6 @@ const (
 // being prepared.
 const WorkingReaction = "hourglass_flowing_sand"
 
-// Dedupe records delivered event ids. MarkSeen reports true the first time
-// a key is seen; store.DB satisfies it.
-type Dedupe interface {
-	MarkSeen(ctx context.Context, key string) (bool, error)
-}
-
 // Config configures an Adapter. Zero values are the documented defaults.
 type Config struct {
 	// BotToken (xoxb-) calls the Web API.
@@ -52,7 +49,8 @@ type Config struct {
 	Mode string
 	// APIURL is the Web API base; default "https://slack.com/api/".
 	APIURL string
-	// AllowedUsers are Slack user ids that may use the bot; nobody else.
+	// AllowedUsers may use the bot: "TEAM:USER" entries, or bare user ids,
+	// which match only in the app's own workspace. Nobody else may.
 	AllowedUsers []string
 	// AllowedChannels limits mentions to these channel ids; empty allows
 	// every channel. Direct messages are always allowed.
@@ -81,23 +79,22 @@ type Config struct {
 type Adapter struct {
 	cfg      Config
 	router   *bridge.Router
-	dedupe   Dedupe
+	pipe     *bridge.Pipeline
 	api      *slackapi.Client
 	allow    *bridge.Allowlist
 	channels map[string]bool
-	pool     *bridge.Pool
 	log      *slog.Logger
 	// sleep waits d or until ctx is done; replaced in tests.
 	sleep func(ctx context.Context, d time.Duration) error
 
 	mu        sync.Mutex
 	botUserID string
-	stopping  bool
+	teamID    string
 }
 
-// New returns an adapter that sends messages to router and drops
-// redelivered events through dedupe.
-func New(cfg Config, router *bridge.Router, dedupe Dedupe) *Adapter {
+// New returns an adapter that answers through router and keeps its
+// events in inbox.
+func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	if cfg.Mode == "" {
 		cfg.Mode = ModeSocket
 	}
@@ -106,12 +103,6 @@ func New(cfg Config, router *bridge.Router, dedupe Dedupe) *Adapter {
 	}
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"
-	}
-	if cfg.Workers < 1 {
-		cfg.Workers = 8
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = 30 * time.Second
 	}
 	if cfg.Attempts < 1 {
 		cfg.Attempts = 5
@@ -132,17 +123,20 @@ func New(cfg Config, router *bridge.Router, dedupe Dedupe) *Adapter {
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
 	}
+	log := cfg.Logger.With("channel", "slack")
 	a := &Adapter{
 		cfg:      cfg,
 		router:   router,
-		dedupe:   dedupe,
 		api:      slackapi.New(cfg.BotToken, opts...),
 		allow:    bridge.NewAllowlist(cfg.AllowedUsers),
 		channels: map[string]bool{},
-		pool:     bridge.NewPool(cfg.Workers),
-		log:      cfg.Logger.With("channel", "slack"),
-		sleep:    bridge.Sleep,
+		log:      log,
+		sleep:    backoff.Sleep,
 	}
+	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
+		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
+		ShutdownGrace: cfg.ShutdownGrace, Logger: log,
+	})
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {
 			a.channels[c] = true
@@ -151,12 +145,13 @@ func New(cfg Config, router *bridge.Router, dedupe Dedupe) *Adapter {
 	return a
 }
 
-// Run identifies the bot, receives events until ctx is cancelled, then
-// stops intake and lets in-flight turns finish for ShutdownGrace. It
-// returns nil after a cancel, and an error only when Slack rejects the
-// tokens or the Socket Mode connection cannot be kept up.
+// Run identifies the bot, resumes messages left unfinished before a
+// restart, receives events until ctx is cancelled, then stops intake and
+// lets in-flight turns finish for ShutdownGrace. It returns nil after a
+// cancel, and an error only when Slack rejects the tokens or the Socket
+// Mode connection cannot be kept up.
 func (a *Adapter) Run(ctx context.Context) error {
-	defer a.drain()
+	defer a.pipe.Stop()
 	if err := a.identify(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -166,6 +161,9 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if a.allow.Len() == 0 {
 		a.log.Warn("slack.allowed_users is empty: everybody is refused")
 	}
+	if err := a.pipe.Start(ctx); err != nil {
+		return nil // ctx done
+	}
 	if a.cfg.Mode == ModeEvents {
 		a.log.Info("slack events API ready", "events_path", "/slack/events", "commands_path", "/slack/commands")
 		<-ctx.Done()
@@ -174,42 +172,29 @@ func (a *Adapter) Run(ctx context.Context) error {
 	return a.runSocket(ctx)
 }
 
-func (a *Adapter) drain() {
-	a.mu.Lock()
-	a.stopping = true
-	a.mu.Unlock()
-	a.pool.Drain(a.cfg.ShutdownGrace)
-}
-
-// identify learns the bot's user id. While Slack is unreachable it keeps
-// trying, waiting up to a minute between rounds; it gives up when the
-// token is rejected or ctx is done.
+// identify learns the bot's user id and workspace. While Slack is
+// unreachable it keeps trying, waiting up to a minute between tries; it
+// gives up when the token is rejected or ctx is done.
 func (a *Adapter) identify(ctx context.Context) error {
 	var res *slackapi.AuthTestResponse
-	wait := a.cfg.Backoff
-	for {
-		err := a.retry(ctx, "auth.test", func(ctx context.Context) error {
-			var err error
-			res, err = a.api.AuthTestContext(ctx)
-			return err
-		})
-		if err == nil {
-			break
+	p := a.policy(0)
+	p.Max = time.Minute
+	err := p.Do(ctx, classify, func(ctx context.Context) error {
+		var err error
+		res, err = a.api.AuthTestContext(ctx)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("slack is not reachable yet; retrying", "err", err)
 		}
+		return err
+	})
+	if err != nil {
 		if se, ok := errors.AsType[slackapi.SlackErrorResponse](err); ok {
 			return fmt.Errorf("slack.bot_token was not accepted by Slack (%s): %w", se.Err, err)
 		}
-		if _, transient := retryable(err, 0); !transient {
-			return err
-		}
-		a.log.Warn("slack is not reachable yet; retrying", "wait", wait, "err", err)
-		if err := a.sleep(ctx, wait); err != nil {
-			return err
-		}
-		wait = min(2*wait, time.Minute)
+		return err
 	}
 	a.mu.Lock()
-	a.botUserID = res.UserID
+	a.botUserID, a.teamID = res.UserID, res.TeamID
 	a.mu.Unlock()
 	a.log.Info("slack connected", "team", res.Team, "bot_user", res.UserID)
 	return nil
@@ -221,100 +206,103 @@ func (a *Adapter) botUser() string {
 	return a.botUserID
 }
 
-// message is one inbound message worth answering.
-type message struct {
-	team, channel, user, text string
-	ts                        string // the message, for the working reaction
-	threadTS                  string // where the reply goes; "" for the top level
-	chatKey                   string
-	// id names the event for the engine, so a re-run is recorded once.
-	id string
+// route is where an answer goes; the pipeline stores it, as JSON, with
+// the event.
+type route struct {
+	Channel string `json:"channel"`
+	// Thread is the thread the answer goes to; "" for the top level.
+	Thread string `json:"thread,omitempty"`
+	// TS is the person's message, which carries the working reaction.
+	TS string `json:"ts,omitempty"`
+	// Ephemeral answers a slash command: through ResponseURL, or as an
+	// ephemeral message to User when there is none.
+	Ephemeral   bool   `json:"ephemeral,omitempty"`
+	ResponseURL string `json:"response_url,omitempty"`
+	User        string `json:"user,omitempty"`
 }
 
-// callback handles one Events API callback from either transport. It
-// returns quickly: the turn runs on the pool.
-func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) {
+func (r route) encode() []byte {
+	b, _ := json.Marshal(r) // strings and a bool always encode
+	return b
+}
+
+// callback hands one Events API callback, from either transport, to the
+// pipeline. It returns quickly: the turn runs on the pipeline. An error
+// means the event was not stored and must not be acknowledged.
+func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) error {
 	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
-	if !ok {
-		return
+	if !ok || cb.EventID == "" {
+		return nil
 	}
-	m, ok := a.toMessage(ev.TeamID, ev.InnerEvent.Data)
-	if !ok {
-		return
-	}
-	if cb.EventID != "" {
-		m.id = "slack:event:" + cb.EventID
-	}
-	if cb.EventID != "" && a.dedupe != nil {
-		first, err := a.dedupe.MarkSeen(ctx, "slack:event:"+cb.EventID)
-		if err != nil {
-			a.log.Error("slack dedupe failed; handling the event anyway", "event_id", cb.EventID, "err", err)
-		} else if !first {
-			a.log.Debug("slack event redelivered; ignored", "event_id", cb.EventID)
-			return
-		}
-	}
-	a.accept(m)
+	_, err := a.pipe.Receive(ctx, "event:"+cb.EventID, bridge.Pending{}, func() (bridge.Pending, bool) {
+		return a.toPending(ev.TeamID, ev.InnerEvent.Data)
+	})
+	return err
 }
 
-// toMessage filters an inner event: direct messages from people, and
-// mentions in allowed channels. Everything else is dropped.
-func (a *Adapter) toMessage(team string, inner any) (message, bool) {
+// toPending filters an inner event: direct messages from people, and
+// mentions in allowed channels. Everything else is dropped; a stranger
+// gets one refusal.
+func (a *Adapter) toPending(team string, inner any) (bridge.Pending, bool) {
 	self := a.botUser()
+	var user, text, chatKey string
+	var r route
 	switch e := inner.(type) {
 	case *slackevents.MessageEvent:
 		if e.ChannelType != "im" || e.SubType != "" || e.BotID != "" || e.User == "" || e.User == self {
-			return message{}, false
+			return bridge.Pending{}, false
 		}
-		return message{
-			team: team, channel: e.Channel, user: e.User, text: e.Text, ts: e.TimeStamp,
-			threadTS: e.ThreadTimeStamp,
-			chatKey:  "slack:" + team + ":" + e.Channel,
-		}, true
+		user, text = e.User, e.Text
+		r = route{Channel: e.Channel, Thread: e.ThreadTimeStamp, TS: e.TimeStamp}
+		chatKey = "slack:" + team + ":" + e.Channel
 	case *slackevents.AppMentionEvent:
 		if strings.HasPrefix(e.Channel, "D") || e.BotID != "" || e.User == "" || e.User == self {
-			return message{}, false
+			return bridge.Pending{}, false
 		}
 		if len(a.channels) > 0 && !a.channels[e.Channel] {
 			a.log.Debug("slack mention in a channel not in slack.allowed_channels; ignored", "slack_channel", e.Channel)
-			return message{}, false
+			return bridge.Pending{}, false
 		}
 		thread := e.ThreadTimeStamp
 		if thread == "" {
 			thread = e.TimeStamp // a mention at the top level starts a thread
 		}
-		return message{
-			team: team, channel: e.Channel, user: e.User, text: e.Text, ts: e.TimeStamp,
-			threadTS: thread,
-			chatKey:  "slack:" + team + ":" + e.Channel + ":" + thread,
-		}, true
+		user, text = e.User, e.Text
+		r = route{Channel: e.Channel, Thread: thread, TS: e.TimeStamp}
+		chatKey = "slack:" + team + ":" + e.Channel + ":" + thread
+	default:
+		return bridge.Pending{}, false
 	}
-	return message{}, false
-}
-
-// accept checks the sender and queues the turn.
-func (a *Adapter) accept(m message) {
-	if !a.allowed(m.user) {
-		if a.allow.FirstRefusal(m.user) {
-			a.submit(m.chatKey, func(ctx context.Context) {
-				a.post(ctx, m.channel, m.threadTS, bridge.TextRefused)
-			})
+	if !a.allowed(team, user) {
+		if !a.allow.FirstRefusal(team + ":" + user) {
+			return bridge.Pending{}, false
 		}
-		return
+		r.TS = ""
+		return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey}, Route: r.encode(), Reply: bridge.TextRefused}, true
 	}
-	text := a.commandWord(PlainText(m.text, a.botUser()))
+	text = a.commandWord(PlainText(text, self))
 	if text == "" {
-		return
+		return bridge.Pending{}, false
 	}
-	a.submit(m.chatKey, func(ctx context.Context) { a.turn(ctx, m, text) })
+	return bridge.Pending{
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + team + ":" + user, Text: text},
+		Route:   r.encode(),
+	}, true
 }
 
-// allowed reports whether user may talk to the bot and logs a refusal.
-func (a *Adapter) allowed(user string) bool {
-	if a.allow.Allowed(user, "") {
+// allowed reports whether user of team may talk to the bot, and logs a
+// refusal. An entry "TEAM:USER" allows that user of that workspace; a
+// bare user id allows the user only in the app's own workspace, so a
+// shared channel's guest with a colliding id is not let in.
+func (a *Adapter) allowed(team, user string) bool {
+	a.mu.Lock()
+	own := a.teamID
+	a.mu.Unlock()
+	if a.allow.Allowed(team+":"+user, "") || (team != "" && team == own && a.allow.Allowed(user, "")) {
 		return true
 	}
-	a.log.Warn("slack user refused: add the id to slack.allowed_users to allow them", "user_id", user)
+	a.log.Warn("slack user refused: add TEAM:USER (or the bare user id, for your own workspace) to slack.allowed_users to allow them",
+		"team_id", team, "user_id", user)
 	return false
 }
 
@@ -334,138 +322,126 @@ func (a *Adapter) commandWord(text string) string {
 	return text
 }
 
-func (a *Adapter) submit(key string, job func(ctx context.Context)) {
-	a.mu.Lock()
-	stopping := a.stopping
-	a.mu.Unlock()
-	if stopping || !a.pool.Submit(key, a.guard(job)) {
-		a.log.Warn("slack message dropped: shutting down", "chat", key)
-	}
-}
+// Split cuts a Markdown answer into the parts posted as separate
+// messages, never inside a code block.
+func (a *Adapter) Split(text string) []string { return bridge.Split(text, a.cfg.ChunkSize) }
 
-// guard keeps a panicking turn from taking the process down.
-func (a *Adapter) guard(job func(ctx context.Context)) func(ctx context.Context) {
-	return func(ctx context.Context) {
-		defer func() {
-			if r := recover(); r != nil {
-				a.log.Error("slack turn panicked", "panic", fmt.Sprint(r))
-			}
-		}()
-		job(ctx)
+// Send posts one part to the route: in the channel or thread, or as a
+// slash command's private answer.
+func (a *Adapter) Send(ctx context.Context, raw []byte, part string) error {
+	var r route
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("slack: unreadable route: %w", err)
 	}
-}
-
-// turn answers one message: a reaction while working, then the reply.
-func (a *Adapter) turn(ctx context.Context, m message, text string) {
-	ref := slackapi.NewRefToMessage(m.channel, m.ts)
-	reacted := a.retry(ctx, "reactions.add", func(ctx context.Context) error {
-		return a.api.AddReactionContext(ctx, WorkingReaction, ref)
-	}) == nil
-	in := chat.Inbound{ChatKey: m.chatKey, UserKey: "slack:" + m.team + ":" + m.user, Text: text, ID: m.id}
-	reply, err := a.router.Handle(ctx, in)
-	if err != nil {
-		a.log.Error("slack message failed", "chat", m.chatKey, "err", err)
-		reply = bridge.TextFailed
-	}
-	if reacted {
-		if err := a.retry(ctx, "reactions.remove", func(ctx context.Context) error {
-			return a.api.RemoveReactionContext(ctx, WorkingReaction, ref)
-		}); err != nil {
-			a.log.Warn("slack reaction not removed", "err", err)
-		}
-	}
-	a.post(ctx, m.channel, m.threadTS, reply)
-}
-
-// post sends text as one or more messages, in order, and logs a failure.
-func (a *Adapter) post(ctx context.Context, channel, threadTS, text string) {
-	if err := a.send(ctx, channel, threadTS, text); err != nil {
-		a.log.Error("slack reply not sent", "slack_channel", channel, "err", err)
-	}
-}
-
-// send posts text as one or more messages, in order.
-func (a *Adapter) send(ctx context.Context, channel, threadTS, text string) error {
-	for _, chunk := range bridge.Split(text, a.cfg.ChunkSize) {
-		opts := []slackapi.MsgOption{slackapi.MsgOptionText(Mrkdwn(chunk), false)}
-		if threadTS != "" {
-			opts = append(opts, slackapi.MsgOptionTS(threadTS))
-		}
-		err := a.retry(ctx, "chat.postMessage", func(ctx context.Context) error {
-			_, _, err := a.api.PostMessageContext(ctx, channel, opts...)
+	body := Mrkdwn(part)
+	switch {
+	case r.Ephemeral && r.ResponseURL != "":
+		return a.retry(ctx, "response_url", func(ctx context.Context) error {
+			return slackapi.PostWebhookCustomHTTPContext(ctx, r.ResponseURL, a.cfg.HTTPClient,
+				&slackapi.WebhookMessage{Text: body, ResponseType: slackapi.ResponseTypeEphemeral})
+		})
+	case r.Ephemeral:
+		return a.retry(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+			_, err := a.api.PostEphemeralContext(ctx, r.Channel, r.User, slackapi.MsgOptionText(body, false))
 			return err
 		})
-		if err != nil {
-			return err
-		}
 	}
-	return nil
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(body, false)}
+	if r.Thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(r.Thread))
+	}
+	return a.retry(ctx, "chat.postMessage", func(ctx context.Context) error {
+		_, _, err := a.api.PostMessageContext(ctx, r.Channel, opts...)
+		return err
+	})
+}
+
+// Working puts a reaction on the person's message until stop is called.
+func (a *Adapter) Working(ctx context.Context, raw []byte) (stop func()) {
+	var r route
+	if json.Unmarshal(raw, &r) != nil || r.TS == "" || r.Ephemeral {
+		return func() {}
+	}
+	ref := slackapi.NewRefToMessage(r.Channel, r.TS)
+	if err := a.retry(ctx, "reactions.add", func(ctx context.Context) error {
+		return a.api.AddReactionContext(ctx, WorkingReaction, ref)
+	}); err != nil {
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := a.retry(ctx, "reactions.remove", func(ctx context.Context) error {
+				return a.api.RemoveReactionContext(ctx, WorkingReaction, ref)
+			}); err != nil {
+				a.log.Warn("slack reaction not removed", "err", err)
+			}
+		})
+	}
 }
 
 // Notify sends text to the conversation named by chatKey
 // ("slack:<team>:<channel>" or "slack:<team>:<channel>:<thread_ts>")
-// outside a turn. It fails for a key that is not a Slack conversation or
-// when Slack does not take the message.
+// outside a turn, through the delivery pipeline, and waits until it is
+// sent. It fails for a key that is not a Slack conversation or when Slack
+// does not take the message.
 func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
 	parts := strings.Split(chatKey, ":")
 	if len(parts) < 3 || len(parts) > 4 || parts[0] != "slack" || parts[2] == "" {
 		return fmt.Errorf("slack: %q is not a Slack conversation", chatKey)
 	}
-	thread := ""
+	r := route{Channel: parts[2]}
 	if len(parts) == 4 {
-		thread = parts[3]
+		r.Thread = parts[3]
 	}
-	return a.send(ctx, parts[2], thread, text)
+	return a.pipe.Notify(ctx, chatKey, r.encode(), text)
+}
+
+// policy is the channel's retry schedule with the given number of
+// attempts (0: until ctx ends).
+func (a *Adapter) policy(attempts int) backoff.Policy {
+	return backoff.Policy{Attempts: attempts, Initial: a.cfg.Backoff, Max: time.Hour,
+		Sleep: func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) }}
 }
 
 // retry calls fn until it succeeds, fails for good, or Attempts run out.
 // A rate limit waits its Retry-After; other transient failures back off.
 func (a *Adapter) retry(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	delay := a.cfg.Backoff
-	for attempt := 1; ; attempt++ {
+	err := a.policy(a.cfg.Attempts).Do(ctx, classify, func(ctx context.Context) error {
 		err := fn(ctx)
-		if err == nil {
-			return nil
+		if err != nil && ctx.Err() == nil {
+			a.log.Debug("slack call failed", "method", what, "err", err)
 		}
-		wait, ok := retryable(err, delay)
-		if !ok || attempt >= a.cfg.Attempts || ctx.Err() != nil {
-			return fmt.Errorf("slack %s: %w", what, err)
-		}
-		a.log.Debug("slack call failed; retrying", "method", what, "attempt", attempt, "wait", wait, "err", err)
-		if err := a.sleep(ctx, wait); err != nil {
-			return fmt.Errorf("slack %s: %w", what, err)
-		}
-		if _, limited := errors.AsType[*slackapi.RateLimitedError](err); !limited {
-			delay *= 2
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("slack %s: %w", what, err)
 	}
+	return nil
 }
 
-// retryable reports whether err is worth another attempt and how long to
-// wait first.
-func retryable(err error, backoff time.Duration) (time.Duration, bool) {
+// classify reports whether err is worth another attempt and how long
+// Slack asked to wait first.
+func classify(err error) (bool, time.Duration) {
 	var rl *slackapi.RateLimitedError
 	if errors.As(err, &rl) {
-		return rl.RetryAfter, true
+		return true, rl.RetryAfter
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return 0, false
+		return false, 0
 	}
 	var sc slackapi.StatusCodeError
 	if errors.As(err, &sc) {
-		return backoff, sc.Code >= 500 || sc.Code == http.StatusRequestTimeout
+		return sc.Code >= 500 || sc.Code == http.StatusRequestTimeout, 0
 	}
 	var se slackapi.SlackErrorResponse
 	if errors.As(err, &se) {
 		switch se.Err {
 		case "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout":
-			return backoff, true
+			return true, 0
 		}
-		return 0, false
+		return false, 0
 	}
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return backoff, true
-	}
-	return backoff, false
+	return errors.As(err, &ne), 0
 }

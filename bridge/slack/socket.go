@@ -33,8 +33,9 @@ func (a *Adapter) runSocket(ctx context.Context) error {
 	}
 }
 
-// socketEvent handles one Socket Mode event. Envelopes are acknowledged
-// right after intake, which only records and queues.
+// socketEvent handles one Socket Mode event. An envelope is acknowledged
+// once its event is stored; one that could not be stored is left
+// unacknowledged, so Slack delivers it again.
 func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt socketmode.Event) {
 	switch evt.Type {
 	case socketmode.EventTypeConnecting:
@@ -49,31 +50,33 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 		a.log.Warn("slack socket mode problem", "type", string(evt.Type))
 	case socketmode.EventTypeEventsAPI:
 		if ev, ok := evt.Data.(slackevents.EventsAPIEvent); ok && ev.Type == slackevents.CallbackEvent {
-			a.callback(ctx, ev)
+			if err := a.callback(ctx, ev); err != nil {
+				a.log.Error("slack event not stored; leaving it for Slack to deliver again", "err", err)
+				return
+			}
 		}
 		a.ack(ctx, sm, evt)
 	case socketmode.EventTypeSlashCommand:
-		if cmd, ok := evt.Data.(slackapi.SlashCommand); ok && a.firstEnvelope(ctx, evt) {
-			a.slash(cmd)
+		if cmd, ok := evt.Data.(slackapi.SlashCommand); ok {
+			envelope := ""
+			if evt.Request != nil {
+				envelope = evt.Request.EnvelopeID
+			}
+			id := "command:" + cmd.TriggerID
+			if cmd.TriggerID == "" {
+				id = "envelope:" + envelope
+			}
+			if err := a.slash(ctx, cmd, id); err != nil {
+				a.log.Error("slack command not stored; leaving it for Slack to deliver again", "err", err)
+				return
+			}
 		}
 		a.ack(ctx, sm, evt)
 	case socketmode.EventTypeInteractive:
+		// No interactive components are offered yet; acknowledge so
+		// Slack does not retry.
 		a.ack(ctx, sm, evt)
 	}
-}
-
-// firstEnvelope reports whether a slash command envelope is new; slash
-// commands carry no event id, so the envelope id stands in for it.
-func (a *Adapter) firstEnvelope(ctx context.Context, evt socketmode.Event) bool {
-	if evt.Request == nil || evt.Request.EnvelopeID == "" || a.dedupe == nil {
-		return true
-	}
-	first, err := a.dedupe.MarkSeen(ctx, "slack:envelope:"+evt.Request.EnvelopeID)
-	if err != nil {
-		a.log.Error("slack dedupe failed; handling the command anyway", "err", err)
-		return true
-	}
-	return first
 }
 
 func (a *Adapter) ack(ctx context.Context, sm *socketmode.Client, evt socketmode.Event) {

@@ -19,7 +19,7 @@ import (
 	"loadout/tools"
 )
 
-var _ Inbox = (*store.DB)(nil)
+var _ Store = (*store.DB)(nil)
 
 var (
 	ana     = telegramtest.User{ID: 42, UserName: "ana", FirstName: "Ana"}
@@ -221,7 +221,7 @@ func TestAllowlistRefusesOnceAndKeepsStrangersOut(t *testing.T) {
 	var n int64
 	h.env.Store.Gorm().Raw("SELECT count(*) FROM messages WHERE text LIKE '%secret plan%'").Scan(&n)
 	var m int64
-	h.env.Store.Gorm().Raw("SELECT count(*) FROM telegram_inboxes WHERE text LIKE '%secret plan%'").Scan(&m)
+	h.env.Store.Gorm().Raw("SELECT count(*) FROM inbox_items WHERE text LIKE '%secret plan%'").Scan(&m)
 	if n+m != 0 {
 		t.Fatalf("a stranger's message was stored (%d history, %d inbox)", n, m)
 	}
@@ -405,7 +405,7 @@ func TestRestartAfterInterruptedTurnAnswersOnce(t *testing.T) {
 	eventually(t, "the turn to start", func() bool { return len(h.env.Model.Requests()) == 1 })
 	stop()
 	var state string
-	h.env.Store.Gorm().Raw("SELECT state FROM telegram_inboxes WHERE update_id = ?", id).Scan(&state)
+	h.env.Store.Gorm().Raw("SELECT state FROM inbox_items WHERE event_id = ?", updateRef(int64(id))).Scan(&state)
 	if state != "pending" {
 		t.Fatalf("inbox state %q after the crash, want pending", state)
 	}
@@ -417,7 +417,7 @@ func TestRestartAfterInterruptedTurnAnswersOnce(t *testing.T) {
 	h.tg.WaitFor(t, "offset confirmed", func() bool { return h.tg.Confirmed(id) })
 	eventually(t, "inbox entry done", func() bool {
 		var s string
-		env2.Store.Gorm().Raw("SELECT state FROM telegram_inboxes WHERE update_id = ?", id).Scan(&s)
+		env2.Store.Gorm().Raw("SELECT state FROM inbox_items WHERE event_id = ?", updateRef(int64(id))).Scan(&s)
 		return s == "done" || s == ""
 	})
 	if sent = h.tg.Sent(); len(sent) != 1 || sent[0].Text != "answer after restart" {

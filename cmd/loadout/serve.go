@@ -101,7 +101,7 @@ func chatREPL(ctx context.Context, cfg Config, log *slog.Logger, in io.Reader, o
 		return err
 	}
 	defer a.db.Close()
-	c := console.New(console.Config{In: in, Out: out, User: cfg.Console.User, Logger: log}, a.router)
+	c := console.New(console.Config{In: in, Out: out, User: cfg.Console.User, Logger: log}, a.router, a.db)
 	return c.Run(ctx)
 }
 

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 
+	"loadout/bridge"
 	"loadout/bridge/slack"
 	"loadout/store"
 )
 
-var _ slack.Dedupe = (*store.DB)(nil)
+var _ bridge.Inbox = (*store.DB)(nil)
 
 // slackChannel builds the Slack channel when slack.enabled is set. In
 // events mode it also mounts /slack/events and /slack/commands on the

@@ -9,7 +9,7 @@ import (
 	"loadout/store"
 )
 
-var _ telegram.Inbox = (*store.DB)(nil)
+var _ telegram.Store = (*store.DB)(nil)
 
 // telegramChannel builds the Telegram channel when telegram.enabled is set.
 // In webhook mode it mounts the webhook on the HTTP server at the path of

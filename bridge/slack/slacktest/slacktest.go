@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -404,11 +405,15 @@ func Callback(eventID string, e Event) map[string]any {
 		"event": e, "event_id": eventID, "event_time": time.Now().Unix()}
 }
 
+var triggers atomic.Int64
+
 // SlashCommand is the payload of "/loadout <text>" typed by user in
-// channel, answered through responseURL.
+// channel, answered through responseURL. Each has its own trigger_id, as
+// each invocation on Slack does.
 func SlashCommand(channel, user, text, responseURL string) map[string]string {
 	return map[string]string{"command": "/loadout", "text": text, "team_id": TeamID, "channel_id": channel,
-		"user_id": user, "user_name": "someone", "response_url": responseURL, "trigger_id": "1.2.3", "api_app_id": "A0001"}
+		"user_id": user, "user_name": "someone", "response_url": responseURL,
+		"trigger_id": fmt.Sprintf("1.2.%d", triggers.Add(1)), "api_app_id": "A0001"}
 }
 
 // Form encodes a slash command payload as Slack posts it.

@@ -1,0 +1,81 @@
+package bridge
+
+import (
+	"context"
+	"time"
+
+	"loadout/chat"
+)
+
+// Pending is one platform event a channel hands to the pipeline: the
+// person's message and where its answer goes.
+type Pending struct {
+	// ID names the event at its platform, unique within the channel
+	// ("update:123", "event:Ev06…"). A redelivered event carries the same
+	// ID, which is how the inbox recognises it.
+	ID string
+	// Inbound is the message for the engine. Its ID is set by the
+	// pipeline from the channel and ID.
+	Inbound chat.Inbound
+	// Route is the channel's own reply address (a chat id, a thread, a
+	// response URL), encoded once by the channel; the pipeline only
+	// stores and returns it.
+	Route []byte
+	// Reply, when not empty, is sent as the answer without running a turn
+	// and without storing Inbound.Text: a refusal, a usage hint, a notice.
+	Reply string
+}
+
+// State is where an inbox item is in its life.
+type State string
+
+// Inbox item states.
+const (
+	// StatePending: accepted, no answer stored yet.
+	StatePending State = "pending"
+	// StateAnswered: the answer's parts are stored; Item.Sent of them
+	// went out.
+	StateAnswered State = "answered"
+	// StateDone: every part was sent, or sending failed for good.
+	StateDone State = "done"
+	// StateFailed: the event could not be handled (a panic, or failures
+	// past the attempt limit); it is not tried again.
+	StateFailed State = "failed"
+)
+
+// Item is a Pending as the inbox keeps it.
+type Item struct {
+	// Seq orders items by arrival.
+	Seq     int64
+	Channel string
+	Pending
+	State State
+	// Parts is the answer as the channel sends it, one message each; set
+	// once the item is answered.
+	Parts []string
+	// Sent counts the parts already sent.
+	Sent int
+}
+
+// Inbox is the durable state of the delivery pipeline. Implementations
+// must be safe for concurrent use and should wrap a failure that may pass
+// (a busy database) in chat.ErrTransient.
+type Inbox interface {
+	// Accept stores p for channel. With parts, the item is stored already
+	// answered (p.Reply split for sending) and p.Inbound.Text is not kept.
+	// It reports false, changing nothing, when the channel already holds
+	// an item with p.ID; the returned item is then the stored one.
+	Accept(ctx context.Context, channel string, p Pending, parts []string) (Item, bool, error)
+	// Unfinished returns the channel's pending and answered items in
+	// arrival order.
+	Unfinished(ctx context.Context, channel string) ([]Item, error)
+	// Answer stores an item's answer parts and marks it answered.
+	Answer(ctx context.Context, seq int64, parts []string) error
+	// MarkSent records that the first n parts of an item went out.
+	MarkSent(ctx context.Context, seq int64, n int) error
+	// Finish moves an item to StateDone or StateFailed.
+	Finish(ctx context.Context, seq int64, state State) error
+	// Prune deletes done and failed items last changed before t, and
+	// reports how many. Until then their IDs still recognise redeliveries.
+	Prune(ctx context.Context, before time.Time) (int64, error)
+}

@@ -1,0 +1,556 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"loadout/bridge/backoff"
+	"loadout/chat"
+)
+
+// Handler answers one message; *Router is one.
+type Handler interface {
+	Handle(ctx context.Context, in chat.Inbound) (string, error)
+}
+
+// Outlet is what the pipeline needs from a channel to deliver answers.
+type Outlet interface {
+	// Split cuts an answer into the messages the platform sends, in order.
+	Split(text string) []string
+	// Send sends one part to route. It retries what the platform lets it
+	// retry (rate limits, server errors); an error means the part did not
+	// go out.
+	Send(ctx context.Context, route []byte, part string) error
+}
+
+// Indicator is an optional Outlet feature: a sign that an answer is on
+// its way (Telegram's "typing…", a Slack reaction), shown from the start
+// of a turn until its answer is sent. stop may be called more than once.
+type Indicator interface {
+	Working(ctx context.Context, route []byte) (stop func())
+}
+
+// PipelineConfig configures a Pipeline. Zero values are the defaults.
+type PipelineConfig struct {
+	// Channel names the channel ("telegram"); the inbox keeps each
+	// channel's events apart.
+	Channel string
+	Inbox   Inbox
+	Handler Handler
+	// Outlet sends the answers; the channel itself.
+	Outlet Outlet
+	// Workers bounds the events handled at once; default 8.
+	Workers int
+	// ShutdownGrace is how long running turns may finish after Stop;
+	// default 30s. Then they are cancelled and resumed after the next
+	// start.
+	ShutdownGrace time.Duration
+	// Retry governs store writes and turns that fail with a transient
+	// store error, tried again in place; default 4 attempts from 200ms.
+	Retry backoff.Policy
+	// RetryEvery is how often events left unfinished by a failure are
+	// tried again; default 1m.
+	RetryEvery time.Duration
+	// MaxAttempts bounds how often one event's turn is tried before the
+	// event is failed and the person told; default 5.
+	MaxAttempts int
+	// Keep is how long finished events are remembered so a redelivery is
+	// recognised; default 24h.
+	Keep   time.Duration
+	Logger *slog.Logger
+}
+
+// Errors of Accept, Deliver and Receive.
+var (
+	// ErrStopped: the pipeline is shutting down and takes no new events.
+	ErrStopped = errors.New("bridge: the channel is shutting down")
+	// ErrNotStored: the inbox could not store the event.
+	ErrNotStored = errors.New("bridge: the event could not be stored")
+)
+
+// Pipeline delivers a channel's events: it persists each event, lets
+// the channel acknowledge it, runs the turn in per-chat order (chats run
+// concurrently, bounded by Workers), persists the answer split into its
+// parts, sends the parts one by one marking each as sent, and marks the
+// event done. Start resumes whatever an earlier run left pending or
+// answered but unsent. Every channel uses one; none keeps its own queue,
+// dedupe or retry loop.
+type Pipeline struct {
+	cfg PipelineConfig
+	log *slog.Logger
+
+	ctx    context.Context // the jobs'; cancelled when the grace runs out
+	cancel context.CancelFunc
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	quit   chan struct{}
+
+	mu       sync.Mutex
+	out      Outlet
+	started  bool
+	stopped  bool
+	held     []job // accepted before Start finished resuming
+	queues   map[string][]job
+	active   map[int64]bool
+	attempts map[int64]int
+	waiters  map[int64][]chan error
+}
+
+type job struct {
+	it     Item
+	resume bool
+}
+
+// NewPipeline returns a pipeline. It stores events from the start; it
+// runs them once Start is called, when the channel can send.
+func NewPipeline(cfg PipelineConfig) *Pipeline {
+	if cfg.Workers < 1 {
+		cfg.Workers = 8
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 30 * time.Second
+	}
+	if cfg.Retry.Attempts == 0 {
+		cfg.Retry.Attempts = 4
+	}
+	if cfg.Retry.Initial == 0 {
+		cfg.Retry.Initial = 200 * time.Millisecond
+	}
+	if cfg.Retry.Max == 0 {
+		cfg.Retry.Max = 5 * time.Second
+	}
+	if cfg.RetryEvery <= 0 {
+		cfg.RetryEvery = time.Minute
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 24 * time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pipeline{
+		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, out: cfg.Outlet,
+		sem: make(chan struct{}, cfg.Workers), quit: make(chan struct{}),
+		queues: map[string][]job{}, active: map[int64]bool{}, attempts: map[int64]int{}, waiters: map[int64][]chan error{},
+	}
+}
+
+// Start resumes the channel's unfinished events, then runs accepted
+// events as they come. It waits out store errors while reading the inbox
+// and returns ctx.Err() if ctx ends first.
+func (p *Pipeline) Start(ctx context.Context) error {
+	var items []Item
+	patient := p.cfg.Retry
+	patient.Attempts, patient.Max = 0, time.Minute
+	patient.Do(ctx, backoff.Always, func(ctx context.Context) error {
+		var err error
+		items, err = p.cfg.Inbox.Unfinished(ctx, p.cfg.Channel)
+		if err != nil {
+			p.log.Error("delivery: cannot read the inbox; retrying", "channel", p.cfg.Channel, "err", err)
+		}
+		return err
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(items) > 0 {
+		p.log.Info("delivery: resuming messages left unfinished", "channel", p.cfg.Channel, "count", len(items))
+	}
+	p.mu.Lock()
+	for _, it := range items {
+		p.enqueue(job{it, true})
+	}
+	for _, j := range p.held {
+		p.enqueue(j)
+	}
+	p.held, p.started = nil, true
+	p.mu.Unlock()
+	go p.sweep()
+	return nil
+}
+
+// Stop stops intake, lets queued and running events finish for the
+// shutdown grace, then cancels them and waits for them to return. What
+// was cut stays in the inbox for the next start.
+func (p *Pipeline) Stop() {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	p.stopped = true
+	p.mu.Unlock()
+	close(p.quit)
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	t := time.NewTimer(p.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		p.cancel()
+		<-done
+	}
+	p.cancel()
+}
+
+// Accept persists an event and queues it. It reports false for a
+// redelivery, which is dropped. An error means the event was not stored:
+// the channel must not acknowledge it, so the platform delivers it again.
+func (p *Pipeline) Accept(ctx context.Context, pend Pending) (bool, error) {
+	fresh, _, err := p.accept(ctx, pend, false)
+	return fresh, err
+}
+
+// Deliver is Accept that waits until the event is finished: answered and
+// sent, failed, or left for a later try (then it returns an error).
+func (p *Pipeline) Deliver(ctx context.Context, pend Pending) error {
+	_, done, err := p.accept(ctx, pend, true)
+	if err != nil || done == nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Notify sends text to a chat outside a turn, in the chat's order with
+// its turns, and waits until it is sent.
+func (p *Pipeline) Notify(ctx context.Context, chatKey string, route []byte, text string) error {
+	return p.Deliver(ctx, Pending{ID: "notice:" + newRef(), Inbound: chat.Inbound{ChatKey: chatKey}, Route: route, Reply: text})
+}
+
+func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <-chan error, error) {
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	if stopped {
+		return false, nil, ErrStopped
+	}
+	if pend.ID == "" {
+		return false, nil, errors.New("bridge: an event needs an id")
+	}
+	var parts []string
+	if pend.Reply != "" {
+		parts = p.out.Split(pend.Reply)
+	}
+	it, fresh, err := p.cfg.Inbox.Accept(ctx, p.cfg.Channel, pend, parts)
+	if err != nil {
+		return false, nil, fmt.Errorf("%w: event %s: %w", ErrNotStored, pend.ID, err)
+	}
+	if !fresh {
+		p.log.Debug("delivery: event delivered again; ignored", "channel", p.cfg.Channel, "event", pend.ID)
+		return false, nil, nil
+	}
+	var done chan error
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if wait {
+		done = make(chan error, 1)
+		p.waiters[it.Seq] = append(p.waiters[it.Seq], done)
+	}
+	if !p.started {
+		p.held = append(p.held, job{it, false})
+	} else if !p.stopped {
+		p.enqueue(job{it, false})
+	}
+	return true, done, nil
+}
+
+// Receive runs build for one raw platform event under the pipeline's
+// protection and accepts the Pending it returns; ok=false ignores the
+// event. A panic in build is recovered and logged with the event id, and
+// the event is recorded as failed, so a redelivery is dropped rather than
+// parsed again; when fallback has a route, the person is told there.
+func (p *Pipeline) Receive(ctx context.Context, id string, fallback Pending, build func() (Pending, bool)) (accepted bool, err error) {
+	pend, ok, panicked := safeBuild(build)
+	if panicked != nil {
+		p.log.Error("delivery: reading an event panicked; it is recorded as failed", "channel", p.cfg.Channel,
+			"event", id, "panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
+		rec := Pending{ID: id, Inbound: chat.Inbound{ChatKey: fallback.Inbound.ChatKey}, Route: fallback.Route}
+		it, fresh, err := p.cfg.Inbox.Accept(ctx, p.cfg.Channel, rec, nil)
+		if err != nil {
+			return false, fmt.Errorf("%w: event %s: %w", ErrNotStored, id, err)
+		}
+		if !fresh {
+			return false, nil
+		}
+		if err := p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed); err != nil {
+			p.log.Error("delivery: could not mark the event failed", "event", id, "err", err)
+		}
+		if len(fallback.Route) > 0 && fallback.Inbound.ChatKey != "" {
+			rec.ID, rec.Reply = id+":failed", TextFailed
+			return p.Accept(ctx, rec)
+		}
+		return false, nil
+	}
+	if !ok {
+		return false, nil
+	}
+	if pend.ID == "" {
+		pend.ID = id
+	}
+	return p.Accept(ctx, pend)
+}
+
+type panicValue struct {
+	value any
+	stack []byte
+}
+
+func safeBuild(build func() (Pending, bool)) (pend Pending, ok bool, pv *panicValue) {
+	defer func() {
+		if r := recover(); r != nil {
+			pv = &panicValue{r, debug.Stack()}
+		}
+	}()
+	pend, ok = build()
+	return pend, ok, nil
+}
+
+// enqueue queues j behind its chat's earlier events; p.mu must be held.
+func (p *Pipeline) enqueue(j job) {
+	if p.active[j.it.Seq] {
+		return
+	}
+	p.active[j.it.Seq] = true
+	p.wg.Add(1)
+	key := j.it.Inbound.ChatKey
+	q, running := p.queues[key]
+	p.queues[key] = append(q, j)
+	if !running {
+		go p.drain(key)
+	}
+}
+
+// drain runs one chat's queue in order, one event at a time.
+func (p *Pipeline) drain(key string) {
+	for {
+		p.mu.Lock()
+		q := p.queues[key]
+		if len(q) == 0 {
+			delete(p.queues, key)
+			p.mu.Unlock()
+			return
+		}
+		j := q[0]
+		p.queues[key] = q[1:]
+		out := p.out
+		p.mu.Unlock()
+
+		var err error
+		if p.ctx.Err() != nil {
+			err = p.ctx.Err() // cut at shutdown before it began
+		} else {
+			p.sem <- struct{}{}
+			err = p.run(p.ctx, out, j)
+			<-p.sem
+		}
+		p.mu.Lock()
+		delete(p.active, j.it.Seq)
+		ws := p.waiters[j.it.Seq]
+		delete(p.waiters, j.it.Seq)
+		p.mu.Unlock()
+		for _, w := range ws {
+			w <- err
+		}
+		p.wg.Done()
+	}
+}
+
+// errLeft marks an event left unfinished for a later try.
+var errLeft = errors.New("bridge: the message is kept and will be tried again")
+
+// run handles one event: the turn (unless answered), then the unsent
+// parts. A panic fails the event and tells the person.
+func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
+	it := j.it
+	log := p.log.With("channel", p.cfg.Channel, "event", it.ID, "chat", it.Inbound.ChatKey)
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("delivery: handling the event panicked; it is marked failed", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
+				return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
+			})
+			p.tell(ctx, out, it.Route, TextFailed, log)
+			err = fmt.Errorf("bridge: event %s panicked: %v", it.ID, r)
+		}
+	}()
+	stop := func() {}
+	if ind, ok := out.(Indicator); ok {
+		stop = ind.Working(ctx, it.Route)
+	}
+	defer stop()
+	if it.State == StatePending {
+		text, err := p.turn(ctx, it, j.resume)
+		if ctx.Err() != nil {
+			log.Info("delivery: turn interrupted by shutdown; it is answered after the next start")
+			return ctx.Err()
+		}
+		if err != nil {
+			return p.failed(ctx, out, it, err, log)
+		}
+		parts := out.Split(text)
+		if err := p.write(ctx, log, "store the answer", func(ctx context.Context) error {
+			return p.cfg.Inbox.Answer(ctx, it.Seq, parts)
+		}); err != nil {
+			// Not sent: a later try finds the answer recorded by the
+			// engine and sends it then, once.
+			return errLeft
+		}
+		it.Parts, it.Sent = parts, 0
+	}
+	var sendErr error
+	for i := it.Sent; i < len(it.Parts); i++ {
+		if err := out.Send(ctx, it.Route, it.Parts[i]); err != nil {
+			if ctx.Err() != nil {
+				log.Info("delivery: sending interrupted by shutdown; the rest is sent after the next start", "part", i+1, "parts", len(it.Parts))
+				return ctx.Err()
+			}
+			log.Error("delivery: the platform did not take the answer; giving up on it", "part", i+1, "parts", len(it.Parts), "err", err)
+			sendErr = err
+			break
+		}
+		p.write(ctx, log, "record a sent part", func(ctx context.Context) error {
+			return p.cfg.Inbox.MarkSent(ctx, it.Seq, i+1)
+		})
+	}
+	stop()
+	if err := p.write(ctx, log, "mark the event done", func(ctx context.Context) error {
+		return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
+	}); err != nil {
+		return errLeft
+	}
+	p.mu.Lock()
+	delete(p.attempts, it.Seq)
+	p.mu.Unlock()
+	return sendErr
+}
+
+// turn runs the handler, trying again in place while the store reports
+// a transient failure. Every try after the first, and every try of an
+// event resumed from the inbox, tells the engine to look for what an
+// earlier try recorded.
+func (p *Pipeline) turn(ctx context.Context, it Item, resume bool) (string, error) {
+	in := it.Inbound
+	in.ID = p.cfg.Channel + ":" + it.ID
+	in.Resume = resume
+	var text string
+	err := p.cfg.Retry.Do(ctx, transient, func(ctx context.Context) error {
+		var err error
+		text, err = p.cfg.Handler.Handle(ctx, in)
+		in.Resume = true
+		return err
+	})
+	return text, err
+}
+
+func transient(err error) (bool, time.Duration) { return errors.Is(err, chat.ErrTransient), 0 }
+
+// failed handles a turn that failed: the event stays pending and is tried
+// again later, up to MaxAttempts; then it is failed. The person hears a
+// true sentence either way.
+func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, log *slog.Logger) error {
+	p.mu.Lock()
+	p.attempts[it.Seq]++
+	n := p.attempts[it.Seq]
+	p.mu.Unlock()
+	if n >= p.cfg.MaxAttempts {
+		log.Error("delivery: the message failed too often; giving up on it", "attempts", n, "err", err)
+		p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
+			return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
+		})
+		p.tell(ctx, out, it.Route, TextFailed, log)
+		return err
+	}
+	log.Error("delivery: the message failed; it stays pending and is tried again", "attempt", n, "err", err)
+	if n == 1 {
+		p.tell(ctx, out, it.Route, TextRetrying, log)
+	}
+	return errLeft
+}
+
+// write runs a store call, trying again while it fails; the shutdown
+// does not cut it. It logs and returns the last error.
+func (p *Pipeline) write(ctx context.Context, log *slog.Logger, what string, fn func(ctx context.Context) error) error {
+	err := p.cfg.Retry.Do(context.WithoutCancel(ctx), backoff.Always, fn)
+	if err != nil {
+		log.Error("delivery: could not "+what, "err", err)
+	}
+	return err
+}
+
+// tell sends a sentence of the pipeline's own, best effort.
+func (p *Pipeline) tell(ctx context.Context, out Outlet, route []byte, text string, log *slog.Logger) {
+	if ctx.Err() != nil || len(route) == 0 {
+		return
+	}
+	for _, part := range out.Split(text) {
+		if err := out.Send(ctx, route, part); err != nil {
+			log.Error("delivery: could not tell the person", "err", err)
+			return
+		}
+	}
+}
+
+// sweep tries unfinished events again every RetryEvery and forgets
+// finished ones after Keep, until Stop.
+func (p *Pipeline) sweep() {
+	t := time.NewTicker(p.cfg.RetryEvery)
+	defer t.Stop()
+	p.prune()
+	lastPrune := time.Now()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+		}
+		items, err := p.cfg.Inbox.Unfinished(p.ctx, p.cfg.Channel)
+		if err != nil {
+			p.log.Warn("delivery: cannot read the inbox to retry messages", "channel", p.cfg.Channel, "err", err)
+			continue
+		}
+		p.mu.Lock()
+		if !p.stopped {
+			for _, it := range items {
+				p.enqueue(job{it, true})
+			}
+		}
+		p.mu.Unlock()
+		if time.Since(lastPrune) > time.Hour {
+			p.prune()
+			lastPrune = time.Now()
+		}
+	}
+}
+
+func (p *Pipeline) prune() {
+	n, err := p.cfg.Inbox.Prune(p.ctx, time.Now().Add(-p.cfg.Keep))
+	if err != nil {
+		p.log.Warn("delivery: cannot prune the inbox", "err", err)
+	} else if n > 0 {
+		p.log.Debug("delivery: pruned finished events", "channel", p.cfg.Channel, "count", n)
+	}
+}
+
+// newRef returns a short random reference id.
+func newRef() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,169 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"loadout/bridge"
+	"loadout/chat"
+)
+
+// update is the part of a Telegram update the channel reads. Forum topic
+// fields are newer than the client library, so they are decoded here.
+type update struct {
+	UpdateID int64    `json:"update_id"`
+	Message  *message `json:"message"`
+}
+
+type message struct {
+	tgbotapi.Message
+	MessageThreadID int  `json:"message_thread_id"`
+	IsTopicMessage  bool `json:"is_topic_message"`
+}
+
+// routeInfo is where a reply goes; the pipeline stores it, as JSON, with
+// the event.
+type routeInfo struct {
+	ChatID   int64 `json:"chat"`
+	ThreadID int   `json:"thread,omitempty"`
+	ReplyTo  int   `json:"reply_to,omitempty"`
+}
+
+func (r routeInfo) encode() []byte {
+	b, _ := json.Marshal(r) // three integers always encode
+	return b
+}
+
+// accept hands each update of a batch to the pipeline, which stores the
+// ones for the bot. It returns the offset that confirms the whole batch,
+// or an error (and no offset) if one could not be stored.
+func (a *Adapter) accept(ctx context.Context, ups []update) (int64, error) {
+	a.mu.Lock()
+	self := a.bot.Self
+	a.mu.Unlock()
+	var next int64
+	for _, u := range ups {
+		_, err := a.pipe.Receive(ctx, updateRef(u.UpdateID), a.fallback(u), func() (bridge.Pending, bool) {
+			return a.judge(self, u)
+		})
+		if err != nil {
+			return 0, err
+		}
+		next = max(next, u.UpdateID+1)
+	}
+	return next, nil
+}
+
+// fallback is where the person is told if reading an update fails: the
+// chat it came from, when an allowed person sent it.
+func (a *Adapter) fallback(u update) bridge.Pending {
+	m := u.Message
+	if m == nil || m.Chat == nil || m.From == nil || !a.allow.Allowed(strconv.FormatInt(m.From.ID, 10), m.From.UserName) {
+		return bridge.Pending{}
+	}
+	r := routeInfo{ChatID: m.Chat.ID}
+	return bridge.Pending{Inbound: chat.Inbound{ChatKey: "telegram:" + strconv.FormatInt(m.Chat.ID, 10)}, Route: r.encode()}
+}
+
+// judge decides whether an update is a message for the bot from an
+// allowed person. A stranger addressing the bot gets one refusal; their
+// text is never stored.
+func (a *Adapter) judge(self tgbotapi.User, u update) (bridge.Pending, bool) {
+	m := u.Message
+	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot || strings.TrimSpace(m.Text) == "" {
+		return bridge.Pending{}, false
+	}
+	text := m.Text
+	r := routeInfo{ChatID: m.Chat.ID}
+	chatKey := "telegram:" + strconv.FormatInt(m.Chat.ID, 10)
+	if m.IsTopicMessage && m.MessageThreadID != 0 {
+		r.ThreadID = m.MessageThreadID
+		chatKey += ":" + strconv.Itoa(m.MessageThreadID)
+	}
+	switch m.Chat.Type {
+	case "private":
+	case "group", "supergroup":
+		var ok bool
+		if text, ok = addressed(self, m); !ok {
+			return bridge.Pending{}, false
+		}
+		r.ReplyTo = m.MessageID
+	default:
+		return bridge.Pending{}, false
+	}
+	id := strconv.FormatInt(m.From.ID, 10)
+	if !a.allow.Allowed(id, m.From.UserName) {
+		username := "(none)"
+		if m.From.UserName != "" {
+			username = "@" + m.From.UserName
+		}
+		a.log.Warn("telegram: refused a message from a user who is not allowed; to allow them, add their id or @username to telegram.allowed_users",
+			"user_id", id, "username", username, "name", strings.TrimSpace(m.From.FirstName+" "+m.From.LastName),
+			"chat_id", m.Chat.ID)
+		if !a.allow.FirstRefusal(id) {
+			return bridge.Pending{}, false
+		}
+		return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey}, Route: r.encode(), Reply: bridge.TextRefused}, true
+	}
+	return bridge.Pending{
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id, Text: text},
+		Route:   r.encode(),
+	}, true
+}
+
+// addressed reports whether a group message is for the bot: it mentions
+// the bot, replies to it, or is a command (not one addressed to another
+// bot). It returns the text with the mention removed. Entity offsets and
+// lengths come from the sender and are checked against the text (in
+// UTF-16 units, as Telegram counts) before any is used.
+func addressed(self tgbotapi.User, m *message) (string, bool) {
+	text := m.Text
+	if name, _, ok := bridge.ParseCommand(text); ok && name != "" {
+		head, _, _ := strings.Cut(strings.TrimSpace(text), " ")
+		if _, to, has := strings.Cut(head, "@"); has && !strings.EqualFold(to, self.UserName) {
+			return "", false
+		}
+		return text, true
+	}
+	mentioned := false
+	units := utf16.Encode([]rune(text))
+	var keep []uint16
+	last := 0
+	for _, e := range m.Entities {
+		if e.Offset < last || e.Length <= 0 || e.Length > len(units)-e.Offset {
+			continue // overlapping, empty, negative or past the end
+		}
+		seg := string(utf16.Decode(units[e.Offset : e.Offset+e.Length]))
+		if (e.Type == "mention" && strings.EqualFold(seg, "@"+self.UserName)) ||
+			(e.Type == "text_mention" && e.User != nil && e.User.ID == self.ID) {
+			mentioned = true
+			if e.Type == "mention" {
+				keep = append(keep, units[last:e.Offset]...)
+				last = e.Offset + e.Length
+			}
+		}
+	}
+	if !mentioned && strings.Contains(strings.ToLower(text), "@"+strings.ToLower(self.UserName)) && len(m.Entities) == 0 {
+		mentioned = true
+	}
+	replied := m.ReplyToMessage != nil && m.ReplyToMessage.From != nil && m.ReplyToMessage.From.ID == self.ID &&
+		!(m.IsTopicMessage && m.ReplyToMessage.MessageID == m.MessageThreadID)
+	if !mentioned && !replied {
+		return "", false
+	}
+	if last > 0 {
+		keep = append(keep, units[last:]...)
+		if stripped := strings.Join(strings.Fields(string(utf16.Decode(keep))), " "); stripped != "" {
+			text = stripped
+		}
+	}
+	return text, true
+}
+
+// updateRef names an update for the inbox.
+func updateRef(id int64) string { return "update:" + strconv.FormatInt(id, 10) }

@@ -1,0 +1,142 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"loadout/bridge"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// ErrNotRunning is returned by Notify before Run has connected.
+var ErrNotRunning = errors.New("telegram: the channel is not connected")
+
+// Split cuts a Markdown answer into the parts sent as separate messages.
+func (a *Adapter) Split(text string) []string { return Chunks(text, MaxMessage) }
+
+// Send sends one part to the route as Telegram HTML. A part whose
+// formatting Telegram rejects is sent again as plain text.
+func (a *Adapter) Send(ctx context.Context, route []byte, part string) error {
+	var r routeInfo
+	if err := json.Unmarshal(route, &r); err != nil {
+		return fmt.Errorf("telegram: unreadable route: %w", err)
+	}
+	err := a.sendText(ctx, r, HTML(part), "HTML")
+	if isParseError(err) {
+		a.log.Warn("telegram: formatting rejected; sending the text plain", "err", err)
+		err = a.sendText(ctx, r, part, "")
+	}
+	return err
+}
+
+// Working shows "typing…" in the route's chat until stop is called. stop
+// waits for the renewal loop to end and may be called more than once.
+func (a *Adapter) Working(ctx context.Context, route []byte) (stop func()) {
+	var r routeInfo
+	if json.Unmarshal(route, &r) != nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "action": tgbotapi.ChatTyping}
+		p.AddNonZero("message_thread_id", r.ThreadID)
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := a.request(ctx, "sendChatAction", p); err != nil && ctx.Err() == nil {
+				a.optionalFailed("sendChatAction", err)
+			}
+			t.Reset(a.cfg.TypingInterval)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// Notify sends text, formatted as a reply is, to the chat (and forum
+// topic) that chatKey names, e.g. "telegram:-100123:7", through the
+// delivery pipeline, and waits until it is sent. Other parts use it to
+// tell a person something outside a turn, such as a finished account
+// connection.
+func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
+	rest, ok := strings.CutPrefix(chatKey, "telegram:")
+	if !ok {
+		return fmt.Errorf("telegram: %q is not a Telegram chat key", chatKey)
+	}
+	chatPart, threadPart, _ := strings.Cut(rest, ":")
+	id, err := strconv.ParseInt(chatPart, 10, 64)
+	if err != nil {
+		return fmt.Errorf("telegram: bad chat key %q", chatKey)
+	}
+	r := routeInfo{ChatID: id}
+	if threadPart != "" {
+		if r.ThreadID, err = strconv.Atoi(threadPart); err != nil {
+			return fmt.Errorf("telegram: bad chat key %q", chatKey)
+		}
+	}
+	a.mu.Lock()
+	ready := a.ready
+	a.mu.Unlock()
+	if !ready {
+		return ErrNotRunning
+	}
+	return a.pipe.Notify(ctx, chatKey, r.encode(), text)
+}
+
+// Chunks splits Markdown into pieces that fit one message: bridge.Split,
+// with pieces cut again if they are too long in UTF-16 units, which is how
+// Telegram counts.
+func Chunks(md string, limit int) []string {
+	return chunks(md, limit, limit)
+}
+
+// chunks splits md at size runes, and splits again, smaller, every piece
+// longer than limit UTF-16 units.
+func chunks(md string, limit, size int) []string {
+	var out []string
+	for _, c := range bridge.Split(md, size) {
+		n := len(utf16.Encode([]rune(c)))
+		if n <= limit || size <= 32 {
+			out = append(out, c)
+			continue
+		}
+		smaller := size * limit / n
+		if smaller >= size {
+			smaller = size - 1
+		}
+		out = append(out, chunks(c, limit, smaller)...)
+	}
+	return out
+}
+
+func (a *Adapter) sendText(ctx context.Context, r routeInfo, text, parseMode string) error {
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "text": text}
+	p.AddNonEmpty("parse_mode", parseMode)
+	p.AddNonZero("message_thread_id", r.ThreadID)
+	if r.ReplyTo != 0 {
+		p.AddNonZero("reply_to_message_id", r.ReplyTo)
+		p.AddBool("allow_sending_without_reply", true)
+	}
+	p.AddBool("disable_web_page_preview", true)
+	_, err := a.call(ctx, "sendMessage", p)
+	return err
+}
+
+func isParseError(err error) bool {
+	var te *tgbotapi.Error
+	return errors.As(err, &te) && te.Code == http.StatusBadRequest &&
+		strings.Contains(strings.ToLower(te.Message), "can't parse entities")
+}

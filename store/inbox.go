@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"loadout/bridge"
+	"loadout/chat"
+)
+
+var _ bridge.Inbox = (*DB)(nil)
+
+// inboxItem is one accepted platform event, kept from before it is
+// acknowledged until its answer is sent, and for a while after so a
+// redelivery is still recognised. (channel, event_id) is unique; the
+// partial index idx_inbox_open answers "what is unfinished" without
+// reading finished rows.
+type inboxItem struct {
+	Seq     int64  `gorm:"primaryKey"`
+	Channel string `gorm:"not null;uniqueIndex:idx_inbox_event,priority:1"`
+	EventID string `gorm:"not null;uniqueIndex:idx_inbox_event,priority:2"`
+	ChatKey string `gorm:"not null"`
+	UserKey string
+	Text    string
+	Route   []byte
+	// Parts is the answer as a JSON array of strings, once known.
+	Parts     string
+	Sent      int
+	State     string `gorm:"not null"`
+	CreatedAt time.Time
+	UpdatedAt time.Time `gorm:"index"`
+}
+
+// migrateInbox creates the inbox's partial index and moves the unfinished
+// entries of the former Telegram-only inbox into it.
+func migrateInbox(g *gorm.DB) error {
+	if err := g.Exec(`CREATE INDEX IF NOT EXISTS idx_inbox_open ON inbox_items(channel, seq) WHERE state IN ('pending', 'answered')`).Error; err != nil {
+		return err
+	}
+	if g.Migrator().HasTable("telegram_inboxes") {
+		err := g.Transaction(func(tx *gorm.DB) error {
+			// The old route JSON is what the Telegram channel still writes;
+			// a stored reply becomes one part, sent by the channel as is.
+			if err := tx.Exec(`INSERT OR IGNORE INTO inbox_items (channel, event_id, chat_key, user_key, text, route, parts, sent, state, created_at, updated_at)
+				SELECT 'telegram', 'update:' || update_id, chat_key, user_key, text, CAST(route AS BLOB),
+					CASE WHEN reply <> '' THEN json_array(reply) ELSE '' END, 0,
+					CASE WHEN reply <> '' THEN 'answered' ELSE 'pending' END, created_at, updated_at
+				FROM telegram_inboxes WHERE state <> 'done' ORDER BY update_id`).Error; err != nil {
+				return err
+			}
+			return tx.Exec(`DROP TABLE telegram_inboxes`).Error
+		})
+		if err != nil {
+			return fmt.Errorf("move the Telegram inbox: %w", err)
+		}
+	}
+	// Event ids recorded by an earlier version's Slack dedupe.
+	return g.Exec(`DELETE FROM states WHERE key LIKE 'seen:%'`).Error
+}
+
+// Accept stores p as pending, or answered with parts. It reports false
+// and returns the stored item when the channel already has p.ID.
+func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts []string) (bridge.Item, bool, error) {
+	now := d.now()
+	row := inboxItem{
+		Channel: channel, EventID: p.ID, ChatKey: p.Inbound.ChatKey, UserKey: p.Inbound.UserKey,
+		Text: p.Inbound.Text, Route: p.Route, State: string(bridge.StatePending), CreatedAt: now, UpdatedAt: now,
+	}
+	if parts != nil {
+		b, err := json.Marshal(parts)
+		if err != nil {
+			return bridge.Item{}, false, err
+		}
+		row.Parts, row.Text, row.State = string(b), "", string(bridge.StateAnswered)
+	}
+	res := d.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+	if res.Error != nil {
+		return bridge.Item{}, false, kind(res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return row.item(), true, nil
+	}
+	var old inboxItem
+	if err := d.db.WithContext(ctx).Where("channel = ? AND event_id = ?", channel, p.ID).Take(&old).Error; err != nil {
+		return bridge.Item{}, false, kind(err)
+	}
+	return old.item(), false, nil
+}
+
+func (r inboxItem) item() bridge.Item {
+	it := bridge.Item{
+		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent,
+		Pending: bridge.Pending{ID: r.EventID, Route: r.Route,
+			Inbound: chatInbound(r.ChatKey, r.UserKey, r.Text)},
+	}
+	if r.Parts != "" {
+		// A row this package wrote; an unreadable one sends nothing.
+		_ = json.Unmarshal([]byte(r.Parts), &it.Parts)
+	}
+	return it
+}
+
+// Unfinished returns the channel's pending and answered items by arrival.
+func (d *DB) Unfinished(ctx context.Context, channel string) ([]bridge.Item, error) {
+	var rows []inboxItem
+	err := d.db.WithContext(ctx).Where("channel = ? AND state IN ?", channel,
+		[]string{string(bridge.StatePending), string(bridge.StateAnswered)}).Order("seq").Find(&rows).Error
+	if err != nil {
+		return nil, kind(err)
+	}
+	out := make([]bridge.Item, len(rows))
+	for i, r := range rows {
+		out[i] = r.item()
+	}
+	return out, nil
+}
+
+// Answer stores the parts of an item's answer.
+func (d *DB) Answer(ctx context.Context, seq int64, parts []string) error {
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return err
+	}
+	return d.updateItem(ctx, seq, map[string]any{"parts": string(b), "sent": 0, "state": string(bridge.StateAnswered)})
+}
+
+// MarkSent records that n parts of an item were sent.
+func (d *DB) MarkSent(ctx context.Context, seq int64, n int) error {
+	return d.updateItem(ctx, seq, map[string]any{"sent": n})
+}
+
+// Finish marks an item done or failed.
+func (d *DB) Finish(ctx context.Context, seq int64, state bridge.State) error {
+	if state != bridge.StateDone && state != bridge.StateFailed {
+		return fmt.Errorf("store: finish item %d: %q is not a final state", seq, state)
+	}
+	return d.updateItem(ctx, seq, map[string]any{"state": string(state)})
+}
+
+func (d *DB) updateItem(ctx context.Context, seq int64, set map[string]any) error {
+	set["updated_at"] = d.now()
+	res := d.db.WithContext(ctx).Model(&inboxItem{}).Where("seq = ?", seq).Updates(set)
+	if res.Error != nil {
+		return kind(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("store: inbox item %d: %w", seq, errNotFound)
+	}
+	return nil
+}
+
+// Prune deletes finished items last changed before t.
+func (d *DB) Prune(ctx context.Context, before time.Time) (int64, error) {
+	res := d.db.WithContext(ctx).Where("state IN ? AND updated_at < ?",
+		[]string{string(bridge.StateDone), string(bridge.StateFailed)}, before).Delete(&inboxItem{})
+	return res.RowsAffected, kind(res.Error)
+}
+
+func chatInbound(chatKey, userKey, text string) chat.Inbound {
+	return chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}
+}
