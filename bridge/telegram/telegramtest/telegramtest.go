@@ -94,6 +94,7 @@ type Server struct {
 	sent    []Sent
 	fails   map[string][]failure
 	paused  map[string]chan struct{}
+	through map[string]int // calls of a held method still let through
 	waiting map[string]int
 }
 
@@ -101,7 +102,7 @@ type Server struct {
 func New(t testing.TB) *Server {
 	s := &Server{
 		quit: make(chan struct{}), changed: make(chan struct{}), nextID: 1000, nextMsg: 1,
-		fails: map[string][]failure{}, paused: map[string]chan struct{}{}, waiting: map[string]int{},
+		fails: map[string][]failure{}, paused: map[string]chan struct{}{}, through: map[string]int{}, waiting: map[string]int{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -122,6 +123,35 @@ func (s *Server) Push(m Message) int {
 	id := s.nextID
 	s.nextID++
 	s.updates = append(s.updates, s.updateJSON(id, m))
+	s.ids = append(s.ids, id)
+	s.notify()
+	return id
+}
+
+// Requeue queues m again under an update id already used, as Telegram
+// does when the bot asks without an offset after losing it.
+func (s *Server) Requeue(id int, m Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.updates = append(s.updates, s.updateJSON(id, m))
+	s.ids = append(s.ids, id)
+	s.notify()
+}
+
+// PushRaw queues an update given as raw JSON (any fields, however odd),
+// with a new update id, and returns the id.
+func (s *Server) PushRaw(update string) int {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(update), &m); err != nil {
+		panic(fmt.Sprintf("telegramtest: PushRaw: %v", err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextID
+	s.nextID++
+	m["update_id"] = id
+	b, _ := json.Marshal(m)
+	s.updates = append(s.updates, b)
 	s.ids = append(s.ids, id)
 	s.notify()
 	return id
@@ -231,12 +261,17 @@ func (s *Server) FailNext(method string, code int, description string, retryAfte
 
 // Pause makes calls of method wait until Resume, or until the client gives
 // up. A call abandoned by its client is not recorded as sent.
-func (s *Server) Pause(method string) {
+func (s *Server) Pause(method string) { s.Hold(method, 0) }
+
+// Hold lets the next after calls of method through and makes later ones
+// wait, as Pause does.
+func (s *Server) Hold(method string, after int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.paused[method]; !ok {
 		s.paused[method] = make(chan struct{})
 	}
+	s.through[method] = after
 }
 
 // Resume lets paused calls of method go on.
@@ -246,6 +281,7 @@ func (s *Server) Resume(method string) {
 	if ch, ok := s.paused[method]; ok {
 		close(ch)
 		delete(s.paused, method)
+		delete(s.through, method)
 	}
 }
 
@@ -336,6 +372,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.fails[method] = q[1:]
 	}
 	pause, paused := s.paused[method]
+	if paused && s.through[method] > 0 {
+		s.through[method]--
+		paused = false
+	}
 	if paused {
 		s.waiting[method]++
 	}

@@ -1,0 +1,441 @@
+package bridge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"loadout/bridge"
+	"loadout/bridge/backoff"
+	"loadout/chat"
+	"loadout/chat/chattest"
+	"loadout/store"
+)
+
+// outlet is a channel that records what it sends. Parts of an answer are
+// separated by "|".
+type outlet struct {
+	mu   sync.Mutex
+	sent []string
+	// block, when set, holds a part until ctx ends.
+	block func(part string) bool
+	// fail, when set, refuses a part for good.
+	fail func(part string) error
+}
+
+func (o *outlet) Split(text string) []string { return strings.Split(text, "|") }
+
+func (o *outlet) Send(ctx context.Context, route []byte, part string) error {
+	if o.block != nil && o.block(part) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if o.fail != nil {
+		if err := o.fail(part); err != nil {
+			return err
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sent = append(o.sent, string(route)+":"+part)
+	return nil
+}
+
+func (o *outlet) got() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.sent)
+}
+
+func (o *outlet) waitFor(t *testing.T, n int) []string {
+	t.Helper()
+	waitUntil(t, fmt.Sprintf("%d parts sent", n), func() bool { return len(o.got()) >= n })
+	return o.got()
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+type handlerFunc func(ctx context.Context, in chat.Inbound) (string, error)
+
+func (f handlerFunc) Handle(ctx context.Context, in chat.Inbound) (string, error) { return f(ctx, in) }
+
+func openStore(t *testing.T) (*store.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "loadout.db")
+	db, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, path
+}
+
+func pending(id, chatKey, text string) bridge.Pending {
+	return bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "u", Text: text}, Route: []byte(chatKey)}
+}
+
+func newPipeline(t *testing.T, cfg bridge.PipelineConfig) *bridge.Pipeline {
+	t.Helper()
+	cfg.Channel = "test"
+	cfg.Retry = backoff.Policy{Attempts: 3, Initial: time.Millisecond, Max: 2 * time.Millisecond}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	p := bridge.NewPipeline(cfg)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+func accept(t *testing.T, p *bridge.Pipeline, pend bridge.Pending) {
+	t.Helper()
+	if fresh, err := p.Accept(context.Background(), pend); err != nil || !fresh {
+		t.Fatalf("Accept(%s) = %v, %v", pend.ID, fresh, err)
+	}
+}
+
+func itemState(t *testing.T, db *store.DB, id string) (state string, sent int) {
+	t.Helper()
+	row := db.Gorm().Raw("SELECT state, sent FROM inbox_items WHERE event_id = ?", id).Row()
+	if err := row.Scan(&state, &sent); err != nil {
+		t.Fatalf("item %s: %v", id, err)
+	}
+	return state, sent
+}
+
+// One chat's events run one at a time in arrival order while another
+// chat's event runs at the same time: a1 cannot finish until b1 has
+// started, so a global lock would never finish.
+func TestPipelineOrdersEachChatAndOverlapsChats(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	bStarted := make(chan struct{})
+	var mu sync.Mutex
+	var events []string
+	note := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Workers: 4,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			note("start " + in.Text)
+			switch in.Text {
+			case "a1":
+				select {
+				case <-bStarted:
+				case <-time.After(10 * time.Second):
+					return "", errors.New("b1 never ran while a1 was running")
+				}
+			case "b1":
+				close(bStarted)
+			}
+			note("end " + in.Text)
+			return "re " + in.Text, nil
+		})})
+	accept(t, p, pending("1", "A", "a1"))
+	accept(t, p, pending("2", "A", "a2"))
+	accept(t, p, pending("3", "B", "b1"))
+	out.waitFor(t, 3)
+	mu.Lock()
+	defer mu.Unlock()
+	at := func(s string) int { return slices.Index(events, s) }
+	if at("start b1") > at("end a1") {
+		t.Errorf("b1 did not run while a1 was running: %v", events)
+	}
+	if at("start a2") < at("end a1") {
+		t.Errorf("a2 started before a1 ended: %v", events)
+	}
+	sent := out.got()
+	if slices.Index(sent, "A:re a1") > slices.Index(sent, "A:re a2") {
+		t.Errorf("chat A answered out of order: %v", sent)
+	}
+}
+
+func TestPipelineBoundsWorkers(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	var running, peak atomic.Int32
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Workers: 2,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			n := running.Add(1)
+			for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
+			}
+			time.Sleep(3 * time.Millisecond)
+			running.Add(-1)
+			return "ok", nil
+		})})
+	for i := range 12 {
+		accept(t, p, pending(fmt.Sprint(i), fmt.Sprintf("chat%d", i%6), "m"))
+	}
+	out.waitFor(t, 12)
+	if peak.Load() > 2 {
+		t.Fatalf("%d turns ran at once, want at most 2", peak.Load())
+	}
+}
+
+func TestPipelineDropsRedeliveries(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	var calls atomic.Int32
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			calls.Add(1)
+			if !strings.HasPrefix(in.ID, "test:ev") || in.Resume {
+				t.Errorf("inbound id %q resume %v", in.ID, in.Resume)
+			}
+			return "once", nil
+		})})
+	accept(t, p, pending("ev1", "A", "hi"))
+	out.waitFor(t, 1)
+	if fresh, err := p.Accept(context.Background(), pending("ev1", "A", "hi")); fresh || err != nil {
+		t.Fatalf("redelivery Accept = %v, %v", fresh, err)
+	}
+	accept(t, p, pending("ev2", "A", "next"))
+	out.waitFor(t, 2)
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2", n)
+	}
+}
+
+// Stopped while the second of three parts is in flight, a new pipeline on
+// the same database sends the second and third parts, and not the first,
+// without running the turn again.
+func TestPipelineResumesAtFirstUnsentPart(t *testing.T) {
+	db, path := openStore(t)
+	out := &outlet{block: func(part string) bool { return part == "two" }}
+	var calls atomic.Int32
+	h := handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		calls.Add(1)
+		return "one|two|three", nil
+	})
+	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: db, Outlet: out, Handler: h,
+		ShutdownGrace: time.Millisecond, Logger: quiet()})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accept(t, p, pending("ev", "A", "long please"))
+	out.waitFor(t, 1)
+	p.Stop()
+	if state, sent := itemState(t, db, "ev"); state != "answered" || sent != 1 {
+		t.Fatalf("after the stop: %s with %d sent, want answered with 1", state, sent)
+	}
+
+	db2, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	out.block = nil
+	newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h})
+	sent := out.waitFor(t, 3)
+	waitUntil(t, "the item done", func() bool { s, _ := itemState(t, db2, "ev"); return s == "done" })
+	if want := []string{"A:one", "A:two", "A:three"}; !slices.Equal(out.got(), want) {
+		t.Fatalf("sent %v, want %v", sent, want)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the turn ran %d times, want 1", n)
+	}
+}
+
+// A panicking turn fails its event (not retried), the person hears a plain
+// sentence, and the next event is handled.
+func TestPipelineRecoversPanics(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	logs := &chattest.LogBuffer{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Logger: logger(logs),
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			if in.Text == "boom" {
+				var m map[string]int
+				m["x"]++ // a nil map write panics
+			}
+			return "fine", nil
+		})})
+	accept(t, p, pending("ev1", "A", "boom"))
+	accept(t, p, pending("ev2", "A", "after"))
+	sent := out.waitFor(t, 2)
+	if sent[0] != "A:"+bridge.TextFailed || sent[1] != "A:fine" {
+		t.Fatalf("sent %v", sent)
+	}
+	if s, _ := itemState(t, db, "ev1"); s != "failed" {
+		t.Fatalf("panicked event is %s, want failed", s)
+	}
+	if !strings.Contains(logs.String(), "event=ev1") || !strings.Contains(logs.String(), "panicked") {
+		t.Fatalf("the panic is not logged with the event id:\n%s", logs.String())
+	}
+}
+
+// A panic while reading a raw event is recorded against the event id: the
+// person (when known) is told once, and a redelivery is dropped.
+func TestReceiveRecoversParsePanics(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "ok", nil })})
+	fallback := bridge.Pending{Inbound: chat.Inbound{ChatKey: "A"}, Route: []byte("A")}
+	var builds atomic.Int32
+	build := func() (bridge.Pending, bool) {
+		builds.Add(1)
+		var s []int
+		_ = s[3]
+		return bridge.Pending{}, true
+	}
+	for range 2 {
+		if _, err := p.Receive(context.Background(), "raw1", fallback, build); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.waitFor(t, 1)
+	if s, _ := itemState(t, db, "raw1"); s != "failed" {
+		t.Fatalf("event state %s, want failed", s)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if sent := out.got(); len(sent) != 1 || sent[0] != "A:"+bridge.TextFailed {
+		t.Fatalf("sent %v, want the failure sentence once", sent)
+	}
+}
+
+// flakyStore fails the engine's writes of a final answer while failing is
+// set, as a database locked past its busy timeout would.
+type flakyStore struct {
+	*store.DB
+	failing atomic.Int32 // failures left
+}
+
+func (f *flakyStore) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u chat.Usage) error {
+	last := msgs[len(msgs)-1]
+	if last.Role == chat.RoleAssistant && len(last.ToolCalls) == 0 && f.failing.Load() > 0 {
+		f.failing.Add(-1)
+		return fmt.Errorf("database is locked: %w", chat.ErrTransient)
+	}
+	return f.DB.Append(ctx, sessionID, msgs, u)
+}
+
+// The store fails while the answer is persisted: the turn is tried again
+// in place, then the event stays pending and the person is told, truly,
+// that their message is kept; a later try answers it once.
+func TestPipelineKeepsMessageWhenStoreFails(t *testing.T) {
+	env := chattest.NewEnv(t, chattest.Options{})
+	flaky := &flakyStore{DB: env.Store}
+	flaky.failing.Store(5)
+	engine := chat.New(chat.Config{Logger: quiet()}, env.Model.Client(), flaky, env.Registry)
+	env.Model.Fallback = "the answer"
+	out := &outlet{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: env.Store, Outlet: out, RetryEvery: 30 * time.Millisecond,
+		Handler: bridge.NewRouter(engine, "loadout")})
+	accept(t, p, pending("ev", "A", "question"))
+	sent := out.waitFor(t, 1)
+	if sent[0] != "A:"+bridge.TextRetrying {
+		t.Fatalf("first sentence %q", sent[0])
+	}
+	if s, _ := itemState(t, env.Store, "ev"); s != "pending" {
+		t.Fatalf("after the failures the event is %s, want pending", s)
+	}
+	sent = out.waitFor(t, 2)
+	waitUntil(t, "the item done", func() bool { s, _ := itemState(t, env.Store, "ev"); return s == "done" })
+	if len(out.got()) != 2 || sent[1] != "A:the answer" {
+		t.Fatalf("sent %v, want the sentence and then the answer once", out.got())
+	}
+	var users int
+	env.Store.Gorm().Raw("SELECT COUNT(*) FROM messages WHERE role = 'user' AND text = 'question'").Scan(&users)
+	if users != 1 {
+		t.Fatalf("the question is recorded %d times, want 1", users)
+	}
+}
+
+// failingInbox refuses to store answers and to finish items.
+type failingInbox struct {
+	*store.DB
+	answer, finish atomic.Int32 // failures left
+}
+
+func (f *failingInbox) Answer(ctx context.Context, seq int64, parts []string) error {
+	if f.answer.Load() > 0 {
+		f.answer.Add(-1)
+		return fmt.Errorf("answer: %w", chat.ErrTransient)
+	}
+	return f.DB.Answer(ctx, seq, parts)
+}
+
+func (f *failingInbox) Finish(ctx context.Context, seq int64, s bridge.State) error {
+	if f.finish.Load() > 0 {
+		f.finish.Add(-1)
+		return fmt.Errorf("finish: %w", chat.ErrTransient)
+	}
+	return f.DB.Finish(ctx, seq, s)
+}
+
+// The inbox cannot store the answer: nothing is sent and nothing marked
+// done; the later try finds the answer the engine recorded and sends it
+// once, without asking the model again.
+func TestPipelineInboxFailureLeavesEventPending(t *testing.T) {
+	env := chattest.NewEnv(t, chattest.Options{})
+	inbox := &failingInbox{DB: env.Store}
+	inbox.answer.Store(4) // more than one round of in-place tries
+	env.Model.Text("computed once")
+	out := &outlet{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: inbox, Outlet: out, RetryEvery: 30 * time.Millisecond,
+		Handler: bridge.NewRouter(env.Engine, "loadout")})
+	accept(t, p, pending("ev", "A", "q"))
+	waitUntil(t, "the answer to be refused", func() bool { return inbox.answer.Load() == 0 })
+	sent := out.waitFor(t, 1)
+	waitUntil(t, "the item done", func() bool { s, _ := itemState(t, env.Store, "ev"); return s == "done" })
+	if len(out.got()) != 1 || sent[0] != "A:computed once" {
+		t.Fatalf("sent %v, want the answer once", out.got())
+	}
+	if n := len(env.Model.Requests()); n != 1 {
+		t.Fatalf("model called %d times, want 1", n)
+	}
+}
+
+func TestNotifyWaitsAndReportsFailure(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{fail: func(part string) error {
+		if part == "refused" {
+			return errors.New("channel_not_found")
+		}
+		return nil
+	}}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "", nil })})
+	if err := p.Notify(context.Background(), "A", []byte("A"), "hello|there"); err != nil {
+		t.Fatal(err)
+	}
+	if sent := out.got(); !slices.Equal(sent, []string{"A:hello", "A:there"}) {
+		t.Fatalf("sent %v", sent)
+	}
+	if err := p.Notify(context.Background(), "A", []byte("A"), "refused"); err == nil {
+		t.Fatal("a refused notice reported success")
+	}
+}
+
+func TestStoppedPipelineRefusesEvents(t *testing.T) {
+	db, _ := openStore(t)
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: &outlet{},
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "", nil })})
+	p.Stop()
+	if _, err := p.Accept(context.Background(), pending("x", "A", "late")); !errors.Is(err, bridge.ErrStopped) {
+		t.Fatalf("Accept after Stop = %v", err)
+	}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func logger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
