@@ -18,7 +18,9 @@ func resume(t *testing.T, e interface {
 	return r
 }
 
-func countUser(t *testing.T, e interface{ OpenSession(context.Context, string) (chat.Session, error) }, text string, recent func(int64) []chat.Message) int {
+func countUser(t *testing.T, e interface {
+	OpenSession(context.Context, string) (chat.Session, error)
+}, text string, recent func(int64) []chat.Message) int {
 	t.Helper()
 	sess, err := e.OpenSession(context.Background(), "c1")
 	if err != nil {
