@@ -383,8 +383,7 @@ func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {
 		t.Fatalf("%d messages sent before the restart", n)
 	}
 
-	env2 := chattest.NewEnv(t, chattest.Options{DBPath: h.env.DBPath, Model: h.env.Model})
-	h.start(env2, h.config(nil))
+	h.restart()
 	h.env.Model.Text("second answer")
 	last := h.tg.Push(telegramtest.Message{From: ana, Text: "question two"})
 	sent := h.tg.WaitSent(t, 2)
@@ -400,26 +399,19 @@ func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {
 func TestRestartAfterInterruptedTurnAnswersOnce(t *testing.T) {
 	h := newHarness(t, chattest.Options{})
 	h.env.Model.Push(chattest.Step{Text: "never delivered", Delay: time.Minute})
-	_, stop := h.start(h.env, h.config(func(c *Config) { c.ShutdownGrace = time.Nanosecond }))
+	_, stop := h.start(h.env, h.config(hardStop))
 	id := h.tg.Push(telegramtest.Message{From: ana, Text: "slow question"})
 	eventually(t, "the turn to start", func() bool { return len(h.env.Model.Requests()) == 1 })
 	stop()
-	var state string
-	h.env.Store.Gorm().Raw("SELECT state FROM inbox_items WHERE event_id = ?", updateRef(int64(id))).Scan(&state)
-	if state != "pending" {
+	if state := itemState(h.env, id); state != "pending" {
 		t.Fatalf("inbox state %q after the crash, want pending", state)
 	}
 
 	h.env.Model.Text("answer after restart")
-	env2 := chattest.NewEnv(t, chattest.Options{DBPath: h.env.DBPath, Model: h.env.Model})
-	h.start(env2, h.config(nil))
+	env2 := h.restart()
 	sent := h.tg.WaitSent(t, 1)
 	h.tg.WaitFor(t, "offset confirmed", func() bool { return h.tg.Confirmed(id) })
-	eventually(t, "inbox entry done", func() bool {
-		var s string
-		env2.Store.Gorm().Raw("SELECT state FROM inbox_items WHERE event_id = ?", updateRef(int64(id))).Scan(&s)
-		return s == "done" || s == ""
-	})
+	eventually(t, "inbox entry done", func() bool { return itemState(env2, id) == "done" })
 	if sent = h.tg.Sent(); len(sent) != 1 || sent[0].Text != "answer after restart" {
 		t.Fatalf("sent %+v, want exactly one answer", sent)
 	}
