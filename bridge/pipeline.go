@@ -425,9 +425,13 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			sendErr = err
 			break
 		}
-		p.write(ctx, log, "record a sent part", func(ctx context.Context) error {
-			return p.cfg.Inbox.MarkSent(ctx, it.Seq, i+1)
-		})
+		if i+1 < len(it.Parts) {
+			// The last part is recorded by marking the event done: a
+			// crash in between repeats only that part, as it would here.
+			p.write(ctx, log, "record a sent part", func(ctx context.Context) error {
+				return p.cfg.Inbox.MarkSent(ctx, it.Seq, i+1)
+			})
+		}
 	}
 	stop()
 	if err := p.write(ctx, log, "mark the event done", func(ctx context.Context) error {

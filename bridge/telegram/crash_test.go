@@ -53,6 +53,8 @@ func TestCrashAfterPersistBeforeAck(t *testing.T) {
 		t.Fatalf("inbox state %q after the crash, want pending", state)
 	}
 	h.env.Store.Gorm().Exec("DELETE FROM states WHERE key = ?", offsetKey)
+	// The abandoned poll must be over before the server may answer it.
+	h.tg.WaitFor(t, "the abandoned poll to end", func() bool { return h.tg.Waiting("getUpdates") == 0 })
 	h.tg.Resume("getUpdates")
 
 	h.env.Model.Text("yes, here")

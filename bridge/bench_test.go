@@ -1,0 +1,68 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"loadout/bridge"
+	"loadout/chat"
+	"loadout/store"
+	"loadout/tools"
+)
+
+// instantModel answers at once, so the benchmark measures delivery, the
+// engine and the store, not a network.
+type instantModel struct{}
+
+func (instantModel) Complete(context.Context, chat.Request) (chat.Response, error) {
+	return chat.Response{Text: "ok|done", Usage: chat.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+}
+
+// BenchmarkDeliver sends one message through the whole pipeline and waits
+// for it: stored in the inbox, the turn run by the engine, the two-part
+// answer stored, each part sent and recorded, the event marked done. It
+// spreads messages over chats so the workers run concurrently. Run:
+//
+//	go test -run '^$' -bench BenchmarkDeliver -benchmem ./bridge/
+func BenchmarkDeliver(b *testing.B) {
+	for _, chats := range []int{1, 64} {
+		b.Run(fmt.Sprintf("chats=%d", chats), func(b *testing.B) {
+			db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			reg := tools.NewRegistry()
+			if err := reg.Add(tools.LoadGroup(reg)); err != nil {
+				b.Fatal(err)
+			}
+			engine := chat.New(chat.Config{Logger: quiet()}, instantModel{}, db, reg)
+			out := &outlet{}
+			p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "bench", Inbox: db, Outlet: out,
+				Handler: bridge.NewRouter(engine, "loadout"), Logger: quiet()})
+			if err := p.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			defer p.Stop()
+			b.ReportAllocs()
+			b.ResetTimer()
+			var n int
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					out.mu.Lock()
+					n++
+					id := n
+					out.sent = out.sent[:0]
+					out.mu.Unlock()
+					pend := pending(fmt.Sprint(id), fmt.Sprintf("chat%d", id%chats), "hello there")
+					if err := p.Deliver(context.Background(), pend); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
