@@ -36,8 +36,9 @@ type inboxItem struct {
 	UpdatedAt time.Time `gorm:"index"`
 }
 
-// migrateInbox creates the inbox's partial index and moves the unfinished
-// entries of the former Telegram-only inbox into it.
+// migrateInbox creates the inbox's partial index, moves the unfinished
+// entries of the former Telegram-only inbox into it, and drops what the
+// inbox made unnecessary.
 func migrateInbox(g *gorm.DB) error {
 	if err := g.Exec(`CREATE INDEX IF NOT EXISTS idx_inbox_open ON inbox_items(channel, seq) WHERE state IN ('pending', 'answered')`).Error; err != nil {
 		return err
@@ -59,7 +60,12 @@ func migrateInbox(g *gorm.DB) error {
 			return fmt.Errorf("move the Telegram inbox: %w", err)
 		}
 	}
-	// Event ids recorded by an earlier version's Slack dedupe.
+	// An earlier version looked messages up by external id; the inbox
+	// recognises redeliveries now, and the lookup's index only slowed
+	// writes. Its Slack dedupe kept event ids as states.
+	if err := g.Exec(`DROP INDEX IF EXISTS idx_messages_external`).Error; err != nil {
+		return err
+	}
 	return g.Exec(`DELETE FROM states WHERE key LIKE 'seen:%'`).Error
 }
 

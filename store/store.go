@@ -46,7 +46,7 @@ type session struct {
 // "groups loaded in session S" from the index alone.
 type message struct {
 	ID         int64  `gorm:"primaryKey"`
-	SessionID  int64  `gorm:"not null;index:idx_messages_session;index:idx_messages_loaded,priority:1;index:idx_messages_external,priority:1"`
+	SessionID  int64  `gorm:"not null;index:idx_messages_session;index:idx_messages_loaded,priority:1"`
 	Role       string `gorm:"not null"`
 	Text       string
 	ToolCalls  string // JSON array of chat.ToolCall on assistant messages
@@ -57,7 +57,7 @@ type message struct {
 	Code       string
 	Arguments  string
 	UserKey    string
-	ExternalID string `gorm:"index:idx_messages_external,priority:2"`
+	ExternalID string
 	Tokens     int
 	CreatedAt  time.Time
 }
