@@ -391,7 +391,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 	}()
 	stop := func() {}
-	if ind, ok := out.(Indicator); ok {
+	if ind, ok := out.(Indicator); ok && it.State == StatePending {
 		stop = ind.Working(ctx, it.Route)
 	}
 	defer stop()
