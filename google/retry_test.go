@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"google.golang.org/api/googleapi"
+
+	"loadout/bridge/backoff"
 )
 
-func TestBackoffRetriesTemporaryErrors(t *testing.T) {
-	b := Backoff{Attempts: 3, Initial: time.Millisecond}
+func TestRetryRetriesTemporaryErrors(t *testing.T) {
+	p := backoff.Policy{Attempts: 3, Initial: time.Millisecond}
 	for _, tc := range []struct {
 		name  string
 		err   error
@@ -27,17 +29,17 @@ func TestBackoffRetriesTemporaryErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 0
-			err := b.Do(context.Background(), func() error { n++; return tc.err })
+			err := Retry(context.Background(), p, func() error { n++; return tc.err })
 			if !errors.Is(err, tc.err) || n != tc.calls {
-				t.Fatalf("Do = %v after %d calls, want %v after %d", err, n, tc.err, tc.calls)
+				t.Fatalf("Retry = %v after %d calls, want %v after %d", err, n, tc.err, tc.calls)
 			}
 		})
 	}
 }
 
-func TestBackoffStopsOnSuccess(t *testing.T) {
+func TestRetryStopsOnSuccess(t *testing.T) {
 	n := 0
-	err := Backoff{Initial: time.Millisecond}.Do(context.Background(), func() error {
+	err := Retry(context.Background(), backoff.Policy{Initial: time.Millisecond}, func() error {
 		n++
 		if n < 2 {
 			return &googleapi.Error{Code: 502}
@@ -45,19 +47,39 @@ func TestBackoffStopsOnSuccess(t *testing.T) {
 		return nil
 	})
 	if err != nil || n != 2 {
-		t.Fatalf("Do = %v after %d calls, want nil after 2", err, n)
+		t.Fatalf("Retry = %v after %d calls, want nil after 2", err, n)
 	}
 }
 
-func TestBackoffStopsWhenContextEnds(t *testing.T) {
+func TestRetryStopsWhenContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	err := Backoff{Attempts: 5, Initial: time.Hour, Max: time.Hour}.Do(ctx, func() error {
+	err := Retry(ctx, backoff.Policy{Attempts: 5, Initial: time.Hour, Max: time.Hour}, func() error {
 		n++
 		cancel()
 		return &googleapi.Error{Code: 500}
 	})
 	if err == nil || n != 1 {
-		t.Fatalf("Do = %v after %d calls, want the 500 after 1", err, n)
+		t.Fatalf("Retry = %v after %d calls, want the 500 after 1", err, n)
+	}
+}
+
+func TestRetryHonoursRetryAfterAndDefaults(t *testing.T) {
+	var waits []time.Duration
+	p := backoff.Policy{Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
+	n := 0
+	err := Retry(context.Background(), p, func() error {
+		n++
+		if n == 1 {
+			return &googleapi.Error{Code: 429, Header: http.Header{"Retry-After": {"4"}}}
+		}
+		return &googleapi.Error{Code: 503, Header: http.Header{"Retry-After": {"60"}}}
+	})
+	if err == nil || n != 3 {
+		t.Fatalf("Retry = %v after %d calls, want an error after the default 3", err, n)
+	}
+	// The server's 4s, then its 60s capped at the default 5s.
+	if len(waits) != 2 || waits[0] != 4*time.Second || waits[1] != 5*time.Second {
+		t.Fatalf("waits = %v, want [4s 5s]", waits)
 	}
 }

@@ -29,6 +29,8 @@ type Step struct {
 	// Status, when non-zero, answers with this HTTP status and Body.
 	Status int
 	Body   string
+	// Header is added to the answer (a Retry-After, say).
+	Header http.Header
 	// Delay waits before answering.
 	Delay time.Duration
 	// Usage is reported in the response; zero means 10 prompt, 5 completion.
@@ -145,6 +147,9 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	for k, v := range st.Header {
+		w.Header()[k] = v
+	}
 	if st.Status != 0 {
 		w.WriteHeader(st.Status)
 		fmt.Fprint(w, st.Body)

@@ -12,6 +12,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"loadout/bridge/backoff"
 	"loadout/chat"
 )
 
@@ -28,16 +29,21 @@ type Config struct {
 	// response) is tried in all. Default 4.
 	Attempts int
 	// Backoff is the wait before the second attempt; it doubles after
-	// each. Default 1s.
+	// each, up to MaxBackoff (default 30s). Default 1s. A Retry-After the
+	// server sends is waited instead, capped at MaxBackoff.
 	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// Sleep replaces the wait between attempts (tests record waits with it).
+	Sleep      func(ctx context.Context, d time.Duration) error
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 }
 
 // Client is a chat.Model over go-openai. It is safe for concurrent use.
 type Client struct {
-	c   *goopenai.Client
-	cfg Config
+	c     *goopenai.Client
+	cfg   Config
+	retry backoff.Policy
 }
 
 // New returns a Client.
@@ -54,41 +60,95 @@ func New(cfg Config) *Client {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
 	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = cfg.BaseURL
+	hc := http.DefaultClient
 	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
+		hc = cfg.HTTPClient
 	}
-	return &Client{c: goopenai.NewClientWithConfig(oc), cfg: cfg}
+	// go-openai's errors carry no headers, so a transport notes each
+	// answer's Retry-After for the attempt that asked.
+	inner := hc.Transport
+	if inner == nil {
+		inner = http.DefaultTransport
+	}
+	wrapped := *hc
+	wrapped.Transport = retryAfterTransport{inner}
+	oc.HTTPClient = &wrapped
+	return &Client{
+		c:   goopenai.NewClientWithConfig(oc),
+		cfg: cfg,
+		retry: backoff.Policy{
+			Attempts: cfg.Attempts, Initial: cfg.Backoff, Max: cfg.MaxBackoff, Sleep: cfg.Sleep,
+		},
+	}
 }
 
 // Complete sends one chat completion request, retrying transient faults
-// with exponential backoff.
+// with the shared backoff, honouring a Retry-After the server sends.
 func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response, error) {
 	oreq := request(req)
-	wait := c.cfg.Backoff
-	var last error
-	for attempt := 1; attempt <= c.cfg.Attempts; attempt++ {
-		resp, err := c.once(ctx, oreq)
-		if err == nil {
-			return resp, nil
+	var resp chat.Response
+	attempt := 0
+	err := c.retry.Do(ctx, func(err error) (bool, time.Duration) {
+		var after time.Duration
+		if ae := (*attemptError)(nil); errors.As(err, &ae) {
+			after = ae.after
 		}
-		last = err
-		if ctx.Err() != nil || !transient(err) || attempt == c.cfg.Attempts {
-			break
+		ok := transient(err)
+		if ok && attempt < c.cfg.Attempts && ctx.Err() == nil {
+			c.cfg.Logger.Warn("model call failed; retrying", "attempt", attempt, "retry_after", after, "err", errors.Unwrap(err))
 		}
-		c.cfg.Logger.Warn("model call failed; retrying", "attempt", attempt, "wait", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return chat.Response{}, fmt.Errorf("model: %w (after %v)", ctx.Err(), last)
-		case <-time.After(wait):
+		return ok, after
+	}, func(ctx context.Context) error {
+		attempt++
+		var after time.Duration
+		r, err := c.once(context.WithValue(ctx, retryAfterKey{}, &after), oreq)
+		if err != nil {
+			return &attemptError{err: err, after: after}
 		}
-		wait *= 2
+		resp = r
+		return nil
+	})
+	if err != nil {
+		err = errors.Unwrap(err)
+		if ctx.Err() != nil {
+			return chat.Response{}, fmt.Errorf("model: %w (after %v)", ctx.Err(), err)
+		}
+		return chat.Response{}, fmt.Errorf("model: %w", err)
 	}
-	return chat.Response{}, fmt.Errorf("model: %w", last)
+	return resp, nil
+}
+
+// attemptError is one failed attempt with the wait its answer asked for.
+type attemptError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+type retryAfterKey struct{}
+
+// retryAfterTransport stores an answer's Retry-After in the *time.Duration
+// the request's context carries.
+type retryAfterTransport struct{ inner http.RoundTripper }
+
+func (t retryAfterTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.inner.RoundTrip(r)
+	if resp != nil {
+		if p, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
+			*p = backoff.RetryAfter(resp.Header)
+		}
+	}
+	return resp, err
 }
 
 func (c *Client) once(ctx context.Context, req goopenai.ChatCompletionRequest) (chat.Response, error) {

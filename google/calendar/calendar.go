@@ -15,6 +15,7 @@ import (
 	gcal "google.golang.org/api/calendar/v3"
 	"google.golang.org/api/googleapi"
 
+	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/tools"
 )
@@ -28,7 +29,7 @@ func Service() google.Service {
 // Options tunes the group. The zero value is the default.
 type Options struct {
 	// Backoff governs retries of temporary Google errors (429, 5xx).
-	Backoff google.Backoff
+	Backoff backoff.Policy
 	// TimeZone is the IANA zone for times given without an offset when a
 	// call names none; empty means the calendar's own zone.
 	TimeZone string
@@ -72,7 +73,7 @@ func (g *group) service(ctx context.Context) (*gcal.Service, error) {
 
 // call runs fn with retries and maps its final error for what.
 func (g *group) call(ctx context.Context, what string, fn func() error) error {
-	return mapError(g.opts.Backoff.Do(ctx, fn), what)
+	return mapError(google.Retry(ctx, g.opts.Backoff, fn), what)
 }
 
 // mapError is google.MapError with 410 Gone (a deleted event) reported as

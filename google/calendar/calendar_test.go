@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/calendar"
 	"loadout/google/googletest"
@@ -19,7 +20,7 @@ const user = "telegram:1"
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g, ts := calendar.GroupWith(c, calendar.Options{Backoff: google.Backoff{Attempts: 3, Initial: time.Millisecond}, Now: clock})
+	g, ts := calendar.GroupWith(c, calendar.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, Now: clock})
 	return googletest.Call(t, g, ts, user, name, args)
 }
 

@@ -12,6 +12,7 @@ import (
 	gcal "google.golang.org/api/calendar/v3"
 	"google.golang.org/api/googleapi"
 
+	"loadout/google"
 	"loadout/tools"
 )
 
@@ -346,7 +347,7 @@ func (g *group) createEvent() tools.Tool {
 		}
 		retried := false
 		var out *gcal.Event
-		err = g.opts.Backoff.Do(ctx, func() error {
+		err = google.Retry(ctx, g.opts.Backoff, func() error {
 			defer func() { retried = true }()
 			out, err = c.Context(ctx).Do()
 			if isConflict(err) && retried {

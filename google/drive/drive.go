@@ -12,6 +12,7 @@ import (
 	gdrive "google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
 
+	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/tools"
 )
@@ -25,7 +26,7 @@ func Service() google.Service {
 // Options tunes the group. The zero value is the default.
 type Options struct {
 	// Backoff governs retries of temporary Google errors (429, 5xx).
-	Backoff google.Backoff
+	Backoff backoff.Policy
 	// MaxReadChars caps what drive_read returns in one call; zero means
 	// 100,000 characters.
 	MaxReadChars int
@@ -82,7 +83,7 @@ func fetch[T any](ctx context.Context, g *group, what string, fn func(*gdrive.Se
 
 // call runs fn with retries and maps its final error for what.
 func (g *group) call(ctx context.Context, what string, fn func() error) error {
-	return mapError(g.opts.Backoff.Do(ctx, fn), what)
+	return mapError(google.Retry(ctx, g.opts.Backoff, fn), what)
 }
 
 // mapError is google.MapError with Drive's export size limit (a 403 that

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/drive"
 	"loadout/google/googletest"
@@ -21,7 +22,7 @@ const user = "telegram:1"
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g, ts := drive.GroupWith(c, drive.Options{Backoff: google.Backoff{Attempts: 3, Initial: time.Millisecond}, MaxReadChars: 50})
+	g, ts := drive.GroupWith(c, drive.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, MaxReadChars: 50})
 	return googletest.Call(t, g, ts, user, name, args)
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"loadout/google"
+	"loadout/bridge/backoff"
 	"loadout/google/gmail"
 	"loadout/google/googletest"
 	"loadout/tools"
@@ -29,7 +29,7 @@ type kit struct {
 func newKit(t *testing.T) *kit {
 	f := googletest.NewAPI(t)
 	c := &googletest.Client{Endpoint: f.URL}
-	g, ts := gmail.New(gmail.Config{Client: c, Backoff: google.Backoff{Attempts: 3, Initial: time.Millisecond}})
+	g, ts := gmail.New(gmail.Config{Client: c, Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
 	k := &kit{f: f, tools: map[string]tools.Tool{}, group: g, client: c}
 	for _, tool := range ts {
 		k.tools[tool.Name] = tool

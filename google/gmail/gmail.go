@@ -15,6 +15,7 @@ import (
 	gmailapi "google.golang.org/api/gmail/v1"
 	"google.golang.org/api/googleapi"
 
+	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/tools"
 )
@@ -33,8 +34,8 @@ type Config struct {
 	// Client gives API options acting as the caller (required).
 	Client google.Client
 	// Backoff retries temporary Google errors; the zero value is
-	// google.Backoff's default.
-	Backoff google.Backoff
+	// google.Retry's defaults.
+	Backoff backoff.Policy
 }
 
 // Group returns the google_gmail group with default settings.
@@ -106,14 +107,14 @@ func (m *mailbox) service(ctx context.Context) (*gmailapi.Service, error) {
 
 // call runs fn with retries and maps the final error for the model.
 func (m *mailbox) call(ctx context.Context, what string, fn func() error) error {
-	return google.MapError(m.cfg.Backoff.Do(ctx, fn), what)
+	return google.MapError(google.Retry(ctx, m.cfg.Backoff, fn), what)
 }
 
 // callOnce is call for sending: a 5xx may have sent the mail already, so
 // only rate limits (which Google refused before doing anything) are retried.
 func (m *mailbox) callOnce(ctx context.Context, what string, fn func() error) error {
 	var last error
-	err := m.cfg.Backoff.Do(ctx, func() error {
+	err := google.Retry(ctx, m.cfg.Backoff, func() error {
 		last = fn()
 		var ge *googleapi.Error
 		if errors.As(last, &ge) && ge.Code >= 500 {

@@ -11,6 +11,7 @@ import (
 
 	gmailapi "google.golang.org/api/gmail/v1"
 
+	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/tools"
 )
@@ -29,7 +30,7 @@ type Config struct {
 	// Client gives API options acting as the caller (required).
 	Client google.Client
 	// Backoff retries temporary Google errors.
-	Backoff google.Backoff
+	Backoff backoff.Policy
 }
 
 // Group returns the google_gmail_settings group with default settings.
@@ -61,7 +62,7 @@ func (s *settings) service(ctx context.Context) (*gmailapi.Service, error) {
 }
 
 func (s *settings) call(ctx context.Context, what string, fn func() error) error {
-	return google.MapError(s.cfg.Backoff.Do(ctx, fn), what)
+	return google.MapError(google.Retry(ctx, s.cfg.Backoff, fn), what)
 }
 
 type filter struct {

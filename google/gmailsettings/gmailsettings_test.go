@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"loadout/google"
+	"loadout/bridge/backoff"
 	"loadout/google/gmailsettings"
 	"loadout/google/googletest"
 	"loadout/tools"
@@ -23,7 +23,7 @@ type kit struct {
 func newKit(t *testing.T) *kit {
 	api := googletest.NewAPI(t)
 	c := &googletest.Client{Endpoint: api.URL}
-	g, ts := gmailsettings.New(gmailsettings.Config{Client: c, Backoff: google.Backoff{Attempts: 2, Initial: time.Millisecond}})
+	g, ts := gmailsettings.New(gmailsettings.Config{Client: c, Backoff: backoff.Policy{Attempts: 2, Initial: time.Millisecond}})
 	k := &kit{api: api, client: c, group: g, tools: map[string]tools.Tool{}}
 	for _, tl := range ts {
 		k.tools[tl.Name] = tl

@@ -1,0 +1,95 @@
+package openai_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"loadout/chat"
+	"loadout/chat/chattest"
+	"loadout/chat/openai"
+)
+
+// waits records the waits between attempts without sleeping.
+type waits struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (w *waits) sleep(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.d = append(w.d, d)
+	return ctx.Err()
+}
+
+func client(m *chattest.ModelServer, w *waits) *openai.Client {
+	return openai.New(openai.Config{
+		BaseURL: m.URL, APIKey: "k", Attempts: 4, Backoff: 100 * time.Millisecond, MaxBackoff: 3 * time.Second,
+		Sleep: w.sleep, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+}
+
+func TestRetryWaitsGrowAndHonourRetryAfter(t *testing.T) {
+	m := chattest.NewModelServer(t)
+	m.Fail(http.StatusBadGateway)
+	m.Push(chattest.Step{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"2"}},
+		Body: `{"error":{"message":"slow down","type":"rate_limit"}}`})
+	m.Fail(http.StatusServiceUnavailable)
+	m.Text("hello")
+	var w waits
+	resp, err := client(m, &w).Complete(context.Background(), chat.Request{Model: "m", Messages: []chat.Message{{Role: chat.RoleUser, Text: "hi"}}})
+	if err != nil || resp.Text != "hello" {
+		t.Fatalf("Complete = %q, %v; want hello", resp.Text, err)
+	}
+	// 100ms, then the server's 2s (not advancing the schedule), then 200ms.
+	want := []time.Duration{100 * time.Millisecond, 2 * time.Second, 200 * time.Millisecond}
+	if len(w.d) != len(want) {
+		t.Fatalf("waits = %v, want %v", w.d, want)
+	}
+	for i := range want {
+		if w.d[i] != want[i] {
+			t.Fatalf("waits = %v, want %v", w.d, want)
+		}
+	}
+}
+
+func TestRetryAfterIsCapped(t *testing.T) {
+	m := chattest.NewModelServer(t)
+	m.Push(chattest.Step{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"3600"}},
+		Body: `{"error":{"message":"slow down"}}`})
+	m.Text("ok")
+	var w waits
+	if _, err := client(m, &w).Complete(context.Background(), chat.Request{Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.d) != 1 || w.d[0] != 3*time.Second {
+		t.Fatalf("waits = %v, want [3s]", w.d)
+	}
+}
+
+func TestFinalErrorsAreNotRetried(t *testing.T) {
+	m := chattest.NewModelServer(t)
+	m.Fail(http.StatusBadRequest)
+	var w waits
+	_, err := client(m, &w).Complete(context.Background(), chat.Request{Model: "m"})
+	if err == nil || len(m.Requests()) != 1 || len(w.d) != 0 {
+		t.Fatalf("err = %v after %d requests and waits %v; want one request, no wait", err, len(m.Requests()), w.d)
+	}
+}
+
+func TestAttemptsAreBounded(t *testing.T) {
+	m := chattest.NewModelServer(t)
+	for range 6 {
+		m.Fail(http.StatusInternalServerError)
+	}
+	var w waits
+	_, err := client(m, &w).Complete(context.Background(), chat.Request{Model: "m"})
+	if err == nil || len(m.Requests()) != 4 || len(w.d) != 3 {
+		t.Fatalf("err = %v after %d requests, %d waits; want 4 requests, 3 waits", err, len(m.Requests()), len(w.d))
+	}
+}
