@@ -105,7 +105,7 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 		model: model,
 		store: store,
 		reg:   reg,
-		exec:  tools.NewExecutor(reg, mw...),
+		exec:  tools.NewExecutor(reg, cfg.Logger, mw...),
 		cache: newHistoryCache(cfg.CachedSessions),
 	}
 }

@@ -3,7 +3,9 @@ package chat_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -597,5 +599,56 @@ func TestCancelledTurnKeepsRecord(t *testing.T) {
 	msgs, _ := e.Store.Recent(context.Background(), 1, 10)
 	if len(msgs) != 3 || msgs[2].Role != chat.RoleTool || msgs[2].Code != "timeout" {
 		t.Fatalf("persisted = %+v", msgs)
+	}
+}
+
+func TestInternalErrorsReachOnlyTheLog(t *testing.T) {
+	const url = "https://10.1.2.3:8443/v1/secrets?key=abc"
+	const token = "ya29.a0AfH6SMBxSecretToken"
+	var logs chattest.LogBuffer
+	e := chattest.NewEnv(t, chattest.Options{
+		Config: chat.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		Register: func(r *tools.Registry) error {
+			return r.Add(
+				tools.New(tools.Definition{Name: "leaky", Description: "fails with internals"},
+					func(context.Context, echoIn) (any, error) {
+						return nil, fmt.Errorf("post %s: bearer %s: %w", url, token, errors.New("database is locked"))
+					}),
+				tools.New(tools.Definition{Name: "boom", Description: "panics"},
+					func(context.Context, echoIn) (any, error) { panic("open " + url) }),
+			)
+		},
+	})
+	e.Model.Call("leaky", `{}`, "boom", `{}`)
+	e.Model.Text("done")
+	send(t, e, "c1", "go")
+	req := e.Model.Last(t)
+	var refs []string
+	for _, m := range req.Messages {
+		if m.Role != "tool" {
+			continue
+		}
+		for _, secret := range []string{"10.1.2.3", "secrets", token, "locked", "panic"} {
+			if strings.Contains(m.Content, secret) {
+				t.Errorf("the model received %q: %s", secret, m.Content)
+			}
+		}
+		var r struct{ Code, Ref string }
+		if err := json.Unmarshal([]byte(m.Content), &r); err != nil || r.Code != "internal" || len(r.Ref) != 8 {
+			t.Fatalf("result %s: want code internal with an 8-character ref", m.Content)
+		}
+		refs = append(refs, r.Ref)
+	}
+	if len(refs) != 2 || refs[0] == refs[1] {
+		t.Fatalf("refs = %v, want two different ones", refs)
+	}
+	out := logs.String()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "ref="+refs[0]) && (!strings.Contains(line, url) || !strings.Contains(line, token)) {
+			t.Errorf("log line for %s lacks the error: %s", refs[0], line)
+		}
+	}
+	if !strings.Contains(out, "ref="+refs[0]) || !strings.Contains(out, "ref="+refs[1]) || !strings.Contains(out, "stack=") {
+		t.Fatalf("log lacks the refs or the panic's stack:\n%s", out)
 	}
 }

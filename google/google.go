@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+
+	"golang.org/x/oauth2"
 
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
@@ -75,8 +78,11 @@ func NotConnected(reason string) *tools.Error {
 
 // MapError turns a Google API error into a tool error: 404 not_found, 401
 // and 403 permission (with a reconnect hint), 429 and 5xx unavailable,
-// other 4xx invalid_argument with Google's explanation. Other errors pass
-// through unchanged (the executor reports them as internal).
+// other 4xx invalid_argument with Google's explanation. A refused token
+// refresh is not_connected and an unreachable Google unavailable, in fixed
+// words: their raw text quotes URLs and token responses. Timeouts and
+// other errors pass through unchanged; the executor names the first and
+// reports the rest as internal, with the text only in the log.
 func MapError(err error, what string) error {
 	if err == nil {
 		return nil
@@ -85,8 +91,24 @@ func MapError(err error, what string) error {
 	if errors.As(err, &te) {
 		return te
 	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		if re.Response != nil && (re.Response.StatusCode == http.StatusTooManyRequests || re.Response.StatusCode >= 500) {
+			return &tools.Error{Code: tools.CodeUnavailable, Message: "Google could not renew the account's access just now.",
+				Suggestion: "Try again in a minute, or tell the person Google is having trouble."}
+		}
+		return NotConnected(" any more (Google did not renew its access)")
+	}
 	var ge *googleapi.Error
 	if !errors.As(err, &ge) {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return &tools.Error{Code: tools.CodeUnavailable, Message: "Google could not be reached.",
+				Suggestion: "Try again in a minute, or tell the person Google cannot be reached."}
+		}
 		return err
 	}
 	msg := ge.Message

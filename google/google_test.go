@@ -3,9 +3,14 @@ package google_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	"golang.org/x/oauth2"
 	"google.golang.org/api/option"
 
 	"loadout/google"
@@ -55,5 +60,43 @@ func TestClientsReturnNoNilOption(t *testing.T) {
 				t.Fatalf("endpoint %q: option %d is nil", endpoint, i)
 			}
 		}
+	}
+}
+
+func TestMapErrorKeepsInternalsFromTheModel(t *testing.T) {
+	secret := `{"error":"invalid_client","error_description":"client secret GOCSPX-abc123 is wrong"}`
+	refusal := &oauth2.RetrieveError{Response: &http.Response{StatusCode: 401}, Body: []byte(secret), ErrorCode: "invalid_client"}
+	busy := &oauth2.RetrieveError{Response: &http.Response{StatusCode: 503}, Body: []byte(secret)}
+	apiURL := "https://10.0.0.7:8443/gmail/v1/users/me/profile?alt=json"
+	wrap := func(err error) error {
+		return &url.Error{Op: "Get", URL: apiURL, Err: fmt.Errorf("google: refresh token: %w", err)}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		code string // "" = passed through for the executor
+	}{
+		{"refused refresh", wrap(refusal), tools.CodeNotConnected},
+		{"token endpoint down", wrap(busy), tools.CodeUnavailable},
+		{"unreachable", &url.Error{Op: "Get", URL: apiURL, Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}, tools.CodeUnavailable},
+		{"timeout", &url.Error{Op: "Get", URL: apiURL, Err: context.DeadlineExceeded}, ""},
+		{"store", errors.New("google: load token: database is locked"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := google.MapError(tc.err, "the mailbox")
+			var te *tools.Error
+			if !errors.As(got, &te) {
+				if tc.code != "" || got != tc.err {
+					t.Fatalf("MapError = %v, want %s", got, tc.code)
+				}
+				return
+			}
+			if te.Code != tc.code {
+				t.Fatalf("code = %s, want %s", te.Code, tc.code)
+			}
+			if js := te.JSON(); strings.Contains(js, "10.0.0.7") || strings.Contains(js, "GOCSPX") || strings.Contains(js, "invalid_client") {
+				t.Fatalf("the model would see internals: %s", js)
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,12 +48,18 @@ type Middleware func(next Handler) Handler
 // Executor runs a turn's tool calls.
 type Executor struct {
 	reg *Registry
+	log *slog.Logger
 	mw  []Middleware
 }
 
-// NewExecutor returns an executor over reg with a middleware chain.
-func NewExecutor(reg *Registry, mw ...Middleware) *Executor {
-	return &Executor{reg: reg, mw: mw}
+// NewExecutor returns an executor over reg with a middleware chain. log
+// (slog.Default when nil) receives the full text of internal failures,
+// which the model sees only as a reference id.
+func NewExecutor(reg *Registry, log *slog.Logger, mw ...Middleware) *Executor {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Executor{reg: reg, log: log, mw: mw}
 }
 
 // Run executes calls in parallel against the catalog and returns one result
@@ -121,12 +129,15 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 	if err := e.schema.check("", decoded); err != nil {
 		return failure(err)
 	}
-	return run(ctx, e.Tool, json.RawMessage(args))
+	res, err := run(ctx, e.Tool, json.RawMessage(args))
+	if err != nil {
+		return failure(x.toolError(ctx, e.Tool, err))
+	}
+	return res
 }
 
-// run calls the tool with its timeout, turning panics, timeouts and errors
-// into structured results.
-func run(ctx context.Context, t Tool, args json.RawMessage) Result {
+// run calls the tool with its timeout, turning a panic into an error.
+func run(ctx context.Context, t Tool, args json.RawMessage) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	type outcome struct {
@@ -150,19 +161,19 @@ func run(ctx context.Context, t Tool, args json.RawMessage) Result {
 		o = outcome{err: ctx.Err()}
 	}
 	if o.err != nil {
-		return failure(toolError(t, o.err))
+		return Result{}, o.err
 	}
 	switch v := o.v.(type) {
 	case string:
-		return Result{Status: StatusSuccess, Content: v}
+		return Result{Status: StatusSuccess, Content: v}, nil
 	case json.RawMessage:
-		return Result{Status: StatusSuccess, Content: string(v)}
+		return Result{Status: StatusSuccess, Content: string(v)}, nil
 	}
 	b, err := json.Marshal(o.v)
 	if err != nil {
-		return failure(&Error{Code: CodeInternal, Message: fmt.Sprintf("Tool '%s' produced a result that cannot be encoded.", t.Name)})
+		return Result{}, fmt.Errorf("encode the result: %w", err)
 	}
-	return Result{Status: StatusSuccess, Content: string(b)}
+	return Result{Status: StatusSuccess, Content: string(b)}, nil
 }
 
 type panicError struct {
@@ -172,18 +183,16 @@ type panicError struct {
 
 func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 
-func toolError(t Tool, err error) *Error {
+// toolError turns a tool's failure into what the model sees. A tools.Error
+// is the tool's own account and passes as is; timeouts are named; anything
+// else (a panic, a raw error that may quote URLs, tokens or SQL) becomes a
+// fixed internal error with a reference id, and the full error is logged
+// with that id.
+func (x *Executor) toolError(ctx context.Context, t Tool, err error) *Error {
 	var te *Error
-	var pe *panicError
 	switch {
 	case errors.As(err, &te):
 		return te
-	case errors.As(err, &pe):
-		return &Error{
-			Code:       CodeInternal,
-			Message:    fmt.Sprintf("Tool '%s' failed unexpectedly (%v).", t.Name, pe.value),
-			Suggestion: "Tell the person the tool failed; do not retry the same call.",
-		}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{
 			Code:       CodeTimeout,
@@ -192,13 +201,28 @@ func toolError(t Tool, err error) *Error {
 		}
 	case errors.Is(err, context.Canceled):
 		return &Error{Code: CodeTimeout, Message: fmt.Sprintf("Tool '%s' was cancelled.", t.Name)}
-	default:
-		return &Error{
-			Code:       CodeInternal,
-			Message:    fmt.Sprintf("Tool '%s' failed: %v", t.Name, err),
-			Suggestion: "Tell the person what failed; retry only if the error looks temporary.",
-		}
 	}
+	ref := newRef()
+	attrs := []any{"ref", ref, "tool", t.Name, "chat", CallerFrom(ctx).ChatKey, "err", err}
+	var pe *panicError
+	if errors.As(err, &pe) {
+		attrs = append(attrs, "stack", string(pe.stack))
+	}
+	x.log.Error("tool failed", attrs...)
+	return &Error{
+		Code:       CodeInternal,
+		Message:    fmt.Sprintf("Tool '%s' failed with an internal error (reference %s).", t.Name, ref),
+		Suggestion: "Tell the person the tool failed and give them the reference; do not retry the same call.",
+		Details:    map[string]any{"ref": ref},
+	}
+}
+
+// newRef returns a short random id that ties a logged error to what the
+// model and the person were told.
+func newRef() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func failure(e *Error) Result {

@@ -106,7 +106,7 @@ func code(t *testing.T, r Result) string {
 func TestExecutorChecksArguments(t *testing.T) {
 	r := NewRegistry()
 	r.Add(tool("t"))
-	x := NewExecutor(r)
+	x := NewExecutor(r, nil)
 	cat := r.Catalog(false, nil, nil)
 	ctx := context.Background()
 	cases := []struct{ args, code, msg string }{
@@ -139,7 +139,7 @@ func TestErrorMessageIsCapped(t *testing.T) {
 	r.Add(New(Definition{Name: "long", Description: "x"}, func(context.Context, struct{}) (any, error) {
 		return nil, &Error{Code: CodeInvalidArgument, Message: strings.Repeat("é", 5000), Details: map[string]any{"allowed_actions": []string{"a"}}}
 	}))
-	res := run1(t, NewExecutor(r), nil, context.Background(), "long", `{}`)
+	res := run1(t, NewExecutor(r, nil), nil, context.Background(), "long", `{}`)
 	var e struct {
 		Message        string
 		AllowedActions []string `json:"allowed_actions"`
@@ -167,7 +167,7 @@ func TestMiddlewareOrder(t *testing.T) {
 			}
 		}
 	}
-	run1(t, NewExecutor(r, mw("outer"), mw("inner")), nil, context.Background(), "t", `{"name":"x"}`)
+	run1(t, NewExecutor(r, nil, mw("outer"), mw("inner")), nil, context.Background(), "t", `{"name":"x"}`)
 	if strings.Join(trace, " ") != "outer> inner> <inner <outer" {
 		t.Errorf("trace = %v", trace)
 	}
@@ -178,11 +178,11 @@ func TestLoadGroupEmptyWhenAllDisabled(t *testing.T) {
 	r.Add(LoadGroup(r))
 	r.AddGroup(Group{Name: "g", Description: "d"}, tool("g_a"))
 	ctx := WithCaller(context.Background(), Caller{Disabled: map[string]bool{"g_a": true}})
-	res := run1(t, NewExecutor(r), nil, ctx, LoadGroupName, `{"group_name":"g"}`)
+	res := run1(t, NewExecutor(r, nil), nil, ctx, LoadGroupName, `{"group_name":"g"}`)
 	if code(t, res) != CodeEmptyGroup || !strings.Contains(res.Content, "Tool group 'g' has no available tools.") {
 		t.Errorf("result = %s", res.Content)
 	}
-	res = run1(t, NewExecutor(r), nil, context.Background(), LoadGroupName, `{"group_name":" "}`)
+	res = run1(t, NewExecutor(r, nil), nil, context.Background(), LoadGroupName, `{"group_name":" "}`)
 	if code(t, res) != CodeMissingParameter {
 		t.Errorf("blank group = %s", res.Content)
 	}

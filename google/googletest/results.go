@@ -19,7 +19,7 @@ func Call(t testing.TB, g tools.Group, ts []tools.Tool, userKey, name, args stri
 		t.Fatal(err)
 	}
 	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: userKey, UserKey: userKey})
-	return tools.NewExecutor(reg).Run(ctx, reg.Catalog(true, nil, nil), []tools.Call{{ID: "c1", Name: name, Arguments: args}})[0]
+	return tools.NewExecutor(reg, nil).Run(ctx, reg.Catalog(true, nil, nil), []tools.Call{{ID: "c1", Name: name, Arguments: args}})[0]
 }
 
 // Decode parses a successful result as a JSON object.

@@ -15,7 +15,7 @@ func call(t *testing.T, args string) tools.Result {
 	if err := r.Add(Tool(func() time.Time { return fixed })); err != nil {
 		t.Fatal(err)
 	}
-	return tools.NewExecutor(r).Run(context.Background(), nil, []tools.Call{{ID: "1", Name: "get_current_time", Arguments: args}})[0]
+	return tools.NewExecutor(r, nil).Run(context.Background(), nil, []tools.Call{{ID: "1", Name: "get_current_time", Arguments: args}})[0]
 }
 
 func TestCurrentTime(t *testing.T) {

@@ -55,7 +55,7 @@ func TestMetaOnlyGroupIsEmpty(t *testing.T) {
 	if err := r.AddGroup(l.Group, l.Tools...); err != nil {
 		t.Fatal(err)
 	}
-	res := tools.NewExecutor(r).Run(context.Background(), nil, []tools.Call{{ID: "1", Name: "load_tool_group", Arguments: `{"group_name":"nothing"}`}})[0]
+	res := tools.NewExecutor(r, nil).Run(context.Background(), nil, []tools.Call{{ID: "1", Name: "load_tool_group", Arguments: `{"group_name":"nothing"}`}})[0]
 	if res.Code != tools.CodeEmptyGroup {
 		t.Fatalf("result = %+v", res)
 	}
@@ -110,7 +110,7 @@ func TestToolsCallEndpoints(t *testing.T) {
 	if err := r.AddGroup(loaded[0].Group, loaded[0].Tools...); err != nil {
 		t.Fatal(err)
 	}
-	res := tools.NewExecutor(r).Run(context.Background(), nil, []tools.Call{
+	res := tools.NewExecutor(r, nil).Run(context.Background(), nil, []tools.Call{
 		{ID: "1", Name: "weather_now", Arguments: `{"city":"Porto"}`},
 		{ID: "2", Name: "weather_get", Arguments: `{"q":"a b"}`},
 		{ID: "3", Name: "weather_fail", Arguments: `{}`},
