@@ -112,17 +112,10 @@ type Store interface {
 	// LoadedGroups returns the groups loaded by successful load_tool_group
 	// calls in the session, without scanning its history.
 	LoadedGroups(ctx context.Context, sessionID int64) ([]string, error)
-	// ChatSettings returns the chat's settings (see the Setting constants).
+	// ChatSettings returns the chat's settings, keyed by the
+	// tools.Setting constants.
 	ChatSettings(ctx context.Context, chatKey string) (map[string]string, error)
 }
-
-// Per-chat setting keys, written by the config tool group.
-const (
-	SettingName          = "name"
-	SettingSystemPrompt  = "system_prompt"
-	SettingModel         = "model"
-	SettingDisabledTools = "disabled_tools" // comma-separated tool names
-)
 
 // Inbound is one message from a person.
 type Inbound struct {

@@ -176,9 +176,9 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("read loaded groups of session %d: %w", sess.ID, err)
 	}
-	settings, err := e.store.ChatSettings(ctx, in.ChatKey)
+	settings, err := e.settings(ctx, in.ChatKey)
 	if err != nil {
-		return Reply{}, fmt.Errorf("read settings of %s: %w", in.ChatKey, err)
+		return Reply{}, err
 	}
 	t := &turn{
 		e:        e,
@@ -222,7 +222,7 @@ type turn struct {
 	history  []Message
 	current  int // index of this turn's user message in history
 	loaded   []string
-	settings map[string]string
+	settings tools.Settings
 	failures map[string]int
 	usage    Usage
 	count    int // messages persisted in the session so far
@@ -235,13 +235,12 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			return t.finish(ctx, fmt.Sprintf(
 				"I stopped after %d rounds of tool calls without reaching an answer. Tell me how you'd like to continue, or narrow the request.", round))
 		}
-		disabled := disabledSet(t.settings)
-		cat := e.catalog(t.loaded, disabled)
+		cat := e.catalog(t.loaded, t.settings.Disabled)
 		req := Request{
-			Model: firstNonEmpty(t.settings[SettingModel], e.cfg.Model),
+			Model: firstNonEmpty(t.settings.Model, e.cfg.Model),
 			Tools: cat.Definitions(),
 		}
-		system := e.systemPrompt(t.settings, disabled)
+		system := e.systemPrompt(t.settings)
 		budget := e.cfg.HistoryTokens - e.cfg.Count(system)
 		req.Messages = append([]Message{{Role: RoleSystem, Text: system}},
 			trimHistory(t.history, t.current, budget, e.cfg.ToolResultChars)...)
@@ -263,7 +262,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			return t.finishWith(ctx, text, resp.Usage)
 		}
 
-		stop, err := t.runTools(ctx, cat, disabled, resp)
+		stop, err := t.runTools(ctx, cat, t.settings.Disabled, resp)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -305,7 +304,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			if r.Name == tools.LoadGroupName {
 				m.Group = groupArg(calls[i].Arguments)
 				t.loaded = append(t.loaded, m.Group)
-			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.Group == "config" && !tl.ReadOnly {
+			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
 				settingsChanged = true
 			}
 		} else {
@@ -326,9 +325,9 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	t.history = append(t.history, msgs...)
 	t.count += len(msgs)
 	if settingsChanged {
-		s, err := e.store.ChatSettings(context.WithoutCancel(ctx), t.in.ChatKey)
+		s, err := e.settings(context.WithoutCancel(ctx), t.in.ChatKey)
 		if err != nil {
-			return "", fmt.Errorf("read settings of %s: %w", t.in.ChatKey, err)
+			return "", err
 		}
 		t.settings = s
 	}
@@ -356,15 +355,24 @@ func (e *Engine) catalog(loaded []string, disabled map[string]bool) *tools.Catal
 	return e.reg.Catalog(e.cfg.Routing == RoutingAll, loaded, disabled)
 }
 
+// settings reads the chat's settings.
+func (e *Engine) settings(ctx context.Context, chatKey string) (tools.Settings, error) {
+	m, err := e.store.ChatSettings(ctx, chatKey)
+	if err != nil {
+		return tools.Settings{}, fmt.Errorf("read settings of %s: %w", chatKey, err)
+	}
+	return tools.ParseSettings(m), nil
+}
+
 // systemPrompt assembles the agent prompt and the group listing.
-func (e *Engine) systemPrompt(settings map[string]string, disabled map[string]bool) string {
+func (e *Engine) systemPrompt(settings tools.Settings) string {
 	var b strings.Builder
-	if name := firstNonEmpty(settings[SettingName], e.cfg.Name); name != "" {
+	if name := firstNonEmpty(settings.Name, e.cfg.Name); name != "" {
 		fmt.Fprintf(&b, "Your name is %s.\n\n", name)
 	}
-	b.WriteString(strings.TrimSpace(firstNonEmpty(settings[SettingSystemPrompt], e.cfg.SystemPrompt)))
+	b.WriteString(strings.TrimSpace(firstNonEmpty(settings.SystemPrompt, e.cfg.SystemPrompt)))
 	if e.cfg.Routing != RoutingAll {
-		if l := e.reg.Listing(disabled); l != "" {
+		if l := e.reg.Listing(settings.Disabled); l != "" {
 			b.WriteString("\n\n---\n\n")
 			b.WriteString(l)
 		}
@@ -410,11 +418,11 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("read loaded groups of session %d: %w", sess.ID, err)
 	}
-	settings, err := e.store.ChatSettings(ctx, chatKey)
+	settings, err := e.settings(ctx, chatKey)
 	if err != nil {
-		return Status{}, fmt.Errorf("read settings of %s: %w", chatKey, err)
+		return Status{}, err
 	}
-	cat := e.catalog(loaded, disabledSet(settings))
+	cat := e.catalog(loaded, settings.Disabled)
 	return Status{
 		OpenedAt:     sess.OpenedAt,
 		Messages:     sess.Messages,
@@ -422,23 +430,9 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 		ActiveTools:  len(cat.Definitions()),
 		SchemaTokens: tools.SchemaTokens(cat.Definitions(), e.cfg.Count),
 		Usage:        sess.Usage,
-		Model:        firstNonEmpty(settings[SettingModel], e.cfg.Model),
+		Model:        firstNonEmpty(settings.Model, e.cfg.Model),
 		Routing:      e.cfg.Routing,
 	}, nil
-}
-
-func disabledSet(settings map[string]string) map[string]bool {
-	v := settings[SettingDisabledTools]
-	if v == "" {
-		return nil
-	}
-	out := map[string]bool{}
-	for _, n := range strings.Split(v, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out[n] = true
-		}
-	}
-	return out
 }
 
 func groupArg(args string) string {

@@ -27,6 +27,9 @@ type Definition struct {
 	Parameters json.RawMessage
 	// ReadOnly is true when the tool changes nothing outside loadout.
 	ReadOnly bool
+	// WritesSettings is true when a successful call may change the chat's
+	// Settings; the engine then reads them again before the next round.
+	WritesSettings bool
 	// Timeout bounds one call; zero means DefaultTimeout.
 	Timeout time.Duration
 	// Group is the group the tool belongs to; empty for a core tool. The

@@ -33,6 +33,9 @@ func commandID(cmd slackapi.SlashCommand, body []byte) string {
 // The answer is visible only to the person who typed it. An error means
 // the command was not stored.
 func (a *Adapter) slash(ctx context.Context, cmd slackapi.SlashCommand, id string) error {
+	if !a.identified() {
+		return errNotReady
+	}
 	_, err := a.pipe.Receive(ctx, id, bridge.Pending{}, func() (bridge.Pending, bool) {
 		return a.slashPending(cmd)
 	})

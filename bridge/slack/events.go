@@ -116,8 +116,8 @@ func (a *Adapter) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 // refuse answers a request whose event could not be stored, so that
 // Slack delivers it again.
 func (a *Adapter) refuse(w http.ResponseWriter, err error) {
-	if errors.Is(err, bridge.ErrStopped) {
-		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+	if errors.Is(err, bridge.ErrStopped) || errors.Is(err, errNotReady) {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
 		return
 	}
 	a.log.Error("slack event not stored; Slack will deliver it again", "err", err)

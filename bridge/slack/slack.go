@@ -200,6 +200,16 @@ func (a *Adapter) identify(ctx context.Context) error {
 	return nil
 }
 
+// errNotReady refuses an event that arrives before the adapter knows its
+// bot user and workspace, which judging it needs; Slack delivers it again.
+var errNotReady = errors.New("slack: not connected yet")
+
+func (a *Adapter) identified() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.teamID != ""
+}
+
 func (a *Adapter) botUser() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -233,6 +243,9 @@ func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) e
 	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
 	if !ok || cb.EventID == "" {
 		return nil
+	}
+	if !a.identified() {
+		return errNotReady
 	}
 	_, err := a.pipe.Receive(ctx, "event:"+cb.EventID, bridge.Pending{}, func() (bridge.Pending, bool) {
 		return a.toPending(ev.TeamID, ev.InnerEvent.Data)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"loadout/tools"
@@ -27,17 +26,9 @@ type Defaults struct {
 	Name, SystemPrompt, Model string
 }
 
-// Setting keys; they match chat.Setting* (this package may not import chat).
-const (
-	keyName     = "name"
-	keyPrompt   = "system_prompt"
-	keyModel    = "model"
-	keyDisabled = "disabled_tools"
-)
-
 var (
 	agentActions = []string{"view", "update"}
-	agentFields  = []string{keyName, keyPrompt, keyModel}
+	agentFields  = []string{tools.SettingName, tools.SettingSystemPrompt, tools.SettingModel}
 	toolActions  = []string{"list", "enable", "disable"}
 )
 
@@ -62,8 +53,9 @@ type agentInput struct {
 
 func agentConfig(st Store, def Defaults) tools.Tool {
 	return tools.New(tools.Definition{
-		Name:        "agent_config",
-		Description: "View or update your own settings for this chat. Actions: view, update. Fields: name, system_prompt, model.",
+		Name:           "agent_config",
+		Description:    "View or update your own settings for this chat. Actions: view, update. Fields: name, system_prompt, model.",
+		WritesSettings: true,
 	}, func(ctx context.Context, in agentInput) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey
 		if !slices.Contains(agentActions, in.Action) {
@@ -76,7 +68,7 @@ func agentConfig(st Store, def Defaults) tools.Tool {
 		if err != nil {
 			return nil, fmt.Errorf("read settings: %w", err)
 		}
-		defaults := map[string]string{keyName: def.Name, keyPrompt: def.SystemPrompt, keyModel: def.Model}
+		defaults := map[string]string{tools.SettingName: def.Name, tools.SettingSystemPrompt: def.SystemPrompt, tools.SettingModel: def.Model}
 		value := func(f string) any {
 			if v, ok := settings[f]; ok {
 				return v
@@ -144,8 +136,9 @@ type toolRow struct {
 func toolSettings(st Store, reg *tools.Registry) tools.Tool {
 	protected := map[string]bool{tools.LoadGroupName: true, "agent_config": true, "tool_settings": true}
 	return tools.New(tools.Definition{
-		Name:        "tool_settings",
-		Description: "List the tools and whether each is enabled in this chat, or enable/disable tools (a disabled tool is removed from every tool list of this chat). Actions: list, enable, disable.",
+		Name:           "tool_settings",
+		Description:    "List the tools and whether each is enabled in this chat, or enable/disable tools (a disabled tool is removed from every tool list of this chat). Actions: list, enable, disable.",
+		WritesSettings: true,
 	}, func(ctx context.Context, in toolInput) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey
 		if !slices.Contains(toolActions, in.Action) {
@@ -159,11 +152,9 @@ func toolSettings(st Store, reg *tools.Registry) tools.Tool {
 		if err != nil {
 			return nil, fmt.Errorf("read settings: %w", err)
 		}
-		disabled := map[string]bool{}
-		for _, n := range strings.Split(settings[keyDisabled], ",") {
-			if n != "" {
-				disabled[n] = true
-			}
+		disabled := tools.ParseSettings(settings).Disabled
+		if disabled == nil {
+			disabled = map[string]bool{}
 		}
 		all := reg.All(nil)
 		if in.Action == "list" {
@@ -198,15 +189,13 @@ func toolSettings(st Store, reg *tools.Registry) tools.Tool {
 			}
 			disabled[n] = in.Action == "disable"
 		}
-		var list []string
-		for n, off := range disabled {
-			if off {
-				list = append(list, n)
-			}
-		}
-		sort.Strings(list)
-		if err := st.SetChatSetting(ctx, chatKey, keyDisabled, strings.Join(list, ",")); err != nil {
+		value := tools.DisabledValue(disabled)
+		if err := st.SetChatSetting(ctx, chatKey, tools.SettingDisabledTools, value); err != nil {
 			return nil, fmt.Errorf("save setting: %w", err)
+		}
+		var list []string
+		if value != "" {
+			list = strings.Split(value, ",")
 		}
 		return map[string]any{"type": "tools", "action": in.Action, "tools": names, "disabled": list}, nil
 	})
