@@ -30,6 +30,10 @@ type Config struct {
 	Model string
 	// MaxToolRounds bounds the model calls of one turn. Default 20.
 	MaxToolRounds int
+	// MaxToolCalls bounds the tool calls run from one model response; the
+	// calls beyond it are not run and get an error asking the model to
+	// batch. Default 32.
+	MaxToolCalls int
 	// Routing is RoutingGroups (default) or RoutingAll.
 	Routing string
 	// HistoryTokens bounds the history sent to the model. Default 16000.
@@ -57,6 +61,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.MaxToolRounds <= 0 {
 		c.MaxToolRounds = 20
+	}
+	if c.MaxToolCalls <= 0 {
+		c.MaxToolCalls = 32
 	}
 	if c.Routing == "" {
 		c.Routing = RoutingGroups
@@ -287,7 +294,8 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	tctx := tools.WithCaller(ctx, tools.Caller{
 		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
 	})
-	results := e.exec.Run(tctx, cat, calls)
+	run := calls[:min(len(calls), e.cfg.MaxToolCalls)]
+	results := append(e.exec.Run(tctx, cat, run), skipped(calls[len(run):], len(calls), e.cfg.MaxToolCalls)...)
 
 	asst := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 	asst.Tokens = e.countMessage(asst)
@@ -307,7 +315,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
 				settingsChanged = true
 			}
-		} else {
+		} else if r.Code != tools.CodeTooManyCalls {
 			key := r.Name + "\x00" + canonicalJSON(calls[i].Arguments)
 			t.failures[key]++
 			if t.failures[key] >= e.cfg.RepeatLimit && stop == "" {
@@ -332,6 +340,24 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		t.settings = s
 	}
 	return stop, nil
+}
+
+// skipped answers the calls of a response beyond the limit without running
+// them: every call needs a result, and the model learns to batch.
+func skipped(calls []tools.Call, asked, limit int) []tools.Result {
+	if len(calls) == 0 {
+		return nil
+	}
+	content := (&tools.Error{
+		Code:       tools.CodeTooManyCalls,
+		Message:    fmt.Sprintf("Not run: the response asked for %d tool calls and at most %d run per response.", asked, limit),
+		Suggestion: fmt.Sprintf("Batch the work: at most %d calls per response (use a tool's list or filter parameters where it has them), then continue with the rest.", limit),
+	}).JSON()
+	out := make([]tools.Result, len(calls))
+	for i, c := range calls {
+		out[i] = tools.Result{CallID: c.ID, Name: c.Name, Status: tools.StatusError, Code: tools.CodeTooManyCalls, Content: content}
+	}
+	return out
 }
 
 // finish persists a reply the engine wrote itself (a guard's sentence).

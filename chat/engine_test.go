@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -650,5 +651,61 @@ func TestInternalErrorsReachOnlyTheLog(t *testing.T) {
 	}
 	if !strings.Contains(out, "ref="+refs[0]) || !strings.Contains(out, "ref="+refs[1]) || !strings.Contains(out, "stack=") {
 		t.Fatalf("log lacks the refs or the panic's stack:\n%s", out)
+	}
+}
+
+func TestHugeRoundIsCappedAndSaved(t *testing.T) {
+	var ran atomic.Int64
+	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+		return r.Add(tools.New(tools.Definition{Name: "count", Description: "counts"},
+			func(context.Context, echoIn) (any, error) { ran.Add(1); return "ok", nil }))
+	}})
+	const asked = 2500
+	pairs := make([]string, 0, 2*asked)
+	for i := range asked {
+		pairs = append(pairs, "count", fmt.Sprintf(`{"text":"%d"}`, i))
+	}
+	e.Model.Call(pairs...)
+	e.Model.Text("batched")
+	if r := send(t, e, "c1", "go"); r.Text != "batched" {
+		t.Fatalf("reply = %q", r.Text)
+	}
+	if n := ran.Load(); n != 32 {
+		t.Fatalf("%d calls ran, want the default cap of 32", n)
+	}
+	results := toolResults(e.Model.Last(t))
+	skipped := 0
+	for _, c := range results {
+		if strings.Contains(c, `"too_many_calls"`) {
+			skipped++
+		}
+	}
+	if len(results) != asked || skipped != asked-32 {
+		t.Fatalf("%d results, %d skipped; want %d and %d", len(results), skipped, asked, asked-32)
+	}
+	// The whole round was saved: user, assistant, 2,500 results, answer.
+	s, err := e.Store.OpenSession(context.Background(), "c1")
+	if err != nil || s.Messages != asked+3 {
+		t.Fatalf("session has %d messages (%v), want %d", s.Messages, err, asked+3)
+	}
+}
+
+func TestMaxToolCallsIsConfigurable(t *testing.T) {
+	e := newEnv(t, chat.Config{MaxToolCalls: 1})
+	e.Model.Call("ping", `{}`, "ping", `{"text":"b"}`)
+	e.Model.Text("done")
+	send(t, e, "c1", "go")
+	var codes []string
+	for _, m := range e.Model.Last(t).Messages {
+		if m.Role == "tool" {
+			if strings.Contains(m.Content, `"status":"error"`) {
+				codes = append(codes, errorCode(t, m.Content))
+			} else {
+				codes = append(codes, "ok")
+			}
+		}
+	}
+	if !slices.Equal(codes, []string{"ok", "too_many_calls"}) {
+		t.Fatalf("results = %v", codes)
 	}
 }

@@ -166,6 +166,9 @@ func (d *DB) CloseSession(ctx context.Context, chatKey string) (bool, error) {
 	return res.RowsAffected > 0, kind(res.Error)
 }
 
+// appendBatch is how many messages one INSERT writes (14 variables each).
+const appendBatch = 200
+
 // Append persists msgs in one transaction and adds usage to the session's
 // counters.
 func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage) error {
@@ -188,7 +191,9 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 	}
 	return kind(d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if len(rows) > 0 {
-			if err := tx.Create(&rows).Error; err != nil {
+			// In batches: one INSERT of a huge round would pass SQLite's
+			// limit on bound variables.
+			if err := tx.CreateInBatches(&rows, appendBatch).Error; err != nil {
 				return err
 			}
 		}

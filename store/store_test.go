@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,5 +135,28 @@ func TestChatSettingsAndState(t *testing.T) {
 	db.SetState(ctx, "offset", "42")
 	if v, _ := db.State(ctx, "offset"); v != "42" {
 		t.Fatalf("state = %q", v)
+	}
+}
+
+func TestAppendSavesAnySizeOfRound(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	s, err := db.OpenSession(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]chat.Message, 5000)
+	for i := range msgs {
+		msgs[i] = chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprint(i), ToolName: "t", Status: tools.StatusSuccess, Text: "ok", Arguments: "{}"}
+	}
+	if err := db.Append(ctx, s.ID, msgs, chat.Usage{PromptTokens: 7}); err != nil {
+		t.Fatalf("Append of 5,000 messages: %v", err)
+	}
+	got, err := db.Recent(ctx, s.ID, 6000)
+	if err != nil || len(got) != 5000 || got[0].ToolCallID != "0" || got[4999].ToolCallID != "4999" {
+		t.Fatalf("Recent = %d messages, %v", len(got), err)
+	}
+	if s, _ = db.OpenSession(ctx, "c"); s.Messages != 5000 || s.Usage.PromptTokens != 7 {
+		t.Fatalf("session counters = %d messages, %+v", s.Messages, s.Usage)
 	}
 }

@@ -17,6 +17,7 @@ const (
 	CodeUnavailable      = "unavailable"
 	CodeTimeout          = "timeout"
 	CodeInternal         = "internal"
+	CodeTooManyCalls     = "too_many_calls"
 )
 
 // MaxErrorMessage caps the message of a structured error, in characters.

@@ -61,6 +61,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
 		SystemPrompt:    cfg.Agent.SystemPrompt,
 		Model:           cfg.LLM.Model,
 		MaxToolRounds:   cfg.LLM.MaxToolRounds,
+		MaxToolCalls:    cfg.LLM.MaxToolCalls,
 		Routing:         cfg.Tools.Routing,
 		HistoryTokens:   cfg.LLM.HistoryTokens,
 		ToolResultChars: cfg.LLM.ToolResultChars,

@@ -43,6 +43,7 @@ type LLMConfig struct {
 	APIKey          string   `yaml:"api_key"`
 	Model           string   `yaml:"model"`
 	MaxToolRounds   int      `yaml:"max_tool_rounds"`
+	MaxToolCalls    int      `yaml:"max_tool_calls"`
 	Timeout         Duration `yaml:"timeout"`
 	Attempts        int      `yaml:"attempts"`
 	HistoryTokens   int      `yaml:"history_tokens"`
@@ -145,7 +146,7 @@ func defaults() Config {
 			SystemPrompt: "You are a helpful personal assistant. Answer briefly and plainly. Use tools when they help; load a tool group before using its tools.",
 		},
 		LLM: LLMConfig{
-			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", MaxToolRounds: 20,
+			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", MaxToolRounds: 20, MaxToolCalls: 32,
 			Timeout: Duration(120 * time.Second), Attempts: 4, HistoryTokens: 16000, ToolResultChars: 2000,
 		},
 		Store:    StoreConfig{Path: "data/loadout.db"},
@@ -266,6 +267,9 @@ func (c Config) validate(unset map[string]bool) error {
 	}
 	if c.LLM.MaxToolRounds < 1 {
 		bad("llm.max_tool_rounds", "must be at least 1, got %d", c.LLM.MaxToolRounds)
+	}
+	if c.LLM.MaxToolCalls < 1 {
+		bad("llm.max_tool_calls", "must be at least 1, got %d", c.LLM.MaxToolCalls)
 	}
 	if c.LLM.Attempts < 1 {
 		bad("llm.attempts", "must be at least 1, got %d", c.LLM.Attempts)

@@ -44,6 +44,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		"lm:\n  model: x\n":                                              `"lm"`,
 		"llm:\n  max_tool_rounds: many\n":                                "llm.max_tool_rounds",
 		"llm:\n  max_tool_rounds: 0\n":                                   "llm.max_tool_rounds",
+		"llm:\n  max_tool_calls: 0\n":                                    "llm.max_tool_calls",
 		"llm:\n  timeout: soon\n":                                        "llm.timeout",
 		"llm:\n  base_url: ftp://x\n":                                    "llm.base_url",
 		"tools:\n  routing: some\n":                                      "tools.routing",
