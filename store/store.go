@@ -193,8 +193,10 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 		if len(rows) > 0 {
 			// In batches: one INSERT of a huge round would pass SQLite's
 			// limit on bound variables.
-			if err := tx.CreateInBatches(&rows, appendBatch).Error; err != nil {
-				return err
+			for b := range slices.Chunk(rows, appendBatch) {
+				if err := tx.Create(&b).Error; err != nil {
+					return err
+				}
 			}
 		}
 		return tx.Model(&session{}).Where("id = ?", sessionID).Updates(map[string]any{
