@@ -3,10 +3,11 @@
 //
 // Usage:
 //
-//	loadout [-config FILE] serve            run every enabled channel and the HTTP server
-//	loadout [-config FILE] chat             talk to the assistant in this terminal
-//	loadout [-config FILE] tools            print the tool groups and their token costs
-//	loadout [-config FILE] google login -user KEY   connect a Google account from a terminal
+//	loadout serve [-config FILE]                    run every enabled channel and the HTTP server
+//	loadout chat [-config FILE]                     talk to the assistant in this terminal
+//	loadout tools [-config FILE]                    print the tool groups and their token costs
+//	loadout google login -user KEY [-config FILE]   connect a Google account from a terminal
+//	loadout help [command]                          print the usage
 package main
 
 import (
@@ -18,70 +19,184 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 )
 
 const usage = `loadout — a self-hosted assistant that loads tool groups on demand
 
 Usage:
-  loadout [-config FILE] serve                   run the enabled channels and the HTTP server
-  loadout [-config FILE] chat                    chat in this terminal
-  loadout [-config FILE] tools                   print tool groups and schema token costs
-  loadout [-config FILE] google login -user KEY  connect a Google account for a chat user
+  loadout [-config FILE] <command> [flags]
 
-The config file is -config, else $LOADOUT_CONFIG, else ./config.yaml.
+Commands:
+  serve                   run the enabled channels and the HTTP server
+  chat                    chat in this terminal
+  tools                   print tool groups and schema token costs
+  google login -user KEY  connect a Google account for a chat user
+  help [command]          print this help, or a command's
+
+Every command takes -config FILE, before or after its name. The config
+file is -config, else $LOADOUT_CONFIG, else ./config.yaml.
 `
+
+// command is one subcommand of the CLI.
+type command struct {
+	name    string // as typed: "serve", "google login"
+	summary string
+	// flags adds the command's own flags (besides -config).
+	flags func(fs *flag.FlagSet)
+	run   func(ctx context.Context, c *cli) error
+}
+
+// cli is what a command runs with once its flags are parsed and its
+// config loaded.
+type cli struct {
+	cfg    Config
+	log    *slog.Logger
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	user   string // google login -user
+}
+
+func commands() []command {
+	var user string
+	return []command{
+		{name: "serve", summary: "Run every enabled channel (Telegram, Slack) and the HTTP server until interrupted.",
+			run: func(ctx context.Context, c *cli) error { return serve(ctx, c.cfg, c.log) }},
+		{name: "chat", summary: "Talk to the assistant in this terminal; /help lists the commands, /quit ends.",
+			run: func(ctx context.Context, c *cli) error {
+				log := c.log
+				if c.cfg.Log.Level == "info" { // keep the conversation readable
+					log = newLogger(LogConfig{Level: "warn", Format: c.cfg.Log.Format}, c.stderr)
+				}
+				return chatREPL(ctx, c.cfg, log, c.stdin, c.stdout)
+			}},
+		{name: "tools", summary: "Print the tool groups and what their schemas cost in tokens.",
+			run: func(ctx context.Context, c *cli) error { return printTools(ctx, c.cfg, c.log, c.stdout) }},
+		{name: "google login", summary: "Connect a Google account for a chat user, from this terminal.",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&user, "user", "", "chat user to connect, e.g. console:local, telegram:123456, slack:T1:U2")
+			},
+			run: func(ctx context.Context, c *cli) error { return googleLogin(ctx, c.cfg, c.log, user, c.stdout) }},
+	}
+}
+
+// errUsage marks a command line that could not be understood; main exits
+// with status 2 for it.
+type errUsage struct{ msg string }
+
+func (e errUsage) Error() string { return e.msg }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "loadout:", err)
+		fmt.Fprintln(os.Stderr, "loadout:", err)
+		if errors.As(err, new(errUsage)) {
+			os.Exit(2)
 		}
 		os.Exit(1)
 	}
 }
 
-// run is main without the process: tests call it.
+// run is main without the process: tests call it. Help goes to stdout and
+// needs no config file; a command line that cannot be understood is an
+// errUsage, with the usage on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("loadout", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	configFlag := fs.String("config", "", "config file")
-	if err := fs.Parse(args); err != nil {
-		return err
+	global := flag.NewFlagSet("loadout", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	configFlag := global.String("config", "", "config file")
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+		fmt.Fprint(stderr, usage)
+		return errUsage{err.Error()}
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return flag.ErrHelp
+	rest := global.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage{"no command given"}
+	}
+	if rest[0] == "help" {
+		return help(rest[1:], stdout, stderr)
+	}
+	cmd, rest, ok := findCommand(rest)
+	if !ok {
+		fmt.Fprint(stderr, usage)
+		return errUsage{fmt.Sprintf("unknown command %q", strings.Join(rest, " "))}
+	}
+	fs := commandFlags(cmd, configFlag)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(cmd, stdout)
+			return nil
+		}
+		commandUsage(cmd, stderr)
+		return errUsage{fmt.Sprintf("%s: %v", cmd.name, err)}
+	}
+	if fs.NArg() > 0 {
+		commandUsage(cmd, stderr)
+		return errUsage{fmt.Sprintf("%s: unexpected argument %q", cmd.name, fs.Arg(0))}
 	}
 	path := configPath(*configFlag, getenv)
 	cfg, err := loadConfig(path, getenv)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.Log, stderr)
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	switch cmd {
-	case "serve":
-		return serve(ctx, cfg, log)
-	case "chat":
-		if cfg.Log.Level == "info" { // keep the conversation readable
-			log = newLogger(LogConfig{Level: "warn", Format: cfg.Log.Format}, stderr)
+	c := &cli{cfg: cfg, log: newLogger(cfg.Log, stderr), stdin: stdin, stdout: stdout, stderr: stderr}
+	return cmd.run(ctx, c)
+}
+
+// findCommand matches the longest command name at the start of args and
+// returns the arguments after it.
+func findCommand(args []string) (command, []string, bool) {
+	for _, c := range commands() {
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
+			return c, args[len(words):], true
 		}
-		return chatREPL(ctx, cfg, log, stdin, stdout)
-	case "tools":
-		return printTools(ctx, cfg, log, stdout)
-	case "google":
-		return googleCommand(ctx, cfg, log, rest, stdout)
-	case "help":
-		fs.Usage()
+	}
+	return command{}, args, false
+}
+
+// commandFlags is the flag set of cmd: its own flags and -config, which
+// writes to the same place as the global one.
+func commandFlags(cmd command, config *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("loadout "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(config, "config", *config, "config file (default $LOADOUT_CONFIG, else ./config.yaml)")
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	return fs
+}
+
+func commandUsage(cmd command, w io.Writer) {
+	fmt.Fprintf(w, "Usage: loadout %s [flags]\n\n%s\n\nFlags:\n", cmd.name, cmd.summary)
+	var config string
+	fs := commandFlags(cmd, &config)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// help prints the usage, or one command's.
+func help(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fs.Usage()
-	return fmt.Errorf("unknown command %q", cmd)
+	cmd, rest, ok := findCommand(args)
+	if !ok || len(rest) > 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage{fmt.Sprintf("help: unknown command %q", strings.Join(args, " "))}
+	}
+	commandUsage(cmd, stdout)
+	return nil
 }
 
 func newLogger(c LogConfig, w io.Writer) *slog.Logger {

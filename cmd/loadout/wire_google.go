@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -199,18 +198,9 @@ func (a *app) wireGoogle(ctx context.Context) error {
 
 // googleCommand runs `loadout google login -user KEY`: the loopback flow
 // for a person on this machine.
-func googleCommand(ctx context.Context, cfg Config, log *slog.Logger, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "login" {
-		return errors.New("usage: loadout google login -user KEY (e.g. -user console:local or -user telegram:123456)")
-	}
-	fs := flag.NewFlagSet("google login", flag.ContinueOnError)
-	fs.SetOutput(out)
-	user := fs.String("user", "", "chat user to connect, e.g. console:local, telegram:123456, slack:T1:U2")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if *user == "" || !strings.Contains(*user, ":") {
-		return errors.New("google login: -user is required, as channel:id, e.g. console:local or telegram:123456")
+func googleLogin(ctx context.Context, cfg Config, log *slog.Logger, user string, out io.Writer) error {
+	if user == "" || !strings.Contains(user, ":") {
+		return errUsage{"google login: -user is required, as channel:id, e.g. console:local or telegram:123456"}
 	}
 	if !cfg.Google.configured() {
 		return errors.New("google: not configured: set google.client_id and google.client_secret (or google.credentials_file)")
@@ -225,7 +215,7 @@ func googleCommand(ctx context.Context, cfg Config, log *slog.Logger, args []str
 	if err != nil {
 		return err
 	}
-	c, err := acc.LoginLoopback(ctx, *user, out)
+	c, err := acc.LoginLoopback(ctx, user, out)
 	if err != nil {
 		return err
 	}

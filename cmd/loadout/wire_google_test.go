@@ -267,7 +267,7 @@ func TestGoogleLoginCommand(t *testing.T) {
 		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
 		authURL:  oauth.AuthURL(), tokenURL: oauth.TokenURL(), revokeURL: oauth.RevokeURL(),
 	}
-	if err := googleCommand(context.Background(), cfg, quietLog(), []string{"login"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-user") {
+	if err := googleLogin(context.Background(), cfg, quietLog(), "", io.Discard); err == nil || !strings.Contains(err.Error(), "-user") {
 		t.Fatalf("without -user: %v", err)
 	}
 	pr, pw := io.Pipe()
@@ -275,7 +275,7 @@ func TestGoogleLoginCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go func() {
-		err := googleCommand(ctx, cfg, quietLog(), []string{"login", "-user", "console:local"}, pw)
+		err := googleLogin(ctx, cfg, quietLog(), "console:local", pw)
 		pw.CloseWithError(io.EOF)
 		done <- err
 	}()

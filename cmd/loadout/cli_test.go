@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"loadout/chat/chattest"
+)
+
+// cli runs the command line with no config file anywhere ($LOADOUT_CONFIG
+// names a file that does not exist), so help that needed one would fail.
+func cliRun(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	missing := filepath.Join(t.TempDir(), "absent.yaml")
+	err = run(context.Background(), args, strings.NewReader(stdin), &out, &errOut,
+		env(map[string]string{"LOADOUT_CONFIG": missing, "TEST_KEY": "sk-test"}))
+	return out.String(), errOut.String(), err
+}
+
+func TestHelpNeedsNoConfig(t *testing.T) {
+	for _, args := range [][]string{
+		{"help"}, {"-h"}, {"--help"}, {"-help"},
+		{"serve", "-h"}, {"serve", "--help"}, {"chat", "-h"}, {"tools", "-h"},
+		{"google", "login", "-h"}, {"help", "serve"}, {"help", "google", "login"},
+		{"-config", "x.yaml", "tools", "--help"},
+	} {
+		out, errOut, err := cliRun(t, "", args...)
+		if err != nil || !strings.Contains(out, "Usage:") || errOut != "" {
+			t.Errorf("%q: err=%v stdout=%q stderr=%q", args, err, out, errOut)
+		}
+	}
+	out, _, _ := cliRun(t, "", "google", "login", "-h")
+	if !strings.Contains(out, "-user") || !strings.Contains(out, "-config") {
+		t.Errorf("google login help lacks its flags:\n%s", out)
+	}
+}
+
+func TestBadCommandLinesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"serve", "now"}, `unexpected argument "now"`},
+		{[]string{"tools", "--verbose"}, "flag provided but not defined: -verbose"},
+		{[]string{"chat", "-config"}, "flag needs an argument"},
+		{[]string{"google"}, `unknown command "google"`},
+		{[]string{"google", "logout"}, `unknown command "google logout"`},
+		{[]string{"help", "nope"}, `unknown command "nope"`},
+		{[]string{"--bogus", "serve"}, "flag provided but not defined: -bogus"},
+	} {
+		out, errOut, err := cliRun(t, "", tc.args...)
+		if !errors.As(err, new(errUsage)) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want a usage error with %q", tc.args, err, tc.want)
+		}
+		if out != "" || !strings.Contains(errOut, "Usage:") {
+			t.Errorf("%q: stdout=%q stderr=%q; want the usage on stderr only", tc.args, out, errOut)
+		}
+	}
+}
+
+func TestConfigFlagAfterTheCommand(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	cfgPath, _ := writeConfig(t, model.URL, "")
+	model.Text("from the right model")
+	out, _, err := cliRun(t, "hi\n", "chat", "-config", cfgPath)
+	if err != nil || !strings.Contains(out, "from the right model") || len(model.Requests()) != 1 {
+		t.Fatalf("chat -config: %v, %d requests\n%s", err, len(model.Requests()), out)
+	}
+	// Given twice, the one after the command wins.
+	model.Text("again")
+	out, _, err = cliRun(t, "hi\n", "-config", filepath.Join(t.TempDir(), "nope.yaml"), "chat", "--config="+cfgPath)
+	if err != nil || !strings.Contains(out, "again") {
+		t.Fatalf("chat --config=: %v\n%s", err, out)
+	}
+	// Without a usable file the error names it.
+	_, _, err = cliRun(t, "", "tools")
+	if err == nil || !strings.Contains(err.Error(), "absent.yaml") {
+		t.Fatalf("missing config: %v", err)
+	}
+}
+
+func TestGoogleLoginNeedsUser(t *testing.T) {
+	cfgPath, _ := writeConfig(t, "http://127.0.0.1:1/v1", "")
+	_, _, err := cliRun(t, "", "google", "login", "-config", cfgPath)
+	if !errors.As(err, new(errUsage)) || !strings.Contains(err.Error(), "-user") {
+		t.Fatalf("err = %v", err)
+	}
+}
