@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,5 +92,35 @@ func TestGoogleLoginNeedsUser(t *testing.T) {
 	_, _, err := cliRun(t, "", "google", "login", "-config", cfgPath)
 	if !errors.As(err, new(errUsage)) || !strings.Contains(err.Error(), "-user") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStartupLineNamesWhatIsUsedAndNoSecret(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "h.yaml")
+	cfg := "llm:\n  base_url: http://user:hunter2@127.0.0.1:1/v1\n  api_key: ${TEST_KEY}\n  model: fake-model\n" +
+		"store:\n  path: " + filepath.Join(dir, "x.db") + "\nlog:\n  level: info\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := cliRun(t, "", "chat", "-config", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := ""
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.Contains(l, "loadout starting") {
+			line = l
+		}
+	}
+	for _, want := range []string{"config=" + path, "model=fake-model", "llm_host=127.0.0.1:1", "channels=console", "level=INFO"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("startup line lacks %q: %q", want, line)
+		}
+	}
+	for _, secret := range []string{"sk-test", "hunter2", "user:"} {
+		if strings.Contains(errOut, secret) {
+			t.Errorf("log shows %q:\n%s", secret, errOut)
+		}
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -149,7 +151,41 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	c := &cli{cfg: cfg, log: newLogger(cfg.Log, stderr), stdin: stdin, stdout: stdout, stderr: stderr}
+	if cmd.name == "serve" || cmd.name == "chat" {
+		logStartup(c.log, cmd.name, path, cfg)
+	}
 	return cmd.run(ctx, c)
+}
+
+// logStartup says what this process is about to use: the config file, the
+// model and its server (host only: a URL may carry credentials), the
+// channels. It never logs a secret.
+func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
+	var chans []string
+	switch cmd {
+	case "chat":
+		chans = []string{"console"}
+	case "serve":
+		if cfg.Telegram.Enabled {
+			chans = append(chans, "telegram ("+cfg.Telegram.Mode+")")
+		}
+		if cfg.Slack.Enabled {
+			chans = append(chans, "slack ("+cfg.Slack.Mode+")")
+		}
+	}
+	if len(chans) == 0 {
+		chans = []string{"none"}
+	}
+	host := "(unreadable llm.base_url)"
+	if u, err := url.Parse(cfg.LLM.BaseURL); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	log.Info("loadout starting", "command", cmd, "config", abs, "model", cfg.LLM.Model, "llm_host", host,
+		"channels", strings.Join(chans, ", "), "google", cfg.Google.configured(), "store", cfg.Store.Path)
 }
 
 // findCommand matches the longest command name at the start of args and
