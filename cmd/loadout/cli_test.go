@@ -124,3 +124,16 @@ func TestStartupLineNamesWhatIsUsedAndNoSecret(t *testing.T) {
 		}
 	}
 }
+
+func TestNoConfigFileRunsFromTheEnvironment(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	model.Text("from env alone")
+	t.Chdir(t.TempDir()) // no ./config.yaml here
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"chat"}, strings.NewReader("hi\n"), &out, &out, env(map[string]string{
+		"LOADOUT_LLM_BASE_URL": model.URL, "LOADOUT_STORE_PATH": filepath.Join(t.TempDir(), "x.db"), "LOADOUT_LOG_LEVEL": "info",
+	}))
+	if err != nil || !strings.Contains(out.String(), "from env alone") || !strings.Contains(out.String(), "config=\"(none") {
+		t.Fatalf("chat without a config file: %v\n%s", err, out.String())
+	}
+}

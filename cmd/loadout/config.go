@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
@@ -181,36 +180,183 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	return parseConfig(raw, getenv)
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
 func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
-	unset := map[string]bool{}
-	expanded := envRef.ReplaceAllFunc(raw, func(m []byte) []byte {
-		name := string(envRef.FindSubmatch(m)[1])
-		v := getenv(name)
-		if v == "" {
-			unset[name] = true
-		}
-		return []byte(v)
-	})
 	cfg := defaults()
 	var root yaml.Node
-	if err := yaml.Unmarshal(expanded, &root); err != nil {
+	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	if len(root.Content) == 0 { // empty file: all defaults
-		return cfg, cfg.validate(unset)
+	if len(root.Content) > 0 {
+		doc := root.Content[0]
+		lines := map[int]string{}
+		if err := checkKeys(doc, reflect.TypeOf(cfg), "", lines); err != nil {
+			return Config{}, err
+		}
+		if err := expandNode(doc, reflect.TypeOf(cfg), "", getenv); err != nil {
+			return Config{}, err
+		}
+		if err := doc.Decode(&cfg); err != nil {
+			return Config{}, fmt.Errorf("config: %s", nameLine(err, lines))
+		}
 	}
-	lines := map[int]string{}
-	if err := checkKeys(root.Content[0], reflect.TypeOf(cfg), "", lines); err != nil {
+	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "", getenv); err != nil {
 		return Config{}, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(expanded))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		return Config{}, fmt.Errorf("config: %s", nameLine(err, lines))
+	return cfg, cfg.validate()
+}
+
+// envRef is ${VAR} or ${VAR:-default}.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandNode replaces ${VAR} and ${VAR:-default} in the scalar values
+// under n, after YAML parsing: a value read from the environment is taken
+// literally, whatever '#', ': ' or '*' it holds. A variable that is
+// referenced without a default and not set is an error naming the key.
+func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) string) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			f, ok := yamlField(t, n.Content[i].Value)
+			if !ok {
+				continue // checkKeys has refused it
+			}
+			if err := expandNode(n.Content[i+1], f.Type, joinKey(key, n.Content[i].Value), getenv); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		if t.Kind() != reflect.Slice {
+			return nil
+		}
+		for i, c := range n.Content {
+			if err := expandNode(c, t.Elem(), fmt.Sprintf("%s[%d]", key, i), getenv); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		var missing string
+		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+			sub := envRef.FindStringSubmatch(m)
+			if v := getenv(sub[1]); v != "" {
+				return v
+			}
+			if sub[2] == "" && missing == "" {
+				missing = sub[1]
+			}
+			return sub[3]
+		})
+		if missing != "" {
+			return fmt.Errorf("config: %s (line %d): environment variable %s is not set (write ${%s:-} to allow it to be empty)",
+				key, n.Line, missing, missing)
+		}
+		// A string takes the text as it is; other kinds are read from it.
+		n.Style = 0
+		n.Tag = ""
+		if t.Kind() == reflect.String {
+			n.Tag = "!!str"
+		}
 	}
-	return cfg, cfg.validate(unset)
+	return nil
+}
+
+// applyEnv sets each key from LOADOUT_<KEY> when that variable is set: the
+// dotted key in capitals with '_' for '.', e.g. LOADOUT_LLM_BASE_URL; a
+// list is comma-separated. The environment wins over the file.
+func applyEnv(v reflect.Value, key string, getenv func(string) string) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := yamlName(f)
+		if name == "" {
+			continue
+		}
+		k := joinKey(key, name)
+		fv := v.Field(i)
+		if f.Type.Kind() == reflect.Struct {
+			if err := applyEnv(fv, k, getenv); err != nil {
+				return err
+			}
+			continue
+		}
+		envName := envVar(k)
+		raw := getenv(envName)
+		if raw == "" {
+			continue
+		}
+		bad := func(want string) error {
+			return fmt.Errorf("config: %s: %s is not %s", k, envName, want)
+		}
+		switch {
+		case f.Type == reflect.TypeOf(Duration(0)):
+			d, err := time.ParseDuration(strings.TrimSpace(raw))
+			if err != nil || d < 0 {
+				return bad("a duration like 30s or 2m")
+			}
+			fv.SetInt(int64(d))
+		case f.Type.Kind() == reflect.String:
+			fv.SetString(raw)
+		case f.Type.Kind() == reflect.Int:
+			n, err := strconv.Atoi(strings.TrimSpace(raw))
+			if err != nil {
+				return bad("a whole number")
+			}
+			fv.SetInt(int64(n))
+		case f.Type.Kind() == reflect.Bool:
+			b, err := strconv.ParseBool(strings.TrimSpace(raw))
+			if err != nil {
+				return bad("true or false")
+			}
+			fv.SetBool(b)
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.String:
+			var list []string
+			for item := range strings.SplitSeq(raw, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					list = append(list, item)
+				}
+			}
+			fv.Set(reflect.ValueOf(list))
+		}
+	}
+	return nil
+}
+
+// envVar is the variable that sets a dotted key.
+func envVar(key string) string {
+	return "LOADOUT_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+func joinKey(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+// yamlName is a field's key, "" for fields that are not config keys.
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	return name
+}
+
+func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); name != "" && yamlName(f) == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // checkKeys walks the YAML mapping against the struct type and reports the
@@ -222,13 +368,13 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string
 	}
 	fields := map[string]reflect.StructField{}
 	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		fields[name] = f
+		if f := t.Field(i); yamlName(f) != "" {
+			fields[yamlName(f)] = f
+		}
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		key := prefix + k.Value
+		key := joinKey(prefix, k.Value)
 		f, ok := fields[k.Value]
 		if !ok {
 			known := make([]string, 0, len(fields))
@@ -239,7 +385,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string
 			return fmt.Errorf("config: unknown key %q (line %d); known keys here: %s", key, k.Line, strings.Join(known, ", "))
 		}
 		lines[v.Line] = key
-		if err := checkKeys(v, f.Type, key+".", lines); err != nil {
+		if err := checkKeys(v, f.Type, key, lines); err != nil {
 			return err
 		}
 	}
@@ -260,7 +406,7 @@ func nameLine(err error, lines map[int]string) string {
 }
 
 // validate checks values that decode fine but make no sense.
-func (c Config) validate(unset map[string]bool) error {
+func (c Config) validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, a...)))
@@ -348,24 +494,15 @@ func (c Config) validate(unset map[string]bool) error {
 			bad("slack.workers", "must be at least 1, got %d", c.Slack.Workers)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		if len(unset) > 0 {
-			names := make([]string, 0, len(unset))
-			for n := range unset {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			err = fmt.Errorf("%w\n(note: these environment variables are referenced but not set: %s)", err, strings.Join(names, ", "))
-		}
-		return err
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// requireLLM checks what talking to the model needs.
+// requireLLM checks what talking to the model needs: OpenAI's service
+// needs a key; a local server (Ollama, vLLM, LM Studio) usually needs none.
 func (c Config) requireLLM() error {
-	if strings.TrimSpace(c.LLM.APIKey) == "" {
-		return errors.New("config: llm.api_key is empty: set it in the config file or export the environment variable it refers to (the sample uses ${OPENAI_API_KEY})")
+	u, err := url.Parse(c.LLM.BaseURL)
+	if strings.TrimSpace(c.LLM.APIKey) == "" && err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
+		return errors.New("config: llm.api_key is empty and llm.base_url is OpenAI's: set the key (the sample reads ${OPENAI_API_KEY}), or point llm.base_url at a local server")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,77 @@ func unwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
+	}
+}
+
+func TestUnsetVariableIsAnErrorNamingKeyAndVariable(t *testing.T) {
+	_, err := parseConfig([]byte("llm:\n  base_url: ${OPENAI_BASE_URL}\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "llm.base_url") || !strings.Contains(err.Error(), "OPENAI_BASE_URL") {
+		t.Fatalf("err = %v, want one naming llm.base_url and OPENAI_BASE_URL", err)
+	}
+	_, err = parseConfig([]byte("telegram:\n  allowed_users: [\"1\", \"${SECOND}\"]\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "telegram.allowed_users[1]") {
+		t.Fatalf("err = %v, want one naming telegram.allowed_users[1]", err)
+	}
+}
+
+func TestVariablesWithDefaultsAndLiteralSecrets(t *testing.T) {
+	raw := "llm:\n  api_key: ${KEY}\n  model: ${MODEL:-small}\n  base_url: ${URL:-http://127.0.0.1:11434/v1}\n" +
+		"  max_tool_rounds: ${ROUNDS}\nslack:\n  signing_secret: \"${SIGN}\"\n  bot_token: '${BOT:-}'\n"
+	cfg, err := parseConfig([]byte(raw), env(map[string]string{
+		"KEY": "sk-abc #def", "ROUNDS": "7", "SIGN": "*star: colon & ~",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LLM.APIKey != "sk-abc #def" || cfg.Slack.SigningSecret != "*star: colon & ~" || cfg.Slack.BotToken != "" {
+		t.Errorf("secrets = %q, %q, %q; want them literally", cfg.LLM.APIKey, cfg.Slack.SigningSecret, cfg.Slack.BotToken)
+	}
+	if cfg.LLM.Model != "small" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.MaxToolRounds != 7 {
+		t.Errorf("defaults and numbers: %+v", cfg.LLM)
+	}
+	// A value that looks like YAML null or a number stays a string.
+	cfg, err = parseConfig([]byte("llm:\n  api_key: ${KEY}\n"), env(map[string]string{"KEY": "null"}))
+	if err != nil || cfg.LLM.APIKey != "null" {
+		t.Errorf("api_key = %q, %v", cfg.LLM.APIKey, err)
+	}
+}
+
+func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
+	cfg, err := parseConfig([]byte("llm:\n  model: from-file\n"), env(map[string]string{
+		"LOADOUT_LLM_MODEL":              "from-env",
+		"LOADOUT_LLM_BASE_URL":           "http://127.0.0.1:8000/v1",
+		"LOADOUT_LLM_MAX_TOOL_CALLS":     "8",
+		"LOADOUT_HTTP_SHUTDOWN_GRACE":    "5s",
+		"LOADOUT_TELEGRAM_ENABLED":       "true",
+		"LOADOUT_TELEGRAM_TOKEN":         "123:abc",
+		"LOADOUT_TELEGRAM_ALLOWED_USERS": "1, 2,,@ana",
+		"LOADOUT_AGENT_SYSTEM_PROMPT":    "Be brief: always # literally",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LLM.Model != "from-env" || cfg.LLM.BaseURL != "http://127.0.0.1:8000/v1" || cfg.LLM.MaxToolCalls != 8 ||
+		cfg.HTTP.ShutdownGrace.Std() != 5*time.Second || !cfg.Telegram.Enabled || cfg.Telegram.Token != "123:abc" ||
+		!slices.Equal(cfg.Telegram.AllowedUsers, []string{"1", "2", "@ana"}) || cfg.Agent.SystemPrompt != "Be brief: always # literally" {
+		t.Fatalf("environment not applied: %+v", cfg)
+	}
+	for name, key := range map[string]string{
+		"LOADOUT_LLM_ATTEMPTS":        "llm.attempts",
+		"LOADOUT_SLACK_ENABLED":       "slack.enabled",
+		"LOADOUT_HTTP_SHUTDOWN_GRACE": "http.shutdown_grace",
+	} {
+		_, err := parseConfig(nil, env(map[string]string{name: "many"}))
+		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=many: err = %v, want one naming %s and the variable", name, err, key)
+		}
+	}
+}
+
+func TestUnknownKeyListsOnlyRealKeys(t *testing.T) {
+	_, err := parseConfig([]byte("google:\n  bogus: 1\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), `"google.bogus"`) || strings.Contains(err.Error(), "here: ,") ||
+		!strings.Contains(err.Error(), "known keys here: client_id,") {
+		t.Fatalf("err = %v", err)
 	}
 }

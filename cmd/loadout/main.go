@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -132,8 +133,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return errUsage{fmt.Sprintf("unknown command %q", strings.Join(rest, " "))}
 	}
-	fs := commandFlags(cmd, configFlag)
-	if err := fs.Parse(rest); err != nil {
+	flags := commandFlags(cmd, configFlag)
+	if err := flags.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			commandUsage(cmd, stdout)
 			return nil
@@ -141,12 +142,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		commandUsage(cmd, stderr)
 		return errUsage{fmt.Sprintf("%s: %v", cmd.name, err)}
 	}
-	if fs.NArg() > 0 {
+	if flags.NArg() > 0 {
 		commandUsage(cmd, stderr)
-		return errUsage{fmt.Sprintf("%s: unexpected argument %q", cmd.name, fs.Arg(0))}
+		return errUsage{fmt.Sprintf("%s: unexpected argument %q", cmd.name, flags.Arg(0))}
 	}
 	path := configPath(*configFlag, getenv)
 	cfg, err := loadConfig(path, getenv)
+	if errors.Is(err, fs.ErrNotExist) && *configFlag == "" && getenv("LOADOUT_CONFIG") == "" {
+		// No file named anywhere and none here: defaults and LOADOUT_*
+		// variables, as a container runs.
+		path = ""
+		cfg, err = parseConfig(nil, getenv)
+	}
 	if err != nil {
 		return err
 	}
@@ -183,6 +190,9 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		abs = path
+	}
+	if path == "" {
+		abs = "(none: defaults and LOADOUT_* variables)"
 	}
 	log.Info("loadout starting", "command", cmd, "config", abs, "model", cfg.LLM.Model, "llm_host", host,
 		"channels", strings.Join(chans, ", "), "google", cfg.Google.configured(), "store", cfg.Store.Path)

@@ -83,13 +83,36 @@ func TestChatCommandEndToEnd(t *testing.T) {
 	}
 }
 
-func TestChatNeedsAPIKey(t *testing.T) {
-	cfgPath, _ := writeConfig(t, "http://127.0.0.1:1/v1", "")
+func TestChatNeedsAPIKeyOnlyForOpenAI(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfgPath, []byte("llm:\n  api_key: ${TEST_KEY:-}\nstore:\n  path: "+filepath.Join(dir, "x.db")+"\n"), 0o600)
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"-config", cfgPath, "chat"}, strings.NewReader(""), &out, &out, env(nil))
 	if err == nil || !strings.Contains(err.Error(), "llm.api_key") {
 		t.Fatalf("err = %v", err)
 	}
+	// A local server needs no key.
+	model := chattest.NewModelServer(t)
+	local, _ := writeConfig(t, model.URL, "")
+	model.Text("no key needed")
+	out.Reset()
+	err = run(context.Background(), []string{"chat", "-config", local}, strings.NewReader("hi\n"), &out, &out, env(map[string]string{"TEST_KEY": ""}))
+	if err == nil || !strings.Contains(err.Error(), "TEST_KEY") {
+		t.Fatalf("an unset ${TEST_KEY}: %v", err)
+	}
+	os.WriteFile(local, bytes.Replace(must(os.ReadFile(local)), []byte("${TEST_KEY}"), []byte("${TEST_KEY:-}"), 1), 0o600)
+	out.Reset()
+	if err := run(context.Background(), []string{"chat", "-config", local}, strings.NewReader("hi\n"), &out, &out, env(nil)); err != nil || !strings.Contains(out.String(), "no key needed") {
+		t.Fatalf("local model without a key: %v\n%s", err, out.String())
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func TestToolsCommandPrintsTotals(t *testing.T) {

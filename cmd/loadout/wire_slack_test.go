@@ -28,7 +28,7 @@ func slackTestApp(t *testing.T, mode string) (*app, *slacktest.Server, *chattest
 	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
 	cfg.Slack = SlackConfig{Enabled: true, BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
 		Mode: mode, APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}
-	if err := cfg.validate(nil); err != nil {
+	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
