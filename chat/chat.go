@@ -146,6 +146,15 @@ var (
 	ErrTransient = errors.New("store temporarily unavailable")
 )
 
+// Errors a Model wraps its failures in when retrying cannot help because
+// the service is set up wrongly.
+var (
+	// ErrModelKey: the model service rejected the API key (401, 403).
+	ErrModelKey = errors.New("the model service rejected the API key")
+	// ErrModelUnknown: the model service does not know the model (404).
+	ErrModelUnknown = errors.New("the model service does not know the model")
+)
+
 // Reply is the engine's answer to an Inbound.
 type Reply struct {
 	Text string

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -121,6 +122,8 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 const (
 	msgModelDown = "Sorry, I can't reach the language model right now. Your message is saved; please try again in a minute."
 	msgCanceled  = "Sorry, I had to stop before finishing because I'm shutting down. Your message is saved; please send it again in a moment."
+	msgModelKey  = "Sorry, the assistant is misconfigured (the model service rejected its API key); the owner has been told in the log."
+	msgModelName = "Sorry, the assistant is misconfigured (the model service does not know the model it is set to use); the owner has been told in the log."
 )
 
 // Handle runs one turn: it persists the message, calls the model and the
@@ -254,11 +257,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 
 		resp, err := e.model.Complete(ctx, req)
 		if err != nil {
-			e.cfg.Logger.Error("model call failed", "chat", t.in.ChatKey, "session", t.sess.ID, "round", round, "err", err)
-			if ctx.Err() != nil {
-				return Reply{Text: msgCanceled, Usage: t.usage}, nil
-			}
-			return Reply{Text: msgModelDown, Usage: t.usage}, nil
+			return Reply{Text: t.modelFailed(ctx, round, req.Model, err), Usage: t.usage}, nil
 		}
 		t.usage = t.usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
@@ -277,6 +276,29 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			return t.finish(ctx, stop)
 		}
 	}
+}
+
+// modelFailed logs a failed model call for the operator, naming the key to
+// fix when it is a setup fault, and returns the sentence for the person.
+func (t *turn) modelFailed(ctx context.Context, round int, model string, err error) string {
+	log := t.e.cfg.Logger.With("chat", t.in.ChatKey, "session", t.sess.ID, "round", round)
+	switch {
+	case ctx.Err() != nil:
+		log.Warn("model call cut short by shutdown", "err", err)
+		return msgCanceled
+	case errors.Is(err, ErrModelKey):
+		log.Error("the model service rejected the API key: check llm.api_key (and llm.base_url)", "err", err)
+		return msgModelKey
+	case errors.Is(err, ErrModelUnknown):
+		where := "llm.model"
+		if t.settings.Model != "" {
+			where = "this chat's model setting (agent_config), which overrides llm.model"
+		}
+		log.Error("the model service does not know the model: check "+where, "model", model, "err", err)
+		return msgModelName
+	}
+	log.Error("model call failed", "err", err)
+	return msgModelDown
 }
 
 // runTools executes one round of tool calls, persists the assistant

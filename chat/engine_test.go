@@ -709,3 +709,43 @@ func TestMaxToolCallsIsConfigurable(t *testing.T) {
 		t.Fatalf("results = %v", codes)
 	}
 }
+
+func TestMisconfiguredModelIsNamedNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		setting string
+		reply   string
+		log     string
+	}{
+		{http.StatusUnauthorized, "", "rejected its API key", "llm.api_key"},
+		{http.StatusForbidden, "", "rejected its API key", "llm.api_key"},
+		{http.StatusNotFound, "", "does not know the model", "check llm.model"},
+		{http.StatusNotFound, "gpt-nope", "does not know the model", "agent_config"},
+		{http.StatusBadGateway, "", "try again in a minute", "model call failed"},
+	} {
+		var logs chattest.LogBuffer
+		e := chattest.NewEnv(t, chattest.Options{Config: chat.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
+		if tc.setting != "" {
+			if err := e.Store.SetChatSetting(context.Background(), "c1", tools.SettingModel, tc.setting); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 3 {
+			e.Model.Fail(tc.status)
+		}
+		r := send(t, e, "c1", "hi")
+		want := 1
+		if tc.status >= 500 {
+			want = 3 // the fake client's attempts
+		}
+		if n := len(e.Model.Requests()); n != want {
+			t.Errorf("%d: %d requests, want %d", tc.status, n, want)
+		}
+		if !strings.Contains(r.Text, tc.reply) || !strings.HasPrefix(r.Text, "Sorry") {
+			t.Errorf("%d: reply %q lacks %q", tc.status, r.Text, tc.reply)
+		}
+		if !strings.Contains(logs.String(), tc.log) || !strings.Contains(logs.String(), "level=ERROR") {
+			t.Errorf("%d: log lacks %q:\n%s", tc.status, tc.log, logs.String())
+		}
+	}
+}

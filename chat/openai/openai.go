@@ -121,9 +121,27 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 		if ctx.Err() != nil {
 			return chat.Response{}, fmt.Errorf("model: %w (after %v)", ctx.Err(), err)
 		}
+		switch status(err) {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return chat.Response{}, fmt.Errorf("model: %w: %w", chat.ErrModelKey, err)
+		case http.StatusNotFound:
+			return chat.Response{}, fmt.Errorf("model: %w (%q): %w", chat.ErrModelUnknown, oreq.Model, err)
+		}
 		return chat.Response{}, fmt.Errorf("model: %w", err)
 	}
 	return resp, nil
+}
+
+// status is the HTTP status of a failed call; zero when there was no
+// answer.
+func status(err error) int {
+	if ae, ok := errors.AsType[*goopenai.APIError](err); ok {
+		return ae.HTTPStatusCode
+	}
+	if re, ok := errors.AsType[*goopenai.RequestError](err); ok {
+		return re.HTTPStatusCode
+	}
+	return 0
 }
 
 // attemptError is one failed attempt with the wait its answer asked for.
@@ -178,13 +196,8 @@ var errGarbled = errors.New("response has no choices")
 // limits, server errors, timeouts, broken connections and unreadable
 // responses. Other 4xx answers (bad key, unknown model) are final.
 func transient(err error) bool {
-	var ae *goopenai.APIError
-	if errors.As(err, &ae) {
-		return retryableStatus(ae.HTTPStatusCode)
-	}
-	var re *goopenai.RequestError
-	if errors.As(err, &re) {
-		return retryableStatus(re.HTTPStatusCode)
+	if code := status(err); code != 0 {
+		return retryableStatus(code)
 	}
 	return true
 }
