@@ -72,7 +72,9 @@ func commands() []command {
 			run: func(ctx context.Context, c *cli) error {
 				log := c.log
 				if c.cfg.Log.Level == "info" { // keep the conversation readable
-					log = newLogger(LogConfig{Level: "warn", Format: c.cfg.Log.Format}, c.stderr)
+					quiet := c.cfg
+					quiet.Log.Level = "warn"
+					log = newLogger(quiet, c.stderr)
 				}
 				return chatREPL(ctx, c.cfg, log, c.stdin, c.stdout)
 			}},
@@ -157,7 +159,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	c := &cli{cfg: cfg, log: newLogger(cfg.Log, stderr), stdin: stdin, stdout: stdout, stderr: stderr}
+	c := &cli{cfg: cfg, log: newLogger(cfg, stderr), stdin: stdin, stdout: stdout, stderr: stderr}
 	if cmd.name == "serve" || cmd.name == "chat" {
 		logStartup(c.log, cmd.name, path, cfg)
 	}
@@ -245,12 +247,15 @@ func help(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+// newLogger writes cfg.Log's level and format to w, with every secret of
+// cfg, and anything shaped like a credential, taken out.
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level)) // validated by loadConfig
+	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by loadConfig
 	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if cfg.Log.Format == "json" {
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(redactHandler{inner: h, r: newRedactor(cfg)})
 }

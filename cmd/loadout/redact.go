@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// secretShapes match credentials by their form, for those the config does
+// not hold (a person's Google tokens) and for a configured one that shows
+// up inside a longer text (a Bot API URL).
+var secretShapes = regexp.MustCompile(strings.Join([]string{
+	`ya29\.[\w.-]+`,             // Google access token
+	`1//[\w.-]{10,}`,            // Google refresh token
+	`GOCSPX-[\w-]+`,             // Google client secret
+	`xox[abposr]-[\w-]+`,        // Slack bot/user tokens
+	`xapp-[\w-]+`,               // Slack app-level token
+	`\b\d{5,}:[\w-]{30,}`,       // Telegram bot token
+	`\bsk-[\w-]{16,}`,           // OpenAI-style API key
+	`(?i)bearer\s+[\w.~+/-]+=*`, // Authorization header
+	`(?i)(access_token|refresh_token|client_secret|code_verifier|token)=[^&\s"]+`, // in a URL or form
+}, "|"))
+
+// redactor removes secrets from text: the configured values and anything
+// shaped like a credential.
+type redactor struct {
+	values []string // longest first, so a secret containing another goes whole
+}
+
+func newRedactor(cfg Config) *redactor {
+	var vals []string
+	for _, v := range []string{
+		cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
+		cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret,
+		cfg.Google.ClientSecret, cfg.Google.TokenKey,
+	} {
+		if v = strings.TrimSpace(v); len(v) >= 6 && !slices.Contains(vals, v) {
+			vals = append(vals, v)
+		}
+	}
+	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
+	return &redactor{values: vals}
+}
+
+const redacted = "[REDACTED]"
+
+func (r *redactor) text(s string) string {
+	for _, v := range r.values {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, redacted)
+		}
+	}
+	return secretShapes.ReplaceAllStringFunc(s, func(m string) string {
+		if k, _, ok := strings.Cut(m, "="); ok && !strings.ContainsAny(k, " \t") {
+			return k + "=" + redacted
+		}
+		if strings.HasPrefix(strings.ToLower(m), "bearer") {
+			return "Bearer " + redacted
+		}
+		return redacted
+	})
+}
+
+// attr redacts one attribute's value: strings, errors, anything printed
+// through fmt, and groups.
+func (r *redactor) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, r.text(v.String()))
+	case slog.KindGroup:
+		attrs := v.Group()
+		out := make([]any, len(attrs))
+		for i, g := range attrs {
+			out[i] = r.attr(g)
+		}
+		return slog.Group(a.Key, out...)
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, r.text(x.Error()))
+		case fmt.Stringer:
+			return slog.String(a.Key, r.text(x.String()))
+		case []string:
+			out := make([]string, len(x))
+			for i, s := range x {
+				out[i] = r.text(s)
+			}
+			return slog.Any(a.Key, out)
+		default:
+			return slog.String(a.Key, r.text(fmt.Sprint(x)))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// redactHandler is the one place secrets are taken out of the log: every
+// record, at every level, passes through it before it is written.
+type redactHandler struct {
+	inner slog.Handler
+	r     *redactor
+}
+
+func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.inner.Enabled(ctx, l)
+}
+
+func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.text(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.r.attr(a))
+		return true
+	})
+	return h.inner.Handle(ctx, out)
+}
+
+func (h redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		clean[i] = h.r.attr(a)
+	}
+	return redactHandler{inner: h.inner.WithAttrs(clean), r: h.r}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{inner: h.inner.WithGroup(name), r: h.r}
+}
