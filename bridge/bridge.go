@@ -35,7 +35,10 @@ type Command struct {
 	// Args is a short usage hint, e.g. "google".
 	Args string
 	Help string
-	Run  func(ctx context.Context, in chat.Inbound, args string) (string, error)
+	// Hidden commands answer when typed but are not listed by /help and
+	// /start: a command that does not work in this deployment.
+	Hidden bool
+	Run    func(ctx context.Context, in chat.Inbound, args string) (string, error)
 }
 
 // Router sends a message to its command or, if it is not one, to the
@@ -124,13 +127,20 @@ func ParseCommand(text string) (name, args string, ok bool) {
 
 func (r *Router) start(ctx context.Context, in chat.Inbound, _ string) (string, error) {
 	help, _ := r.help(ctx, in, "")
-	return fmt.Sprintf("Hi, I'm %s. Ask me anything; I can also work with your tools and accounts when you ask.\n\n%s", r.name, help), nil
+	name, err := r.engine.Name(ctx, in.ChatKey)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Hi, I'm %s. Ask me anything; I can also work with your tools and accounts when you ask.\n\n%s", firstOr(name, r.name), help), nil
 }
 
 func (r *Router) help(context.Context, chat.Inbound, string) (string, error) {
 	var b strings.Builder
 	b.WriteString("Commands:")
 	for _, c := range r.Commands() {
+		if c.Hidden {
+			continue
+		}
 		usage := "/" + c.Name
 		if c.Args != "" {
 			usage += " " + c.Args
@@ -157,9 +167,12 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 		loaded = strings.Join(s.Loaded, ", ")
 	}
 	total := s.Usage.PromptTokens + s.Usage.CompletionTokens
-	return fmt.Sprintf("Conversation open for %s (since %s)\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request)\nTokens used: %s (prompt %s, completion %s)\nModel: %s, routing: %s",
-		Age(r.now().Sub(s.OpenedAt)), s.OpenedAt.UTC().Format("2006-01-02 15:04 UTC"),
-		s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens),
+	head := fmt.Sprintf("Conversation open for %s (since %s)", Age(r.now().Sub(s.OpenedAt)), s.OpenedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	if s.Messages == 0 {
+		head = "No conversation yet: send a message to start one."
+	}
+	return fmt.Sprintf("%s\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request)\nTokens used: %s (prompt %s, completion %s)\nModel: %s, routing: %s",
+		head, s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens),
 		Thousands(total), Thousands(s.Usage.PromptTokens), Thousands(s.Usage.CompletionTokens),
 		firstOr(s.Model, "default"), s.Routing), nil
 }

@@ -135,3 +135,42 @@ func TestAllowlist(t *testing.T) {
 		t.Error("refusal should be sent once per user")
 	}
 }
+
+func TestHelpStartAndStatusFitTheDeployment(t *testing.T) {
+	e := chattest.NewEnv(t, chattest.Options{Config: chat.Config{Name: "loadout"}})
+	r := bridge.NewRouter(e.Engine, "loadout")
+	r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Hidden: true,
+		Run: func(context.Context, chat.Inbound, string) (string, error) { return "Google isn't set up on this server.", nil }})
+	ctx := context.Background()
+	say := func(text string) string {
+		t.Helper()
+		out, err := r.Handle(ctx, chat.Inbound{ChatKey: "k", UserKey: "u", Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, cmd := range []string{"/help", "/start"} {
+		if s := say(cmd); strings.Contains(s, "/connect") || !strings.Contains(s, "/clear") {
+			t.Errorf("%s lists a command that does not work here:\n%s", cmd, s)
+		}
+	}
+	if s := say("/connect google"); !strings.Contains(s, "isn't set up") {
+		t.Errorf("a hidden command still answers: %q", s)
+	}
+	if err := e.Store.SetChatSetting(ctx, "k", tools.SettingName, "Ada"); err != nil {
+		t.Fatal(err)
+	}
+	if s := say("/start"); !strings.Contains(s, "I'm Ada.") {
+		t.Errorf("/start ignores the chat's name: %q", s)
+	}
+	say("/clear")
+	if s := say("/status"); !strings.HasPrefix(s, "No conversation yet") || strings.Contains(s, "open for") {
+		t.Errorf("/status after /clear = %q", s)
+	}
+	e.Model.Text("hi")
+	say("hello")
+	if s := say("/status"); !strings.HasPrefix(s, "Conversation open for") {
+		t.Errorf("/status after a message = %q", s)
+	}
+}

@@ -444,6 +444,16 @@ func (e *Engine) Clear(ctx context.Context, chatKey string) (bool, error) {
 	return e.store.CloseSession(ctx, chatKey)
 }
 
+// Name is the assistant's name in the chat: its own setting, else the
+// configured one.
+func (e *Engine) Name(ctx context.Context, chatKey string) (string, error) {
+	settings, err := e.settings(ctx, chatKey)
+	if err != nil {
+		return "", err
+	}
+	return firstNonEmpty(settings.Name, e.cfg.Name), nil
+}
+
 // Status describes a chat's open session.
 type Status struct {
 	OpenedAt     time.Time

@@ -146,8 +146,8 @@ func (a *app) wireGoogle(ctx context.Context) error {
 		notSetUp := func(context.Context, chat.Inbound, string) (string, error) {
 			return "Google isn't set up on this server. The owner needs to add an OAuth client (google.client_id) to the config first.", nil
 		}
-		a.router.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Run: notSetUp})
-		a.router.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account", Run: notSetUp})
+		a.router.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Hidden: true, Run: notSetUp})
+		a.router.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account", Hidden: true, Run: notSetUp})
 		return nil
 	}
 	acc := a.google
