@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/mattn/go-sqlite3"
 	"gorm.io/gorm"
 
 	"loadout/chat"
@@ -28,11 +27,10 @@ func kind(err error) error {
 	if err == nil {
 		return nil
 	}
-	var se sqlite3.Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return &kindError{chat.ErrNotFound, err}
-	case errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked):
+	case busy(err):
 		return &kindError{chat.ErrTransient, err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &kindError{chat.ErrTransient, err}

@@ -82,6 +82,9 @@ type state struct {
 // created. Use ":memory:" only for single-connection experiments; tests
 // should use a file in t.TempDir().
 func Open(path string) (*DB, error) {
+	if !Available {
+		return nil, ErrNoSQLite
+	}
 	if path != ":memory:" {
 		if dir := filepath.Dir(path); dir != "" {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -165,6 +168,9 @@ func (d *DB) CloseSession(ctx context.Context, chatKey string) (bool, error) {
 		Update("closed_at", &now)
 	return res.RowsAffected > 0, kind(res.Error)
 }
+
+// ErrNoSQLite is Open's error in a build without cgo.
+var ErrNoSQLite = errors.New("this build has no SQLite support: build with CGO_ENABLED=1 and a C compiler (gcc)")
 
 // appendBatch is how many messages one INSERT writes (14 variables each).
 const appendBatch = 200

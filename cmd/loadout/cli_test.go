@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,5 +136,29 @@ func TestNoConfigFileRunsFromTheEnvironment(t *testing.T) {
 	}))
 	if err != nil || !strings.Contains(out.String(), "from env alone") || !strings.Contains(out.String(), "config=\"(none") {
 		t.Fatalf("chat without a config file: %v\n%s", err, out.String())
+	}
+}
+
+// A binary built without cgo cannot open SQLite; it says so plainly at
+// start instead of failing on store.path.
+func TestBuildWithoutCgoSaysSo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "loadout")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build without cgo: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "tools")
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "this build has no SQLite support: build with CGO_ENABLED=1") || strings.Contains(string(out), "store.path") {
+		t.Fatalf("err = %v, output:\n%s", err, out)
+	}
+	// Help still works.
+	if out, err := exec.Command(bin, "help").CombinedOutput(); err != nil || !strings.Contains(string(out), "Usage:") {
+		t.Fatalf("help without cgo: %v\n%s", err, out)
 	}
 }

@@ -25,6 +25,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"loadout/store"
 )
 
 const usage = `loadout — a self-hosted assistant that loads tool groups on demand
@@ -147,6 +149,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if flags.NArg() > 0 {
 		commandUsage(cmd, stderr)
 		return errUsage{fmt.Sprintf("%s: unexpected argument %q", cmd.name, flags.Arg(0))}
+	}
+	if !store.Available {
+		return store.ErrNoSQLite
 	}
 	path := configPath(*configFlag, getenv)
 	cfg, err := loadConfig(path, getenv)
