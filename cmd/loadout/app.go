@@ -33,6 +33,8 @@ type app struct {
 	outbox bridge.Outbox
 	// google is the Google accounts store, when Google is configured.
 	google *google.Accounts
+	// limits replaces the HTTP server's limits; nil means the defaults.
+	limits *httpLimits
 }
 
 // newApp opens the store, builds the registry and the engine. The caller

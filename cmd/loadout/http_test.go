@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"loadout/bridge/telegram/telegramtest"
+	"loadout/chat/chattest"
+)
+
+func TestHTTPServerLimits(t *testing.T) {
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.db.Close()
+	a.limits = &httpLimits{readHeader: 300 * time.Millisecond, read: time.Second, write: time.Second, idle: time.Second, body: 1 << 10}
+	a.mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRun(t, a, ln, nil)
+	base := "http://" + ln.Addr().String()
+	post := func(n int) int {
+		resp, err := http.Post(base+"/echo", "text/plain", bytes.NewReader(make([]byte, n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := post(100); c != http.StatusOK {
+		t.Fatalf("small body: %d", c)
+	}
+	if c := post(4 << 10); c != http.StatusRequestEntityTooLarge {
+		t.Fatalf("body over the limit: %d, want 413", c)
+	}
+	// Headers that never finish: the server hangs up after the header
+	// timeout instead of waiting forever.
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	_, err = bufio.NewReader(conn).ReadString('\n')
+	if err == nil {
+		// Some versions answer 408 before closing; that is fine too.
+		t.Logf("server answered a slow request before closing")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("server kept a half-sent request open for %s", time.Since(start))
+	}
+	// The server still answers others.
+	resp, err := http.Get(base + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz after a slow client: %v", err)
+	}
+	resp.Body.Close()
+}
+
+func TestTelegramWebhookRefusesOversizedUpdate(t *testing.T) {
+	tg := telegramtest.New(t)
+	model := chattest.NewModelServer(t)
+	addr, _ := serveTelegram(t, tg, model,
+		"  mode: webhook\n  webhook_url: https://bot.example.org/tg/hook\n  webhook_secret: s3cret\n")
+	tg.WaitFor(t, "setWebhook", func() bool { return len(tg.Calls("setWebhook")) == 1 })
+	body := `{"update_id": 1, "message": {"text": "` + strings.Repeat("x", 2<<20) + `"}}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/tg/hook", strings.NewReader(body))
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized update: %d, want 413", resp.StatusCode)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Fatalf("the model was called %d times", n)
+	}
+}
