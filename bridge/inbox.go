@@ -79,3 +79,11 @@ type Inbox interface {
 	// reports how many. Until then their IDs still recognise redeliveries.
 	Prune(ctx context.Context, before time.Time) (int64, error)
 }
+
+// InboxStat is one channel's backlog: events not yet finished and when
+// the oldest of them arrived.
+type InboxStat struct {
+	Channel string
+	Open    int
+	Oldest  time.Time
+}

@@ -65,6 +65,8 @@ type PipelineConfig struct {
 	// recognised; default 24h.
 	Keep   time.Duration
 	Logger *slog.Logger
+	// Observer is told about turns and sends; default NopObserver.
+	Observer Observer
 }
 
 // Errors of Accept, Deliver and Receive.
@@ -137,6 +139,9 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
@@ -387,6 +392,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 				return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
 			})
 			p.tell(ctx, out, it.Route, TextFailed, log)
+			p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
 			err = fmt.Errorf("bridge: event %s panicked: %v", it.ID, r)
 		}
 	}()
@@ -395,8 +401,11 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		stop = ind.Working(ctx, it.Route)
 	}
 	defer stop()
+	var took time.Duration
 	if it.State == StatePending {
+		start := time.Now()
 		text, err := p.turn(ctx, it, j.resume)
+		took = time.Since(start)
 		if ctx.Err() != nil {
 			log.Info("delivery: turn interrupted by shutdown; it is answered after the next start")
 			return ctx.Err()
@@ -416,7 +425,11 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	}
 	var sendErr error
 	for i := it.Sent; i < len(it.Parts); i++ {
-		if err := out.Send(ctx, it.Route, it.Parts[i]); err != nil {
+		err := out.Send(ctx, it.Route, it.Parts[i])
+		if ctx.Err() == nil {
+			p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				log.Info("delivery: sending interrupted by shutdown; the rest is sent after the next start", "part", i+1, "parts", len(it.Parts))
 				return ctx.Err()
@@ -442,6 +455,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	p.mu.Lock()
 	delete(p.attempts, it.Seq)
 	p.mu.Unlock()
+	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeAnswered, took)
 	return sendErr
 }
 
@@ -479,8 +493,10 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 			return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
 		})
 		p.tell(ctx, out, it.Route, TextFailed, log)
+		p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
 		return err
 	}
+	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeRetrying, 0)
 	log.Error("delivery: the message failed; it stays pending and is tried again", "attempt", n, "err", err)
 	if n == 1 {
 		p.tell(ctx, out, it.Route, TextRetrying, log)

@@ -170,3 +170,29 @@ func (d *DB) Prune(ctx context.Context, before time.Time) (int64, error) {
 func chatInbound(chatKey, userKey, text string) chat.Inbound {
 	return chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}
 }
+
+// InboxStats reports, per channel, how many events are unfinished and
+// when the oldest of them arrived. The partial index idx_inbox_open
+// answers it without reading finished rows.
+func (d *DB) InboxStats(ctx context.Context) ([]bridge.InboxStat, error) {
+	var groups []struct {
+		Channel string
+		Open    int
+		First   int64
+	}
+	err := d.db.WithContext(ctx).Model(&inboxItem{}).Select("channel, COUNT(*) AS open, MIN(seq) AS first").
+		Where("state IN ?", []string{string(bridge.StatePending), string(bridge.StateAnswered)}).
+		Group("channel").Order("channel").Scan(&groups).Error
+	if err != nil {
+		return nil, kind(err)
+	}
+	out := make([]bridge.InboxStat, len(groups))
+	for i, g := range groups {
+		var first inboxItem
+		if err := d.db.WithContext(ctx).Select("created_at").Where("seq = ?", g.First).Take(&first).Error; err != nil {
+			return nil, kind(err)
+		}
+		out[i] = bridge.InboxStat{Channel: g.Channel, Open: g.Open, Oldest: first.CreatedAt}
+	}
+	return out, nil
+}

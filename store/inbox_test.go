@@ -175,3 +175,39 @@ func TestErrorKinds(t *testing.T) {
 		t.Error("an unclassified error was changed")
 	}
 }
+
+func TestInboxStats(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := base
+	db.now = func() time.Time { return now }
+	accept := func(channel, id string) bridge.Item {
+		t.Helper()
+		it, _, err := db.Accept(ctx, channel, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: channel + ":1", Text: "hi"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+		return it
+	}
+	done := accept("telegram", "a")
+	accept("telegram", "b")
+	accept("telegram", "c")
+	accept("slack", "x")
+	if err := db.Finish(ctx, done.Seq, bridge.StateDone); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.InboxStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bridge.InboxStat{
+		{Channel: "slack", Open: 1, Oldest: base.Add(3 * time.Minute)},
+		{Channel: "telegram", Open: 2, Oldest: base.Add(time.Minute)},
+	}
+	if len(got) != 2 || got[0].Channel != want[0].Channel || got[0].Open != 1 || !got[0].Oldest.Equal(want[0].Oldest) ||
+		got[1].Open != 2 || !got[1].Oldest.Equal(want[1].Oldest) {
+		t.Fatalf("InboxStats = %+v, want %+v", got, want)
+	}
+}

@@ -29,6 +29,9 @@ type Policy struct {
 	// Sleep waits d or until ctx ends; default Sleep. Tests replace it to
 	// record waits without waiting.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnRetry, when set, is called before each wait of Do with the error
+	// that is retried and the wait (for metrics and logs).
+	OnRetry func(err error, wait time.Duration)
 }
 
 // Classify tells Do whether a failed attempt may succeed if repeated, and
@@ -58,6 +61,9 @@ func (p Policy) Do(ctx context.Context, classify Classify, fn func(ctx context.C
 			wait = min(wait, b.max())
 		} else {
 			wait = b.Next()
+		}
+		if p.OnRetry != nil {
+			p.OnRetry(err, wait)
 		}
 		if b.Wait(ctx, wait) != nil {
 			return err

@@ -29,6 +29,8 @@ type Config struct {
 	// Prompt is printed before each line is read; default "you> ".
 	Prompt string
 	Logger *slog.Logger
+	// Observer is told about turns and sends, for metrics; optional.
+	Observer bridge.Observer
 }
 
 // Console reads one message per line and prints each reply.
@@ -52,7 +54,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 	}
 	c := &Console{cfg: cfg}
 	c.pipe = bridge.NewPipeline(bridge.PipelineConfig{
-		Channel: "console", Inbox: inbox, Handler: router, Outlet: c, Workers: 1, Logger: cfg.Logger,
+		Channel: "console", Inbox: inbox, Handler: router, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
 	})
 	return c
 }

@@ -72,6 +72,9 @@ type Config struct {
 	// http.DefaultClient.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
+	// Observer is told about turns, sends and retried API calls, for
+	// metrics; optional.
+	Observer bridge.Observer
 }
 
 // Adapter connects Slack to a router. Create it with New and start it
@@ -119,6 +122,9 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = bridge.NopObserver{}
+	}
 	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL), slackapi.OptionHTTPClient(cfg.HTTPClient)}
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))
@@ -135,7 +141,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	}
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, Logger: log,
+		ShutdownGrace: cfg.ShutdownGrace, Logger: log, Observer: cfg.Observer,
 	})
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {
@@ -204,6 +210,10 @@ func (a *Adapter) identify(ctx context.Context) error {
 // bot user and workspace, which judging it needs; Slack delivers it again.
 var errNotReady = errors.New("slack: not connected yet")
 
+// Ready reports whether the adapter has reached Slack and knows its bot
+// user and workspace.
+func (a *Adapter) Ready() bool { return a.identified() }
+
 func (a *Adapter) identified() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -255,17 +265,20 @@ func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) e
 
 // toPending filters an inner event: direct messages from people, and
 // mentions in allowed channels. Everything else is dropped; a stranger
-// gets one refusal.
+// gets one refusal. team is the workspace the event was delivered for,
+// which holds the conversation; the person's own workspace is the
+// event's user_team when they are a guest in a channel shared between
+// workspaces, and team otherwise.
 func (a *Adapter) toPending(team string, inner any) (bridge.Pending, bool) {
 	self := a.botUser()
-	var user, text, chatKey string
+	var user, userTeam, text, chatKey string
 	var r route
 	switch e := inner.(type) {
 	case *slackevents.MessageEvent:
 		if e.ChannelType != "im" || e.SubType != "" || e.BotID != "" || e.User == "" || e.User == self {
 			return bridge.Pending{}, false
 		}
-		user, text = e.User, e.Text
+		user, userTeam, text = e.User, e.UserTeam, e.Text
 		r = route{Channel: e.Channel, Thread: e.ThreadTimeStamp, TS: e.TimeStamp}
 		chatKey = "slack:" + team + ":" + e.Channel
 	case *slackevents.AppMentionEvent:
@@ -280,14 +293,17 @@ func (a *Adapter) toPending(team string, inner any) (bridge.Pending, bool) {
 		if thread == "" {
 			thread = e.TimeStamp // a mention at the top level starts a thread
 		}
-		user, text = e.User, e.Text
+		user, userTeam, text = e.User, e.UserTeam, e.Text
 		r = route{Channel: e.Channel, Thread: thread, TS: e.TimeStamp}
 		chatKey = "slack:" + team + ":" + e.Channel + ":" + thread
 	default:
 		return bridge.Pending{}, false
 	}
-	if !a.allowed(team, user) {
-		if !a.allow.FirstRefusal(team + ":" + user) {
+	if userTeam == "" {
+		userTeam = team
+	}
+	if !a.allowed(userTeam, user) {
+		if !a.allow.FirstRefusal(userTeam + ":" + user) {
 			return bridge.Pending{}, false
 		}
 		r.TS = ""
@@ -298,7 +314,7 @@ func (a *Adapter) toPending(team string, inner any) (bridge.Pending, bool) {
 		return bridge.Pending{}, false
 	}
 	return bridge.Pending{
-		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + team + ":" + user, Text: text},
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + userTeam + ":" + user, Text: text},
 		Route:   r.encode(),
 	}, true
 }
@@ -370,6 +386,9 @@ func (a *Adapter) Send(ctx context.Context, raw []byte, part string) error {
 }
 
 // Working puts a reaction on the person's message until stop is called.
+// A reaction already there (left by a run cut short before a restart) is
+// taken over, so it is removed when this answer is sent. stop removes it
+// even when ctx was cancelled by a shutdown, trying for a few seconds.
 func (a *Adapter) Working(ctx context.Context, raw []byte) (stop func()) {
 	var r route
 	if json.Unmarshal(raw, &r) != nil || r.TS == "" || r.Ephemeral {
@@ -378,19 +397,31 @@ func (a *Adapter) Working(ctx context.Context, raw []byte) (stop func()) {
 	ref := slackapi.NewRefToMessage(r.Channel, r.TS)
 	if err := a.retry(ctx, "reactions.add", func(ctx context.Context) error {
 		return a.api.AddReactionContext(ctx, WorkingReaction, ref)
-	}); err != nil {
+	}); err != nil && !slackError(err, "already_reacted") {
 		return func() {}
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
 			if err := a.retry(ctx, "reactions.remove", func(ctx context.Context) error {
 				return a.api.RemoveReactionContext(ctx, WorkingReaction, ref)
-			}); err != nil {
+			}); err != nil && !slackError(err, "no_reaction") {
 				a.log.Warn("slack reaction not removed", "err", err)
 			}
 		})
 	}
+}
+
+// cleanupTimeout bounds removing the working reaction after a shutdown
+// cancelled the turn.
+const cleanupTimeout = 5 * time.Second
+
+// slackError reports whether err is Slack's error answer code.
+func slackError(err error, code string) bool {
+	se, ok := errors.AsType[slackapi.SlackErrorResponse](err)
+	return ok && se.Err == code
 }
 
 // Notify sends text to the conversation named by chatKey
@@ -414,7 +445,8 @@ func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
 // attempts (0: until ctx ends).
 func (a *Adapter) policy(attempts int) backoff.Policy {
 	return backoff.Policy{Attempts: attempts, Initial: a.cfg.Backoff, Max: time.Hour,
-		Sleep: func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) }}
+		Sleep:   func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
+		OnRetry: func(error, time.Duration) { a.cfg.Observer.Retried("slack") }}
 }
 
 // retry calls fn until it succeeds, fails for good, or Attempts run out.

@@ -22,7 +22,8 @@ const callAttempts = 6
 // attempts (0: until ctx ends).
 func (a *Adapter) policy(attempts int) backoff.Policy {
 	return backoff.Policy{Attempts: attempts, Initial: time.Second, Max: a.cfg.MaxBackoff,
-		Sleep: func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) }}
+		Sleep:   func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
+		OnRetry: func(error, time.Duration) { a.cfg.Observer.Retried("telegram") }}
 }
 
 // api returns the bot with requests bound to ctx.

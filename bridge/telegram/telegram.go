@@ -78,6 +78,9 @@ type Config struct {
 	// MaxBackoff caps the wait between retries after errors; default 1m.
 	MaxBackoff time.Duration
 	Logger     *slog.Logger
+	// Observer is told about turns, sends and retried API calls, for
+	// metrics; optional.
+	Observer bridge.Observer
 }
 
 // Adapter is the Telegram channel. Run it once; it also serves the webhook
@@ -123,15 +126,26 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = bridge.NopObserver{}
+	}
 	a := &Adapter{
 		cfg: cfg, router: router, store: st, allow: bridge.NewAllowlist(cfg.AllowedUsers),
 		log: cfg.Logger, sleep: backoff.Sleep,
 	}
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, Logger: cfg.Logger,
+		ShutdownGrace: cfg.ShutdownGrace, Logger: cfg.Logger, Observer: cfg.Observer,
 	})
 	return a
+}
+
+// Ready reports whether the bot has reached the Bot API and is taking
+// updates.
+func (a *Adapter) Ready() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ready
 }
 
 // WebhookPath is the path of WebhookURL, where ServeHTTP must be mounted.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 
 	"loadout/bridge"
 	"loadout/chat"
@@ -35,6 +37,11 @@ type app struct {
 	google *google.Accounts
 	// limits replaces the HTTP server's limits; nil means the defaults.
 	limits *httpLimits
+	// metrics are served at /metrics.
+	metrics *metrics
+
+	mu    sync.Mutex
+	chans []namedRunner // running, for /readyz
 }
 
 // newApp opens the store, builds the registry and the engine. The caller
@@ -48,16 +55,16 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (store.path)", err)
 	}
-	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux()}
+	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db)}
 	a.reg, err = a.registry(ctx)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	model := openai.New(openai.Config{
+	model := a.metrics.model(openai.New(openai.Config{
 		BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
 		Timeout: cfg.LLM.Timeout.Std(), Attempts: cfg.LLM.Attempts, Logger: log,
-	})
+	}))
 	a.engine = chat.New(chat.Config{
 		Name:            cfg.Agent.Name,
 		SystemPrompt:    cfg.Agent.SystemPrompt,
@@ -69,6 +76,7 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
 		ToolResultChars: cfg.LLM.ToolResultChars,
 		Count:           counter.Count,
 		Logger:          log,
+		Middleware:      []tools.Middleware{a.metrics.tools(a.reg)},
 	}, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
 	if err := a.wireGoogle(ctx); err != nil {
@@ -76,13 +84,35 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.db.Gorm().WithContext(r.Context()).Exec("SELECT 1").Error; err != nil {
-			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
-			return
-		}
 		fmt.Fprintln(w, "ok")
 	})
+	a.mux.HandleFunc("GET /readyz", a.readyz)
+	if cfg.HTTP.Metrics {
+		a.mux.Handle("GET /metrics", a.metrics.Handler())
+	}
 	return a, nil
+}
+
+// readyz answers 200 when the store answers and every running channel is
+// connected, else 503 with what is not ready.
+func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
+	var problems []string
+	if err := a.db.Gorm().WithContext(r.Context()).Exec("SELECT 1").Error; err != nil {
+		problems = append(problems, "store unreachable")
+	}
+	a.mu.Lock()
+	chans := a.chans
+	a.mu.Unlock()
+	for _, c := range chans {
+		if rd, ok := c.runner.(interface{ Ready() bool }); ok && !rd.Ready() {
+			problems = append(problems, c.name+" not connected")
+		}
+	}
+	if len(problems) > 0 {
+		http.Error(w, strings.Join(problems, "; "), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
 }
 
 // registry registers every tool and group. A name collision is an error

@@ -66,6 +66,8 @@ type HTTPConfig struct {
 	Listen string `yaml:"listen"`
 	// ShutdownGrace is how long in-flight turns may run after a stop signal.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Metrics serves Prometheus metrics at /metrics.
+	Metrics bool `yaml:"metrics"`
 }
 
 // LogConfig controls logging.
@@ -150,7 +152,7 @@ func defaults() Config {
 		},
 		Store:    StoreConfig{Path: "data/loadout.db"},
 		Tools:    ToolsConfig{Routing: "groups"},
-		HTTP:     HTTPConfig{Listen: "127.0.0.1:8080", ShutdownGrace: Duration(30 * time.Second)},
+		HTTP:     HTTPConfig{Listen: "127.0.0.1:8080", ShutdownGrace: Duration(30 * time.Second), Metrics: true},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Console:  ConsoleConfig{User: "local"},
 		Telegram: TelegramConfig{APIEndpoint: "https://api.telegram.org/bot%s/%s", Mode: "polling", Workers: 8},

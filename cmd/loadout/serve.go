@@ -85,6 +85,9 @@ type httpLimits struct {
 func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	a.mu.Lock()
+	a.chans = chans
+	a.mu.Unlock()
 	srv := a.httpServer()
 	var (
 		wg       sync.WaitGroup
@@ -137,7 +140,7 @@ func chatREPL(ctx context.Context, cfg Config, log *slog.Logger, in io.Reader, o
 		return err
 	}
 	defer a.db.Close()
-	c := console.New(console.Config{In: in, Out: out, User: cfg.Console.User, Logger: log}, a.router, a.db)
+	c := console.New(console.Config{In: in, Out: out, User: cfg.Console.User, Logger: log, Observer: a.metrics}, a.router, a.db)
 	return c.Run(ctx)
 }
 

@@ -29,6 +29,7 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 		Workers:         c.Workers,
 		ShutdownGrace:   a.cfg.HTTP.ShutdownGrace.Std(),
 		Logger:          a.log,
+		Observer:        a.metrics,
 	}, a.router, a.db)
 	if c.Mode == slack.ModeEvents {
 		a.mux.Handle("POST /slack/events", adapter.EventsHandler())

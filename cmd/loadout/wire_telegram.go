@@ -35,6 +35,7 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 		Workers:       c.Workers,
 		ShutdownGrace: a.cfg.HTTP.ShutdownGrace.Std(),
 		Logger:        a.log.With("channel", "telegram"),
+		Observer:      a.metrics,
 	}, a.router, a.db)
 	if c.Mode == telegram.ModeWebhook {
 		a.mux.Handle("POST "+ad.WebhookPath(), ad)

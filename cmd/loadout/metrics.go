@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"loadout/bridge"
+	"loadout/chat"
+	"loadout/tools"
+)
+
+// metrics are the Prometheus series served at /metrics. They live in the
+// app's own registry, not a global one.
+type metrics struct {
+	reg          *prometheus.Registry
+	turns        *prometheus.CounterVec
+	turnSeconds  *prometheus.HistogramVec
+	modelSeconds *prometheus.HistogramVec
+	modelTokens  *prometheus.CounterVec
+	toolCalls    *prometheus.CounterVec
+	groupLoads   *prometheus.CounterVec
+	sends        *prometheus.CounterVec
+	apiRetries   *prometheus.CounterVec
+}
+
+// inboxStats is what the inbox gauges are read from at each scrape.
+type inboxStats interface {
+	InboxStats(ctx context.Context) ([]bridge.InboxStat, error)
+}
+
+func newMetrics(inbox inboxStats) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_turns_total", Help: "Messages handled, by channel and outcome (answered, retrying, failed).",
+		}, []string{"channel", "outcome"}),
+		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "loadout_turn_duration_seconds", Help: "Time from the start of a turn to its answer, by channel.",
+			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"channel"}),
+		modelSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "loadout_model_request_duration_seconds", Help: "Model calls (retries included), by outcome (ok, error).",
+			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"outcome"}),
+		modelTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_model_tokens_total", Help: "Tokens the model service reported, by direction (prompt, completion).",
+		}, []string{"direction"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_tool_calls_total", Help: "Tool calls, by tool and status (success, error).",
+		}, []string{"tool", "status"}),
+		groupLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_group_loads_total", Help: "Tool groups loaded into sessions, by group.",
+		}, []string{"group"}),
+		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_sends_total", Help: "Answer parts handed to a platform, by channel and outcome (ok, error).",
+		}, []string{"channel", "outcome"}),
+		apiRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_platform_retries_total", Help: "Platform API calls tried again after a rate limit or server error, by channel.",
+		}, []string{"channel"}),
+	}
+	m.reg.MustRegister(m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
+		inboxCollector{inbox},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry.
+func (m *metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Turn, Sent and Retried make metrics a bridge.Observer.
+func (m *metrics) Turn(channel, outcome string, took time.Duration) {
+	m.turns.WithLabelValues(channel, outcome).Inc()
+	if outcome == bridge.OutcomeAnswered && took > 0 {
+		m.turnSeconds.WithLabelValues(channel).Observe(took.Seconds())
+	}
+}
+
+func (m *metrics) Sent(channel string, ok bool) {
+	outcome := "ok"
+	if !ok {
+		outcome = "error"
+	}
+	m.sends.WithLabelValues(channel, outcome).Inc()
+}
+
+func (m *metrics) Retried(channel string) { m.apiRetries.WithLabelValues(channel).Inc() }
+
+// model wraps a chat.Model to time its calls and count its tokens.
+func (m *metrics) model(next chat.Model) chat.Model { return meteredModel{next, m} }
+
+type meteredModel struct {
+	next chat.Model
+	m    *metrics
+}
+
+func (mm meteredModel) Complete(ctx context.Context, req chat.Request) (chat.Response, error) {
+	start := time.Now()
+	resp, err := mm.next.Complete(ctx, req)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	mm.m.modelSeconds.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	mm.m.modelTokens.WithLabelValues("prompt").Add(float64(resp.Usage.PromptTokens))
+	mm.m.modelTokens.WithLabelValues("completion").Add(float64(resp.Usage.CompletionTokens))
+	return resp, err
+}
+
+// tools counts tool calls, and groups loaded by successful
+// load_tool_group calls. Tool names come from the registry (an unknown
+// name is counted as "unknown"), so the series stay bounded.
+func (m *metrics) tools(reg *tools.Registry) tools.Middleware {
+	return func(next tools.Handler) tools.Handler {
+		return func(ctx context.Context, c tools.Call) tools.Result {
+			r := next(ctx, c)
+			name := c.Name
+			if _, ok := reg.Tool(name); !ok {
+				name = "unknown"
+			}
+			m.toolCalls.WithLabelValues(name, r.Status).Inc()
+			if c.Name == tools.LoadGroupName && r.Status == tools.StatusSuccess {
+				var in struct {
+					GroupName string `json:"group_name"`
+				}
+				if json.Unmarshal([]byte(c.Arguments), &in) == nil {
+					if _, ok := reg.Group(in.GroupName); ok {
+						m.groupLoads.WithLabelValues(in.GroupName).Inc()
+					}
+				}
+			}
+			return r
+		}
+	}
+}
+
+// inboxCollector reads the inbox backlog at each scrape.
+type inboxCollector struct{ inbox inboxStats }
+
+var (
+	inboxOpenDesc = prometheus.NewDesc("loadout_inbox_open",
+		"Events stored but not finished (pending or answered but unsent), by channel.", []string{"channel"}, nil)
+	inboxAgeDesc = prometheus.NewDesc("loadout_inbox_oldest_age_seconds",
+		"Age of the oldest unfinished event, by channel.", []string{"channel"}, nil)
+)
+
+func (c inboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inboxOpenDesc
+	ch <- inboxAgeDesc
+}
+
+func (c inboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stats, err := c.inbox.InboxStats(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(inboxOpenDesc, err)
+		return
+	}
+	for _, s := range stats {
+		ch <- prometheus.MustNewConstMetric(inboxOpenDesc, prometheus.GaugeValue, float64(s.Open), s.Channel)
+		ch <- prometheus.MustNewConstMetric(inboxAgeDesc, prometheus.GaugeValue, time.Since(s.Oldest).Seconds(), s.Channel)
+	}
+}
