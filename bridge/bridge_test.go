@@ -140,7 +140,9 @@ func TestHelpStartAndStatusFitTheDeployment(t *testing.T) {
 	e := chattest.NewEnv(t, chattest.Options{Config: chat.Config{Name: "loadout"}})
 	r := bridge.NewRouter(e.Engine, "loadout")
 	r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Hidden: true,
-		Run: func(context.Context, chat.Inbound, string) (string, error) { return "Google isn't set up on this server.", nil }})
+		Run: func(context.Context, chat.Inbound, string) (string, error) {
+			return "Google isn't set up on this server.", nil
+		}})
 	ctx := context.Background()
 	say := func(text string) string {
 		t.Helper()

@@ -105,7 +105,9 @@ google:
 	var logs chattest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "-config", path}, strings.NewReader(""), &logs, &logs, env(nil)) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "-config", path}, strings.NewReader(""), &logs, &logs, env(nil))
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !(strings.Contains(logs.String(), "telegram: cannot reach") && strings.Contains(logs.String(), "slack is not reachable")) {
 		if time.Now().After(deadline) {
