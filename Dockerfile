@@ -1,29 +1,33 @@
 # syntax=docker/dockerfile:1
 # Build: docker build -t loadout .
 # Run:   docker run --rm -it -e OPENAI_API_KEY -v loadout-data:/data loadout chat
+#        docker run -d -e OPENAI_API_KEY -e TELEGRAM_BOT_TOKEN \
+#          -e LOADOUT_TELEGRAM_ENABLED=true -e LOADOUT_TELEGRAM_ALLOWED_USERS=<your id> \
+#          -v loadout-data:/data -p 8080:8080 loadout
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-RUN go mod download
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-# The SQLite driver needs cgo; the result links only against glibc.
-RUN CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" -o /out/loadout ./cmd/loadout
-# The sample config, with the store on the volume and the HTTP server
-# reachable from outside the container.
-RUN mkdir -p /out/data && \
-    sed -e 's|^  path: data/loadout.db|  path: /data/loadout.db|' \
-        -e 's|^  listen: 127.0.0.1:8080|  listen: 0.0.0.0:8080|' config.yaml > /out/config.yaml && \
-    grep -q '/data/loadout.db' /out/config.yaml && grep -q '0.0.0.0:8080' /out/config.yaml
+# The SQLite driver needs cgo; the result links only against glibc. The
+# caches keep the compiled driver between builds, so a code change does
+# not compile SQLite again.
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" -o /out/loadout ./cmd/loadout && \
+    mkdir -p /out/data
 
 FROM gcr.io/distroless/base-debian12:nonroot
 COPY --from=build /out/loadout /usr/local/bin/loadout
-COPY --from=build /out/config.yaml /etc/loadout/config.yaml
-COPY --from=build --chown=nonroot:nonroot /out/data /data
+COPY docker/config.yaml /etc/loadout/config.yaml
+# nonroot is uid/gid 65532: a bind-mounted /data must be writable by it.
+COPY --from=build --chown=65532:65532 /out/data /data
 ENV LOADOUT_CONFIG=/etc/loadout/config.yaml
-# The SQLite file lives on this volume; mount it to keep sessions.
 VOLUME ["/data"]
-USER nonroot:nonroot
+USER 65532:65532
 EXPOSE 8080
+# distroless has no shell or curl: the binary checks its own /healthz.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/loadout", "health"]
 ENTRYPOINT ["/usr/local/bin/loadout"]
 CMD ["serve"]

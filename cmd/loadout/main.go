@@ -18,6 +18,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -25,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"loadout/store"
 )
@@ -39,6 +42,7 @@ Commands:
   chat                    chat in this terminal
   tools                   print tool groups and schema token costs
   google login -user KEY  connect a Google account for a chat user
+  health [-url URL]       check that a running serve answers (for container health checks)
   help [command]          print this help, or a command's
 
 Every command takes -config FILE, before or after its name. The config
@@ -66,7 +70,7 @@ type cli struct {
 }
 
 func commands() []command {
-	var user string
+	var user, healthURL string
 	return []command{
 		{name: "serve", summary: "Run every enabled channel (Telegram, Slack) and the HTTP server until interrupted.",
 			run: func(ctx context.Context, c *cli) error { return serve(ctx, c.cfg, c.log) }},
@@ -87,7 +91,43 @@ func commands() []command {
 				fs.StringVar(&user, "user", "", "chat user to connect, e.g. console:local, telegram:123456, slack:T1:U2")
 			},
 			run: func(ctx context.Context, c *cli) error { return googleLogin(ctx, c.cfg, c.log, user, c.stdout) }},
+		{name: "health", summary: "Check that the server of this config (http.listen) answers /healthz; exit status 0 when it does.",
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&healthURL, "url", "", "URL to check instead of http://<http.listen>/healthz")
+			},
+			run: func(ctx context.Context, c *cli) error { return health(ctx, c.cfg, healthURL, c.stdout) }},
 	}
+}
+
+// health gets /healthz of the configured server (or url) and fails
+// unless it answers 200 within five seconds.
+func health(ctx context.Context, cfg Config, url string, out io.Writer) error {
+	if url == "" {
+		host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
+		if err != nil {
+			return fmt.Errorf("health: http.listen %q: %w", cfg.HTTP.Listen, err)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		url = "http://" + net.JoinHostPort(host, port) + "/healthz"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %s does not answer: %w", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s answered %s", url, resp.Status)
+	}
+	fmt.Fprintln(out, "ok")
+	return nil
 }
 
 // errUsage marks a command line that could not be understood; main exits
