@@ -24,39 +24,39 @@ const (
 // documented default.
 type Config struct {
 	// Name is the assistant's name; a chat may override it.
-	Name string
+	Name string `yaml:"-"`
 	// SystemPrompt is the agent prompt; a chat may override it.
-	SystemPrompt string
+	SystemPrompt string `yaml:"-"`
 	// Model is the model name sent with each request; a chat may override it.
-	Model string
+	Model string `yaml:"model"`
 	// MaxToolRounds bounds the model calls of one turn. Default 20.
-	MaxToolRounds int
+	MaxToolRounds int `yaml:"max_tool_rounds"`
 	// MaxToolCalls bounds the tool calls run from one model response; the
 	// calls beyond it are not run and get an error asking the model to
 	// batch. Default 32.
-	MaxToolCalls int
+	MaxToolCalls int `yaml:"max_tool_calls"`
 	// Routing is RoutingGroups (default) or RoutingAll.
-	Routing string
+	Routing string `yaml:"-"`
 	// HistoryTokens bounds the history sent to the model. Default 16000.
-	HistoryTokens int
+	HistoryTokens int `yaml:"history_tokens"`
 	// HistoryMessages bounds how many recent messages are read from the
 	// store before trimming. Default 400.
-	HistoryMessages int
+	HistoryMessages int `yaml:"history_messages"`
 	// ToolResultChars caps tool results of earlier turns when they are sent
 	// again. Default 2000.
-	ToolResultChars int
+	ToolResultChars int `yaml:"tool_result_chars"`
 	// CachedSessions is how many sessions keep their recent history in
 	// memory between messages. Default 256; negative disables the cache.
-	CachedSessions int
+	CachedSessions int `yaml:"cached_sessions"`
 	// RepeatLimit is how often the same failing call may occur in one turn
 	// before the turn stops. Default 3.
-	RepeatLimit int
+	RepeatLimit int `yaml:"repeat_limit"`
 	// Count counts tokens; default is an estimate of four bytes a token.
-	Count func(string) int
+	Count func(string) int `yaml:"-"`
 	// Logger defaults to slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 	// Middleware wraps every tool call, outermost first.
-	Middleware []tools.Middleware
+	Middleware []tools.Middleware `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {

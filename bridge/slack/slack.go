@@ -40,41 +40,41 @@ const WorkingReaction = "hourglass_flowing_sand"
 // Config configures an Adapter. Zero values are the documented defaults.
 type Config struct {
 	// BotToken (xoxb-) calls the Web API.
-	BotToken string
+	BotToken string `yaml:"bot_token"`
 	// AppToken (xapp-) opens Socket Mode connections.
-	AppToken string
+	AppToken string `yaml:"app_token"`
 	// SigningSecret verifies Events API requests.
-	SigningSecret string
+	SigningSecret string `yaml:"signing_secret"`
 	// Mode is ModeSocket (default) or ModeEvents.
-	Mode string
+	Mode string `yaml:"mode"`
 	// APIURL is the Web API base; default "https://slack.com/api/".
-	APIURL string
+	APIURL string `yaml:"api_url"`
 	// AllowedUsers may use the bot: "TEAM:USER" entries, or bare user ids,
 	// which match only in the app's own workspace. Nobody else may.
-	AllowedUsers []string
+	AllowedUsers []string `yaml:"allowed_users"`
 	// AllowedChannels limits mentions to these channel ids; empty allows
 	// every channel. Direct messages are always allowed.
-	AllowedChannels []string
+	AllowedChannels []string `yaml:"allowed_channels"`
 	// Workers is the number of turns run at once; default 8.
-	Workers int
+	Workers int `yaml:"workers"`
 	// ShutdownGrace is how long in-flight turns may run after ctx is
 	// cancelled; default 30s.
-	ShutdownGrace time.Duration
+	ShutdownGrace time.Duration `yaml:"-"`
 	// Attempts is how often a Web API call is tried when Slack is busy or
 	// unreachable; default 5.
-	Attempts int
+	Attempts int `yaml:"attempts"`
 	// Backoff is the first wait between attempts, doubled each time;
 	// default 1s. A rate limit's Retry-After takes precedence.
-	Backoff time.Duration
+	Backoff time.Duration `yaml:"backoff"`
 	// ChunkSize is the longest message posted, in characters; default 3500.
-	ChunkSize int
+	ChunkSize int `yaml:"chunk_size"`
 	// HTTPClient is used for the Web API and response URLs; default
 	// http.DefaultClient.
-	HTTPClient *http.Client
-	Logger     *slog.Logger
+	HTTPClient *http.Client `yaml:"-"`
+	Logger     *slog.Logger `yaml:"-"`
 	// Observer is told about turns, sends and retried API calls, for
 	// metrics; optional.
-	Observer bridge.Observer
+	Observer bridge.Observer `yaml:"-"`
 }
 
 // Adapter connects Slack to a router. Create it with New and start it

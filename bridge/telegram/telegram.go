@@ -48,39 +48,39 @@ const MaxMessage = 4096
 // Config configures an Adapter. Zero values are the documented defaults.
 type Config struct {
 	// Token is the bot token from BotFather. Required.
-	Token string
+	Token string `yaml:"token"`
 	// APIEndpoint is the Bot API URL format with two %s (token, method);
 	// default tgbotapi.APIEndpoint. Any Bot-API-compatible server works.
-	APIEndpoint string
+	APIEndpoint string `yaml:"api_endpoint"`
 	// HTTPClient makes the requests; default a new http.Client. Requests
 	// carry their own deadlines, so it needs no overall timeout.
-	HTTPClient *http.Client
+	HTTPClient *http.Client `yaml:"-"`
 	// AllowedUsers are numeric user ids and @usernames. Empty allows
 	// nobody.
-	AllowedUsers []string
+	AllowedUsers []string `yaml:"allowed_users"`
 	// Mode is ModePolling (default) or ModeWebhook.
-	Mode string
+	Mode string `yaml:"mode"`
 	// WebhookURL is the public HTTPS URL Telegram posts updates to, and
 	// WebhookSecret the token it sends in X-Telegram-Bot-Api-Secret-Token.
 	// Both are required in webhook mode; requests without the secret are
 	// rejected.
-	WebhookURL    string
-	WebhookSecret string
+	WebhookURL    string `yaml:"webhook_url"`
+	WebhookSecret string `yaml:"webhook_secret"`
 	// Workers bounds the turns running at once; default 8.
-	Workers int
+	Workers int `yaml:"workers"`
 	// PollTimeout is the long-poll timeout; default 30s.
-	PollTimeout time.Duration
+	PollTimeout time.Duration `yaml:"poll_timeout"`
 	// ShutdownGrace is how long in-flight turns may run after Run's context
 	// is cancelled; default 30s.
-	ShutdownGrace time.Duration
+	ShutdownGrace time.Duration `yaml:"-"`
 	// TypingInterval is how often "typing…" is renewed; default 4s.
-	TypingInterval time.Duration
+	TypingInterval time.Duration `yaml:"typing_interval"`
 	// MaxBackoff caps the wait between retries after errors; default 1m.
-	MaxBackoff time.Duration
-	Logger     *slog.Logger
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+	Logger     *slog.Logger  `yaml:"-"`
 	// Observer is told about turns, sends and retried API calls, for
 	// metrics; optional.
-	Observer bridge.Observer
+	Observer bridge.Observer `yaml:"-"`
 }
 
 // Adapter is the Telegram channel. Run it once; it also serves the webhook

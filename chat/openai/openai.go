@@ -18,25 +18,32 @@ import (
 
 var _ chat.Model = (*Client)(nil)
 
+// Defaults: OpenAI's API, and the model asked for when a request names
+// none.
+const (
+	DefaultBaseURL = "https://api.openai.com/v1"
+	DefaultModel   = "gpt-4o-mini"
+)
+
 // Config configures a Client. Zero values are the documented defaults.
 type Config struct {
-	// BaseURL defaults to https://api.openai.com/v1.
-	BaseURL string
-	APIKey  string
+	// BaseURL defaults to DefaultBaseURL.
+	BaseURL string `yaml:"base_url"`
+	APIKey  string `yaml:"api_key"`
 	// Timeout bounds one attempt. Default 120s.
-	Timeout time.Duration
+	Timeout time.Duration `yaml:"timeout"`
 	// Attempts is how often a transient fault (429, 5xx, timeout, garbled
 	// response) is tried in all. Default 4.
-	Attempts int
+	Attempts int `yaml:"attempts"`
 	// Backoff is the wait before the second attempt; it doubles after
 	// each, up to MaxBackoff (default 30s). Default 1s. A Retry-After the
 	// server sends is waited instead, capped at MaxBackoff.
-	Backoff    time.Duration
-	MaxBackoff time.Duration
+	Backoff    time.Duration `yaml:"backoff"`
+	MaxBackoff time.Duration `yaml:"max_backoff"`
 	// Sleep replaces the wait between attempts (tests record waits with it).
-	Sleep      func(ctx context.Context, d time.Duration) error
-	HTTPClient *http.Client
-	Logger     *slog.Logger
+	Sleep      func(ctx context.Context, d time.Duration) error `yaml:"-"`
+	HTTPClient *http.Client                                     `yaml:"-"`
+	Logger     *slog.Logger                                     `yaml:"-"`
 }
 
 // Client is a chat.Model over go-openai. It is safe for concurrent use.
@@ -49,7 +56,7 @@ type Client struct {
 // New returns a Client.
 func New(cfg Config) *Client {
 	if cfg.BaseURL == "" {
-		cfg.BaseURL = "https://api.openai.com/v1"
+		cfg.BaseURL = DefaultBaseURL
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 120 * time.Second
@@ -93,6 +100,9 @@ func New(cfg Config) *Client {
 // Complete sends one chat completion request, retrying transient faults
 // with the shared backoff, honouring a Retry-After the server sends.
 func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response, error) {
+	if req.Model == "" {
+		req.Model = DefaultModel
+	}
 	oreq := request(req)
 	var resp chat.Response
 	attempt := 0

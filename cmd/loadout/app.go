@@ -39,6 +39,8 @@ type app struct {
 	limits *httpLimits
 	// metrics are served at /metrics.
 	metrics *metrics
+	// listAll registers the Google groups even without Google set up.
+	listAll bool
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz
@@ -47,6 +49,12 @@ type app struct {
 // newApp opens the store, builds the registry and the engine. The caller
 // closes a.db.
 func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
+	return buildApp(ctx, cfg, log, false)
+}
+
+// buildApp is newApp; listAll also registers the Google groups when
+// Google is not set up, so `loadout tools` can show their cost.
+func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (*app, error) {
 	counter, err := tokens.New()
 	if err != nil {
 		return nil, err
@@ -55,29 +63,21 @@ func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (store.path)", err)
 	}
-	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db)}
+	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db), listAll: listAll}
 	a.reg, err = a.registry(ctx)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	model := a.metrics.model(openai.New(openai.Config{
-		BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey,
-		Timeout: cfg.LLM.Timeout.Std(), Attempts: cfg.LLM.Attempts, Logger: log,
-	}))
-	a.engine = chat.New(chat.Config{
-		Name:            cfg.Agent.Name,
-		SystemPrompt:    cfg.Agent.SystemPrompt,
-		Model:           cfg.LLM.Model,
-		MaxToolRounds:   cfg.LLM.MaxToolRounds,
-		MaxToolCalls:    cfg.LLM.MaxToolCalls,
-		Routing:         cfg.Tools.Routing,
-		HistoryTokens:   cfg.LLM.HistoryTokens,
-		ToolResultChars: cfg.LLM.ToolResultChars,
-		Count:           counter.Count,
-		Logger:          log,
-		Middleware:      []tools.Middleware{a.metrics.tools(a.reg)},
-	}, model, db, a.reg)
+	oc := cfg.LLM.Config
+	oc.Logger = log
+	model := a.metrics.model(openai.New(oc))
+	ec := cfg.LLM.Engine
+	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
+	ec.Model = cfg.model()
+	ec.Count, ec.Logger = counter.Count, log
+	ec.Middleware = []tools.Middleware{a.metrics.tools(a.reg)}
+	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
 	if err := a.wireGoogle(ctx); err != nil {
 		db.Close()
@@ -123,7 +123,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	g, ts := config.Group(a.db, reg, config.Defaults{
-		Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.LLM.Model,
+		Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model(),
 	})
 	if err := reg.AddGroup(g, ts...); err != nil {
 		return nil, err

@@ -12,11 +12,19 @@ import (
 	"strings"
 	"time"
 
+	"loadout/bridge/slack"
+	"loadout/bridge/telegram"
+	"loadout/chat"
+	"loadout/chat/openai"
+
 	"gopkg.in/yaml.v3"
 )
 
-// Config is config.yaml. Zero values are replaced by the defaults in
-// defaults(); every key is documented in the sample config.yaml.
+// Config is config.yaml. A key left out takes the default of the package
+// that uses it (the package Configs below carry the yaml tags, so a knob a
+// package has is a key, and its zero value means "the package default");
+// defaults() holds only what this command owns. Every key is documented in
+// the sample config.yaml and the README.
 type Config struct {
 	Agent    AgentConfig    `yaml:"agent"`
 	LLM      LLMConfig      `yaml:"llm"`
@@ -36,17 +44,11 @@ type AgentConfig struct {
 	SystemPrompt string `yaml:"system_prompt"`
 }
 
-// LLMConfig is the OpenAI-compatible model service.
+// LLMConfig is the OpenAI-compatible model service and the engine's
+// limits.
 type LLMConfig struct {
-	BaseURL         string   `yaml:"base_url"`
-	APIKey          string   `yaml:"api_key"`
-	Model           string   `yaml:"model"`
-	MaxToolRounds   int      `yaml:"max_tool_rounds"`
-	MaxToolCalls    int      `yaml:"max_tool_calls"`
-	Timeout         Duration `yaml:"timeout"`
-	Attempts        int      `yaml:"attempts"`
-	HistoryTokens   int      `yaml:"history_tokens"`
-	ToolResultChars int      `yaml:"tool_result_chars"`
+	openai.Config `yaml:",inline"`
+	Engine        chat.Config `yaml:",inline"`
 }
 
 // StoreConfig is the SQLite file.
@@ -78,33 +80,23 @@ type LogConfig struct {
 
 // ConsoleConfig is the terminal channel of `loadout chat`.
 type ConsoleConfig struct {
-	// User is the chat key suffix: the session is "console:<user>".
+	// User is the chat key suffix: the session is "console:<user>";
+	// the console's default is "local".
 	User string `yaml:"user"`
 }
 
-// TelegramConfig is the Telegram channel.
+// TelegramConfig is the Telegram channel: its switch and the channel's
+// own settings.
 type TelegramConfig struct {
-	Enabled       bool     `yaml:"enabled"`
-	Token         string   `yaml:"token"`
-	APIEndpoint   string   `yaml:"api_endpoint"`
-	AllowedUsers  []string `yaml:"allowed_users"`
-	Mode          string   `yaml:"mode"`
-	WebhookURL    string   `yaml:"webhook_url"`
-	WebhookSecret string   `yaml:"webhook_secret"`
-	Workers       int      `yaml:"workers"`
+	Enabled         bool `yaml:"enabled"`
+	telegram.Config `yaml:",inline"`
 }
 
-// SlackConfig is the Slack channel.
+// SlackConfig is the Slack channel: its switch and the channel's own
+// settings.
 type SlackConfig struct {
-	Enabled         bool     `yaml:"enabled"`
-	BotToken        string   `yaml:"bot_token"`
-	AppToken        string   `yaml:"app_token"`
-	SigningSecret   string   `yaml:"signing_secret"`
-	Mode            string   `yaml:"mode"`
-	APIURL          string   `yaml:"api_url"`
-	AllowedUsers    []string `yaml:"allowed_users"`
-	AllowedChannels []string `yaml:"allowed_channels"`
-	Workers         int      `yaml:"workers"`
+	Enabled      bool `yaml:"enabled"`
+	slack.Config `yaml:",inline"`
 }
 
 // GoogleConfig is Google Workspace access.
@@ -115,13 +107,11 @@ type GoogleConfig struct {
 	RedirectURL     string `yaml:"redirect_url"`
 	TokenKey        string `yaml:"token_key"`
 	Endpoint        string `yaml:"endpoint"`
-
-	// listAll registers the Google groups even when Google is not set up,
-	// so `loadout tools` can show their cost.
-	listAll bool
-	// authURL, tokenURL and revokeURL override Google's OAuth endpoints
-	// (tests only; empty means Google's).
-	authURL, tokenURL, revokeURL string
+	// AuthURL, TokenURL and RevokeURL are the OAuth endpoints; empty means
+	// those of google.credentials_file, else Google's.
+	AuthURL   string `yaml:"auth_url"`
+	TokenURL  string `yaml:"token_url"`
+	RevokeURL string `yaml:"revoke_url"`
 }
 
 // Duration is a time.Duration written as "30s" or "2m" in YAML.
@@ -146,17 +136,9 @@ func defaults() Config {
 			Name:         "loadout",
 			SystemPrompt: "You are a helpful personal assistant. Answer briefly and plainly. Use tools when they help; load a tool group before using its tools.",
 		},
-		LLM: LLMConfig{
-			BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini", MaxToolRounds: 20, MaxToolCalls: 32,
-			Timeout: Duration(120 * time.Second), Attempts: 4, HistoryTokens: 16000, ToolResultChars: 2000,
-		},
-		Store:    StoreConfig{Path: "data/loadout.db"},
-		Tools:    ToolsConfig{Routing: "groups"},
-		HTTP:     HTTPConfig{Listen: "127.0.0.1:8080", ShutdownGrace: Duration(30 * time.Second), Metrics: true},
-		Log:      LogConfig{Level: "info", Format: "text"},
-		Console:  ConsoleConfig{User: "local"},
-		Telegram: TelegramConfig{APIEndpoint: "https://api.telegram.org/bot%s/%s", Mode: "polling", Workers: 8},
-		Slack:    SlackConfig{Mode: "socket", APIURL: "https://slack.com/api/", Workers: 8},
+		Store: StoreConfig{Path: "data/loadout.db"},
+		HTTP:  HTTPConfig{Listen: "127.0.0.1:8080", ShutdownGrace: Duration(30 * time.Second), Metrics: true},
+		Log:   LogConfig{Level: "info", Format: "text"},
 	}
 }
 
@@ -184,6 +166,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 
 func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
 	cfg := defaults()
+	set := map[string]bool{} // keys the file or the environment gave
 	var root yaml.Node
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
@@ -191,7 +174,7 @@ func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
 	if len(root.Content) > 0 {
 		doc := root.Content[0]
 		lines := map[int]string{}
-		if err := checkKeys(doc, reflect.TypeOf(cfg), "", lines); err != nil {
+		if err := checkKeys(doc, reflect.TypeOf(cfg), "", lines, set); err != nil {
 			return Config{}, err
 		}
 		if err := expandNode(doc, reflect.TypeOf(cfg), "", getenv); err != nil {
@@ -201,10 +184,14 @@ func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("config: %s", nameLine(err, lines))
 		}
 	}
-	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "", getenv); err != nil {
+	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "", getenv, set); err != nil {
 		return Config{}, err
 	}
-	return cfg, cfg.validate()
+	if cfg.Google.TokenKey == "" {
+		// The name the key had before every key got its LOADOUT_ variable.
+		cfg.Google.TokenKey = getenv("LOADOUT_TOKEN_KEY")
+	}
+	return cfg, cfg.validate(set)
 }
 
 // envRef is ${VAR} or ${VAR:-default}.
@@ -225,7 +212,7 @@ func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) st
 			if !ok {
 				continue // checkKeys has refused it
 			}
-			if err := expandNode(n.Content[i+1], f.Type, joinKey(key, n.Content[i].Value), getenv); err != nil {
+			if err := expandNode(n.Content[i+1], f.typ, joinKey(key, n.Content[i].Value), getenv); err != nil {
 				return err
 			}
 		}
@@ -270,18 +257,12 @@ func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) st
 // applyEnv sets each key from LOADOUT_<KEY> when that variable is set: the
 // dotted key in capitals with '_' for '.', e.g. LOADOUT_LLM_BASE_URL; a
 // list is comma-separated. The environment wins over the file.
-func applyEnv(v reflect.Value, key string, getenv func(string) string) error {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name := yamlName(f)
-		if name == "" {
-			continue
-		}
-		k := joinKey(key, name)
-		fv := v.Field(i)
-		if f.Type.Kind() == reflect.Struct {
-			if err := applyEnv(fv, k, getenv); err != nil {
+func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[string]bool) error {
+	for _, f := range keyFields(v.Type()) {
+		k := joinKey(key, f.name)
+		fv := v.FieldByIndex(f.index)
+		if f.typ.Kind() == reflect.Struct {
+			if err := applyEnv(fv, k, getenv, set); err != nil {
 				return err
 			}
 			continue
@@ -291,31 +272,32 @@ func applyEnv(v reflect.Value, key string, getenv func(string) string) error {
 		if raw == "" {
 			continue
 		}
+		set[k] = true
 		bad := func(want string) error {
 			return fmt.Errorf("config: %s: %s is not %s", k, envName, want)
 		}
-		switch {
-		case f.Type == reflect.TypeOf(Duration(0)):
+		switch t := f.typ; {
+		case t == reflect.TypeOf(Duration(0)) || t == reflect.TypeOf(time.Duration(0)):
 			d, err := time.ParseDuration(strings.TrimSpace(raw))
 			if err != nil || d < 0 {
 				return bad("a duration like 30s or 2m")
 			}
 			fv.SetInt(int64(d))
-		case f.Type.Kind() == reflect.String:
+		case t.Kind() == reflect.String:
 			fv.SetString(raw)
-		case f.Type.Kind() == reflect.Int:
+		case t.Kind() == reflect.Int:
 			n, err := strconv.Atoi(strings.TrimSpace(raw))
 			if err != nil {
 				return bad("a whole number")
 			}
 			fv.SetInt(int64(n))
-		case f.Type.Kind() == reflect.Bool:
+		case t.Kind() == reflect.Bool:
 			b, err := strconv.ParseBool(strings.TrimSpace(raw))
 			if err != nil {
 				return bad("true or false")
 			}
 			fv.SetBool(b)
-		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.String:
+		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 			var list []string
 			for item := range strings.SplitSeq(raw, ",") {
 				if item = strings.TrimSpace(item); item != "" {
@@ -340,39 +322,59 @@ func joinKey(prefix, name string) string {
 	return prefix + "." + name
 }
 
-// yamlName is a field's key, "" for fields that are not config keys.
-func yamlName(f reflect.StructField) string {
-	if !f.IsExported() {
-		return ""
-	}
-	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	if name == "-" {
-		return ""
-	}
-	return name
+// keyField is one config key of a struct: its name, where it sits (inside
+// inlined structs) and its type.
+type keyField struct {
+	name  string
+	index []int
+	typ   reflect.Type
 }
 
-func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+// keyFields lists the keys of struct type t, with the keys of inlined
+// fields (`yaml:",inline"`) in place. Unexported fields and `yaml:"-"` are
+// not keys.
+func keyFields(t reflect.Type) []keyField {
+	var out []keyField
 	for i := 0; i < t.NumField(); i++ {
-		if f := t.Field(i); name != "" && yamlName(f) == name {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			for _, in := range keyFields(f.Type) {
+				in.index = append([]int{i}, in.index...)
+				out = append(out, in)
+			}
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, keyField{name: name, index: []int{i}, typ: f.Type})
+	}
+	return out
+}
+
+func yamlField(t reflect.Type, name string) (keyField, bool) {
+	for _, f := range keyFields(t) {
+		if f.name == name {
 			return f, true
 		}
 	}
-	return reflect.StructField{}, false
+	return keyField{}, false
 }
 
 // checkKeys walks the YAML mapping against the struct type and reports the
 // first unknown key with its full dotted name. It records which key sits on
 // each line so decode errors can name keys too.
-func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string) error {
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string, set map[string]bool) error {
 	if n.Kind != yaml.MappingNode || t.Kind() != reflect.Struct {
 		return nil
 	}
-	fields := map[string]reflect.StructField{}
-	for i := 0; i < t.NumField(); i++ {
-		if f := t.Field(i); yamlName(f) != "" {
-			fields[yamlName(f)] = f
-		}
+	fields := map[string]keyField{}
+	for _, f := range keyFields(t) {
+		fields[f.name] = f
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -387,7 +389,8 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string
 			return fmt.Errorf("config: unknown key %q (line %d); known keys here: %s", key, k.Line, strings.Join(known, ", "))
 		}
 		lines[v.Line] = key
-		if err := checkKeys(v, f.Type, key, lines); err != nil {
+		set[key] = true
+		if err := checkKeys(v, f.typ, key, lines, set); err != nil {
 			return err
 		}
 	}
@@ -407,37 +410,47 @@ func nameLine(err error, lines map[int]string) string {
 	})
 }
 
-// validate checks values that decode fine but make no sense.
-func (c Config) validate() error {
+// validate checks values that decode fine but make no sense. set holds
+// the keys the file or the environment gave: a knob left out takes its
+// package's default, one given must be usable.
+func (c Config) validate(set map[string]bool) error {
 	var errs []error
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, a...)))
 	}
-	if c.LLM.MaxToolRounds < 1 {
-		bad("llm.max_tool_rounds", "must be at least 1, got %d", c.LLM.MaxToolRounds)
+	atLeast := func(key string, v, min int) {
+		if (set[key] || v != 0) && v < min {
+			bad(key, "must be at least %d, got %d", min, v)
+		}
 	}
-	if c.LLM.MaxToolCalls < 1 {
-		bad("llm.max_tool_calls", "must be at least 1, got %d", c.LLM.MaxToolCalls)
+	duration := func(key string, v, min time.Duration) {
+		if (set[key] || v != 0) && v < min {
+			bad(key, "must be at least %s, got %s", min, v)
+		}
 	}
-	if c.LLM.Attempts < 1 {
-		bad("llm.attempts", "must be at least 1, got %d", c.LLM.Attempts)
+	e := c.LLM.Engine
+	atLeast("llm.max_tool_rounds", e.MaxToolRounds, 1)
+	atLeast("llm.max_tool_calls", e.MaxToolCalls, 1)
+	atLeast("llm.history_tokens", e.HistoryTokens, 1000)
+	atLeast("llm.history_messages", e.HistoryMessages, 10)
+	atLeast("llm.tool_result_chars", e.ToolResultChars, 100)
+	if set["llm.cached_sessions"] && e.CachedSessions < -1 {
+		bad("llm.cached_sessions", "must be -1 (no cache) or more, got %d", e.CachedSessions)
 	}
-	if c.LLM.Timeout.Std() < time.Second {
-		bad("llm.timeout", "must be at least 1s, got %s", c.LLM.Timeout.Std())
-	}
-	if c.LLM.HistoryTokens < 1000 {
-		bad("llm.history_tokens", "must be at least 1000, got %d", c.LLM.HistoryTokens)
-	}
-	if c.LLM.ToolResultChars < 100 {
-		bad("llm.tool_result_chars", "must be at least 100, got %d", c.LLM.ToolResultChars)
-	}
-	if u, err := url.Parse(c.LLM.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("llm.base_url", "must be an http(s) URL, got %q", c.LLM.BaseURL)
+	atLeast("llm.repeat_limit", e.RepeatLimit, 1)
+	atLeast("llm.attempts", c.LLM.Attempts, 1)
+	duration("llm.timeout", c.LLM.Timeout, time.Second)
+	duration("llm.backoff", c.LLM.Backoff, time.Millisecond)
+	duration("llm.max_backoff", c.LLM.MaxBackoff, time.Millisecond)
+	if c.LLM.BaseURL != "" {
+		if u, err := url.Parse(c.LLM.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("llm.base_url", "must be an http(s) URL, got %q", c.LLM.BaseURL)
+		}
 	}
 	if c.Store.Path == "" {
 		bad("store.path", "must not be empty")
 	}
-	if c.Tools.Routing != "groups" && c.Tools.Routing != "all" {
+	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
 	if c.Tools.ManifestsDir != "" {
@@ -448,6 +461,7 @@ func (c Config) validate() error {
 	if c.HTTP.Listen == "" || !strings.Contains(c.HTTP.Listen, ":") {
 		bad("http.listen", "must be host:port, got %q", c.HTTP.Listen)
 	}
+	duration("http.shutdown_grace", c.HTTP.ShutdownGrace.Std(), 0)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -456,53 +470,70 @@ func (c Config) validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", `must be "text" or "json", got %q`, c.Log.Format)
 	}
-	if c.Console.User == "" {
+	if set["console.user"] && c.Console.User == "" {
 		bad("console.user", "must not be empty")
 	}
-	if c.Telegram.Enabled {
-		if c.Telegram.Token == "" {
+	if t := c.Telegram; t.Enabled {
+		if t.Token == "" {
 			bad("telegram.token", "is required when telegram.enabled is true")
 		}
-		if c.Telegram.Mode != "polling" && c.Telegram.Mode != "webhook" {
-			bad("telegram.mode", `must be "polling" or "webhook", got %q`, c.Telegram.Mode)
+		switch t.Mode {
+		case "", telegram.ModePolling:
+		case telegram.ModeWebhook:
+			if t.WebhookURL == "" || t.WebhookSecret == "" {
+				bad("telegram.webhook_url", "and telegram.webhook_secret are required when telegram.mode is webhook")
+			}
+		default:
+			bad("telegram.mode", `must be "polling" or "webhook", got %q`, t.Mode)
 		}
-		if c.Telegram.Mode == "webhook" && (c.Telegram.WebhookURL == "" || c.Telegram.WebhookSecret == "") {
-			bad("telegram.webhook_url", "and telegram.webhook_secret are required when telegram.mode is webhook")
+		if t.APIEndpoint != "" && strings.Count(t.APIEndpoint, "%s") != 2 {
+			bad("telegram.api_endpoint", "must contain two %%s (token, method), got %q", t.APIEndpoint)
 		}
-		if strings.Count(c.Telegram.APIEndpoint, "%s") != 2 {
-			bad("telegram.api_endpoint", "must contain two %%s (token, method), got %q", c.Telegram.APIEndpoint)
-		}
-		if c.Telegram.Workers < 1 {
-			bad("telegram.workers", "must be at least 1, got %d", c.Telegram.Workers)
-		}
+		atLeast("telegram.workers", t.Workers, 1)
+		duration("telegram.poll_timeout", t.PollTimeout, time.Second)
+		duration("telegram.typing_interval", t.TypingInterval, time.Second)
+		duration("telegram.max_backoff", t.MaxBackoff, time.Second)
 	}
-	if c.Slack.Enabled {
-		if !strings.HasPrefix(c.Slack.BotToken, "xoxb-") {
+	if sl := c.Slack; sl.Enabled {
+		if !strings.HasPrefix(sl.BotToken, "xoxb-") {
 			bad("slack.bot_token", "must be a bot token starting with xoxb-")
 		}
-		switch c.Slack.Mode {
-		case "socket":
-			if !strings.HasPrefix(c.Slack.AppToken, "xapp-") {
+		switch sl.Mode {
+		case "", slack.ModeSocket:
+			if !strings.HasPrefix(sl.AppToken, "xapp-") {
 				bad("slack.app_token", "must be an app-level token starting with xapp- when slack.mode is socket")
 			}
-		case "events":
-			if c.Slack.SigningSecret == "" {
+		case slack.ModeEvents:
+			if sl.SigningSecret == "" {
 				bad("slack.signing_secret", "is required when slack.mode is events")
 			}
 		default:
-			bad("slack.mode", `must be "socket" or "events", got %q`, c.Slack.Mode)
+			bad("slack.mode", `must be "socket" or "events", got %q`, sl.Mode)
 		}
-		if c.Slack.Workers < 1 {
-			bad("slack.workers", "must be at least 1, got %d", c.Slack.Workers)
-		}
+		atLeast("slack.workers", sl.Workers, 1)
+		atLeast("slack.attempts", sl.Attempts, 1)
+		atLeast("slack.chunk_size", sl.ChunkSize, 100)
+		duration("slack.backoff", sl.Backoff, time.Millisecond)
 	}
 	return errors.Join(errs...)
+}
+
+// model is the model requests name: llm.model, else the adapter's default.
+func (c Config) model() string {
+	if c.LLM.Engine.Model != "" {
+		return c.LLM.Engine.Model
+	}
+	return openai.DefaultModel
 }
 
 // requireLLM checks what talking to the model needs: OpenAI's service
 // needs a key; a local server (Ollama, vLLM, LM Studio) usually needs none.
 func (c Config) requireLLM() error {
-	u, err := url.Parse(c.LLM.BaseURL)
+	base := c.LLM.BaseURL
+	if base == "" {
+		base = openai.DefaultBaseURL
+	}
+	u, err := url.Parse(base)
 	if strings.TrimSpace(c.LLM.APIKey) == "" && err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
 		return errors.New("config: llm.api_key is empty and llm.base_url is OpenAI's: set the key (the sample reads ${OPENAI_API_KEY}), or point llm.base_url at a local server")
 	}

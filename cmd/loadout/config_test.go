@@ -3,10 +3,15 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"loadout/chat/openai"
+
+	"gopkg.in/yaml.v3"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -16,8 +21,8 @@ func TestSampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LLM.APIKey != "sk-test" || cfg.LLM.MaxToolRounds != 20 || cfg.Store.Path != "data/loadout.db" ||
-		cfg.Tools.Routing != "groups" || cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.LLM.Timeout.Std() != 120*time.Second {
+	if cfg.LLM.APIKey != "sk-test" || cfg.LLM.Engine.MaxToolRounds != 20 || cfg.Store.Path != "data/loadout.db" ||
+		cfg.Tools.Routing != "groups" || cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.LLM.Timeout != 120*time.Second {
 		t.Fatalf("sample config = %+v", cfg)
 	}
 	if err := cfg.requireLLM(); err != nil {
@@ -30,8 +35,12 @@ func TestEmptyConfigGivesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LLM.BaseURL != "https://api.openai.com/v1" || cfg.Telegram.APIEndpoint != "https://api.telegram.org/bot%s/%s" {
+	// Left out, a package knob is zero: the package's own default applies.
+	if cfg.LLM.BaseURL != "" || cfg.Telegram.APIEndpoint != "" || cfg.LLM.Engine.MaxToolRounds != 0 {
 		t.Fatalf("defaults = %+v", cfg)
+	}
+	if cfg.model() != openai.DefaultModel || cfg.Store.Path != "data/loadout.db" || cfg.HTTP.Listen != "127.0.0.1:8080" {
+		t.Fatalf("own defaults = %+v", cfg)
 	}
 	err = cfg.requireLLM()
 	if err == nil || !strings.Contains(err.Error(), "llm.api_key") {
@@ -72,7 +81,7 @@ func TestEnvExpansion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LLM.APIKey != "sk-1" || cfg.LLM.Model != "$NOT_EXPANDED" {
+	if cfg.LLM.APIKey != "sk-1" || cfg.LLM.Engine.Model != "$NOT_EXPANDED" {
 		t.Errorf("expansion: %+v", cfg.LLM)
 	}
 	if len(cfg.Telegram.AllowedUsers) != 2 || cfg.Telegram.AllowedUsers[0] != "12345" {
@@ -133,7 +142,7 @@ func TestVariablesWithDefaultsAndLiteralSecrets(t *testing.T) {
 	if cfg.LLM.APIKey != "sk-abc #def" || cfg.Slack.SigningSecret != "*star: colon & ~" || cfg.Slack.BotToken != "" {
 		t.Errorf("secrets = %q, %q, %q; want them literally", cfg.LLM.APIKey, cfg.Slack.SigningSecret, cfg.Slack.BotToken)
 	}
-	if cfg.LLM.Model != "small" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.MaxToolRounds != 7 {
+	if cfg.LLM.Engine.Model != "small" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.Engine.MaxToolRounds != 7 {
 		t.Errorf("defaults and numbers: %+v", cfg.LLM)
 	}
 	// A value that looks like YAML null or a number stays a string.
@@ -157,7 +166,7 @@ func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LLM.Model != "from-env" || cfg.LLM.BaseURL != "http://127.0.0.1:8000/v1" || cfg.LLM.MaxToolCalls != 8 ||
+	if cfg.LLM.Engine.Model != "from-env" || cfg.LLM.BaseURL != "http://127.0.0.1:8000/v1" || cfg.LLM.Engine.MaxToolCalls != 8 ||
 		cfg.HTTP.ShutdownGrace.Std() != 5*time.Second || !cfg.Telegram.Enabled || cfg.Telegram.Token != "123:abc" ||
 		!slices.Equal(cfg.Telegram.AllowedUsers, []string{"1", "2", "@ana"}) || cfg.Agent.SystemPrompt != "Be brief: always # literally" {
 		t.Fatalf("environment not applied: %+v", cfg)
@@ -177,7 +186,101 @@ func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
 func TestUnknownKeyListsOnlyRealKeys(t *testing.T) {
 	_, err := parseConfig([]byte("google:\n  bogus: 1\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), `"google.bogus"`) || strings.Contains(err.Error(), "here: ,") ||
-		!strings.Contains(err.Error(), "known keys here: client_id,") {
+		!strings.Contains(err.Error(), "known keys here: auth_url, client_id,") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// Every package knob an operator may need has a key, read into the
+// package's own Config (whose zero values are its defaults).
+func TestPackageKnobsHaveKeys(t *testing.T) {
+	raw := `llm:
+  backoff: 2s
+  max_backoff: 20s
+  history_messages: 300
+  cached_sessions: -1
+  repeat_limit: 5
+telegram:
+  poll_timeout: 50s
+  typing_interval: 5s
+  max_backoff: 2m
+slack:
+  attempts: 3
+  backoff: 500ms
+  chunk_size: 2000
+google:
+  auth_url: https://idp.example.org/auth
+  token_url: https://idp.example.org/token
+  revoke_url: https://idp.example.org/revoke
+`
+	cfg, err := parseConfig([]byte(raw), env(map[string]string{"LOADOUT_TELEGRAM_WORKERS": "3", "LOADOUT_SLACK_ALLOWED_CHANNELS": "C1,C2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, tg, sl := cfg.LLM.Engine, cfg.Telegram.Config, cfg.Slack.Config
+	if cfg.LLM.Backoff != 2*time.Second || cfg.LLM.MaxBackoff != 20*time.Second || e.HistoryMessages != 300 || e.CachedSessions != -1 || e.RepeatLimit != 5 ||
+		tg.PollTimeout != 50*time.Second || tg.TypingInterval != 5*time.Second || tg.MaxBackoff != 2*time.Minute || tg.Workers != 3 ||
+		sl.Attempts != 3 || sl.Backoff != 500*time.Millisecond || sl.ChunkSize != 2000 || !slices.Equal(sl.AllowedChannels, []string{"C1", "C2"}) ||
+		cfg.Google.AuthURL != "https://idp.example.org/auth" || cfg.Google.TokenURL != "https://idp.example.org/token" || cfg.Google.RevokeURL != "https://idp.example.org/revoke" {
+		t.Fatalf("knobs = %+v", cfg)
+	}
+	for in, key := range map[string]string{
+		"llm:\n  history_messages: 1\n":                                "llm.history_messages",
+		"llm:\n  repeat_limit: 0\n":                                    "llm.repeat_limit",
+		"llm:\n  backoff: -1s\n":                                       "llm.backoff",
+		"telegram:\n  enabled: true\n  token: t\n  poll_timeout: 0s\n": "telegram.poll_timeout",
+		"slack:\n  enabled: true\n  bot_token: xoxb-1\n  app_token: xapp-1\n  chunk_size: 5\n": "slack.chunk_size",
+		"telegram:\n  shutdown_grace: 1s\n":                                                    `"telegram.shutdown_grace"`,
+	} {
+		if _, err := parseConfig([]byte(in), env(nil)); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v does not name %s", in, err, key)
+		}
+	}
+}
+
+// The sample config.yaml shows every key, and the README names each.
+func TestEveryKeyIsDocumented(t *testing.T) {
+	raw, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		t.Fatal(err)
+	}
+	inSample := map[string]bool{}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := joinKey(prefix, n.Content[i].Value)
+			inSample[k] = true
+			walk(n.Content[i+1], k)
+		}
+	}
+	walk(root.Content[0], "")
+	var check func(t reflect.Type, prefix string)
+	check = func(typ reflect.Type, prefix string) {
+		for _, f := range keyFields(typ) {
+			k := joinKey(prefix, f.name)
+			if f.typ.Kind() == reflect.Struct && f.typ != reflect.TypeOf(Duration(0)) {
+				check(f.typ, k)
+				continue
+			}
+			if !inSample[k] {
+				t.Errorf("config.yaml lacks %s", k)
+			}
+			short := k[strings.LastIndex(k, ".")+1:]
+			if !strings.Contains(string(readme), "`"+k+"`") && !strings.Contains(string(readme), k) && !strings.Contains(string(readme), short) {
+				t.Errorf("README does not mention %s", k)
+			}
+		}
+	}
+	check(reflect.TypeOf(Config{}), "")
 }

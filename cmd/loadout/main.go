@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,9 @@ import (
 	"syscall"
 	"time"
 
+	"loadout/bridge/slack"
+	"loadout/bridge/telegram"
+	"loadout/chat/openai"
 	"loadout/store"
 )
 
@@ -221,17 +225,21 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 		chans = []string{"console"}
 	case "serve":
 		if cfg.Telegram.Enabled {
-			chans = append(chans, "telegram ("+cfg.Telegram.Mode+")")
+			chans = append(chans, "telegram ("+cmp.Or(cfg.Telegram.Mode, telegram.ModePolling)+")")
 		}
 		if cfg.Slack.Enabled {
-			chans = append(chans, "slack ("+cfg.Slack.Mode+")")
+			chans = append(chans, "slack ("+cmp.Or(cfg.Slack.Mode, slack.ModeSocket)+")")
 		}
 	}
 	if len(chans) == 0 {
 		chans = []string{"none"}
 	}
 	host := "(unreadable llm.base_url)"
-	if u, err := url.Parse(cfg.LLM.BaseURL); err == nil && u.Host != "" {
+	base := cfg.LLM.BaseURL
+	if base == "" {
+		base = openai.DefaultBaseURL
+	}
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
 		host = u.Host
 	}
 	abs, err := filepath.Abs(path)
@@ -241,7 +249,7 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 	if path == "" {
 		abs = "(none: defaults and LOADOUT_* variables)"
 	}
-	log.Info("loadout starting", "command", cmd, "config", abs, "model", cfg.LLM.Model, "llm_host", host,
+	log.Info("loadout starting", "command", cmd, "config", abs, "model", cfg.model(), "llm_host", host,
 		"channels", strings.Join(chans, ", "), "google", cfg.Google.configured(), "store", cfg.Store.Path)
 }
 

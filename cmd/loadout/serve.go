@@ -147,8 +147,7 @@ func chatREPL(ctx context.Context, cfg Config, log *slog.Logger, in io.Reader, o
 // printTools prints each group's tool count and schema tokens, the core
 // tools, and the first-turn payload of both routing modes.
 func printTools(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
-	cfg.Google.listAll = true
-	a, err := newApp(ctx, cfg, log)
+	a, err := buildApp(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"strings"
 
 	"google.golang.org/api/option"
@@ -60,10 +60,12 @@ const googleCallbackPath = "/oauth/google/callback"
 
 // googleAccounts builds the OAuth accounts from the config: the client
 // from google.client_id/client_secret or google.credentials_file, the key
-// from google.token_key or LOADOUT_TOKEN_KEY.
+// from google.token_key; the OAuth endpoints from google.auth_url and
+// google.token_url, else the credentials file's, else Google's.
 func (a *app) googleAccounts() (*google.Accounts, error) {
 	gc := a.cfg.Google
 	id, secret, redirect := gc.ClientID, gc.ClientSecret, gc.RedirectURL
+	authURL, tokenURL := gc.AuthURL, gc.TokenURL
 	if gc.CredentialsFile != "" {
 		creds, err := google.ReadCredentials(gc.CredentialsFile)
 		if err != nil {
@@ -72,6 +74,7 @@ func (a *app) googleAccounts() (*google.Accounts, error) {
 		if id == "" {
 			id, secret = creds.ClientID, creds.ClientSecret
 		}
+		authURL, tokenURL = cmp.Or(authURL, creds.AuthURL), cmp.Or(tokenURL, creds.TokenURL)
 		if redirect == "" {
 			for _, u := range creds.RedirectURLs {
 				if strings.HasSuffix(u, googleCallbackPath) {
@@ -83,18 +86,14 @@ func (a *app) googleAccounts() (*google.Accounts, error) {
 	if redirect == "" {
 		redirect = "http://" + a.cfg.HTTP.Listen + googleCallbackPath
 	}
-	rawKey := gc.TokenKey
-	if rawKey == "" {
-		rawKey = os.Getenv("LOADOUT_TOKEN_KEY")
-	}
-	key, err := google.ParseKey(rawKey)
+	key, err := google.ParseKey(gc.TokenKey)
 	if err != nil {
 		return nil, fmt.Errorf("google.token_key: %w", err)
 	}
 	acc, err := google.New(google.Config{
 		ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: googleScopes(),
 		Key: key, Store: a.db, Endpoint: gc.Endpoint,
-		AuthURL: gc.authURL, TokenURL: gc.tokenURL, RevokeURL: gc.revokeURL, Logger: a.log,
+		AuthURL: authURL, TokenURL: tokenURL, RevokeURL: gc.RevokeURL, Logger: a.log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("google: %w", err)
@@ -115,7 +114,7 @@ func (unconfigured) Options(context.Context, google.Service) ([]option.ClientOpt
 // error that says how to make one.
 func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 	gc := a.cfg.Google
-	if !gc.configured() && !gc.listAll {
+	if !gc.configured() && !a.listAll {
 		return nil
 	}
 	var client google.Client = unconfigured{}
@@ -124,7 +123,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 		switch {
 		case err == nil:
 			client, a.google = acc, acc
-		case !gc.listAll:
+		case !a.listAll:
 			return err
 		}
 	}

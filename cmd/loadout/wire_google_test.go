@@ -58,7 +58,6 @@ func TestGoogleGroupsHiddenWhenNotConfigured(t *testing.T) {
 }
 
 func TestGoogleWithoutTokenKeyRefusesToStart(t *testing.T) {
-	t.Setenv("LOADOUT_TOKEN_KEY", "")
 	cfg, _ := parseConfig(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	cfg.Google.ClientID = "id.apps.googleusercontent.com"
@@ -66,8 +65,14 @@ func TestGoogleWithoutTokenKeyRefusesToStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "openssl rand -base64 32") || !strings.Contains(err.Error(), "google.token_key") {
 		t.Fatalf("err = %v", err)
 	}
-	// The key may come from the environment instead.
-	t.Setenv("LOADOUT_TOKEN_KEY", base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	// The key may come from the environment instead, under either name.
+	for _, name := range []string{"LOADOUT_TOKEN_KEY", "LOADOUT_GOOGLE_TOKEN_KEY"} {
+		withKey, err := parseConfig(nil, env(map[string]string{name: base64.StdEncoding.EncodeToString(make([]byte, 32))}))
+		if err != nil || withKey.Google.TokenKey == "" {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	cfg.Google.TokenKey = base64.StdEncoding.EncodeToString(make([]byte, 32))
 	a, err := newApp(context.Background(), cfg, quietLog())
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +129,7 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 		ClientID: "id.apps.googleusercontent.com", ClientSecret: "GOCSPX-secret",
 		RedirectURL: base + "/oauth/google/callback", Endpoint: api.URL,
 		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
-		authURL:  oauth.AuthURL(), tokenURL: oauth.TokenURL(), revokeURL: oauth.RevokeURL(),
+		AuthURL:  oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
 	}
 	a, err := newApp(context.Background(), cfg, quietLog())
 	if err != nil {
@@ -265,7 +270,7 @@ func TestGoogleLoginCommand(t *testing.T) {
 	cfg.Google = GoogleConfig{
 		ClientID: "id.apps.googleusercontent.com", ClientSecret: "s",
 		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
-		authURL:  oauth.AuthURL(), tokenURL: oauth.TokenURL(), revokeURL: oauth.RevokeURL(),
+		AuthURL:  oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
 	}
 	if err := googleLogin(context.Background(), cfg, quietLog(), "", io.Discard); err == nil || !strings.Contains(err.Error(), "-user") {
 		t.Fatalf("without -user: %v", err)

@@ -18,19 +18,10 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	if !c.Enabled {
 		return "", nil, nil
 	}
-	adapter := slack.New(slack.Config{
-		BotToken:        c.BotToken,
-		AppToken:        c.AppToken,
-		SigningSecret:   c.SigningSecret,
-		Mode:            c.Mode,
-		APIURL:          c.APIURL,
-		AllowedUsers:    c.AllowedUsers,
-		AllowedChannels: c.AllowedChannels,
-		Workers:         c.Workers,
-		ShutdownGrace:   a.cfg.HTTP.ShutdownGrace.Std(),
-		Logger:          a.log,
-		Observer:        a.metrics,
-	}, a.router, a.db)
+	sc := c.Config
+	sc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
+	sc.Logger, sc.Observer = a.log, a.metrics
+	adapter := slack.New(sc, a.router, a.db)
 	if c.Mode == slack.ModeEvents {
 		a.mux.Handle("POST /slack/events", adapter.EventsHandler())
 		a.mux.Handle("POST /slack/commands", adapter.CommandsHandler())

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge/slack"
 	"loadout/bridge/slack/slacktest"
 	"loadout/chat/chattest"
 )
@@ -26,9 +27,9 @@ func slackTestApp(t *testing.T, mode string) (*app, *slacktest.Server, *chattest
 	cfg.Store.Path = filepath.Join(t.TempDir(), "loadout.db")
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "test-key"
 	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
-	cfg.Slack = SlackConfig{Enabled: true, BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
-		Mode: mode, APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}
-	if err := cfg.validate(); err != nil {
+	cfg.Slack = SlackConfig{Enabled: true, Config: slack.Config{BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
+		Mode: mode, APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}}
+	if err := cfg.validate(nil); err != nil {
 		t.Fatal(err)
 	}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -25,18 +25,10 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 			return "", nil, fmt.Errorf("config: telegram.webhook_url: must be a public https URL, got %q", c.WebhookURL)
 		}
 	}
-	ad := telegram.New(telegram.Config{
-		Token:         c.Token,
-		APIEndpoint:   c.APIEndpoint,
-		AllowedUsers:  c.AllowedUsers,
-		Mode:          c.Mode,
-		WebhookURL:    c.WebhookURL,
-		WebhookSecret: c.WebhookSecret,
-		Workers:       c.Workers,
-		ShutdownGrace: a.cfg.HTTP.ShutdownGrace.Std(),
-		Logger:        a.log.With("channel", "telegram"),
-		Observer:      a.metrics,
-	}, a.router, a.db)
+	tc := c.Config
+	tc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
+	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
+	ad := telegram.New(tc, a.router, a.db)
 	if c.Mode == telegram.ModeWebhook {
 		a.mux.Handle("POST "+ad.WebhookPath(), ad)
 	}
