@@ -396,8 +396,11 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			err = fmt.Errorf("bridge: event %s panicked: %v", it.ID, r)
 		}
 	}()
+	// The sign shows during a turn; an answered event resumed after a
+	// restart shows it too, briefly, so a sign an earlier process left
+	// behind (a Slack reaction) is taken down when its answer is sent.
 	stop := func() {}
-	if ind, ok := out.(Indicator); ok && it.State == StatePending {
+	if ind, ok := out.(Indicator); ok && (it.State == StatePending || j.resume) {
 		stop = ind.Working(ctx, it.Route)
 	}
 	defer stop()

@@ -42,6 +42,8 @@ type options struct {
 	register func(r *tools.Registry) error
 	channels []string
 	chunk    int
+	// allowed is slack.allowed_users; default just owner.
+	allowed []string
 }
 
 // start runs an adapter against a fake Slack and a fake model. Cleanup
@@ -51,9 +53,12 @@ func start(t *testing.T, o options) *harness {
 	h := &harness{fake: slacktest.NewServer(t), logs: &chattest.LogBuffer{}, done: make(chan error, 1), waits: make(chan time.Duration, 100)}
 	h.env = chattest.NewEnv(t, chattest.Options{Register: o.register})
 	router := bridge.NewRouter(h.env.Engine, "loadout")
+	if o.allowed == nil {
+		o.allowed = []string{owner}
+	}
 	h.adapter = New(Config{
 		BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: secret, Mode: o.mode,
-		APIURL: h.fake.APIURL, AllowedUsers: []string{owner}, AllowedChannels: o.channels,
+		APIURL: h.fake.APIURL, AllowedUsers: o.allowed, AllowedChannels: o.channels,
 		Workers: 4, ShutdownGrace: 5 * time.Second, Backoff: time.Millisecond, ChunkSize: o.chunk,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, router, h.env.Store)
@@ -443,6 +448,9 @@ type eventsServer struct {
 
 func startEvents(t *testing.T) *eventsServer {
 	h := start(t, options{mode: ModeEvents})
+	// auth.test has been answered; events are refused until its answer is
+	// read.
+	eventually(t, "the adapter to know its workspace", h.adapter.identified)
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/events", h.adapter.EventsHandler())
 	mux.Handle("POST /slack/commands", h.adapter.CommandsHandler())

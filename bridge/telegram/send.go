@@ -49,16 +49,18 @@ func (a *Adapter) Working(ctx context.Context, route []byte) (stop func()) {
 		defer close(done)
 		p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "action": tgbotapi.ChatTyping}
 		p.AddNonZero("message_thread_id", r.ThreadID)
-		t := time.NewTimer(0)
+		// The first sign goes out at once, however short the turn; then
+		// it is renewed until stop.
+		t := time.NewTimer(a.cfg.TypingInterval)
 		defer t.Stop()
 		for {
+			if _, err := a.request(ctx, "sendChatAction", p); err != nil && ctx.Err() == nil {
+				a.optionalFailed("sendChatAction", err)
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-			}
-			if _, err := a.request(ctx, "sendChatAction", p); err != nil && ctx.Err() == nil {
-				a.optionalFailed("sendChatAction", err)
 			}
 			t.Reset(a.cfg.TypingInterval)
 		}

@@ -1,10 +1,14 @@
 // Package slacktest is a fake Slack for tests that drive the real slack-go
 // client: the Web API (point the client's API URL at Server.APIURL), a
 // Socket Mode websocket handed out by apps.connections.open, and response
-// URLs for slash commands. It also signs Events API requests.
+// URLs for slash commands. It also signs Events API requests. To stage a
+// crash it can hold a method's calls (Hold, HoldReply, Release), lose
+// Socket Mode acknowledgements (LoseAcks) and deliver unacknowledged
+// envelopes again (Redeliver), as Slack does.
 package slacktest
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -63,21 +67,45 @@ type Server struct {
 	srv *httptest.Server
 	up  websocket.Upgrader
 
-	mu       sync.Mutex
-	changed  chan struct{}
-	calls    []Call
-	failures map[string][]Failure
-	ts       int
-	conn     *websocket.Conn
-	writeMu  sync.Mutex
-	acks     []string
-	conns    int
-	closed   bool
+	mu        sync.Mutex
+	changed   chan struct{}
+	quit      chan struct{}
+	calls     []Call
+	failures  map[string][]Failure
+	ts        int
+	conn      *websocket.Conn
+	writeMu   sync.Mutex
+	acks      []string
+	conns     int
+	closed    bool
+	holds     map[string]*hold
+	waiting   map[string]int
+	abandoned []Call
+	reactions map[string]bool // "channel/ts/name" on a message now
+	envelopes []envelope      // sent over Socket Mode, in order
+	lose      int             // acknowledgements still to lose
+	lost      []string
+}
+
+// hold makes calls of a method wait until released.
+type hold struct {
+	after   int  // calls still let through
+	reply   bool // Slack acts on the call and holds only its answer
+	release chan struct{}
+}
+
+// envelope is a Socket Mode envelope as sent, kept for Redeliver.
+type envelope struct {
+	id      string
+	typ     string
+	payload any
+	attempt int
 }
 
 // NewServer starts a fake Slack on 127.0.0.1, closed when the test ends.
 func NewServer(t testing.TB) *Server {
-	s := &Server{changed: make(chan struct{}), failures: map[string][]Failure{}}
+	s := &Server{changed: make(chan struct{}), quit: make(chan struct{}), failures: map[string][]Failure{},
+		holds: map[string]*hold{}, waiting: map[string]int{}, reactions: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/socket", s.socket)
@@ -95,6 +123,7 @@ func (s *Server) close() {
 	s.mu.Lock()
 	s.closed = true
 	c := s.conn
+	close(s.quit) // held calls give up, so Close does not wait for them
 	s.mu.Unlock()
 	if c != nil {
 		c.Close()
@@ -110,6 +139,83 @@ func (s *Server) Fail(method string, f ...Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures[method] = append(s.failures[method], f...)
+}
+
+// Hold lets the next after calls of the Web API method through and
+// makes later ones wait, before Slack acts on them, until Release or
+// until their client gives up. A call its client gave up on is not
+// recorded in Calls (Slack never saw it) but in Abandoned. Holding a
+// method already held changes only how many calls go through.
+func (s *Server) Hold(method string, after int) { s.hold(method, after, false) }
+
+// HoldReply is Hold for calls that Slack acts on (a held chat.postMessage
+// is posted and recorded in Calls) while their answer waits: the client
+// cannot tell whether the call went through.
+func (s *Server) HoldReply(method string, after int) { s.hold(method, after, true) }
+
+func (s *Server) hold(method string, after int, reply bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.holds[method]
+	if !ok {
+		h = &hold{release: make(chan struct{})}
+		s.holds[method] = h
+	}
+	h.after, h.reply = after, reply
+}
+
+// Release lets the held calls of method go on, and later ones through.
+func (s *Server) Release(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.holds[method]; ok {
+		close(h.release)
+		delete(s.holds, method)
+	}
+}
+
+// Waiting returns how many calls of method are held right now.
+func (s *Server) Waiting(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting[method]
+}
+
+// Abandoned returns the held calls of method ("" for all) whose client
+// gave up before Slack acted on them.
+func (s *Server) Abandoned(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.abandoned {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// React puts a reaction on a message as if an earlier process had added
+// it and died before taking it off.
+func (s *Server) React(channel, ts, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reactions[channel+"/"+ts+"/"+name] = true
+}
+
+// Reactions returns the names of the reactions on the message at ts in
+// channel, as reactions.add and reactions.remove left them.
+func (s *Server) Reactions(channel, ts string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	prefix := channel + "/" + ts + "/"
+	for k := range s.reactions {
+		if name, ok := strings.CutPrefix(k, prefix); ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Calls returns the calls of method received so far ("" for all).
@@ -150,6 +256,26 @@ func (s *Server) WaitAck(t testing.TB, envelopeID string) {
 		}
 		return false
 	})
+}
+
+// WaitFor waits until cond holds, checking after every change the server
+// sees; it fails the test after Wait.
+func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	s.waitFor(t, what, cond)
+}
+
+// Acks returns how many times the envelope was acknowledged.
+func (s *Server) Acks(envelopeID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, a := range s.acks {
+		if a == envelopeID {
+			n++
+		}
+	}
+	return n
 }
 
 // WaitConnected waits until a Socket Mode client is connected.
@@ -208,51 +334,122 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		c.Token = tok
 		delete(c.Params, "token")
 	}
-	s.record(c)
-
 	s.mu.Lock()
-	var fail *Failure
-	if q := s.failures[method]; len(q) > 0 {
-		fail = &q[0]
-		s.failures[method] = q[1:]
+	var held, reply bool
+	var release chan struct{}
+	if h := s.holds[method]; h != nil {
+		if h.after > 0 {
+			h.after--
+		} else {
+			held, reply, release = true, h.reply, h.release
+		}
 	}
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
+	if held && !reply && !s.wait(r, method, release) {
+		s.mu.Lock()
+		s.abandoned = append(s.abandoned, c)
+		s.notify()
+		s.mu.Unlock()
+		return
+	}
+	s.record(c)
+
+	var out bytes.Buffer
+	status := s.answer(w.Header(), &out, c)
+	if held && reply && !s.wait(r, method, release) {
+		return // acted on; the answer is lost
+	}
+	w.WriteHeader(status)
+	w.Write(out.Bytes())
+}
+
+// wait holds a call until release is closed; it reports false when the
+// client gave up first or the server is closing.
+func (s *Server) wait(r *http.Request, method string, release <-chan struct{}) bool {
+	s.mu.Lock()
+	s.waiting[method]++
+	s.notify()
+	s.mu.Unlock()
+	ok := false
+	select {
+	case <-release:
+		ok = r.Context().Err() == nil
+	case <-r.Context().Done():
+	case <-s.quit:
+	}
+	s.mu.Lock()
+	s.waiting[method]--
+	s.notify()
+	s.mu.Unlock()
+	return ok
+}
+
+// answer acts on one Web API call and writes its answer to out.
+func (s *Server) answer(hd http.Header, out *bytes.Buffer, c Call) int {
+	s.mu.Lock()
+	var fail *Failure
+	if q := s.failures[c.Method]; len(q) > 0 {
+		fail = &q[0]
+		s.failures[c.Method] = q[1:]
+	}
+	s.mu.Unlock()
+	hd.Set("Content-Type", "application/json")
+	enc := json.NewEncoder(out)
 	if fail != nil {
 		if fail.RetryAfter != "" {
-			w.Header().Set("Retry-After", fail.RetryAfter)
+			hd.Set("Retry-After", fail.RetryAfter)
 		}
 		if fail.Status != 0 {
-			w.WriteHeader(fail.Status)
-			fmt.Fprint(w, `{"ok":false,"error":"fake failure"}`)
-			return
+			fmt.Fprint(out, `{"ok":false,"error":"fake failure"}`)
+			return fail.Status
 		}
-		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": fail.Error})
-		return
+		enc.Encode(map[string]any{"ok": false, "error": fail.Error})
+		return http.StatusOK
 	}
 	if !strings.HasPrefix(c.Token, "xox") && !strings.HasPrefix(c.Token, "xapp-") {
-		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "not_authed"})
-		return
+		enc.Encode(map[string]any{"ok": false, "error": "not_authed"})
+		return http.StatusOK
 	}
-	switch method {
+	switch c.Method {
 	case "auth.test":
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "url": "https://test.slack.com/", "team": "Test",
+		enc.Encode(map[string]any{"ok": true, "url": "https://test.slack.com/", "team": "Test",
 			"user": "loadout", "team_id": TeamID, "user_id": BotUserID, "bot_id": BotID})
 	case "apps.connections.open":
 		if !strings.HasPrefix(c.Token, "xapp-") {
-			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "invalid_auth"})
-			return
+			enc.Encode(map[string]any{"ok": false, "error": "invalid_auth"})
+			return http.StatusOK
 		}
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/socket"})
+		enc.Encode(map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/socket"})
 	case "chat.postMessage", "chat.update", "chat.postEphemeral":
 		s.mu.Lock()
 		s.ts++
 		ts := fmt.Sprintf("1700000000.%06d", s.ts)
 		s.mu.Unlock()
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": c.Params["channel"], "ts": ts, "message_ts": ts})
+		enc.Encode(map[string]any{"ok": true, "channel": c.Params["channel"], "ts": ts, "message_ts": ts})
+	case "reactions.add", "reactions.remove":
+		// As Slack does, a reaction is on a message once.
+		key := c.Params["channel"] + "/" + c.Params["timestamp"] + "/" + c.Params["name"]
+		s.mu.Lock()
+		on := s.reactions[key]
+		if c.Method == "reactions.add" {
+			s.reactions[key] = true
+		} else {
+			delete(s.reactions, key)
+		}
+		s.notify()
+		s.mu.Unlock()
+		switch {
+		case c.Method == "reactions.add" && on:
+			enc.Encode(map[string]any{"ok": false, "error": "already_reacted"})
+		case c.Method == "reactions.remove" && !on:
+			enc.Encode(map[string]any{"ok": false, "error": "no_reaction"})
+		default:
+			enc.Encode(map[string]any{"ok": true})
+		}
 	default:
-		json.NewEncoder(w).Encode(map[string]any{"ok": true})
+		enc.Encode(map[string]any{"ok": true})
 	}
+	return http.StatusOK
 }
 
 func (s *Server) response(w http.ResponseWriter, r *http.Request) {
@@ -343,7 +540,12 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.mu.Lock()
-			s.acks = append(s.acks, ack.EnvelopeID)
+			if s.lose > 0 {
+				s.lose--
+				s.lost = append(s.lost, ack.EnvelopeID)
+			} else {
+				s.acks = append(s.acks, ack.EnvelopeID)
+			}
 			s.notify()
 			s.mu.Unlock()
 		}
@@ -360,15 +562,78 @@ func (s *Server) write(conn *websocket.Conn, v any) error {
 // "slash_commands") with payload, waiting for a connection first.
 func (s *Server) Send(t testing.TB, envelopeID, typ string, payload any, retryAttempt int) {
 	t.Helper()
+	s.send(t, envelope{id: envelopeID, typ: typ, payload: payload, attempt: retryAttempt})
+}
+
+func (s *Server) send(t testing.TB, e envelope) {
+	t.Helper()
 	s.WaitConnected(t)
 	s.mu.Lock()
 	conn := s.conn
+	s.envelopes = append(s.envelopes, e)
 	s.mu.Unlock()
-	env := map[string]any{"envelope_id": envelopeID, "type": typ, "payload": payload,
-		"accepts_response_payload": typ != "events_api", "retry_attempt": retryAttempt}
+	env := map[string]any{"envelope_id": e.id, "type": e.typ, "payload": e.payload,
+		"accepts_response_payload": e.typ != "events_api", "retry_attempt": e.attempt}
+	if e.attempt > 0 {
+		env["retry_reason"] = "timeout"
+	}
 	if err := s.write(conn, env); err != nil {
 		t.Fatalf("slacktest: sending envelope: %v", err)
 	}
+}
+
+// LoseAcks makes the next n Socket Mode acknowledgements get lost on the
+// way: Slack never learns of them, and Redeliver sends their envelopes
+// again.
+func (s *Server) LoseAcks(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose = n
+}
+
+// WaitAckLost waits until the acknowledgement of the envelope was sent
+// and lost (see LoseAcks).
+func (s *Server) WaitAckLost(t testing.TB, envelopeID string) {
+	t.Helper()
+	s.waitFor(t, "the lost ack of envelope "+envelopeID, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, a := range s.lost {
+			if a == envelopeID {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// Redeliver sends again, with the next retry_attempt, every envelope that
+// was not acknowledged, as Slack does when an ack does not arrive in
+// time, and returns their ids. Each keeps its envelope id and payload.
+func (s *Server) Redeliver(t testing.TB) []string {
+	t.Helper()
+	s.mu.Lock()
+	acked := map[string]bool{}
+	for _, a := range s.acks {
+		acked[a] = true
+	}
+	var again []envelope
+	seen := map[string]bool{}
+	for i := len(s.envelopes) - 1; i >= 0; i-- { // the latest attempt of each
+		e := s.envelopes[i]
+		if !acked[e.id] && !seen[e.id] {
+			seen[e.id] = true
+			again = append([]envelope{e}, again...)
+		}
+	}
+	s.mu.Unlock()
+	var ids []string
+	for _, e := range again {
+		e.attempt++
+		s.send(t, e)
+		ids = append(ids, e.id)
+	}
+	return ids
 }
 
 // Disconnect asks the connected client to reconnect, as Slack does.
