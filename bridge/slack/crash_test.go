@@ -342,17 +342,7 @@ func TestCrashAfterAckBeforeModelAnswers(t *testing.T) {
 func TestCrashAfterAnswerStoredBeforeSent(t *testing.T) {
 	bothModes(t, func(t *testing.T, mode string) {
 		r := newRig(t, mode, 0)
-		p := r.boot()
-		r.fake.Hold("chat.postMessage", 0)
-		r.model.Text("the answer")
-		r.deliver(p, "EvA", slacktest.DM("D1", owner, "question", "10.1"))
-		r.fake.WaitFor(t, "the answer to be held", func() bool { return r.fake.Waiting("chat.postMessage") == 1 })
-		if s := itemState(p.env, "EvA"); s != "answered" {
-			t.Fatalf("inbox state %q while posting, want answered", s)
-		}
-		p.stop()
-		r.fake.WaitFor(t, "the held post to be abandoned", func() bool { return r.fake.Waiting("chat.postMessage") == 0 })
-		r.fake.Release("chat.postMessage")
+		stopWhilePosting(t, r)
 		if n := len(r.fake.Abandoned("chat.postMessage")); n != 1 {
 			t.Fatalf("%d posts abandoned, want 1", n)
 		}
@@ -376,20 +366,30 @@ func TestCrashAfterAnswerStoredBeforeSent(t *testing.T) {
 	})
 }
 
+// stopWhilePosting runs a turn whose answer is stored, holds its post,
+// and stops the process hard while the post is in flight.
+func stopWhilePosting(t *testing.T, r *rig) {
+	t.Helper()
+	p := r.boot()
+	r.fake.Hold("chat.postMessage", 0)
+	r.model.Text("the answer")
+	r.deliver(p, "EvA", slacktest.DM("D1", owner, "question", "10.1"))
+	r.fake.WaitFor(t, "the answer to be held", func() bool { return r.fake.Waiting("chat.postMessage") == 1 })
+	if s := itemState(p.env, "EvA"); s != "answered" {
+		t.Fatalf("inbox state %q while posting, want answered", s)
+	}
+	p.stop()
+	r.fake.WaitFor(t, "the held post to be abandoned", func() bool { return r.fake.Waiting("chat.postMessage") == 0 })
+	r.fake.Release("chat.postMessage")
+}
+
 // Killed (nothing ran at exit) while a stored answer was being posted:
 // the working reaction the dead process left is taken off when the
 // restart sends the answer.
 func TestKilledWhileSendingLeavesNoReaction(t *testing.T) {
 	bothModes(t, func(t *testing.T, mode string) {
 		r := newRig(t, mode, 0)
-		p := r.boot()
-		r.fake.Hold("chat.postMessage", 0)
-		r.model.Text("the answer")
-		r.deliver(p, "EvA", slacktest.DM("D1", owner, "question", "10.1"))
-		r.fake.WaitFor(t, "the answer to be held", func() bool { return r.fake.Waiting("chat.postMessage") == 1 })
-		p.stop()
-		r.fake.WaitFor(t, "the held post to be abandoned", func() bool { return r.fake.Waiting("chat.postMessage") == 0 })
-		r.fake.Release("chat.postMessage")
+		stopWhilePosting(t, r)
 		r.fake.React("D1", "10.1", WorkingReaction) // as a SIGKILL leaves it
 
 		p2 := r.boot()

@@ -55,21 +55,11 @@ func TestImageConfigRunsTelegramFromEnvironment(t *testing.T) {
 }
 
 func TestHealthCommand(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(nil))
-	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.db.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ln := bareApp(t)
 	stop := startRun(t, a, ln, nil)
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	os.WriteFile(path, []byte("http:\n  listen: 0.0.0.0:"+port+"\nstore:\n  path: "+cfg.Store.Path+"\n"), 0o600)
+	os.WriteFile(path, []byte("http:\n  listen: 0.0.0.0:"+port+"\nstore:\n  path: "+a.cfg.Store.Path+"\n"), 0o600)
 	out, errOut, err := cliRun(t, "", "health", "-config", path)
 	if err != nil || strings.TrimSpace(out) != "ok" {
 		t.Fatalf("health of a running server: %v %q %q", err, out, errOut)

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -32,4 +35,24 @@ func startRun(t *testing.T, a *app, ln net.Listener, chans []namedRunner) (stop 
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// bareApp builds an app on the defaults with a store in a temp dir and no
+// channels, and a listener for its HTTP server; both are closed at the end
+// of the test.
+func bareApp(t *testing.T) (*app, net.Listener) {
+	t.Helper()
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.db.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, ln
 }

@@ -3,12 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,13 +15,7 @@ import (
 )
 
 func TestHTTPServerLimits(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(nil))
-	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.db.Close()
+	a, ln := bareApp(t)
 	a.limits = &httpLimits{readHeader: 300 * time.Millisecond, read: time.Second, write: time.Second, idle: time.Second, body: 1 << 10}
 	a.mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
@@ -33,10 +24,6 @@ func TestHTTPServerLimits(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	startRun(t, a, ln, nil)
 	base := "http://" + ln.Addr().String()
 	post := func(n int) int {

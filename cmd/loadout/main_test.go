@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"loadout/chat/chattest"
 )
@@ -149,18 +147,7 @@ func TestToolReportArithmetic(t *testing.T) {
 }
 
 func TestServeHealthzAndShutdown(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(nil))
-	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
-	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.db.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ln := bareApp(t)
 	stop := startRun(t, a, ln, nil)
 	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
 	if err != nil {
