@@ -27,6 +27,8 @@ const (
 	TextFailed = "Sorry, something went wrong on my side and I couldn't answer that message. Please send it again."
 	// TextRefused is the one refusal an unknown user receives.
 	TextRefused = "Sorry, I only talk to people my owner has allowed. Ask them to add you."
+	// TextCut ends an answer that was longer than a reply may be.
+	TextCut = "\n\n[The answer was too long and was cut here.]"
 )
 
 // Command is a slash command. Run receives the text after the command name.

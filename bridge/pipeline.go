@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"loadout/bridge/backoff"
 	"loadout/chat"
@@ -67,7 +68,13 @@ type PipelineConfig struct {
 	Logger *slog.Logger
 	// Observer is told about turns and sends; default NopObserver.
 	Observer Observer
+	// MaxReply caps an answer, in bytes, before it is split; the rest is
+	// cut with TextCut. Default DefaultMaxReply.
+	MaxReply int
 }
+
+// DefaultMaxReply is the longest answer sent, in bytes.
+const DefaultMaxReply = 64 << 10
 
 // Errors of Accept, Deliver and Receive.
 var (
@@ -142,6 +149,9 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
+	}
+	if cfg.MaxReply <= 0 {
+		cfg.MaxReply = DefaultMaxReply
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
@@ -416,7 +426,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		if err != nil {
 			return p.failed(ctx, out, it, err, log)
 		}
-		parts := out.Split(text)
+		parts := out.Split(capText(text, p.cfg.MaxReply))
 		if err := p.write(ctx, log, "store the answer", func(ctx context.Context) error {
 			return p.cfg.Inbox.Answer(ctx, it.Seq, parts)
 		}); err != nil {
@@ -505,6 +515,19 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 		p.tell(ctx, out, it.Route, TextRetrying, log)
 	}
 	return errLeft
+}
+
+// capText cuts text to at most limit bytes, at a rune boundary, followed by
+// TextCut.
+func capText(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	cut := max(limit-len(TextCut), 0)
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + TextCut
 }
 
 // write runs a store call, trying again while it fails; the shutdown

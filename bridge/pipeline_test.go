@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"loadout/bridge"
 	"loadout/bridge/backoff"
@@ -439,3 +440,21 @@ func TestStoppedPipelineRefusesEvents(t *testing.T) {
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func logger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// An answer longer than MaxReply is cut there with a note before it is
+// split: a runaway answer never becomes thousands of messages.
+func TestPipelineCapsLongAnswers(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	huge := strings.Repeat("é", 3000) // 6,000 bytes
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, MaxReply: 1000,
+		Handler: handlerFunc(func(context.Context, chat.Inbound) (string, error) { return huge, nil })})
+	accept(t, p, pending("ev1", "A", "hi"))
+	got := strings.TrimPrefix(strings.Join(out.waitFor(t, 1), ""), "A:")
+	if len(got) > 1000 || !strings.HasSuffix(got, bridge.TextCut) || !utf8.ValidString(got) {
+		t.Fatalf("answer of %d bytes, ending %q; want at most 1,000 bytes and the cut note", len(got), got[max(0, len(got)-80):])
+	}
+	if !strings.HasPrefix(huge, strings.TrimSuffix(got, bridge.TextCut)) {
+		t.Fatal("the kept part is not the start of the answer")
+	}
+}

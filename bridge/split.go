@@ -24,23 +24,25 @@ func Split(text string, limit int) []string {
 	}
 	var out []string
 	var cur strings.Builder
+	size := 0 // runes in cur
 	flush := func() {
 		if s := strings.TrimSpace(cur.String()); s != "" {
 			out = append(out, s)
 		}
 		cur.Reset()
+		size = 0
 	}
 	add := func(piece string) {
-		sep := ""
-		if cur.Len() > 0 {
-			sep = "\n\n"
-		}
-		if runes(cur.String())+runes(sep)+runes(piece) > limit {
+		n := runes(piece)
+		if size > 0 && size+2+n > limit {
 			flush()
-			sep = ""
 		}
-		cur.WriteString(sep)
+		if size > 0 {
+			cur.WriteString("\n\n")
+			size += 2
+		}
 		cur.WriteString(piece)
+		size += n
 	}
 	for _, b := range blocks(text) {
 		if runes(b.text) <= limit {
@@ -133,21 +135,37 @@ func splitBlock(b block, limit int) []string {
 	return out
 }
 
-// hardWrap cuts a line longer than n, between words when words is set.
+// hardWrap cuts a line longer than n runes, between words when words is
+// set. It walks the line once.
 func hardWrap(line string, n int, words bool) []string {
-	var out []string
-	for runes(line) > n {
-		r := []rune(line)
-		cut := n
-		if words {
-			if i := strings.LastIndex(string(r[:n]), " "); i > n/2 {
-				cut = utf8.RuneCountInString(string(r[:n])[:i])
-			}
-		}
-		out = append(out, strings.TrimRight(string(r[:cut]), " "))
-		line = strings.TrimLeft(string(r[cut:]), " ")
+	if runes(line) <= n {
+		return []string{line}
 	}
-	return append(out, line)
+	var out []string
+	for line != "" {
+		// end is the byte offset after n runes, lastSpace that of the
+		// last space before it.
+		end, count, lastSpace := 0, 0, -1
+		for end < len(line) && count < n {
+			if line[end] == ' ' {
+				lastSpace = end
+			}
+			_, size := utf8.DecodeRuneInString(line[end:])
+			end += size
+			count++
+		}
+		if end == len(line) {
+			out = append(out, line)
+			break
+		}
+		cut := end
+		if words && lastSpace > 0 && utf8.RuneCountInString(line[:lastSpace]) > n/2 {
+			cut = lastSpace
+		}
+		out = append(out, strings.TrimRight(line[:cut], " "))
+		line = strings.TrimLeft(line[cut:], " ")
+	}
+	return out
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }

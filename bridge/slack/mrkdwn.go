@@ -17,7 +17,9 @@ var (
 	mdBoldU   = regexp.MustCompile(`__([^_\n]+?)__`)
 	mdItalic  = regexp.MustCompile(`\*([^*\s](?:[^*\n]*[^*\s])?)\*`)
 	mdStrike  = regexp.MustCompile(`~~([^~\n]+?)~~`)
-	mdHolder  = regexp.MustCompile("\x02([0-9]+)\x03")
+	// placeholderBytes are the bytes the converter marks text with; they
+	// are taken out of the input first (they mean nothing to Slack).
+	placeholderBytes = strings.NewReplacer("\x01", "", "\x02", "", "\x03", "", "\x04", "", "\x05", "")
 
 	slackRef = regexp.MustCompile(`<([^<>|]+)(?:\|([^<>]*))?>`)
 )
@@ -32,7 +34,7 @@ const boldMark = "\x01"
 // code are kept verbatim (a code block's language tag is dropped, since
 // Slack shows it as text). &, < and > are escaped as Slack requires.
 func Mrkdwn(md string) string {
-	lines := strings.Split(md, "\n")
+	lines := strings.Split(placeholderBytes.Replace(md), "\n")
 	out := make([]string, 0, len(lines))
 	inFence := false
 	for _, line := range lines {
@@ -83,23 +85,55 @@ func mrkdwnLine(line string) string {
 	return inline(line)
 }
 
-// inline converts one line of prose, leaving `code` spans alone.
+// inline converts one line of prose, leaving `code` spans alone: they
+// are set aside behind placeholders, the line is converted in one pass,
+// and they are put back.
 func inline(s string) string {
 	var b strings.Builder
+	var codes []string
 	for {
-		i := strings.Index(s, "`")
+		i := strings.IndexByte(s, '`')
 		if i < 0 {
 			break
 		}
-		j := strings.Index(s[i+1:], "`")
+		j := strings.IndexByte(s[i+1:], '`')
 		if j < 0 {
 			break
 		}
-		b.WriteString(spans(s[:i]))
-		b.WriteString("`" + escape(s[i+1:i+1+j]) + "`")
+		b.WriteString(s[:i])
+		b.WriteString("\x04" + strconv.Itoa(len(codes)) + "\x05")
+		codes = append(codes, "`"+escape(s[i+1:i+1+j])+"`")
 		s = s[i+2+j:]
 	}
-	b.WriteString(spans(s))
+	b.WriteString(s)
+	out := spans(b.String())
+	if len(codes) == 0 {
+		return out
+	}
+	return restore(out, '\x04', '\x05', codes)
+}
+
+// restore puts back the values set aside as open+index+close in s, in one
+// pass.
+func restore(s string, open, close byte, values []string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, open)
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(s[i:], close)
+		n, err := strconv.Atoi(s[i+1 : i+max(j, 1)])
+		if j < 0 || err != nil || n < 0 || n >= len(values) {
+			b.WriteString(s[:i+1])
+			s = s[i+1:]
+			continue
+		}
+		b.WriteString(s[:i])
+		b.WriteString(values[n])
+		s = s[i+j+1:]
+	}
+	b.WriteString(s)
 	return b.String()
 }
 
@@ -121,10 +155,7 @@ func spans(s string) string {
 	s = mdItalic.ReplaceAllString(s, "_${1}_")
 	s = mdStrike.ReplaceAllString(s, "~${1}~")
 	s = strings.ReplaceAll(s, boldMark, "*")
-	return mdHolder.ReplaceAllStringFunc(s, func(m string) string {
-		n, _ := strconv.Atoi(mdHolder.FindStringSubmatch(m)[1])
-		return links[n]
-	})
+	return restore(s, '\x02', '\x03', links)
 }
 
 // escape replaces the three characters Slack treats as control characters.

@@ -54,3 +54,18 @@ func TestPlainText(t *testing.T) {
 		}
 	}
 }
+
+// Text that holds the converter's own placeholder bytes (a model can
+// echo anything) is converted without panicking.
+func TestMrkdwnPlaceholderBytesInInput(t *testing.T) {
+	for _, in := range []string{"a \x020\x03 b", "\x027\x03", "`x` \x040\x05", "\x01bold\x01"} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("Mrkdwn(%q) panicked: %v", in, p)
+				}
+			}()
+			Mrkdwn(in)
+		}()
+	}
+}

@@ -3,6 +3,7 @@ package telegram
 import (
 	"html"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -79,7 +80,18 @@ func isRule(line string) bool {
 }
 
 // inline renders emphasis, code spans and links within one line.
-func inline(s string) string {
+func inline(s string) string { return inlineAt(s, 0) }
+
+// maxNesting bounds how deep emphasis and links nest; deeper text is shown
+// as it is. With it, and the closers looked up instead of searched for,
+// a line costs O(n log n) whatever it holds.
+const maxNesting = 4
+
+func inlineAt(s string, depth int) string {
+	if depth >= maxNesting {
+		return html.EscapeString(s)
+	}
+	x := newMarks(s)
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -90,11 +102,11 @@ func inline(s string) string {
 			continue
 		case c == '`':
 			n := run(s, i, '`')
-			if j := strings.Index(s[i+n:], s[i:i+n]); j >= 0 {
-				code := s[i+n : i+n+j]
+			if j := x.after(x.runs['`'][n], i+n); j >= 0 {
+				code := s[i+n : j]
 				if strings.TrimSpace(code) != "" {
 					b.WriteString("<code>" + html.EscapeString(strings.TrimSpace(code)) + "</code>")
-					i += n + j + n
+					i = j + n
 					continue
 				}
 			}
@@ -102,14 +114,14 @@ func inline(s string) string {
 			i += n
 			continue
 		case c == '[':
-			if text, url, n, ok := link(s[i:]); ok {
-				b.WriteString(`<a href="` + html.EscapeString(url) + `">` + inline(text) + "</a>")
+			if text, url, n, ok := x.link(i); ok {
+				b.WriteString(`<a href="` + html.EscapeString(url) + `">` + inlineAt(text, depth+1) + "</a>")
 				i += n
 				continue
 			}
 		case c == '*' || c == '_' || c == '~':
-			if tag, inner, n, ok := emphasis(s, i); ok {
-				b.WriteString("<" + tag + ">" + inline(inner) + "</" + tag + ">")
+			if tag, inner, n, ok := x.emphasis(i); ok {
+				b.WriteString("<" + tag + ">" + inlineAt(inner, depth+1) + "</" + tag + ">")
 				i += n
 				continue
 			}
@@ -125,6 +137,61 @@ func inline(s string) string {
 	return b.String()
 }
 
+// marks indexes one line's delimiters in a single pass, so finding a
+// closer is a lookup, not a scan to the end of the line.
+type marks struct {
+	s string
+	// runs[c][w] are the starts of the maximal runs of exactly w of the
+	// byte c, ascending. For '*', '_' and '~' only runs that can close
+	// emphasis are kept.
+	runs map[byte]map[int][]int
+	// match[i] is the ']' matching the '[' at i.
+	match map[int]int
+	// parens are the positions of ')', ascending.
+	parens []int
+}
+
+func newMarks(s string) *marks {
+	x := &marks{s: s, runs: map[byte]map[int][]int{'`': {}, '*': {}, '_': {}, '~': {}}, match: map[int]int{}}
+	var open []int
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch c {
+		case '`', '*', '_', '~':
+			n := run(s, i, c)
+			// An emphasis closer follows a non-space, and an underscore
+			// closer does not run into a word.
+			closer := i > 0 && s[i-1] != ' ' && !(c == '_' && i+n < len(s) && isWordByte(s[i+n]))
+			if c == '`' || closer {
+				x.runs[c][n] = append(x.runs[c][n], i)
+			}
+			i += n
+			continue
+		case '[':
+			open = append(open, i)
+		case ']':
+			if len(open) > 0 {
+				x.match[open[len(open)-1]] = i
+				open = open[:len(open)-1]
+			}
+		case ')':
+			x.parens = append(x.parens, i)
+		}
+		i++
+	}
+	return x
+}
+
+// after returns the first position in the ascending list at or after
+// from, or -1.
+func (x *marks) after(list []int, from int) int {
+	k := sort.SearchInts(list, from)
+	if k == len(list) {
+		return -1
+	}
+	return list[k]
+}
+
 // run returns the length of the run of c starting at i.
 func run(s string, i int, c byte) int {
 	n := 0
@@ -137,21 +204,21 @@ func run(s string, i int, c byte) int {
 // emphasis recognises a delimited span starting at s[i]: ** or __ (bold),
 // * or _ (italic), ~~ (strike). It returns the tag, the inner text and the
 // span's length.
-func emphasis(s string, i int) (tag, inner string, n int, ok bool) {
+func (x *marks) emphasis(i int) (tag, inner string, n int, ok bool) {
+	s := x.s
 	c := s[i]
 	width := run(s, i, c)
-	var delim string
 	switch {
 	case c == '~' && width == 2:
-		delim, tag = "~~", "s"
+		tag = "s"
 	case c != '~' && width == 2:
-		delim, tag = s[i:i+2], "b"
+		tag = "b"
 	case c != '~' && width == 1:
-		delim, tag = s[i:i+1], "i"
+		tag = "i"
 	default:
 		return "", "", 0, false
 	}
-	start := i + len(delim)
+	start := i + width
 	if start >= len(s) || s[start] == ' ' {
 		return "", "", 0, false
 	}
@@ -159,59 +226,39 @@ func emphasis(s string, i int) (tag, inner string, n int, ok bool) {
 	if c == '_' && i > 0 && isWordByte(s[i-1]) {
 		return "", "", 0, false
 	}
-	for j := start + 1; j+len(delim) <= len(s); j++ {
-		if s[j:j+len(delim)] != delim || s[j-1] == ' ' {
-			continue
-		}
-		// The closer must be a run of exactly this width.
-		if run(s, j, c) != len(delim) || s[j-1] == c {
-			continue
-		}
-		end := j + len(delim)
-		if c == '_' && end < len(s) && isWordByte(s[end]) {
-			continue
-		}
-		return tag, s[start:j], end - i, true
+	j := x.after(x.runs[c][width], start+1)
+	if j < 0 {
+		return "", "", 0, false
 	}
-	return "", "", 0, false
+	return tag, s[start:j], j + width - i, true
+}
+
+// link parses "[text](url)" at s[i]. Only web, mail and tg links become
+// links; anything else stays text.
+func (x *marks) link(i int) (text, url string, n int, ok bool) {
+	s := x.s
+	j, found := x.match[i]
+	if !found || j+1 >= len(s) || s[j+1] != '(' {
+		return "", "", 0, false
+	}
+	end := x.after(x.parens, j+2)
+	if end < 0 {
+		return "", "", 0, false
+	}
+	url = strings.TrimSpace(s[j+2 : end])
+	lower := strings.ToLower(url)
+	if strings.ContainsAny(url, " \t") || !(strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") ||
+		strings.HasPrefix(lower, "mailto:") || strings.HasPrefix(lower, "tg://")) {
+		return "", "", 0, false
+	}
+	text = s[i+1 : j]
+	if strings.TrimSpace(text) == "" {
+		return "", "", 0, false
+	}
+	return text, url, end + 1 - i, true
 }
 
 func isWordByte(b byte) bool {
 	r := rune(b)
 	return b >= utf8.RuneSelf || unicode.IsLetter(r) || unicode.IsDigit(r)
-}
-
-// link parses "[text](url)" at the start of s. Only web, mail and tg links
-// become links; anything else stays text.
-func link(s string) (text, url string, n int, ok bool) {
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '[':
-			depth++
-		case ']':
-			depth--
-			if depth == 0 {
-				if i+1 >= len(s) || s[i+1] != '(' {
-					return "", "", 0, false
-				}
-				end := strings.IndexByte(s[i+2:], ')')
-				if end < 0 {
-					return "", "", 0, false
-				}
-				url = strings.TrimSpace(s[i+2 : i+2+end])
-				lower := strings.ToLower(url)
-				if strings.ContainsAny(url, " \t") || !(strings.HasPrefix(lower, "http://") || strings.HasPrefix(lower, "https://") ||
-					strings.HasPrefix(lower, "mailto:") || strings.HasPrefix(lower, "tg://")) {
-					return "", "", 0, false
-				}
-				text = s[1:i]
-				if strings.TrimSpace(text) == "" {
-					return "", "", 0, false
-				}
-				return text, url, i + 2 + end + 1, true
-			}
-		}
-	}
-	return "", "", 0, false
 }

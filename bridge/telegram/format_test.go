@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"loadout/bridge/telegram/telegramtest"
 )
@@ -72,4 +73,21 @@ func TestChunksCountUTF16(t *testing.T) {
 	if total != 3000 {
 		t.Fatalf("parts hold %d emoji, want 3000", total)
 	}
+}
+
+// Whatever the model writes, the HTML is well-formed and no text is lost
+// to an unclosed tag.
+func FuzzHTML(f *testing.F) {
+	for _, seed := range []string{"**a *b** c*", "_*_*_", "[**x**](https://e.org)", "``a ` b``", "[a](https://x) ](", "*" + strings.Repeat("_*", 20)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		if !utf8.ValidString(md) {
+			return
+		}
+		out := HTML(md)
+		if _, err := telegramtest.CheckHTML(out); err != nil {
+			t.Fatalf("HTML(%q) = %q: %v", md, out, err)
+		}
+	})
 }
