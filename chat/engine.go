@@ -51,8 +51,13 @@ type Config struct {
 	// RepeatLimit is how often the same failing call may occur in one turn
 	// before the turn stops. Default 3.
 	RepeatLimit int `yaml:"repeat_limit"`
-	// Count counts tokens; default is an estimate of four bytes a token.
+	// Count estimates tokens for budgeting and trimming history; it runs
+	// on every message, so it must be fast and linear (tokens.Estimate).
+	// Default four bytes a token.
 	Count func(string) int `yaml:"-"`
+	// Exact counts tokens where a person reads the figure (/status);
+	// default Count.
+	Exact func(string) int `yaml:"-"`
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 	// Middleware wraps every tool call, outermost first.
@@ -87,6 +92,9 @@ func (c *Config) setDefaults() {
 	if c.Count == nil {
 		c.Count = func(s string) int { return (len(s) + 3) / 4 }
 	}
+	if c.Exact == nil {
+		c.Exact = c.Count
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -95,12 +103,13 @@ func (c *Config) setDefaults() {
 // Engine handles messages. It is safe for concurrent use across chats;
 // one chat's messages must be handed to it one at a time (see Handle).
 type Engine struct {
-	cfg   Config
-	model Model
-	store Store
-	reg   *tools.Registry
-	exec  *tools.Executor
-	cache *historyCache
+	cfg    Config
+	model  Model
+	store  Store
+	reg    *tools.Registry
+	exec   *tools.Executor
+	cache  *historyCache
+	ratios ratios
 }
 
 // New returns an engine. reg must already hold every tool and group,
@@ -109,12 +118,13 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 	cfg.setDefaults()
 	mw := append([]tools.Middleware{tools.Logging(cfg.Logger)}, cfg.Middleware...)
 	return &Engine{
-		cfg:   cfg,
-		model: model,
-		store: store,
-		reg:   reg,
-		exec:  tools.NewExecutor(reg, cfg.Logger, mw...),
-		cache: newHistoryCache(cfg.CachedSessions),
+		cfg:    cfg,
+		model:  model,
+		store:  store,
+		reg:    reg,
+		exec:   tools.NewExecutor(reg, cfg.Logger, mw...),
+		cache:  newHistoryCache(cfg.CachedSessions),
+		ratios: ratios{byName: map[string]*ratio{}},
 	}
 }
 
@@ -251,14 +261,22 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			Tools: cat.Definitions(),
 		}
 		system := e.systemPrompt(t.settings)
-		budget := e.cfg.HistoryTokens - e.cfg.Count(system)
-		req.Messages = append([]Message{{Role: RoleSystem, Text: system}},
-			trimHistory(t.history, t.current, budget, e.cfg.ToolResultChars)...)
+		// The budget is in the model's tokens; the estimates are scaled to
+		// it by what this model reported before.
+		sysTokens := e.cfg.Count(system)
+		budget := int(float64(e.cfg.HistoryTokens)/e.ratio(ctx, req.Model)) - sysTokens
+		history := trimHistory(t.history, t.current, budget, e.cfg.ToolResultChars)
+		req.Messages = append([]Message{{Role: RoleSystem, Text: system}}, history...)
 
 		resp, err := e.model.Complete(ctx, req)
 		if err != nil {
 			return Reply{Text: t.modelFailed(ctx, round, req.Model, err), Usage: t.usage}, nil
 		}
+		estimated := sysTokens + e.schemaTokens(req.Tools)
+		for _, m := range history {
+			estimated += m.Tokens
+		}
+		e.observe(ctx, req.Model, estimated, resp.Usage.PromptTokens)
 		t.usage = t.usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
 			text := resp.Text
@@ -486,7 +504,7 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 		Messages:     sess.Messages,
 		Loaded:       cat.Loaded(),
 		ActiveTools:  len(cat.Definitions()),
-		SchemaTokens: tools.SchemaTokens(cat.Definitions(), e.cfg.Count),
+		SchemaTokens: tools.SchemaTokens(cat.Definitions(), e.cfg.Exact),
 		Usage:        sess.Usage,
 		Model:        firstNonEmpty(settings.Model, e.cfg.Model),
 		Routing:      e.cfg.Routing,

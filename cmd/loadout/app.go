@@ -75,7 +75,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec := cfg.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.Model = cfg.model()
-	ec.Count, ec.Logger = counter.Count, log
+	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log
 	ec.Middleware = []tools.Middleware{a.metrics.tools(a.reg)}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
