@@ -22,10 +22,11 @@ func newHistoryCache(max int) *historyCache {
 	return &historyCache{max: max, entries: map[int64]cachedHistory{}}
 }
 
-// get returns the session's cached tail if it reflects count persisted
-// messages. The slice's capacity is clipped, so appending copies it and
-// the cached entry is never changed.
-func (c *historyCache) get(session int64, count int) ([]Message, bool) {
+// take hands the session's cached tail to the caller, if it reflects
+// count persisted messages, and forgets it: one chat's messages are
+// handled one at a time, so the turn may append to it in place and put it
+// back when done (or not, after a failure).
+func (c *historyCache) take(session int64, count int) ([]Message, bool) {
 	if c.max <= 0 {
 		return nil, false
 	}
@@ -35,7 +36,8 @@ func (c *historyCache) get(session int64, count int) ([]Message, bool) {
 	if !ok || e.count != count {
 		return nil, false
 	}
-	return e.msgs[:len(e.msgs):len(e.msgs)], true
+	delete(c.entries, session)
+	return e.msgs, true
 }
 
 // put stores the tail of msgs whose tokens fit in budget (at least the

@@ -81,7 +81,8 @@ type Response struct {
 }
 
 // Model is an OpenAI-compatible chat model. Complete retries transient
-// faults itself; an error means the call failed for good.
+// faults itself; an error means the call failed for good. It must not
+// keep req (or its slices) after it returns: the engine reuses them.
 type Model interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"loadout/tools"
@@ -110,6 +111,8 @@ type Engine struct {
 	exec   *tools.Executor
 	cache  *historyCache
 	ratios ratios
+	// buffers hold request message slices between model calls.
+	buffers sync.Pool
 }
 
 // New returns an engine. reg must already hold every tool and group,
@@ -118,13 +121,14 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 	cfg.setDefaults()
 	mw := append([]tools.Middleware{tools.Logging(cfg.Logger)}, cfg.Middleware...)
 	return &Engine{
-		cfg:    cfg,
-		model:  model,
-		store:  store,
-		reg:    reg,
-		exec:   tools.NewExecutor(reg, cfg.Logger, mw...),
-		cache:  newHistoryCache(cfg.CachedSessions),
-		ratios: ratios{byName: map[string]*ratio{}},
+		cfg:     cfg,
+		model:   model,
+		store:   store,
+		reg:     reg,
+		exec:    tools.NewExecutor(reg, cfg.Logger, mw...),
+		cache:   newHistoryCache(cfg.CachedSessions),
+		ratios:  ratios{byName: map[string]*ratio{}},
+		buffers: sync.Pool{New: func() any { return new([]Message) }},
 	}
 }
 
@@ -173,23 +177,24 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 			}
 		}
 	}
+	var unsaved *Message
 	if current < 0 {
-		if err := e.store.Append(ctx, sess.ID, []Message{user}, Usage{}); err != nil {
-			return Reply{}, fmt.Errorf("persist message for %s: %w", in.ChatKey, err)
-		}
-		count++
-		cached, ok := e.cache.get(sess.ID, sess.Messages)
+		// The message is written with the turn's first record (a tool
+		// round or the answer), in one transaction: until then the
+		// channel's inbox holds it, and a turn cut short runs again.
+		unsaved = &user
+		cached, ok := e.cache.take(sess.ID, sess.Messages)
 		switch {
 		case ok:
-			history = append(cached, user)
+			history = cached
 		case history != nil:
-			history = append(history, user)
 		default:
 			history, err = e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
 			if err != nil {
 				return Reply{}, fmt.Errorf("read history of session %d: %w", sess.ID, err)
 			}
 		}
+		history = append(history, user)
 		current = len(history) - 1
 	}
 	loaded, err := e.store.LoadedGroups(ctx, sess.ID)
@@ -210,6 +215,7 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		settings: settings,
 		failures: map[string]int{},
 		count:    count,
+		unsaved:  unsaved,
 	}
 	reply, err := t.run(ctx)
 	if err != nil {
@@ -246,6 +252,27 @@ type turn struct {
 	failures map[string]int
 	usage    Usage
 	count    int // messages persisted in the session so far
+	// unsaved is the person's message until the turn's first record is
+	// written with it.
+	unsaved *Message
+}
+
+// record persists msgs (after the person's message, if that is not
+// written yet) in one transaction, even when ctx was cut at shutdown: a
+// turn is never left half-recorded.
+func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
+	if t.unsaved != nil {
+		msgs = append([]Message{*t.unsaved}, msgs...)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, usage); err != nil {
+		return err
+	}
+	t.unsaved = nil
+	t.count += len(msgs)
+	return nil
 }
 
 func (t *turn) run(ctx context.Context) (Reply, error) {
@@ -265,17 +292,30 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		// it by what this model reported before.
 		sysTokens := e.cfg.Count(system)
 		budget := int(float64(e.cfg.HistoryTokens)/e.ratio(ctx, req.Model)) - sysTokens
-		history := trimHistory(t.history, t.current, budget, e.cfg.ToolResultChars)
-		req.Messages = append([]Message{{Role: RoleSystem, Text: system}}, history...)
+		buf := e.buffers.Get().(*[]Message)
+		req.Messages = trimHistory(*buf, t.history, t.current, budget, e.cfg.ToolResultChars, Message{Role: RoleSystem, Text: system})
+		if len(req.Messages) == 0 {
+			req.Messages = []Message{{Role: RoleSystem, Text: system}}
+		}
 
 		resp, err := e.model.Complete(ctx, req)
 		if err != nil {
+			// The person's message is kept, as the sentence says.
+			if err := t.record(ctx, nil, Usage{}); err != nil {
+				return Reply{}, fmt.Errorf("persist message of session %d: %w", t.sess.ID, err)
+			}
 			return Reply{Text: t.modelFailed(ctx, round, req.Model, err), Usage: t.usage}, nil
 		}
 		estimated := sysTokens + e.schemaTokens(req.Tools)
-		for _, m := range history {
+		for _, m := range req.Messages[1:] {
 			estimated += m.Tokens
 		}
+		// The model is done with the request (Model.Complete keeps
+		// nothing of it), so its buffer serves the next one; cleared
+		// first, so it holds no texts alive.
+		clear(req.Messages)
+		*buf = req.Messages[:0]
+		e.buffers.Put(buf)
 		e.observe(ctx, req.Model, estimated, resp.Usage.PromptTokens)
 		t.usage = t.usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
@@ -366,12 +406,11 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		msgs = append(msgs, m)
 	}
 	// Once a round has run, its record is written even if ctx was cut at
-	// shutdown: the turn is never left half-persisted.
-	if err := e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, resp.Usage); err != nil {
+	// shutdown.
+	if err := t.record(ctx, msgs, resp.Usage); err != nil {
 		return "", fmt.Errorf("persist tool round of session %d: %w", t.sess.ID, err)
 	}
 	t.history = append(t.history, msgs...)
-	t.count += len(msgs)
 	if settingsChanged {
 		s, err := e.settings(context.WithoutCancel(ctx), t.in.ChatKey)
 		if err != nil {
@@ -408,11 +447,10 @@ func (t *turn) finish(ctx context.Context, text string) (Reply, error) {
 func (t *turn) finishWith(ctx context.Context, text string, usage Usage) (Reply, error) {
 	m := Message{Role: RoleAssistant, Text: text}
 	m.Tokens = t.e.countMessage(m)
-	if err := t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, []Message{m}, usage); err != nil {
+	if err := t.record(ctx, []Message{m}, usage); err != nil {
 		return Reply{}, fmt.Errorf("persist reply of session %d: %w", t.sess.ID, err)
 	}
 	t.history = append(t.history, m)
-	t.count++
 	return Reply{Text: text, Usage: t.usage}, nil
 }
 

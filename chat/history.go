@@ -5,79 +5,111 @@ import (
 	"unicode/utf8"
 )
 
-// trimHistory chooses the history sent to the model. It works in units
-// that must travel together: a user message, an assistant text, or an
-// assistant's tool calls with all their results, so trimming never
-// separates a call from its result. Every unit of the current turn (from
-// index current on) is kept; older units are added newest first while they
-// fit in budget tokens. Tool results older than the current turn are cut to
-// maxChars. A call whose result was never persisted (the process died
-// mid-round) is dropped, as are results whose call is outside the window.
-func trimHistory(h []Message, current, budget, maxChars int) []Message {
+// trimHistory chooses the history sent to the model, after head (the
+// system prompt). It works in units that must travel together: a user
+// message, an assistant text, or an assistant's tool calls with all their
+// results, so trimming never separates a call from its result. Every unit
+// of the current turn (from index current on) is kept; older units are
+// added newest first while they fit in budget tokens. Tool results older
+// than the current turn are cut to maxChars. A call whose result was never
+// persisted (the process died mid-round) is dropped, as are results whose
+// call is outside the window.
+//
+// It walks h backwards from the newest message and stops at the first
+// unit that does not fit, so its cost is that of the window, not of the
+// history. The result is built in buf when it has room (buf's contents
+// are overwritten), else in one new allocation.
+func trimHistory(buf, h []Message, current, budget, maxChars int, head ...Message) []Message {
 	type unit struct {
-		start  int // index in kept
-		tokens int
-		recent bool // part of the current turn
+		at      int // index in h of the unit's first message
+		calls   []ToolCall
+		results []Message
+		size    int // messages
 	}
-	kept := make([]Message, 0, len(h))
-	var units []unit
-	for i := 0; i < len(h); i++ {
-		m := h[i]
-		if m.Role == RoleTool {
-			continue // orphan: its assistant message is outside the window
+	var units []unit // newest first
+	used, count := 0, 0
+	for i := len(h) - 1; i >= 0; {
+		j := i
+		for j >= 0 && h[j].Role == RoleTool {
+			j--
 		}
-		u := unit{start: len(kept), recent: i >= current}
-		if m.Role != RoleAssistant || len(m.ToolCalls) == 0 {
-			kept = append(kept, m)
-			units = append(units, unit{start: u.start, tokens: m.Tokens, recent: u.recent})
-			continue
+		if j < 0 {
+			break // tool results whose call is before the window
 		}
-		j := i + 1
-		for j < len(h) && h[j].Role == RoleTool {
-			j++
-		}
-		results := h[i+1 : j]
-		asst := m
-		asst.ToolCalls = nil
-		kept = append(kept, asst)
-		for _, c := range m.ToolCalls {
-			for _, r := range results {
-				if r.ToolCallID != c.ID {
-					continue
-				}
-				asst.ToolCalls = append(asst.ToolCalls, c)
-				if !u.recent {
-					r = shorten(r, maxChars)
-				}
-				kept = append(kept, r)
-				break
-			}
-		}
+		m, results := h[j], h[j+1:i+1]
 		i = j - 1
-		if len(asst.ToolCalls) == 0 && asst.Text == "" {
-			kept = kept[:u.start]
-			continue
+		u := unit{at: j, size: 1}
+		tokens := m.Tokens
+		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+			u.calls, u.results = pairCalls(m.ToolCalls, results)
+			if len(u.calls) == 0 && m.Text == "" {
+				continue
+			}
+			for k, r := range u.results {
+				if j < current {
+					r = shorten(r, maxChars)
+					u.results[k] = r
+				}
+				tokens += r.Tokens
+			}
+			u.size += len(u.results)
 		}
-		kept[u.start] = asst
-		for _, x := range kept[u.start:] {
-			u.tokens += x.Tokens
-		}
-		units = append(units, u)
-	}
-	used := 0
-	start := len(units)
-	for start > 0 {
-		u := units[start-1]
-		if !u.recent && used+u.tokens > budget {
+		// Tool messages after a message without calls are orphans, left out.
+		if j < current && used+tokens > budget {
 			break
 		}
-		used += u.tokens
-		start--
+		used += tokens
+		count += u.size
+		units = append(units, u)
 	}
-	if start == len(units) {
+	if len(units) == 0 {
 		return nil
 	}
-	return kept[units[start].start:]
+	out := buf[:0]
+	if cap(out) < len(head)+count {
+		out = make([]Message, 0, len(head)+count)
+	}
+	out = append(out, head...)
+	for k := len(units) - 1; k >= 0; k-- {
+		u := units[k]
+		m := h[u.at]
+		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+			m.ToolCalls = u.calls
+		}
+		out = append(out, m)
+		out = append(out, u.results...)
+	}
+	return out
+}
+
+// pairCalls returns the calls that have a result among results, in the
+// calls' order, with the first result of each. It reuses calls when every
+// call has its result.
+func pairCalls(calls []ToolCall, results []Message) ([]ToolCall, []Message) {
+	byID := make(map[string]int, len(results))
+	for k := len(results) - 1; k >= 0; k-- {
+		byID[results[k].ToolCallID] = k
+	}
+	kept := make([]Message, 0, len(calls))
+	all := true
+	for _, c := range calls {
+		k, ok := byID[c.ID]
+		if !ok {
+			all = false
+			continue
+		}
+		kept = append(kept, results[k])
+	}
+	if all {
+		return calls, kept
+	}
+	paired := make([]ToolCall, 0, len(kept))
+	for _, c := range calls {
+		if _, ok := byID[c.ID]; ok {
+			paired = append(paired, c)
+		}
+	}
+	return paired, kept
 }
 
 // shorten cuts a tool result's text to max characters, noting the cut, and

@@ -15,7 +15,7 @@ func TestTrimHistoryRepairsAndKeepsUnits(t *testing.T) {
 		{Role: RoleAssistant, Text: "answer 1", Tokens: 5},
 		{Role: RoleUser, Text: "q2", Tokens: 5},
 	}
-	got := trimHistory(h, 6, 1000, 10)
+	got := trimHistory(nil, h, 6, 1000, 10)
 	var shape []string
 	for _, m := range got {
 		s := string(m.Role)
@@ -40,11 +40,11 @@ func TestTrimHistoryRepairsAndKeepsUnits(t *testing.T) {
 	}
 	// A tight budget keeps the current turn whole and drops older units
 	// whole: never a call without its result.
-	got = trimHistory(h, 6, 12, 10)
+	got = trimHistory(nil, h, 6, 12, 10)
 	if len(got) != 2 || got[0].Text != "answer 1" || got[1].Text != "q2" {
 		t.Fatalf("tight budget kept %+v", got)
 	}
-	if got := trimHistory(h, 6, 0, 10); len(got) != 1 || got[0].Text != "q2" {
+	if got := trimHistory(nil, h, 6, 0, 10); len(got) != 1 || got[0].Text != "q2" {
 		t.Fatalf("zero budget kept %+v", got)
 	}
 }

@@ -2,9 +2,12 @@ package chat_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 
 	"loadout/chat"
+	"loadout/chat/chattest"
 )
 
 func resume(t *testing.T, e interface {
@@ -94,5 +97,45 @@ func TestResumeContinuesAfterRecordedRound(t *testing.T) {
 	recent := func(id int64) []chat.Message { m, _ := e.Store.Recent(ctx, id, 50); return m }
 	if n := countUser(t, e.Store, "ping it", recent); n != 1 {
 		t.Fatalf("the message is recorded %d times", n)
+	}
+}
+
+// countingStore counts the store's write transactions.
+type countingStore struct {
+	chat.Store
+	appends int
+}
+
+func (s *countingStore) Append(ctx context.Context, id int64, msgs []chat.Message, u chat.Usage) error {
+	s.appends++
+	return s.Store.Append(ctx, id, msgs, u)
+}
+
+// A turn answered in text writes once: the person's message and the
+// answer in one transaction. A turn with a tool round writes once per
+// round plus the answer.
+func TestTurnWritesOncePerRecord(t *testing.T) {
+	env := chattest.NewEnv(t, chattest.Options{})
+	st := &countingStore{Store: env.Store}
+	e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, env.Model.Client(), st, env.Registry)
+	env.Model.Text("hi")
+	if _, err := e.Handle(context.Background(), chat.Inbound{ChatKey: "c", UserKey: "u", Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if st.appends != 1 {
+		t.Fatalf("a text turn wrote %d times, want 1", st.appends)
+	}
+	env.Model.Call("get_current_time", `{}`)
+	env.Model.Text("noon")
+	st.appends = 0
+	if _, err := e.Handle(context.Background(), chat.Inbound{ChatKey: "c", UserKey: "u", Text: "time?"}); err != nil {
+		t.Fatal(err)
+	}
+	if st.appends != 2 {
+		t.Fatalf("a turn with one tool round wrote %d times, want 2", st.appends)
+	}
+	s, _ := env.Store.OpenSession(context.Background(), "c")
+	if s.Messages != 2+4 {
+		t.Fatalf("session holds %d messages, want 6", s.Messages)
 	}
 }
