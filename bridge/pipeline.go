@@ -71,6 +71,9 @@ type PipelineConfig struct {
 	// MaxReply caps an answer, in bytes, before it is split; the rest is
 	// cut with TextCut. Default DefaultMaxReply.
 	MaxReply int
+	// Pacing paces the sends by the platform's limits; the zero value
+	// does not pace.
+	Pacing Pacing
 }
 
 // DefaultMaxReply is the longest answer sent, in bytes.
@@ -100,6 +103,8 @@ type Pipeline struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup
 	quit   chan struct{}
+
+	pace *pacer
 
 	mu       sync.Mutex
 	out      Outlet
@@ -155,7 +160,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
-		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, out: cfg.Outlet,
+		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, out: cfg.Outlet, pace: newPacer(cfg.Pacing),
 		sem: make(chan struct{}, cfg.Workers), quit: make(chan struct{}),
 		queues: map[string][]job{}, active: map[int64]bool{}, attempts: map[int64]int{}, waiters: map[int64][]chan error{},
 	}
@@ -191,6 +196,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	}
 	p.held, p.started = nil, true
 	p.mu.Unlock()
+	p.wg.Add(1)
 	go p.sweep()
 	return nil
 }
@@ -438,7 +444,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	}
 	var sendErr error
 	for i := it.Sent; i < len(it.Parts); i++ {
-		err := out.Send(ctx, it.Route, it.Parts[i])
+		err := p.send(ctx, out, it.Route, it.Parts[i])
 		if ctx.Err() == nil {
 			p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
 		}
@@ -517,6 +523,14 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 	return errLeft
 }
 
+// send sends one part once the channel's pacing lets it go.
+func (p *Pipeline) send(ctx context.Context, out Outlet, route []byte, part string) error {
+	if err := p.pace.wait(ctx, route); err != nil {
+		return err
+	}
+	return out.Send(ctx, route, part)
+}
+
 // capText cuts text to at most limit bytes, at a rune boundary, followed by
 // TextCut.
 func capText(text string, limit int) string {
@@ -546,7 +560,7 @@ func (p *Pipeline) tell(ctx context.Context, out Outlet, route []byte, text stri
 		return
 	}
 	for _, part := range out.Split(text) {
-		if err := out.Send(ctx, route, part); err != nil {
+		if err := p.send(ctx, out, route, part); err != nil {
 			log.Error("delivery: could not tell the person", "err", err)
 			return
 		}
@@ -554,8 +568,9 @@ func (p *Pipeline) tell(ctx context.Context, out Outlet, route []byte, text stri
 }
 
 // sweep tries unfinished events again every RetryEvery and forgets
-// finished ones after Keep, until Stop.
+// finished ones after Keep, until Stop, which waits for it.
 func (p *Pipeline) sweep() {
+	defer p.wg.Done()
 	t := time.NewTicker(p.cfg.RetryEvery)
 	defer t.Stop()
 	p.prune()
@@ -586,6 +601,7 @@ func (p *Pipeline) sweep() {
 }
 
 func (p *Pipeline) prune() {
+	p.pace.forget(10 * time.Minute)
 	n, err := p.cfg.Inbox.Prune(p.ctx, time.Now().Add(-p.cfg.Keep))
 	if err != nil {
 		p.log.Warn("delivery: cannot prune the inbox", "err", err)

@@ -20,6 +20,8 @@ import (
 	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/store"
+
+	"golang.org/x/time/rate"
 )
 
 // outlet is a channel that records what it sends. Parts of an answer are
@@ -456,5 +458,63 @@ func TestPipelineCapsLongAnswers(t *testing.T) {
 	}
 	if !strings.HasPrefix(huge, strings.TrimSuffix(got, bridge.TextCut)) {
 		t.Fatal("the kept part is not the start of the answer")
+	}
+}
+
+// Sends wait for the chat's pace; another chat is not held up by it, and
+// a stop while waiting leaves the part for the next start.
+func TestPipelinePacesEachChat(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, ShutdownGrace: 50 * time.Millisecond,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return in.Text, nil }),
+		Pacing: bridge.Pacing{PerChat: func(route []byte) (string, rate.Limit, int) {
+			return string(route), rate.Every(time.Hour), 1 // one send, then an hour's wait
+		}}})
+	accept(t, p, pending("a1", "A", "one|two"))
+	out.waitFor(t, 1)
+	accept(t, p, pending("b1", "B", "other"))
+	got := out.waitFor(t, 2)
+	if got[0] != "A:one" || got[1] != "B:other" {
+		t.Fatalf("sent %q; want A's first part, then B's answer while A's second waits", got)
+	}
+	p.Stop()
+	if state, sent := itemState(t, db, "a1"); state != "answered" || sent != 1 {
+		t.Fatalf("after the stop a1 is %s with %d sent, want answered with 1", state, sent)
+	}
+	if n := len(out.got()); n != 2 {
+		t.Fatalf("%d parts sent, want 2: the paced part waits", n)
+	}
+}
+
+// lateInbox notes any use of the inbox after the pipeline's Stop returned.
+type lateInbox struct {
+	*store.DB
+	stopped, late atomic.Bool
+}
+
+func (l *lateInbox) Prune(ctx context.Context, before time.Time) (int64, error) {
+	time.Sleep(20 * time.Millisecond) // a slow disk
+	if l.stopped.Load() {
+		l.late.Store(true)
+	}
+	return l.DB.Prune(ctx, before)
+}
+
+// Stop waits for the background sweep, so the store can be closed right
+// after it.
+func TestStopWaitsForTheSweep(t *testing.T) {
+	db, _ := openStore(t)
+	inbox := &lateInbox{DB: db}
+	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: inbox, Outlet: &outlet{}, Logger: quiet(),
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "", nil })})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	inbox.stopped.Store(true)
+	time.Sleep(60 * time.Millisecond)
+	if inbox.late.Load() {
+		t.Fatal("the inbox was used after Stop returned")
 	}
 }

@@ -68,7 +68,7 @@ func (r *rig) boot() *proc {
 	p.adapter = New(Config{
 		BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: secret, Mode: r.mode,
 		APIURL: r.fake.APIURL, AllowedUsers: []string{owner}, ShutdownGrace: time.Nanosecond,
-		Backoff: time.Millisecond, ChunkSize: r.chunk,
+		Backoff: time.Millisecond, ChunkSize: r.chunk, SendPerChannelSecond: -1,
 		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	conns := r.fake.Connections()

@@ -18,6 +18,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+	"golang.org/x/time/rate"
 
 	"loadout/bridge"
 	"loadout/bridge/backoff"
@@ -66,6 +67,10 @@ type Config struct {
 	// Backoff is the first wait between attempts, doubled each time;
 	// default 1s. A rate limit's Retry-After takes precedence.
 	Backoff time.Duration `yaml:"backoff"`
+	// SendPerChannelSecond paces posts by Slack's published limit of
+	// about one message a second in a channel; zero means 1, a negative
+	// value turns pacing off.
+	SendPerChannelSecond float64 `yaml:"send_per_channel_second"`
 	// ChunkSize is the longest message posted, in characters; default 3500.
 	ChunkSize int `yaml:"chunk_size"`
 	// HTTPClient is used for the Web API and response URLs; default
@@ -141,7 +146,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	}
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, Logger: log, Observer: cfg.Observer,
+		ShutdownGrace: cfg.ShutdownGrace, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
 	})
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {
@@ -209,6 +214,24 @@ func (a *Adapter) identify(ctx context.Context) error {
 // errNotReady refuses an event that arrives before the adapter knows its
 // bot user and workspace, which judging it needs; Slack delivers it again.
 var errNotReady = errors.New("slack: not connected yet")
+
+// pacing is Slack's published limit, as configured.
+func pacing(cfg Config) bridge.Pacing {
+	per := cfg.SendPerChannelSecond
+	switch {
+	case per < 0:
+		return bridge.Pacing{}
+	case per == 0:
+		per = 1
+	}
+	return bridge.Pacing{PerChat: func(b []byte) (string, rate.Limit, int) {
+		var r route
+		if json.Unmarshal(b, &r) != nil {
+			return "", 0, 0
+		}
+		return r.Channel, rate.Limit(per), 2
+	}}
+}
 
 // Ready reports whether the adapter has reached Slack and knows its bot
 // user and workspace.

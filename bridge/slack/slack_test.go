@@ -60,6 +60,7 @@ func start(t *testing.T, o options) *harness {
 		BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: secret, Mode: o.mode,
 		APIURL: h.fake.APIURL, AllowedUsers: o.allowed, AllowedChannels: o.channels,
 		Workers: 4, ShutdownGrace: 5 * time.Second, Backoff: time.Millisecond, ChunkSize: o.chunk,
+		SendPerChannelSecond: -1, // lifted; TestDefaultPacing checks the limit
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, router, h.env.Store)
 	h.adapter.sleep = func(ctx context.Context, d time.Duration) error {
@@ -658,5 +659,18 @@ func TestStartupWaitsForSlack(t *testing.T) {
 	}
 	if a.botUser() != slacktest.BotUserID {
 		t.Errorf("bot user = %q", a.botUser())
+	}
+}
+
+func TestDefaultPacing(t *testing.T) {
+	p := pacing(Config{})
+	if key, limit, burst := p.PerChat([]byte(`{"channel":"C1"}`)); key != "C1" || limit != 1 || burst < 1 {
+		t.Errorf("default per-channel pacing = %q %v %d, want C1 at 1/s", key, limit, burst)
+	}
+	if _, limit, _ := pacing(Config{SendPerChannelSecond: 3}).PerChat([]byte(`{"channel":"C1"}`)); limit != 3 {
+		t.Errorf("send_per_channel_second 3 gave %v", limit)
+	}
+	if p := pacing(Config{SendPerChannelSecond: -1}); p.PerChat != nil || p.Global != 0 {
+		t.Errorf("a negative limit should lift pacing: %+v", p)
 	}
 }

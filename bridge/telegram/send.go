@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf16"
 
@@ -38,35 +39,45 @@ func (a *Adapter) Send(ctx context.Context, route []byte, part string) error {
 
 // Working shows "typing…" in the route's chat until stop is called. stop
 // waits for the renewal loop to end and may be called more than once.
+// The first sign is sent before Working returns, so it always lands
+// before the answer, however short the turn; a slow Bot API holds the
+// turn back by at most firstSignWait.
 func (a *Adapter) Working(ctx context.Context, route []byte) (stop func()) {
 	var r routeInfo
 	if json.Unmarshal(route, &r) != nil {
 		return func() {}
 	}
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "action": tgbotapi.ChatTyping}
+	p.AddNonZero("message_thread_id", r.ThreadID)
+	sign := func(ctx context.Context) {
+		if _, err := a.request(ctx, "sendChatAction", p); err != nil && ctx.Err() == nil {
+			a.optionalFailed("sendChatAction", err)
+		}
+	}
+	first, cancelFirst := context.WithTimeout(ctx, firstSignWait)
+	sign(first)
+	cancelFirst()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "action": tgbotapi.ChatTyping}
-		p.AddNonZero("message_thread_id", r.ThreadID)
-		// The first sign goes out at once, however short the turn; then
-		// it is renewed until stop.
-		t := time.NewTimer(a.cfg.TypingInterval)
+		t := time.NewTicker(a.cfg.TypingInterval)
 		defer t.Stop()
 		for {
-			if _, err := a.request(ctx, "sendChatAction", p); err != nil && ctx.Err() == nil {
-				a.optionalFailed("sendChatAction", err)
-			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				sign(ctx)
 			}
-			t.Reset(a.cfg.TypingInterval)
 		}
 	}()
-	return func() { cancel(); <-done }
+	var once sync.Once
+	return func() { once.Do(cancel); <-done }
 }
+
+// firstSignWait bounds how long a turn waits for its first typing sign.
+const firstSignWait = 2 * time.Second
 
 // Notify sends text, formatted as a reply is, to the chat (and forum
 // topic) that chatKey names, e.g. "telegram:-100123:7", through the

@@ -14,15 +14,18 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"golang.org/x/time/rate"
 
 	"loadout/bridge"
 	"loadout/bridge/backoff"
@@ -77,7 +80,14 @@ type Config struct {
 	TypingInterval time.Duration `yaml:"typing_interval"`
 	// MaxBackoff caps the wait between retries after errors; default 1m.
 	MaxBackoff time.Duration `yaml:"max_backoff"`
-	Logger     *slog.Logger  `yaml:"-"`
+	// SendPerSecond, SendPerChatSecond and SendPerGroupMinute pace the
+	// bot's messages by Telegram's published limits: about 30 a second in
+	// all, one a second in a chat, 20 a minute in a group. Zero means
+	// those defaults; a negative value turns that bound off.
+	SendPerSecond      float64      `yaml:"send_per_second"`
+	SendPerChatSecond  float64      `yaml:"send_per_chat_second"`
+	SendPerGroupMinute float64      `yaml:"send_per_group_minute"`
+	Logger             *slog.Logger `yaml:"-"`
 	// Observer is told about turns, sends and retried API calls, for
 	// metrics; optional.
 	Observer bridge.Observer `yaml:"-"`
@@ -135,9 +145,38 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	}
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, Logger: cfg.Logger, Observer: cfg.Observer,
+		ShutdownGrace: cfg.ShutdownGrace, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
 	})
 	return a
+}
+
+// pacing is Telegram's published limits, as configured.
+func pacing(cfg Config) bridge.Pacing {
+	rateOf := func(v, def float64, per time.Duration) rate.Limit {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			v = def
+		}
+		return rate.Limit(v / per.Seconds())
+	}
+	chat := rateOf(cfg.SendPerChatSecond, 1, time.Second)
+	group := rateOf(cfg.SendPerGroupMinute, 20, time.Minute)
+	return bridge.Pacing{
+		Global: rateOf(cfg.SendPerSecond, 30, time.Second), GlobalBurst: 1,
+		PerChat: func(route []byte) (string, rate.Limit, int) {
+			var r routeInfo
+			if json.Unmarshal(route, &r) != nil {
+				return "", 0, 0
+			}
+			key := strconv.FormatInt(r.ChatID, 10)
+			if r.ChatID < 0 { // groups and channels
+				return key, group, 3
+			}
+			return key, chat, 1
+		},
+	}
 }
 
 // Ready reports whether the bot has reached the Bot API and is taking

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,6 +50,9 @@ func (h *harness) config(mut func(*Config)) Config {
 		APIEndpoint:  h.tg.Endpoint(),
 		AllowedUsers: []string{"42", "@bea"},
 		Logger:       slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// The platform's send limits are lifted here; TestDefaultPacing
+		// checks what they are.
+		SendPerSecond: -1, SendPerChatSecond: -1, SendPerGroupMinute: -1,
 	}
 	if mut != nil {
 		mut(&cfg)
@@ -532,5 +536,22 @@ func TestRejectedTokenStopsRun(t *testing.T) {
 	err := a.Run(ctx)
 	if err == nil || !strings.Contains(err.Error(), "telegram.token") {
 		t.Fatalf("Run = %v, want an error naming telegram.token", err)
+	}
+}
+
+func TestDefaultPacing(t *testing.T) {
+	p := pacing(Config{})
+	if p.Global != 30 {
+		t.Errorf("global pacing = %v/s, want 30", p.Global)
+	}
+	if key, limit, _ := p.PerChat([]byte(`{"chat":42}`)); key != "42" || limit != 1 {
+		t.Errorf("private chat pacing = %q %v, want 42 at 1/s", key, limit)
+	}
+	if _, limit, _ := p.PerChat([]byte(`{"chat":-1001}`)); math.Abs(float64(limit)-20.0/60) > 1e-9 {
+		t.Errorf("group pacing = %v/s, want 20 a minute", limit)
+	}
+	lifted := pacing(Config{SendPerSecond: -1, SendPerChatSecond: -1, SendPerGroupMinute: -1})
+	if _, limit, _ := lifted.PerChat([]byte(`{"chat":42}`)); limit != 0 || lifted.Global != 0 {
+		t.Errorf("negative limits should lift pacing: global %v, chat %v", lifted.Global, limit)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"reflect"
@@ -291,6 +292,12 @@ func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[s
 				return bad("a whole number")
 			}
 			fv.SetInt(int64(n))
+		case t.Kind() == reflect.Float64:
+			x, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				return bad("a number")
+			}
+			fv.SetFloat(x)
 		case t.Kind() == reflect.Bool:
 			b, err := strconv.ParseBool(strings.TrimSpace(raw))
 			if err != nil {
@@ -305,6 +312,8 @@ func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[s
 				}
 			}
 			fv.Set(reflect.ValueOf(list))
+		default:
+			return fmt.Errorf("config: %s cannot be set from the environment (%s)", k, t)
 		}
 	}
 	return nil

@@ -328,6 +328,10 @@ func (s *Server) Confirmed(id int) bool {
 func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
+	// cond may watch something besides this server (a metric, a
+	// database row), so it is checked on a tick too.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		s.mu.Lock()
 		ch := s.changed
@@ -337,6 +341,7 @@ func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 		select {
 		case <-ch:
+		case <-tick.C:
 		case <-deadline:
 			t.Fatalf("telegramtest: timed out waiting for %s", what)
 		}
