@@ -1,7 +1,11 @@
-// Package console is the terminal channel: a line-based REPL over the same
-// router, engine, store and delivery pipeline as every other channel. A
-// line is stored before it is handled, so one typed just before a crash is
+// Package console is the terminal channel: a REPL over the same router,
+// engine, store and delivery pipeline as every other channel. A message is
+// stored before it is handled, so one typed just before a crash is
 // answered at the next start.
+//
+// At a terminal the person edits lines in place, recalls earlier ones and
+// pastes several lines as one message (see Interactive); from a pipe or a
+// file every line is one message.
 package console
 
 import (
@@ -22,26 +26,40 @@ import (
 
 // Config configures a Console.
 type Config struct {
+	// In and Out carry the conversation. When Interactive(In, Out), lines
+	// are edited at the terminal; otherwise In is read one line at a time.
 	In  io.Reader
 	Out io.Writer
 	// User names the person; the chat key is "console:<User>". Default "local".
 	User string
 	// Prompt is printed before each line is read; default "you> ".
 	Prompt string
-	Logger *slog.Logger
+	// HistoryFile keeps the lines typed at a terminal across runs, one
+	// JSON object per line, created with mode 0600. Empty keeps them for
+	// this run only. Unused when In is not a terminal.
+	HistoryFile string
+	Logger      *slog.Logger
 	// Observer is told about turns and sends, for metrics; optional.
 	Observer bridge.Observer
 }
 
-// Console reads one message per line and prints each reply.
+// Console reads one message at a time and prints each reply.
 type Console struct {
 	cfg  Config
 	pipe *bridge.Pipeline
-	mu   sync.Mutex // guards writes to Out
 	seq  int
+
+	mu sync.Mutex // guards writes to Out, prompting, held and hint
+	// prompting is set while the terminal prompt is up: an answer that
+	// arrives then (one resumed or retried in the background) is held
+	// back and printed once the prompt returns, so it never breaks into
+	// the line being typed.
+	prompting bool
+	held      []string
+	hint      func(string) // shows a note under the prompt; set at a terminal
 }
 
-// New returns a console over router that keeps its lines in inbox.
+// New returns a console over router that keeps its messages in inbox.
 func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 	if cfg.User == "" {
 		cfg.User = "local"
@@ -54,9 +72,24 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 	}
 	c := &Console{cfg: cfg}
 	c.pipe = bridge.NewPipeline(bridge.PipelineConfig{
-		Channel: "console", Inbox: inbox, Handler: router, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
+		Channel: "console", Inbox: inbox, Handler: withQuit{router}, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
 	})
 	return c
+}
+
+// quitHelp is the line /help and /start gain in the console, the one
+// channel where /quit means something.
+const quitHelp = "\n/quit — leave the console (Ctrl-D does too)"
+
+// withQuit lists /quit in the router's answers to /help and /start.
+type withQuit struct{ bridge.Handler }
+
+func (h withQuit) Handle(ctx context.Context, in chat.Inbound) (string, error) {
+	text, err := h.Handler.Handle(ctx, in)
+	if name, _, ok := bridge.ParseCommand(in.Text); ok && err == nil && (name == "help" || name == "start") {
+		text += quitHelp
+	}
+	return text, err
 }
 
 // ChatKey is the console's session key.
@@ -65,55 +98,146 @@ func (c *Console) ChatKey() string { return "console:" + c.cfg.User }
 // Split keeps an answer whole: a terminal has no size limit.
 func (c *Console) Split(text string) []string { return []string{text} }
 
-// Send prints one answer.
+// Send prints one answer. While the terminal prompt is up the answer is
+// held back, the person is told it is waiting, and it is printed as soon
+// as the prompt returns or Run ends; Send then returns nil at once.
 func (c *Console) Send(_ context.Context, _ []byte, part string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := fmt.Fprintf(c.cfg.Out, "%s\n", strings.TrimRight(part, "\n"))
+	part = strings.TrimRight(part, "\n")
+	if c.prompting {
+		c.held = append(c.held, part)
+		note := "An answer is waiting: press Enter to read it."
+		if len(c.held) > 1 {
+			note = strconv.Itoa(len(c.held)) + " answers are waiting: press Enter to read them."
+		}
+		c.hint(note)
+		return nil
+	}
+	_, err := fmt.Fprintf(c.cfg.Out, "%s\n", part)
 	return err
 }
 
-// Run answers lines left unanswered by an earlier run, then reads lines
-// until end of input, /quit, or ctx is done. A line that fails is
-// answered with a plain sentence and the loop goes on.
+// setPrompting marks the terminal prompt up or down; taking it down
+// prints the answers held back meanwhile.
+func (c *Console) setPrompting(up bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prompting = up
+	if up {
+		return
+	}
+	for _, part := range c.held {
+		fmt.Fprintf(c.cfg.Out, "%s\n", part)
+	}
+	c.held = nil
+}
+
+// Run answers messages left unanswered by an earlier run, then reads
+// messages until end of input, /quit, or ctx is done. A message that
+// fails is answered with a plain sentence and the loop goes on.
+//
+// At a terminal, Ctrl-D on an empty line ends the input; Ctrl-C drops the
+// line being typed, or ends the input when the line is empty. Run then
+// returns an error only when the terminal cannot be read. If ctx ends
+// while a line is being typed, Run puts the terminal back as it found it
+// and returns; the read that was waiting ends with the process.
 func (c *Console) Run(ctx context.Context) error {
 	defer c.pipe.Stop()
 	if err := c.pipe.Start(ctx); err != nil {
 		return nil // ctx done
 	}
-	lines := make(chan string)
+	greeting := "Type a message, /help for commands, /quit to leave.\n"
+	next := scanLines(c.cfg.In, c.cfg.Logger)
+	interactive := Interactive(c.cfg.In, c.cfg.Out)
+	if interactive {
+		t, err := newTerminal(c.cfg.Prompt, c.cfg.HistoryFile)
+		if err != nil {
+			return err
+		}
+		defer t.restore()
+		c.hint = t.hint
+		next = c.terminalLines(t)
+		greeting += "Up and Down recall earlier lines, Ctrl-R searches them; a pasted block is one message.\n"
+	} else {
+		greeting += c.cfg.Prompt
+	}
+	defer c.setPrompting(false) // prints what is still held back
+
+	type result struct {
+		text string
+		err  error
+	}
+	want, got, done := make(chan struct{}), make(chan result), make(chan struct{})
+	defer close(done)
+	// Lines are read only when asked for: at a terminal the prompt must
+	// not come up while an answer is being printed.
 	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(c.cfg.In)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
+		for {
 			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
+			case <-want:
+			case <-done:
+				return
+			}
+			text, err := next()
+			select {
+			case got <- result{text, err}:
+			case <-done:
 				return
 			}
 		}
 	}()
-	c.print("Type a message, /help for commands, /quit to leave.\n" + c.cfg.Prompt)
+
+	c.print(greeting)
 	for {
+		var r result
 		select {
+		case want <- struct{}{}:
+			select {
+			case r = <-got:
+			case <-ctx.Done():
+			}
 		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
 			c.print("\n")
 			return nil
-		case line, ok := <-lines:
-			if !ok {
+		}
+		if r.err != nil {
+			if !interactive {
 				c.print("\n")
+			}
+			if errors.Is(r.err, io.EOF) {
 				return nil
 			}
-			text := strings.TrimSpace(line)
-			if text == "/quit" || text == "/exit" {
-				return nil
-			}
-			if text != "" {
-				c.handle(ctx, text)
-			}
+			return fmt.Errorf("console: read the terminal: %w", r.err)
+		}
+		text := strings.TrimSpace(r.text)
+		if text == "/quit" || text == "/exit" {
+			return nil
+		}
+		if text != "" {
+			c.handle(ctx, text)
+		}
+		if !interactive {
 			c.print(c.cfg.Prompt)
 		}
+	}
+}
+
+// scanLines returns a reader of one message per line. It ends with io.EOF
+// at the end of r, and also after a line longer than 1 MiB (logged).
+func scanLines(r io.Reader, log *slog.Logger) func() (string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	return func() (string, error) {
+		if sc.Scan() {
+			return sc.Text(), nil
+		}
+		if err := sc.Err(); err != nil {
+			log.Warn("console input ends", "err", err)
+		}
+		return "", io.EOF
 	}
 }
 
@@ -123,7 +247,7 @@ func (c *Console) print(s string) {
 	fmt.Fprint(c.cfg.Out, s)
 }
 
-// handle delivers one line and waits for its answer to be printed.
+// handle delivers one message and waits for its answer to be printed.
 func (c *Console) handle(ctx context.Context, text string) {
 	c.seq++
 	id := "line:" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(c.seq)

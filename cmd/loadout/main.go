@@ -86,7 +86,7 @@ func commands() []command {
 					quiet.Log.Level = "warn"
 					log = newLogger(quiet, c.stderr)
 				}
-				return chatREPL(ctx, c.cfg, log, c.stdin, c.stdout)
+				return chatREPL(ctx, c.cfg, log, c.stdin, c.stdout, c.stderr)
 			}},
 		{name: "tools", summary: "Print the tool groups and what their schemas cost in tokens.",
 			run: func(ctx context.Context, c *cli) error { return printTools(ctx, c.cfg, c.log, c.stdout) }},

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"loadout/bridge"
-	"loadout/bridge/console"
 	"loadout/tools"
 )
 
@@ -128,20 +127,6 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) err
 	}
 	wg.Wait()
 	return firstErr
-}
-
-// chatREPL runs the console channel.
-func chatREPL(ctx context.Context, cfg Config, log *slog.Logger, in io.Reader, out io.Writer) error {
-	if err := cfg.requireLLM(); err != nil {
-		return err
-	}
-	a, err := newApp(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer a.db.Close()
-	c := console.New(console.Config{In: in, Out: out, User: cfg.Console.User, Logger: log, Observer: a.metrics}, a.router, a.db)
-	return c.Run(ctx)
 }
 
 // printTools prints each group's tool count and schema tokens, the core

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/term"
+
+	"loadout/bridge/console"
+)
+
+// Files `loadout chat` keeps beside the store when it runs at a terminal.
+const (
+	consoleHistoryFile = "console_history"
+	consoleLogFile     = "console.log"
+)
+
+// chatREPL runs the console channel. At a terminal (console.Interactive)
+// the typed lines are kept in console_history beside the store, and when
+// stderr is that same terminal the log goes to console.log beside the
+// store, at log.level, instead of between the lines of the conversation;
+// elsewhere log goes to stderr as given.
+func chatREPL(ctx context.Context, cfg Config, log *slog.Logger, in io.Reader, out, stderr io.Writer) error {
+	if err := cfg.requireLLM(); err != nil {
+		return err
+	}
+	cc := console.Config{In: in, Out: out, User: cfg.Console.User}
+	if dir := storeDir(cfg.Store.Path); dir != "" && console.Interactive(in, out) {
+		cc.HistoryFile = filepath.Join(dir, consoleHistoryFile)
+		if sameTerminal(stderr, out) {
+			path := filepath.Join(dir, consoleLogFile)
+			f, err := openLog(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			log = newLogger(cfg, f)
+			fmt.Fprintf(out, "Log lines go to %s.\n", path)
+		}
+	}
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.db.Close()
+	cc.Logger, cc.Observer = log, a.metrics
+	return console.New(cc, a.router, a.db).Run(ctx)
+}
+
+// storeDir is the directory of the store file, "" for an in-memory store.
+func storeDir(path string) string {
+	if path == "" || path == ":memory:" {
+		return ""
+	}
+	return filepath.Dir(path)
+}
+
+// openLog opens path for appending, creating it and its directory
+// (readable by the owner only, like the store).
+func openLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("console log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("console log: %w", err)
+	}
+	return f, nil
+}
+
+// sameTerminal reports whether a and b are the same terminal.
+func sameTerminal(a, b io.Writer) bool {
+	fa, ok := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok || !ok2 || !term.IsTerminal(int(fa.Fd())) {
+		return false
+	}
+	sa, err := fa.Stat()
+	sb, err2 := fb.Stat()
+	return err == nil && err2 == nil && os.SameFile(sa, sb)
+}
