@@ -16,7 +16,7 @@ func TestConsoleREPL(t *testing.T) {
 	env.Model.Text("Hello from the model.")
 	var out bytes.Buffer
 	c := console.New(console.Config{
-		In:   strings.NewReader("hi there\n\n/status\n/quit\nnot read\n"),
+		In:   strings.NewReader("hi there\n\n/status\n/help\n/quit\nnot read\n"),
 		Out:  &out,
 		User: "ana",
 	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
@@ -24,13 +24,13 @@ func TestConsoleREPL(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"Hello from the model.", "Messages: 2", "you> "} {
+	for _, want := range []string{"Hello from the model.", "Messages: 2", "you> ", "/quit — leave the console"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
 	if n := len(env.Model.Requests()); n != 1 {
-		t.Errorf("model calls = %d, want 1 (blank line, /status and /quit are not messages)", n)
+		t.Errorf("model calls = %d, want 1 (blank line, /status, /help and /quit are not messages)", n)
 	}
 	if c.ChatKey() != "console:ana" {
 		t.Errorf("chat key = %s", c.ChatKey())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -21,17 +20,27 @@ const (
 
 // chatREPL runs the console channel. At a terminal (console.Interactive)
 // the typed lines are kept in console_history beside the store, and when
-// stderr is that same terminal the log goes to console.log beside the
-// store, at log.level, instead of between the lines of the conversation;
-// elsewhere log goes to stderr as given.
-func chatREPL(ctx context.Context, cfg Config, log *slog.Logger, in io.Reader, out, stderr io.Writer) error {
+// stderr is that same terminal the log, startup line included, goes to
+// console.log beside the store at log.level instead of between the lines
+// of the conversation. Elsewhere the startup line goes to stderr and,
+// at the default level info, only warnings and errors follow it, so the
+// conversation stays readable.
+func chatREPL(ctx context.Context, c *cli) error {
+	cfg := c.cfg
 	if err := cfg.requireLLM(); err != nil {
 		return err
 	}
-	cc := console.Config{In: in, Out: out, User: cfg.Console.User}
-	if dir := storeDir(cfg.Store.Path); dir != "" && console.Interactive(in, out) {
+	log := c.log
+	if cfg.Log.Level == "info" {
+		quiet := cfg
+		quiet.Log.Level = "warn"
+		log = newLogger(quiet, c.stderr)
+	}
+	startup := c.log
+	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User}
+	if dir := storeDir(cfg.Store.Path); dir != "" && console.Interactive(c.stdin, c.stdout) {
 		cc.HistoryFile = filepath.Join(dir, consoleHistoryFile)
-		if sameTerminal(stderr, out) {
+		if sameTerminal(c.stderr, c.stdout) {
 			path := filepath.Join(dir, consoleLogFile)
 			f, err := openLog(path)
 			if err != nil {
@@ -39,9 +48,11 @@ func chatREPL(ctx context.Context, cfg Config, log *slog.Logger, in io.Reader, o
 			}
 			defer f.Close()
 			log = newLogger(cfg, f)
-			fmt.Fprintf(out, "Log lines go to %s.\n", path)
+			startup = log
+			fmt.Fprintf(c.stdout, "Log lines go to %s.\n", path)
 		}
 	}
+	logStartup(startup, "chat", c.configPath, cfg)
 	a, err := newApp(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -71,6 +71,8 @@ type cli struct {
 	stdout io.Writer
 	stderr io.Writer
 	user   string // google login -user
+	// configPath is the config file in use, "" for none.
+	configPath string
 }
 
 func commands() []command {
@@ -79,15 +81,7 @@ func commands() []command {
 		{name: "serve", summary: "Run every enabled channel (Telegram, Slack) and the HTTP server until interrupted.",
 			run: func(ctx context.Context, c *cli) error { return serve(ctx, c.cfg, c.log) }},
 		{name: "chat", summary: "Talk to the assistant in this terminal; /help lists the commands, /quit ends.",
-			run: func(ctx context.Context, c *cli) error {
-				log := c.log
-				if c.cfg.Log.Level == "info" { // keep the conversation readable
-					quiet := c.cfg
-					quiet.Log.Level = "warn"
-					log = newLogger(quiet, c.stderr)
-				}
-				return chatREPL(ctx, c.cfg, log, c.stdin, c.stdout, c.stderr)
-			}},
+			run: chatREPL},
 		{name: "tools", summary: "Print the tool groups and what their schemas cost in tokens.",
 			run: func(ctx context.Context, c *cli) error { return printTools(ctx, c.cfg, c.log, c.stdout) }},
 		{name: "google login", summary: "Connect a Google account for a chat user, from this terminal.",
@@ -208,8 +202,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	c := &cli{cfg: cfg, log: newLogger(cfg, stderr), stdin: stdin, stdout: stdout, stderr: stderr}
-	if cmd.name == "serve" || cmd.name == "chat" {
+	c := &cli{cfg: cfg, log: newLogger(cfg, stderr), stdin: stdin, stdout: stdout, stderr: stderr, configPath: path}
+	if cmd.name == "serve" {
 		logStartup(c.log, cmd.name, path, cfg)
 	}
 	return cmd.run(ctx, c)
