@@ -61,7 +61,7 @@ func start(t *testing.T, o options) *harness {
 		APIURL: h.fake.APIURL, AllowedUsers: o.allowed, AllowedChannels: o.channels,
 		Workers: 4, ShutdownGrace: 5 * time.Second, Backoff: time.Millisecond, ChunkSize: o.chunk,
 		SendPerChannelSecond: -1, // lifted; TestDefaultPacing checks the limit
-		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:               slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, router, h.env.Store)
 	h.adapter.sleep = func(ctx context.Context, d time.Duration) error {
 		h.waits <- d
