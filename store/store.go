@@ -101,6 +101,13 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	// A SQLite connection is costly to open (the schema is read, the
+	// pragmas run), so connections are kept rather than churned by every
+	// burst: database/sql keeps only two idle ones by default.
+	if sqlDB, err := g.DB(); err == nil {
+		sqlDB.SetMaxIdleConns(maxConns)
+		sqlDB.SetMaxOpenConns(maxConns)
+	}
 	if err := g.AutoMigrate(&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}); err != nil {
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
@@ -113,6 +120,10 @@ func Open(path string) (*DB, error) {
 	}
 	return &DB{db: g, now: func() time.Time { return time.Now().UTC() }}, nil
 }
+
+// maxConns bounds the connections to the file. SQLite runs one writer at
+// a time; readers run beside it in WAL mode.
+const maxConns = 16
 
 // Close closes the database.
 func (d *DB) Close() error {
@@ -224,7 +235,10 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 		return nil, kind(err)
 	}
 	defer rows.Close()
-	out := make([]chat.Message, 0, min(limit, 512))
+	// The window is kept by the engine's cache for as long as the chat is
+	// live, so it grows with what is read rather than being sized for the
+	// limit: a new chat's few messages must not hold a 400-slot array.
+	var out []chat.Message
 	for rows.Next() {
 		var m chat.Message
 		var role, calls string

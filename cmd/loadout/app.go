@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 
@@ -89,6 +90,10 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	a.mux.HandleFunc("GET /readyz", a.readyz)
 	if cfg.HTTP.Metrics {
 		a.mux.Handle("GET /metrics", a.metrics.Handler())
+	}
+	if cfg.HTTP.Pprof {
+		a.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		a.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	}
 	return a, nil
 }

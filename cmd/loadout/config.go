@@ -71,6 +71,8 @@ type HTTPConfig struct {
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// Metrics serves Prometheus metrics at /metrics.
 	Metrics bool `yaml:"metrics"`
+	// Pprof serves Go's profiles at /debug/pprof/.
+	Pprof bool `yaml:"pprof"`
 }
 
 // LogConfig controls logging.

@@ -3,9 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +89,35 @@ func TestTelegramWebhookRefusesOversizedUpdate(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 0 {
 		t.Fatalf("the model was called %d times", n)
+	}
+}
+
+// Profiles are served only when http.pprof asks for them.
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg, err := parseConfig(nil, env(map[string]string{"LOADOUT_HTTP_PPROF": strconv.FormatBool(on)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+		a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(a.mux)
+		resp, err := http.Get(srv.URL + "/debug/pprof/heap?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		a.db.Close()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
+			t.Errorf("pprof %v: status %d, want %d", on, resp.StatusCode, want)
+		}
+		if on && !strings.Contains(string(body), "heap profile") {
+			t.Errorf("pprof on: /debug/pprof/heap gave %.200s", body)
+		}
 	}
 }
