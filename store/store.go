@@ -108,22 +108,19 @@ func Open(path string) (*DB, error) {
 		sqlDB.SetMaxIdleConns(maxConns)
 		sqlDB.SetMaxOpenConns(maxConns)
 	}
-	if err := g.AutoMigrate(&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}); err != nil {
-		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
-	}
-	// At most one open session per chat.
-	if err := g.Exec("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL").Error; err != nil {
-		return nil, fmt.Errorf("store: index %s: %w", path, err)
-	}
-	if err := migrateInbox(g); err != nil {
+	if err := migrate(g); err != nil {
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
 	return &DB{db: g, now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
 // maxConns bounds the connections to the file. SQLite runs one writer at
-// a time; readers run beside it in WAL mode.
-const maxConns = 16
+// a time, and every write makes the other connections drop their page
+// caches, so more connections cost CPU and memory without adding
+// throughput: on the Telegram benchmark two used 2.3 ms of CPU a message,
+// sixteen 3.0 ms. A store method never queries outside the transaction it
+// holds, so two connections cannot wait on each other.
+const maxConns = 2
 
 // Close closes the database.
 func (d *DB) Close() error {

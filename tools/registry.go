@@ -46,7 +46,7 @@ func (r *Registry) Add(ts ...Tool) error {
 // AddGroup registers a group and its tools. It fails if the group name is
 // invalid or already registered, or if any tool name is invalid or taken.
 func (r *Registry) AddGroup(g Group, ts ...Tool) error {
-	if !namePattern.MatchString(g.Name) {
+	if !validName(g.Name) {
 		return fmt.Errorf("tools: group name %q does not match %s", g.Name, namePattern)
 	}
 	if old, ok := r.groups[g.Name]; ok {
@@ -71,7 +71,7 @@ func (r *Registry) AddGroup(g Group, ts ...Tool) error {
 
 func (r *Registry) add(t Tool) error {
 	src := source(t.Group)
-	if !namePattern.MatchString(t.Name) {
+	if !validName(t.Name) {
 		return fmt.Errorf("tools: tool name %q (%s) does not match %s", t.Name, src, namePattern)
 	}
 	if t.Run == nil {

@@ -7,15 +7,31 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 )
 
 // DefaultTimeout bounds a tool call whose Definition sets no Timeout.
 const DefaultTimeout = 30 * time.Second
 
-// namePattern is the rule for tool and group names.
-var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+// namePattern is the rule for tool and group names, as validName checks
+// it.
+const namePattern = `^[a-z][a-z0-9_]{0,63}$`
+
+// validName reports whether name matches namePattern. It is written out
+// because the compiled pattern (63 nested optional steps) cost most of
+// the package's start-up time.
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		c := name[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // Definition describes a tool to the model and to the executor.
 type Definition struct {

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -185,5 +186,14 @@ func TestLoadGroupEmptyWhenAllDisabled(t *testing.T) {
 	res = run1(t, NewExecutor(r, nil), nil, context.Background(), LoadGroupName, `{"group_name":" "}`)
 	if code(t, res) != CodeMissingParameter {
 		t.Errorf("blank group = %s", res.Content)
+	}
+}
+
+func TestValidNameMatchesThePattern(t *testing.T) {
+	re := regexp.MustCompile(namePattern)
+	for _, name := range []string{"", "a", "get_current_time", "A", "1a", "_a", "a-b", "a b", "aé", "a" + strings.Repeat("b", 63), "a" + strings.Repeat("b", 64), "x9_", "z\n"} {
+		if got, want := validName(name), re.MatchString(name); got != want {
+			t.Errorf("validName(%q) = %v, the pattern says %v", name, got, want)
+		}
 	}
 }

@@ -221,7 +221,10 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.ready = true
 	a.mu.Unlock()
 
-	a.setCommands(ctx)
+	// The command menu is cosmetic: taking updates does not wait for it.
+	var menu sync.WaitGroup
+	menu.Go(func() { a.setCommands(ctx) })
+	defer menu.Wait()
 	if a.cfg.Mode == ModeWebhook {
 		a.setWebhook(ctx)
 		<-ctx.Done()
