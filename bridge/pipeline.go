@@ -528,8 +528,23 @@ func (p *Pipeline) send(ctx context.Context, out Outlet, route []byte, part stri
 	if err := p.pace.wait(ctx, route); err != nil {
 		return err
 	}
-	return out.Send(ctx, route, part)
+	// A part on its way is not cut the moment the shutdown grace runs
+	// out: cut, it may still arrive and then be sent again after the
+	// restart. It gets up to sendOverrun more; the wait for the next
+	// part is cut at once.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(min(sendOverrun, p.cfg.ShutdownGrace), cancel)
+		context.AfterFunc(sctx, func() { t.Stop() })
+	})
+	defer stop()
+	return out.Send(sctx, route, part)
 }
+
+// sendOverrun is how long a part already being sent may take after the
+// shutdown grace has run out; never longer than the grace itself.
+const sendOverrun = 3 * time.Second
 
 // capText cuts text to at most limit bytes, at a rune boundary, followed by
 // TextCut.

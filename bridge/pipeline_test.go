@@ -518,3 +518,52 @@ func TestStopWaitsForTheSweep(t *testing.T) {
 		t.Fatal("the inbox was used after Stop returned")
 	}
 }
+
+// slowOutlet takes 150 ms to send a part. A part counts as arrived as soon
+// as it is sent, as on a platform: cutting the request does not take it
+// back.
+type slowOutlet struct {
+	outlet
+	started chan struct{}
+	arrived atomic.Int32
+}
+
+func (s *slowOutlet) Send(ctx context.Context, route []byte, part string) error {
+	s.arrived.Add(1)
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-time.After(150 * time.Millisecond):
+		return s.outlet.Send(ctx, route, part)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A part being sent when the shutdown grace runs out is let finish and
+// recorded, so the next start does not send it again.
+func TestPartInFlightAtGraceEndIsNotSentTwice(t *testing.T) {
+	db, _ := openStore(t)
+	out := &slowOutlet{started: make(chan struct{}, 1)}
+	cfg := bridge.PipelineConfig{Channel: "test", Inbox: db, Outlet: out, Logger: quiet(), ShutdownGrace: 100 * time.Millisecond,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "only part", nil })}
+	p := bridge.NewPipeline(cfg)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accept(t, p, pending("1", "c1", "hi"))
+	<-out.started
+	p.Stop()
+
+	p = bridge.NewPipeline(cfg)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	waitUntil(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
+	if n := out.arrived.Load(); n != 1 {
+		t.Fatalf("the part arrived %d times", n)
+	}
+}

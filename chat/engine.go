@@ -46,6 +46,9 @@ type Config struct {
 	// ToolResultChars caps tool results of earlier turns when they are sent
 	// again. Default 2000.
 	ToolResultChars int `yaml:"tool_result_chars"`
+	// ToolResultMaxChars caps any tool result when it is made, with a note
+	// to the model that it was cut. Default 32000.
+	ToolResultMaxChars int `yaml:"tool_result_max_chars"`
 	// CachedSessions is how many sessions keep their recent history in
 	// memory between messages. Default 256; negative disables the cache.
 	CachedSessions int `yaml:"cached_sessions"`
@@ -80,6 +83,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HistoryMessages <= 0 {
 		c.HistoryMessages = 400
+	}
+	if c.ToolResultMaxChars <= 0 {
+		c.ToolResultMaxChars = 32000
 	}
 	if c.ToolResultChars <= 0 {
 		c.ToolResultChars = 2000
@@ -120,6 +126,7 @@ type Engine struct {
 func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 	cfg.setDefaults()
 	mw := append([]tools.Middleware{tools.Logging(cfg.Logger)}, cfg.Middleware...)
+	mw = append(mw, tools.CapResults(cfg.ToolResultMaxChars))
 	return &Engine{
 		cfg:     cfg,
 		model:   model,

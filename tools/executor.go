@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Result statuses.
@@ -242,6 +243,38 @@ func Logging(log *slog.Logger) Middleware {
 			log.Log(ctx, level, "tool call", "tool", c.Name, "call_id", c.ID,
 				"status", r.Status, "code", r.Code, "duration", r.Duration, "chat", CallerFrom(ctx).ChatKey)
 			return r
+		}
+	}
+}
+
+// CapResults cuts a successful result longer than max characters
+// (runes) to max, and says so at its end, so that one tool answering with
+// megabytes cannot fill the model's context or the history. Error results
+// are capped already. max <= 0 leaves results whole.
+func CapResults(max int) Middleware {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, c Call) Result {
+			res := next(ctx, c)
+			if max <= 0 || res.Status != StatusSuccess || len(res.Content) <= max {
+				return res
+			}
+			// A byte count can exceed max while the rune count does not.
+			cut, runes := len(res.Content), 0
+			for i := range res.Content {
+				if runes == max {
+					cut = i
+					break
+				}
+				runes++
+			}
+			if cut == len(res.Content) {
+				return res
+			}
+			total := runes + utf8.RuneCountInString(res.Content[cut:])
+			res.Content = res.Content[:cut] + fmt.Sprintf(
+				"\n[cut: the result had %d characters; only the first %d are above. Ask %s for less, such as a narrower query or the next part, if you need the rest.]",
+				total, max, c.Name)
+			return res
 		}
 	}
 }

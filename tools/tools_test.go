@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 type in struct {
@@ -195,5 +197,25 @@ func TestValidNameMatchesThePattern(t *testing.T) {
 		if got, want := validName(name), re.MatchString(name); got != want {
 			t.Errorf("validName(%q) = %v, the pattern says %v", name, got, want)
 		}
+	}
+}
+
+func TestCapResultsCutsLongResultsInLinearTime(t *testing.T) {
+	r := NewRegistry()
+	big := strings.Repeat("é", 1<<20) // 1 MB of two-byte runes and more
+	if err := r.Add(New(Definition{Name: "big", Description: "big", Timeout: time.Second},
+		func(ctx context.Context, in struct{}) (any, error) { return big, nil })); err != nil {
+		t.Fatal(err)
+	}
+	res := NewExecutor(r, nil, CapResults(1000)).Run(context.Background(), nil, []Call{{ID: "1", Name: "big"}})[0]
+	if res.Status != StatusSuccess || !strings.HasPrefix(res.Content, strings.Repeat("é", 1000)+"\n[cut: the result had 1048576 characters") {
+		t.Fatalf("got %d bytes: %.200q", len(res.Content), res.Content)
+	}
+	if !utf8.ValidString(res.Content) || strings.Count(res.Content, "é") != 1000 {
+		t.Fatal("the cut split a character or kept more than the cap")
+	}
+	small := NewExecutor(r, nil, CapResults(1<<21)).Run(context.Background(), nil, []Call{{ID: "1", Name: "big"}})[0]
+	if small.Content != big {
+		t.Fatal("a result under the cap was changed")
 	}
 }

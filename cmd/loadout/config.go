@@ -445,6 +445,7 @@ func (c Config) validate(set map[string]bool) error {
 	atLeast("llm.history_tokens", e.HistoryTokens, 1000)
 	atLeast("llm.history_messages", e.HistoryMessages, 10)
 	atLeast("llm.tool_result_chars", e.ToolResultChars, 100)
+	atLeast("llm.tool_result_max_chars", e.ToolResultMaxChars, 1000)
 	if set["llm.cached_sessions"] && e.CachedSessions < -1 {
 		bad("llm.cached_sessions", "must be -1 (no cache) or more, got %d", e.CachedSessions)
 	}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"loadout/bridge"
+	"loadout/bridge/telegram/telegramtest"
+	"loadout/chat/chattest"
+)
+
+// TestSIGTERMWithAMegabyteInFlight runs the built process on a 1 MB
+// message whose 1 MB answer goes out a part a second (Telegram's limit in
+// a private chat): SIGTERM ends it within http.shutdown_grace, and the
+// next start sends the rest, so every part arrives and none twice.
+func TestSIGTERMWithAMegabyteInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	tg := telegramtest.New(t)
+	model := chattest.NewModelServer(t)
+	var answer strings.Builder
+	for i := 0; answer.Len() < 1<<20; i++ {
+		fmt.Fprintf(&answer, "w%06d ", i)
+	}
+	// Answers are capped at bridge.DefaultMaxReply: the words that fit
+	// are the ones that must arrive.
+	var words []string
+	for _, w := range strings.Fields(answer.String()[:bridge.DefaultMaxReply-len(bridge.TextCut)]) {
+		if len(w) == 7 {
+			words = append(words, w)
+		}
+	}
+	// A tool that answers with a megabyte, which the model gets cut.
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("x", 1<<20))
+	}))
+	defer big.Close()
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	os.MkdirAll(manifests, 0o700)
+	manifest := fmt.Sprintf(`[{"name": "big_fetch", "description": "A megabyte", "parameters": {"type": "object", "properties": {}},
+		"http": {"method": "GET", "url": %q}, "read_only": true}]`, big.URL+"/big")
+	if err := os.WriteFile(filepath.Join(manifests, "big.json"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model.Call("load_tool_group", `{"group_name":"big"}`)
+	model.Call("big_fetch", `{}`)
+	model.Text(answer.String())
+	config := func(limits string) string {
+		path := filepath.Join(dir, "config.yaml")
+		raw := fmt.Sprintf("tools:\n  manifests_dir: %s\nllm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n  shutdown_grace: 2s\n"+
+			"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n%s",
+			manifests, model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint(), limits)
+		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	start := func(path string) (*exec.Cmd, *bytes.Buffer) {
+		var logs bytes.Buffer
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=serve -config "+path)
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, &logs
+	}
+
+	cmd, logs := start(config(""))
+	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, Text: strings.Repeat("a megabyte of text ", 1<<20/19)})
+	tg.WaitSent(t, 2)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
+		}
+	case <-time.After(20 * time.Second): // the grace is 2 s
+		t.Fatalf("SIGTERM did not end the process within its grace period\n%s", logs)
+	}
+	first := len(tg.Sent())
+	if first > 5 {
+		t.Fatalf("%d parts went out before SIGTERM: the answer was not paced", first)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the model was asked %d times, want 3 (load, fetch, answer)", len(reqs))
+	}
+	if got := reqs[2].Messages[len(reqs[2].Messages)-1]; got.Role != "tool" || len(got.Content) > 40000 || !strings.HasPrefix(got.Content, "xxxx") {
+		t.Fatalf("the megabyte tool result reached the model as %s of %d bytes: %.100q", got.Role, len(got.Content), got.Content)
+	}
+	if got := reqs[0].Messages; !strings.HasPrefix(got[len(got)-1].Content, "a megabyte of text") || len(got[len(got)-1].Content) < 1<<20-19 {
+		t.Fatalf("the model got %d bytes of the message", len(got[len(got)-1].Content))
+	}
+
+	// The next start, with the send limits lifted, sends the rest.
+	cmd, logs = start(config("  send_per_second: -1\n  send_per_chat_second: -1\n"))
+	seen := map[string]int{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("sent %d parts, %d distinct words of %d; logs:\n%.3000s", len(tg.Sent()), len(seen), len(words), logs)
+		}
+	}()
+	tg.WaitFor(t, "every word", func() bool {
+		clear(seen)
+		for _, s := range tg.Sent() {
+			for _, w := range strings.Fields(s.Text) {
+				if len(w) == 7 && w[0] == 'w' {
+					seen[w]++
+				}
+			}
+		}
+		return len(seen) >= len(words)
+	})
+	for _, w := range words {
+		if seen[w] == 0 {
+			t.Fatalf("%s never arrived", w)
+		}
+	}
+	if last := tg.Sent()[len(tg.Sent())-1].Text; !strings.Contains(last, strings.TrimSpace(bridge.TextCut)) {
+		t.Errorf("the last part does not say the answer was cut: %.200q", last)
+	}
+	twice := 0
+	for _, n := range seen {
+		if n > 1 {
+			twice++
+		}
+	}
+	sent := tg.Sent()
+	if twice > 0 {
+		t.Errorf("%d words arrived more than once over %d parts (%d before the restart)", twice, len(sent), first)
+	}
+	if n := len(model.Requests()); n != 3 {
+		t.Errorf("the restart asked the model again: %d requests", n)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("second process: %v\n%s", err, logs)
+	}
+}
