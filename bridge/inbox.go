@@ -55,6 +55,10 @@ type Item struct {
 	Parts []string
 	// Sent counts the parts already sent.
 	Sent int
+	// Draft is the channel's reference to the answer shown while it was
+	// written (a Drafter's), if one was posted; the first part replaces
+	// it.
+	Draft []byte
 }
 
 // Inbox is the durable state of the delivery pipeline. Implementations
@@ -73,6 +77,8 @@ type Inbox interface {
 	Answer(ctx context.Context, seq int64, parts []string) error
 	// MarkSent records that the first n parts of an item went out.
 	MarkSent(ctx context.Context, seq int64, n int) error
+	// Drafted records the reference of the draft shown for an item.
+	Drafted(ctx context.Context, seq int64, draft []byte) error
 	// Finish moves an item to StateDone or StateFailed.
 	Finish(ctx context.Context, seq int64, state State) error
 	// Prune deletes done and failed items last changed before t, and

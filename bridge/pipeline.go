@@ -74,6 +74,12 @@ type PipelineConfig struct {
 	// Pacing paces the sends by the platform's limits; the zero value
 	// does not pace.
 	Pacing Pacing
+	// Stream shows each answer while it is written, when the Outlet is a
+	// Drafter: a draft posted at the first text and edited at most every
+	// DraftEvery (default DefaultDraftEvery), then replaced by the
+	// answer's first part.
+	Stream     bool
+	DraftEvery time.Duration
 }
 
 // DefaultMaxReply is the longest answer sent, in bytes.
@@ -157,6 +163,9 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	}
 	if cfg.MaxReply <= 0 {
 		cfg.MaxReply = DefaultMaxReply
+	}
+	if cfg.DraftEvery <= 0 {
+		cfg.DraftEvery = DefaultDraftEvery
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pipeline{
@@ -407,7 +416,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
 				return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
 			})
-			p.tell(ctx, out, it.Route, TextFailed, log)
+			p.tell(ctx, out, it.Route, it.Draft, TextFailed, log)
 			p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
 			err = fmt.Errorf("bridge: event %s panicked: %v", it.ID, r)
 		}
@@ -423,7 +432,16 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	var took time.Duration
 	if it.State == StatePending {
 		start := time.Now()
-		text, err := p.turn(ctx, it, j.resume)
+		var onText func(string)
+		var d *drafter
+		if dr, ok := out.(Drafter); ok && p.cfg.Stream {
+			d = p.newDrafter(ctx, dr, it, log)
+			onText = d.update
+		}
+		text, err := p.turn(ctx, it, j.resume, onText)
+		if d != nil {
+			it.Draft = d.close()
+		}
 		took = time.Since(start)
 		if ctx.Err() != nil {
 			log.Info("delivery: turn interrupted by shutdown; it is answered after the next start")
@@ -444,7 +462,11 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	}
 	var sendErr error
 	for i := it.Sent; i < len(it.Parts); i++ {
-		err := p.send(ctx, out, it.Route, it.Parts[i])
+		var draft []byte
+		if i == 0 {
+			draft = it.Draft
+		}
+		err := p.send(ctx, out, it.Route, draft, it.Parts[i])
 		if ctx.Err() == nil {
 			p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
 		}
@@ -482,10 +504,11 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 // a transient failure. Every try after the first, and every try of an
 // event resumed from the inbox, tells the engine to look for what an
 // earlier try recorded.
-func (p *Pipeline) turn(ctx context.Context, it Item, resume bool) (string, error) {
+func (p *Pipeline) turn(ctx context.Context, it Item, resume bool, onText func(string)) (string, error) {
 	in := it.Inbound
 	in.ID = p.cfg.Channel + ":" + it.ID
 	in.Resume = resume
+	in.OnText = onText
 	var text string
 	err := p.cfg.Retry.Do(ctx, transient, func(ctx context.Context) error {
 		var err error
@@ -511,20 +534,21 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 		p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
 			return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
 		})
-		p.tell(ctx, out, it.Route, TextFailed, log)
+		p.tell(ctx, out, it.Route, it.Draft, TextFailed, log)
 		p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
 		return err
 	}
 	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeRetrying, 0)
 	log.Error("delivery: the message failed; it stays pending and is tried again", "attempt", n, "err", err)
 	if n == 1 {
-		p.tell(ctx, out, it.Route, TextRetrying, log)
+		p.tell(ctx, out, it.Route, nil, TextRetrying, log)
 	}
 	return errLeft
 }
 
-// send sends one part once the channel's pacing lets it go.
-func (p *Pipeline) send(ctx context.Context, out Outlet, route []byte, part string) error {
+// send sends one part once the channel's pacing lets it go; with a
+// draft, the part replaces it.
+func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, part string) error {
 	if err := p.pace.wait(ctx, route); err != nil {
 		return err
 	}
@@ -539,6 +563,9 @@ func (p *Pipeline) send(ctx context.Context, out Outlet, route []byte, part stri
 		context.AfterFunc(sctx, func() { t.Stop() })
 	})
 	defer stop()
+	if dr, ok := out.(Drafter); ok && draft != nil {
+		return dr.Replace(sctx, route, draft, part)
+	}
 	return out.Send(sctx, route, part)
 }
 
@@ -570,12 +597,14 @@ func (p *Pipeline) write(ctx context.Context, log *slog.Logger, what string, fn 
 }
 
 // tell sends a sentence of the pipeline's own, best effort.
-func (p *Pipeline) tell(ctx context.Context, out Outlet, route []byte, text string, log *slog.Logger) {
+func (p *Pipeline) tell(ctx context.Context, out Outlet, route, draft []byte, text string, log *slog.Logger) {
 	if ctx.Err() != nil || len(route) == 0 {
 		return
 	}
 	for _, part := range out.Split(text) {
-		if err := p.send(ctx, out, route, part); err != nil {
+		err := p.send(ctx, out, route, draft, part)
+		draft = nil
+		if err != nil {
 			log.Error("delivery: could not tell the person", "err", err)
 			return
 		}

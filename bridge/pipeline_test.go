@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -565,5 +566,117 @@ func TestPartInFlightAtGraceEndIsNotSentTwice(t *testing.T) {
 	waitUntil(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
 	if n := out.arrived.Load(); n != 1 {
 		t.Fatalf("the part arrived %d times", n)
+	}
+}
+
+// draftOutlet is an outlet whose messages can be drafted and edited: it
+// keeps every message's current text by reference.
+type draftOutlet struct {
+	outlet
+	mu       sync.Mutex
+	messages map[string]string
+	order    []string
+	drafts   int
+	replaced int
+}
+
+func (d *draftOutlet) Draft(ctx context.Context, route, draft []byte, text string) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.messages == nil {
+		d.messages = map[string]string{}
+	}
+	d.drafts++
+	if draft == nil {
+		draft = []byte(fmt.Sprintf("m%d", len(d.order)+1))
+		d.order = append(d.order, string(draft))
+	}
+	d.messages[string(draft)] = text
+	return draft, nil
+}
+
+func (d *draftOutlet) Replace(ctx context.Context, route, draft []byte, part string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.replaced++
+	d.messages[string(draft)] = "final:" + part
+	return nil
+}
+
+func (d *draftOutlet) shown() (map[string]string, int, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.messages), d.drafts, d.replaced
+}
+
+// A streamed answer is drafted as it grows, at once and then at most
+// every DraftEvery, and its first part replaces the draft: one message,
+// edited, and the rest sent after it.
+func TestStreamedAnswerIsDraftedThenReplaced(t *testing.T) {
+	db, _ := openStore(t)
+	out := &draftOutlet{}
+	grow := make(chan struct{})
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Stream: true, DraftEvery: 5 * time.Millisecond,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			in.OnText("Hel")
+			<-grow
+			in.OnText("Hello wor")
+			time.Sleep(20 * time.Millisecond)
+			in.OnText("Hello world")
+			return "Hello world|second part", nil
+		})})
+	accept(t, p, pending("1", "c1", "hi"))
+	waitUntil(t, "the first draft", func() bool { m, _, _ := out.shown(); return m["m1"] == "Hel" })
+	close(grow)
+	out.waitFor(t, 1)
+	waitUntil(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
+	msgs, drafts, replaced := out.shown()
+	if len(msgs) != 1 || msgs["m1"] != "final:Hello world" || replaced != 1 {
+		t.Fatalf("messages %v, replaced %d: want one draft turned into the first part", msgs, replaced)
+	}
+	if drafts < 2 {
+		t.Errorf("the draft was shown %d times; the growing text was not drafted", drafts)
+	}
+	if got := out.got(); len(got) != 1 || !strings.HasSuffix(got[0], ":second part") {
+		t.Errorf("sent %q, want only the second part sent anew", got)
+	}
+}
+
+// A turn cut while its answer was being drafted leaves the draft's
+// reference in the inbox; the next start replaces that draft with the
+// answer instead of leaving it half-written.
+func TestDraftCutByACrashIsReplacedAfterRestart(t *testing.T) {
+	db, _ := openStore(t)
+	out := &draftOutlet{}
+	cfg := bridge.PipelineConfig{Channel: "test", Inbox: db, Outlet: out, Stream: true, DraftEvery: time.Millisecond, Logger: quiet(),
+		ShutdownGrace: time.Nanosecond,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			in.OnText("half an ans")
+			<-ctx.Done() // the crash comes before the answer
+			return "", ctx.Err()
+		})}
+	p := bridge.NewPipeline(cfg)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accept(t, p, pending("1", "c1", "hi"))
+	waitUntil(t, "the draft stored", func() bool {
+		var d []byte
+		db.Gorm().Raw("SELECT draft FROM inbox_items WHERE event_id = '1'").Row().Scan(&d)
+		return string(d) == "m1"
+	})
+	p.Stop()
+
+	cfg.Handler = handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "the whole answer", nil })
+	cfg.Stream = false
+	p = bridge.NewPipeline(cfg)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	waitUntil(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
+	msgs, _, _ := out.shown()
+	if len(msgs) != 1 || msgs["m1"] != "final:the whole answer" || len(out.got()) != 0 {
+		t.Fatalf("messages %v, sent %q: the half-written draft was not replaced", msgs, out.got())
 	}
 }

@@ -71,6 +71,10 @@ type Request struct {
 	Model    string
 	Messages []Message // the first is the system prompt
 	Tools    []tools.Definition
+	// OnText, when set, asks the model to stream: it is called with the
+	// text of the answer so far, from the model's goroutine, as it
+	// grows. A retried call starts again from "".
+	OnText func(text string)
 }
 
 // Response is the model's answer: text, tool calls, or both.
@@ -135,6 +139,10 @@ type Inbound struct {
 	// messages skip that lookup: the pipeline's inbox already drops
 	// redelivered events.
 	Resume bool
+	// OnText, when set, streams the turn: it receives the text of the
+	// model's current answer so far each time it grows (a new round of the
+	// turn starts again from ""). It must return quickly.
+	OnText func(text string) `json:"-"`
 }
 
 // Errors a Store wraps its failures in, so callers can tell them apart

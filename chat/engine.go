@@ -291,8 +291,9 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		}
 		cat := e.catalog(t.loaded, t.settings.Disabled)
 		req := Request{
-			Model: firstNonEmpty(t.settings.Model, e.cfg.Model),
-			Tools: cat.Definitions(),
+			Model:  firstNonEmpty(t.settings.Model, e.cfg.Model),
+			Tools:  cat.Definitions(),
+			OnText: t.in.OnText,
 		}
 		system := e.systemPrompt(t.settings)
 		// The budget is in the model's tokens; the estimates are scaled to

@@ -29,9 +29,11 @@ type inboxItem struct {
 	Text    string
 	Route   []byte
 	// Parts is the answer as a JSON array of strings, once known.
-	Parts     string
-	Sent      int
-	State     string `gorm:"not null"`
+	Parts string
+	Sent  int
+	State string `gorm:"not null"`
+	// Draft is the channel's reference to the answer shown while written.
+	Draft     []byte
 	CreatedAt time.Time
 	UpdatedAt time.Time `gorm:"index"`
 }
@@ -100,7 +102,7 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 
 func (r inboxItem) item() bridge.Item {
 	it := bridge.Item{
-		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent,
+		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent, Draft: r.Draft,
 		Pending: bridge.Pending{ID: r.EventID, Route: r.Route,
 			Inbound: chatInbound(r.ChatKey, r.UserKey, r.Text)},
 	}
@@ -138,6 +140,11 @@ func (d *DB) Answer(ctx context.Context, seq int64, parts []string) error {
 // MarkSent records that n parts of an item were sent.
 func (d *DB) MarkSent(ctx context.Context, seq int64, n int) error {
 	return d.updateItem(ctx, seq, map[string]any{"sent": n})
+}
+
+// Drafted records the reference of the draft shown for an item.
+func (d *DB) Drafted(ctx context.Context, seq int64, draft []byte) error {
+	return d.updateItem(ctx, seq, map[string]any{"draft": draft})
 }
 
 // Finish marks an item done or failed.

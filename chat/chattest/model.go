@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,11 @@ type Step struct {
 	Delay time.Duration
 	// Usage is reported in the response; zero means 10 prompt, 5 completion.
 	Usage chat.Usage
+	// Chunks, for a streamed request, are the pieces the text arrives in;
+	// by default a piece a word. ChunkDelay waits before each piece
+	// after the first.
+	Chunks     []string
+	ChunkDelay time.Duration
 }
 
 // ModelServer is a fake chat completions server. Tests queue steps and read
@@ -174,6 +180,10 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 	if len(msg.ToolCalls) > 0 {
 		finish = goopenai.FinishReasonToolCalls
 	}
+	if req.Stream {
+		s.stream(w, r, n, req, st, msg, usage, finish)
+		return
+	}
 	json.NewEncoder(w).Encode(goopenai.ChatCompletionResponse{
 		ID: fmt.Sprintf("chatcmpl-%d", n), Object: "chat.completion", Model: req.Model,
 		Choices: []goopenai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
@@ -197,4 +207,53 @@ func System(req goopenai.ChatCompletionRequest) string {
 		return req.Messages[0].Content
 	}
 	return ""
+}
+
+// stream answers a streamed request as server-sent events: the text in
+// st's chunks, then each tool call in two pieces, the finish reason, the
+// usage when asked for, and [DONE].
+func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, n int, req goopenai.ChatCompletionRequest, st Step,
+	msg goopenai.ChatCompletionMessage, usage chat.Usage, finish goopenai.FinishReason) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	send := func(c goopenai.ChatCompletionStreamResponse) {
+		c.ID, c.Object, c.Model = fmt.Sprintf("chatcmpl-%d", n), "chat.completion.chunk", req.Model
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	delta := func(d goopenai.ChatCompletionStreamChoiceDelta) {
+		send(goopenai.ChatCompletionStreamResponse{Choices: []goopenai.ChatCompletionStreamChoice{{Delta: d}}})
+	}
+	chunks := st.Chunks
+	if chunks == nil && st.Text != "" {
+		chunks = strings.SplitAfter(st.Text, " ")
+	}
+	for i, c := range chunks {
+		if i > 0 && st.ChunkDelay > 0 {
+			select {
+			case <-time.After(st.ChunkDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		delta(goopenai.ChatCompletionStreamChoiceDelta{Role: "assistant", Content: c})
+	}
+	for i, tc := range msg.ToolCalls {
+		idx := i
+		half := len(tc.Function.Arguments) / 2
+		delta(goopenai.ChatCompletionStreamChoiceDelta{ToolCalls: []goopenai.ToolCall{{Index: &idx, ID: tc.ID, Type: tc.Type,
+			Function: goopenai.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments[:half]}}}})
+		delta(goopenai.ChatCompletionStreamChoiceDelta{ToolCalls: []goopenai.ToolCall{{Index: &idx,
+			Function: goopenai.FunctionCall{Arguments: tc.Function.Arguments[half:]}}}})
+	}
+	send(goopenai.ChatCompletionStreamResponse{Choices: []goopenai.ChatCompletionStreamChoice{{FinishReason: finish}}})
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		send(goopenai.ChatCompletionStreamResponse{Choices: []goopenai.ChatCompletionStreamChoice{},
+			Usage: &goopenai.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens,
+				TotalTokens: usage.PromptTokens + usage.CompletionTokens}})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -119,7 +121,13 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 	}, func(ctx context.Context) error {
 		attempt++
 		var after time.Duration
-		r, err := c.once(context.WithValue(ctx, retryAfterKey{}, &after), oreq)
+		once := c.once
+		if req.OnText != nil {
+			once = func(ctx context.Context, oreq goopenai.ChatCompletionRequest) (chat.Response, error) {
+				return c.stream(ctx, oreq, req.OnText)
+			}
+		}
+		r, err := once(context.WithValue(ctx, retryAfterKey{}, &after), oreq)
 		if err != nil {
 			return &attemptError{err: err, after: after}
 		}
@@ -197,6 +205,70 @@ func (c *Client) once(ctx context.Context, req goopenai.ChatCompletionRequest) (
 	for _, tc := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
+	return out, nil
+}
+
+// stream is once with the answer streamed: onText gets the text so far
+// after every chunk that adds to it. Tool calls arrive in pieces, by
+// index, and are put together.
+func (c *Client) stream(ctx context.Context, req goopenai.ChatCompletionRequest, onText func(string)) (chat.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	req.Stream = true
+	req.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
+	s, err := c.c.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		return chat.Response{}, err
+	}
+	defer s.Close()
+	var (
+		text  strings.Builder
+		calls []chat.ToolCall
+		out   chat.Response
+		any   bool
+	)
+	for {
+		chunk, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return chat.Response{}, err
+		}
+		if chunk.Usage != nil {
+			out.Usage = chat.Usage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens}
+		}
+		if len(chunk.Choices) == 0 {
+			continue
+		}
+		any = true
+		d := chunk.Choices[0].Delta
+		if d.Content != "" {
+			text.WriteString(d.Content)
+			onText(text.String())
+		}
+		for _, tc := range d.ToolCalls {
+			i := len(calls)
+			if tc.Index != nil {
+				i = *tc.Index
+			}
+			if i < 0 || i > len(calls) {
+				return chat.Response{}, errGarbled
+			}
+			if i == len(calls) {
+				calls = append(calls, chat.ToolCall{})
+			}
+			if tc.ID != "" {
+				calls[i].ID = tc.ID
+			}
+			calls[i].Name += tc.Function.Name
+			calls[i].Arguments += tc.Function.Arguments
+		}
+	}
+	if !any {
+		return chat.Response{}, errGarbled
+	}
+	out.Text, out.ToolCalls = text.String(), calls
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -91,5 +92,43 @@ func TestAttemptsAreBounded(t *testing.T) {
 	_, err := client(m, &w).Complete(context.Background(), chat.Request{Model: "m"})
 	if err == nil || len(m.Requests()) != 4 || len(w.d) != 3 {
 		t.Fatalf("err = %v after %d requests, %d waits; want 4 requests, 3 waits", err, len(m.Requests()), len(w.d))
+	}
+}
+
+// A streamed answer reaches OnText as it grows and ends as the same
+// response an unstreamed call gives: text, tool calls put together from
+// their pieces, usage.
+func TestStreamedAnswer(t *testing.T) {
+	m := chattest.NewModelServer(t)
+	m.Push(chattest.Step{Text: "Hello there, friend.", Usage: chat.Usage{PromptTokens: 7, CompletionTokens: 3}})
+	m.Push(chattest.Step{Text: "Looking.", Calls: []chat.ToolCall{{ID: "c1", Name: "web", Arguments: `{"action":"search","query":"go"}`}, {Name: "get_current_time", Arguments: `{}`}}})
+	var w waits
+	c := client(m, &w)
+	var seen []string
+	resp, err := c.Complete(context.Background(), chat.Request{
+		Messages: []chat.Message{{Role: chat.RoleUser, Text: "hi"}},
+		OnText:   func(text string) { seen = append(seen, text) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Hello ", "Hello there, ", "Hello there, friend."}; !slices.Equal(seen, want) {
+		t.Errorf("OnText saw %q, want %q", seen, want)
+	}
+	if resp.Text != "Hello there, friend." || resp.Usage != (chat.Usage{PromptTokens: 7, CompletionTokens: 3}) {
+		t.Errorf("response %+v", resp)
+	}
+	if !m.Last(t).Stream {
+		t.Error("the request did not ask to stream")
+	}
+	resp, err = c.Complete(context.Background(), chat.Request{
+		Messages: []chat.Message{{Role: chat.RoleUser, Text: "hi"}}, OnText: func(string) {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "Looking." || len(resp.ToolCalls) != 2 || resp.ToolCalls[0].ID != "c1" ||
+		resp.ToolCalls[0].Arguments != `{"action":"search","query":"go"}` || resp.ToolCalls[1].Name != "get_current_time" || resp.ToolCalls[1].Arguments != `{}` {
+		t.Errorf("tool calls put together wrong: %+v", resp)
 	}
 }
