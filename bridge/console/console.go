@@ -38,7 +38,9 @@ type Config struct {
 	// JSON object per line, created with mode 0600. Empty keeps them for
 	// this run only. Unused when In is not a terminal.
 	HistoryFile string
-	Logger      *slog.Logger
+	// Stream prints an answer as the model writes it. Default off.
+	Stream bool `yaml:"stream"`
+	Logger *slog.Logger
 	// Observer is told about turns and sends, for metrics; optional.
 	Observer bridge.Observer
 }
@@ -57,6 +59,9 @@ type Console struct {
 	prompting bool
 	held      []string
 	hint      func(string) // shows a note under the prompt; set at a terminal
+	// drafted is the streamed text printed so far of the answer on its
+	// way.
+	drafted string
 }
 
 // New returns a console over router that keeps its messages in inbox.
@@ -73,6 +78,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 	c := &Console{cfg: cfg}
 	c.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "console", Inbox: inbox, Handler: withQuit{router}, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
+		Stream: cfg.Stream, DraftEvery: draftEvery,
 	})
 	return c
 }
@@ -116,6 +122,54 @@ func (c *Console) Send(_ context.Context, _ []byte, part string) error {
 	}
 	_, err := fmt.Fprintf(c.cfg.Out, "%s\n", part)
 	return err
+}
+
+// draftEvery is how often the console prints what has arrived of an
+// answer: often enough to read as it comes.
+const draftEvery = 30 * time.Millisecond
+
+// consoleDraft is the console's one draft reference: the answer being
+// printed.
+const consoleDraft = "console"
+
+// Draft prints what has arrived of an answer and was not printed yet. A
+// text that does not continue what was printed (the model's next round)
+// starts on a new line. While the prompt is up nothing is printed: the
+// whole answer is held as usual.
+func (c *Console) Draft(_ context.Context, _, _ []byte, text string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.prompting {
+		return []byte(consoleDraft), nil
+	}
+	if !strings.HasPrefix(text, c.drafted) {
+		if c.drafted != "" {
+			fmt.Fprint(c.cfg.Out, "\n")
+		}
+		c.drafted = ""
+	}
+	_, err := fmt.Fprint(c.cfg.Out, text[len(c.drafted):])
+	c.drafted = text
+	return []byte(consoleDraft), err
+}
+
+// Replace prints the rest of the answer's first part after what was
+// streamed, or the part on a new line when it differs from it.
+func (c *Console) Replace(ctx context.Context, route, _ []byte, part string) error {
+	c.mu.Lock()
+	drafted := c.drafted
+	c.drafted = ""
+	if drafted != "" && !c.prompting {
+		part = strings.TrimRight(part, "\n")
+		if rest, ok := strings.CutPrefix(part, drafted); ok {
+			_, err := fmt.Fprintf(c.cfg.Out, "%s\n", rest)
+			c.mu.Unlock()
+			return err
+		}
+		fmt.Fprint(c.cfg.Out, "\n")
+	}
+	c.mu.Unlock()
+	return c.Send(ctx, route, part)
 }
 
 // setPrompting marks the terminal prompt up or down; taking it down

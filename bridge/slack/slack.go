@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -71,6 +73,10 @@ type Config struct {
 	// about one message a second in a channel; zero means 1, a negative
 	// value turns pacing off.
 	SendPerChannelSecond float64 `yaml:"send_per_channel_second"`
+	// Stream shows an answer while the model writes it: one message,
+	// updated as the text grows (at most once a second), then replaced
+	// by the formatted answer. Default off.
+	Stream bool `yaml:"stream"`
 	// ChunkSize is the longest message posted, in characters; default 3500.
 	ChunkSize int `yaml:"chunk_size"`
 	// HTTPClient is used for the Web API and response URLs; default
@@ -147,6 +153,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
 		ShutdownGrace: cfg.ShutdownGrace, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
+		Stream: cfg.Stream,
 	})
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {
@@ -406,6 +413,73 @@ func (a *Adapter) Send(ctx context.Context, raw []byte, part string) error {
 		_, _, err := a.api.PostMessageContext(ctx, r.Channel, opts...)
 		return err
 	})
+}
+
+// Draft shows the answer so far: the first call posts it, later ones
+// update that message. An ephemeral answer (a slash command's) is not
+// drafted: it cannot be updated by the bot, so Draft posts nothing and
+// the answer is sent whole.
+func (a *Adapter) Draft(ctx context.Context, raw, draft []byte, text string) ([]byte, error) {
+	var r route
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("slack: unreadable route: %w", err)
+	}
+	if r.Ephemeral {
+		return nil, nil
+	}
+	body := draftText(text, a.cfg.ChunkSize)
+	if draft != nil {
+		return draft, a.update(ctx, r, draft, body)
+	}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(body, false)}
+	if r.Thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(r.Thread))
+	}
+	var ts string
+	err := a.retry(ctx, "chat.postMessage", func(ctx context.Context) error {
+		var err error
+		_, ts, err = a.api.PostMessageContext(ctx, r.Channel, opts...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(ts), nil
+}
+
+// Replace updates the draft into part, formatted as Send formats it; a
+// draft deleted meanwhile is posted anew.
+func (a *Adapter) Replace(ctx context.Context, raw, draft []byte, part string) error {
+	var r route
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("slack: unreadable route: %w", err)
+	}
+	err := a.update(ctx, r, draft, Mrkdwn(part))
+	if slackError(err, "message_not_found") {
+		return a.Send(ctx, raw, part)
+	}
+	return err
+}
+
+func (a *Adapter) update(ctx context.Context, r route, ts []byte, body string) error {
+	return a.retry(ctx, "chat.update", func(ctx context.Context) error {
+		_, _, _, err := a.api.UpdateMessageContext(ctx, r.Channel, string(ts), slackapi.MsgOptionText(body, false))
+		return err
+	})
+}
+
+// draftText is the answer so far, plain (its Markdown may be cut
+// half-way), within one message of limit bytes and marked unfinished.
+func draftText(text string, limit int) string {
+	const more = " …"
+	if len(text)+len(more) > limit {
+		cut := max(limit-len(more), 0)
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	return strings.TrimRightFunc(text, unicode.IsSpace) + more
 }
 
 // Working puts a reaction on the person's message until stop is called.

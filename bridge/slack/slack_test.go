@@ -42,6 +42,7 @@ type options struct {
 	register func(r *tools.Registry) error
 	channels []string
 	chunk    int
+	stream   bool
 	// allowed is slack.allowed_users; default just owner.
 	allowed []string
 }
@@ -61,6 +62,7 @@ func start(t *testing.T, o options) *harness {
 		APIURL: h.fake.APIURL, AllowedUsers: o.allowed, AllowedChannels: o.channels,
 		Workers: 4, ShutdownGrace: 5 * time.Second, Backoff: time.Millisecond, ChunkSize: o.chunk,
 		SendPerChannelSecond: -1, // lifted; TestDefaultPacing checks the limit
+		Stream:               o.stream,
 		Logger:               slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, router, h.env.Store)
 	h.adapter.sleep = func(ctx context.Context, d time.Duration) error {
@@ -672,5 +674,38 @@ func TestDefaultPacing(t *testing.T) {
 	}
 	if p := pacing(Config{SendPerChannelSecond: -1}); p.PerChat != nil || p.Global != 0 {
 		t.Errorf("a negative limit should lift pacing: %+v", p)
+	}
+}
+
+// With slack.stream, the answer shows as it is written: posted at the
+// first words, updated as more arrive, then updated into the formatted
+// answer; one message.
+func TestStreamedAnswerUpdatesOneMessage(t *testing.T) {
+	h := start(t, options{stream: true})
+	h.env.Model.Push(chattest.Step{Chunks: []string{"Hello ", "**there**, ", "friend."}, ChunkDelay: 600 * time.Millisecond})
+	h.event(t, "Ev1", slacktest.DM("D1", owner, "hi", "100.1"))
+
+	post := h.fake.WaitCalls(t, "chat.postMessage", 1)[0].Params
+	if post["text"] != "Hello …" || post["channel"] != "D1" {
+		t.Fatalf("the draft posted is %v", post)
+	}
+	ts := ""
+	h.fake.WaitFor(t, "the final answer", func() bool {
+		for _, c := range h.fake.Calls("chat.update") {
+			if c.Params["text"] == "Hello *there*, friend." {
+				ts = c.Params["ts"]
+				return true
+			}
+		}
+		return false
+	})
+	if text, ok := h.fake.Message("D1", ts); !ok || text != "Hello *there*, friend." {
+		t.Fatalf("message %s reads %q (%v), want the formatted answer", ts, text, ok)
+	}
+	if n := len(h.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("%d messages posted, want the one draft", n)
+	}
+	if n := len(h.fake.Calls("chat.update")); n < 2 {
+		t.Errorf("%d updates, want the growing text and the final answer", n)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 )
@@ -136,6 +138,12 @@ func chunks(md string, limit, size int) []string {
 }
 
 func (a *Adapter) sendText(ctx context.Context, r routeInfo, text, parseMode string) error {
+	_, err := a.post(ctx, r, text, parseMode)
+	return err
+}
+
+// post sends a message and returns its id.
+func (a *Adapter) post(ctx context.Context, r routeInfo, text, parseMode string) (int, error) {
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "text": text}
 	p.AddNonEmpty("parse_mode", parseMode)
 	p.AddNonZero("message_thread_id", r.ThreadID)
@@ -144,8 +152,92 @@ func (a *Adapter) sendText(ctx context.Context, r routeInfo, text, parseMode str
 		p.AddBool("allow_sending_without_reply", true)
 	}
 	p.AddBool("disable_web_page_preview", true)
-	_, err := a.call(ctx, "sendMessage", p)
+	resp, err := a.call(ctx, "sendMessage", p)
+	if err != nil {
+		return 0, err
+	}
+	var m struct {
+		ID int `json:"message_id"`
+	}
+	if err := json.Unmarshal(resp.Result, &m); err != nil || m.ID == 0 {
+		return 0, fmt.Errorf("telegram: sendMessage answered without a message id: %s", resp.Result)
+	}
+	return m.ID, nil
+}
+
+// Draft shows the answer so far as plain text (its Markdown may be cut
+// half-way): the first call posts it, later ones edit that message. Text
+// beyond one message is left for the parts that follow.
+func (a *Adapter) Draft(ctx context.Context, route, draft []byte, text string) ([]byte, error) {
+	var r routeInfo
+	if err := json.Unmarshal(route, &r); err != nil {
+		return nil, fmt.Errorf("telegram: unreadable route: %w", err)
+	}
+	text = draftText(text)
+	if draft == nil {
+		id, err := a.post(ctx, r, text, "")
+		if err != nil {
+			return nil, err
+		}
+		return []byte(strconv.Itoa(id)), nil
+	}
+	return draft, a.edit(ctx, r, draft, text, "")
+}
+
+// Replace edits the draft into part, formatted as Send formats it. When
+// the draft is gone (deleted by the person), the part is sent anew.
+func (a *Adapter) Replace(ctx context.Context, route, draft []byte, part string) error {
+	var r routeInfo
+	if err := json.Unmarshal(route, &r); err != nil {
+		return fmt.Errorf("telegram: unreadable route: %w", err)
+	}
+	err := a.edit(ctx, r, draft, HTML(part), "HTML")
+	if isParseError(err) {
+		a.log.Warn("telegram: formatting rejected; sending the text plain", "err", err)
+		err = a.edit(ctx, r, draft, part, "")
+	}
+	if isGone(err) {
+		return a.Send(ctx, route, part)
+	}
 	return err
+}
+
+// edit changes the text of message draft; an edit that changes nothing
+// is not an error.
+func (a *Adapter) edit(ctx context.Context, r routeInfo, draft []byte, text, parseMode string) error {
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "message_id": string(draft), "text": text}
+	p.AddNonEmpty("parse_mode", parseMode)
+	p.AddBool("disable_web_page_preview", true)
+	_, err := a.call(ctx, "editMessageText", p)
+	var te *tgbotapi.Error
+	if errors.As(err, &te) && strings.Contains(te.Message, "message is not modified") {
+		return nil
+	}
+	return err
+}
+
+// isGone reports an edit refused because the message no longer exists.
+func isGone(err error) bool {
+	var te *tgbotapi.Error
+	return errors.As(err, &te) && te.Code == http.StatusBadRequest &&
+		(strings.Contains(te.Message, "message to edit not found") || strings.Contains(te.Message, "MESSAGE_ID_INVALID"))
+}
+
+// draftText fits the answer so far in one message, marked as unfinished.
+// Only the text's start is looked at, so a long answer costs no more.
+func draftText(text string) string {
+	const more = " …"
+	if len(text) > 4*MaxMessage {
+		cut := 4 * MaxMessage
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	if len(utf16.Encode([]rune(text)))+len(more) > MaxMessage {
+		text = Chunks(text, MaxMessage-len(more))[0]
+	}
+	return strings.TrimRightFunc(text, unicode.IsSpace) + more
 }
 
 func isParseError(err error) bool {

@@ -84,10 +84,14 @@ type Config struct {
 	// bot's messages by Telegram's published limits: about 30 a second in
 	// all, one a second in a chat, 20 a minute in a group. Zero means
 	// those defaults; a negative value turns that bound off.
-	SendPerSecond      float64      `yaml:"send_per_second"`
-	SendPerChatSecond  float64      `yaml:"send_per_chat_second"`
-	SendPerGroupMinute float64      `yaml:"send_per_group_minute"`
-	Logger             *slog.Logger `yaml:"-"`
+	SendPerSecond      float64 `yaml:"send_per_second"`
+	SendPerChatSecond  float64 `yaml:"send_per_chat_second"`
+	SendPerGroupMinute float64 `yaml:"send_per_group_minute"`
+	// Stream shows an answer while the model writes it: one message,
+	// edited as the text grows (at most once a second, within the send
+	// limits), then replaced by the formatted answer. Default off.
+	Stream bool         `yaml:"stream"`
+	Logger *slog.Logger `yaml:"-"`
 	// Observer is told about turns, sends and retried API calls, for
 	// metrics; optional.
 	Observer bridge.Observer `yaml:"-"`
@@ -146,6 +150,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
 		ShutdownGrace: cfg.ShutdownGrace, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
+		Stream: cfg.Stream,
 	})
 	return a
 }

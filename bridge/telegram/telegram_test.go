@@ -555,3 +555,43 @@ func TestDefaultPacing(t *testing.T) {
 		t.Errorf("negative limits should lift pacing: global %v, chat %v", lifted.Global, limit)
 	}
 }
+
+// With telegram.stream, the answer shows as it is written: one message,
+// posted at the first words and edited as more arrive, then edited into
+// the formatted answer; a long answer's other parts follow as messages.
+func TestStreamedAnswerEditsOneMessage(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	long := strings.Repeat("more words here ", 400) // over one message
+	h.env.Model.Push(chattest.Step{Chunks: []string{"Hello ", "**there** ", "friend. ", long, "The end."}, ChunkDelay: 400 * time.Millisecond})
+	h.start(h.env, h.config(func(c *Config) { c.Stream = true }))
+	h.tg.Push(telegramtest.Message{From: ana, Text: "hello"})
+
+	first := h.tg.WaitSent(t, 1)[0]
+	if first.ParseMode != "" || !strings.HasPrefix(first.Text, "Hello") || !strings.HasSuffix(first.Text, " …") {
+		t.Fatalf("the first draft is %+v, want the first words, plain, marked unfinished", first)
+	}
+	h.tg.WaitFor(t, "the last part", func() bool {
+		s := h.tg.Sent()
+		return strings.HasSuffix(s[len(s)-1].Text, "The end.")
+	})
+	sent := h.tg.Sent()
+	if len(sent) < 2 {
+		t.Fatalf("sent %d messages", len(sent))
+	}
+	if sent[0].MessageID != first.MessageID || sent[0].ParseMode != "HTML" || !strings.HasPrefix(sent[0].Text, "Hello <b>there</b> friend.") {
+		t.Fatalf("the draft became %+v, want the formatted first part", sent[0])
+	}
+	if sent[0].Edits < 2 {
+		t.Errorf("the draft was edited %d times, want the growing text and the final part", sent[0].Edits)
+	}
+	for i, s := range sent {
+		if strings.HasSuffix(s.Text, " …") {
+			t.Errorf("message %d is left as a draft: %.80q", i, s.Text)
+		}
+	}
+	// A part a second at most in one chat, drafts included: no edit may
+	// break the limit, so the number of edits is bounded by the time.
+	if n := len(h.tg.Calls("editMessageText")); n > 12 {
+		t.Errorf("%d edits for a stream of about a second", n)
+	}
+}

@@ -56,6 +56,16 @@ type ModelServer struct {
 	queue    []Step
 	requests []goopenai.ChatCompletionRequest
 	n        int
+	// firsts are when each streamed answer's first piece was written.
+	firsts []time.Time
+}
+
+// FirstPieces returns when each streamed answer so far had its first
+// piece written, to measure how soon a channel shows it.
+func (s *ModelServer) FirstPieces() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.firsts...)
 }
 
 // NewModelServer starts a server on 127.0.0.1, closed when the test ends.
@@ -240,6 +250,11 @@ func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, n int, req 
 			}
 		}
 		delta(goopenai.ChatCompletionStreamChoiceDelta{Role: "assistant", Content: c})
+		if i == 0 {
+			s.mu.Lock()
+			s.firsts = append(s.firsts, time.Now())
+			s.mu.Unlock()
+		}
 	}
 	for i, tc := range msg.ToolCalls {
 		idx := i

@@ -86,6 +86,8 @@ type ConsoleConfig struct {
 	// User is the chat key suffix: the session is "console:<user>";
 	// the console's default is "local".
 	User string `yaml:"user"`
+	// Stream prints answers as the model writes them.
+	Stream bool `yaml:"stream"`
 }
 
 // TelegramConfig is the Telegram channel: its switch and the channel's

@@ -81,9 +81,10 @@ type Server struct {
 	holds     map[string]*hold
 	waiting   map[string]int
 	abandoned []Call
-	reactions map[string]bool // "channel/ts/name" on a message now
-	envelopes []envelope      // sent over Socket Mode, in order
-	lose      int             // acknowledgements still to lose
+	reactions map[string]bool   // "channel/ts/name" on a message now
+	messages  map[string]string // "channel/ts": the text of a message the bot posted
+	envelopes []envelope        // sent over Socket Mode, in order
+	lose      int               // acknowledgements still to lose
 	lost      []string
 }
 
@@ -105,7 +106,7 @@ type envelope struct {
 // NewServer starts a fake Slack on 127.0.0.1, closed when the test ends.
 func NewServer(t testing.TB) *Server {
 	s := &Server{changed: make(chan struct{}), quit: make(chan struct{}), failures: map[string][]Failure{},
-		holds: map[string]*hold{}, waiting: map[string]int{}, reactions: map[string]bool{}}
+		holds: map[string]*hold{}, waiting: map[string]int{}, reactions: map[string]bool{}, messages: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/socket", s.socket)
@@ -129,6 +130,15 @@ func (s *Server) close() {
 		c.Close()
 	}
 	s.srv.Close()
+}
+
+// Message returns the current text of a message the bot posted (after
+// its updates), and whether there is one.
+func (s *Server) Message(channel, ts string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	text, ok := s.messages[channel+"/"+ts]
+	return text, ok
 }
 
 // ResponseURL returns a response URL for a slash command.
@@ -420,10 +430,29 @@ func (s *Server) answer(hd http.Header, out *bytes.Buffer, c Call) int {
 			return http.StatusOK
 		}
 		enc.Encode(map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/socket"})
-	case "chat.postMessage", "chat.update", "chat.postEphemeral":
+	case "chat.update":
+		// As Slack does: the message keeps its ts; an unknown one is an
+		// error.
+		key := c.Params["channel"] + "/" + c.Params["ts"]
+		s.mu.Lock()
+		_, ok := s.messages[key]
+		if ok {
+			s.messages[key] = c.Params["text"]
+			s.notify()
+		}
+		s.mu.Unlock()
+		if !ok {
+			enc.Encode(map[string]any{"ok": false, "error": "message_not_found"})
+			return http.StatusOK
+		}
+		enc.Encode(map[string]any{"ok": true, "channel": c.Params["channel"], "ts": c.Params["ts"], "text": c.Params["text"]})
+	case "chat.postMessage", "chat.postEphemeral":
 		s.mu.Lock()
 		s.ts++
 		ts := fmt.Sprintf("1700000000.%06d", s.ts)
+		if c.Method == "chat.postMessage" {
+			s.messages[c.Params["channel"]+"/"+ts] = c.Params["text"]
+		}
 		s.mu.Unlock()
 		enc.Encode(map[string]any{"ok": true, "channel": c.Params["channel"], "ts": ts, "message_ts": ts})
 	case "reactions.add", "reactions.remove":

@@ -57,6 +57,12 @@ type Message struct {
 
 // Sent is one sendMessage call the server accepted.
 type Sent struct {
+	// MessageID is the id the message got; Edits counts the
+	// editMessageText calls that changed it since.
+	MessageID int
+	Edits     int
+	// At is when the message was sent.
+	At        time.Time
 	ChatID    int64
 	ThreadID  int
 	Text      string
@@ -415,6 +421,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.getUpdates(w, r)
 	case "sendMessage":
 		s.sendMessage(w, r)
+	case "editMessageText":
+		s.editMessageText(w, r)
 	case "sendChatAction", "setMyCommands", "setWebhook", "deleteWebhook":
 		writeOK(w, true)
 	default:
@@ -481,8 +489,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	thread, _ := strconv.Atoi(f.Get("message_thread_id"))
 	reply, _ := strconv.Atoi(f.Get("reply_to_message_id"))
 	s.mu.Lock()
-	s.sent = append(s.sent, Sent{ChatID: chatID, ThreadID: thread, Text: text, ParseMode: f.Get("parse_mode"), ReplyTo: reply})
 	id := s.nextMsg
+	s.sent = append(s.sent, Sent{MessageID: id, At: time.Now(), ChatID: chatID, ThreadID: thread, Text: text, ParseMode: f.Get("parse_mode"), ReplyTo: reply})
 	s.nextMsg++
 	s.notify()
 	s.mu.Unlock()
@@ -491,6 +499,51 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		"chat": map[string]any{"id": chatID, "type": "private"},
 		"from": map[string]any{"id": BotID, "is_bot": true, "first_name": "loadout", "username": BotUserName},
 	})
+}
+
+// editMessageText changes a sent message's text as Telegram does,
+// refusing an edit that changes nothing.
+func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
+	chatID, _ := strconv.ParseInt(f.Get("chat_id"), 10, 64)
+	id, _ := strconv.Atoi(f.Get("message_id"))
+	text := f.Get("text")
+	visible := text
+	if strings.EqualFold(f.Get("parse_mode"), "HTML") {
+		v, err := CheckHTML(text)
+		if err != nil {
+			writeErr(w, 400, "Bad Request: can't parse entities: "+err.Error(), 0)
+			return
+		}
+		visible = v
+	}
+	if strings.TrimSpace(visible) == "" {
+		writeErr(w, 400, "Bad Request: message text is empty", 0)
+		return
+	}
+	if len(utf16.Encode([]rune(visible))) > MaxMessage {
+		writeErr(w, 400, "Bad Request: MESSAGE_TOO_LONG", 0)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.sent {
+		m := &s.sent[i]
+		if m.MessageID != id || m.ChatID != chatID {
+			continue
+		}
+		if m.Text == text && m.ParseMode == f.Get("parse_mode") {
+			writeErr(w, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message", 0)
+			return
+		}
+		m.Text, m.ParseMode = text, f.Get("parse_mode")
+		m.Edits++
+		s.notify()
+		writeOK(w, map[string]any{"message_id": id, "date": time.Now().Unix(), "text": visible,
+			"chat": map[string]any{"id": chatID, "type": "private"}})
+		return
+	}
+	writeErr(w, 400, "Bad Request: message to edit not found", 0)
 }
 
 func writeOK(w http.ResponseWriter, result any) {
