@@ -159,9 +159,11 @@ func spans(s string) string {
 }
 
 // escape replaces the three characters Slack treats as control characters.
-func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+func escape(s string) string { return escaper.Replace(s) }
+
+// escaper is built once: building one costs more than most texts it
+// escapes. A Replacer is safe for concurrent use.
+var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // PlainText turns the text of a Slack message into what a person typed:
 // the bot's own mention (botUserID) is removed, other mentions, channels
