@@ -6,9 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"loadout/chat"
+	"loadout/chat/chattest"
 	"loadout/store"
 	"loadout/tools"
 )
@@ -108,5 +111,51 @@ func seed(b *testing.B, db *store.DB, sessionID int64, n int) {
 		if err := db.Append(ctx, sessionID, msgs[i:end], chat.Usage{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// loadCountingStore counts the loaded-groups queries.
+type loadCountingStore struct {
+	chat.Store
+	loadedReads atomic.Int32
+}
+
+func (c *loadCountingStore) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error) {
+	c.loadedReads.Add(1)
+	return c.Store.LoadedGroups(ctx, sessionID)
+}
+
+// A warm chat's loaded groups come with its cached history: the store is
+// asked once, at the first message, and the group loaded then is offered
+// on the next message without asking again.
+func TestWarmTurnsTakeLoadedGroupsFromTheCache(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg := tools.NewRegistry()
+	if err := reg.Add(tools.LoadGroup(reg)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testTools(reg); err != nil {
+		t.Fatal(err)
+	}
+	m := chattest.NewModelServer(t)
+	m.Call("load_tool_group", `{"group_name":"mail"}`)
+	m.Text("loaded")
+	m.Text("second")
+	cs := &loadCountingStore{Store: db}
+	e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, m.Client(), cs, reg)
+	for _, text := range []string{"load mail", "again"} {
+		if _, err := e.Handle(context.Background(), chat.Inbound{ChatKey: "c", UserKey: "u", Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := chattest.ToolNames(m.Last(t)); !slices.Contains(got, "mail_send") {
+		t.Fatalf("the second message was offered %v, without the loaded group", got)
+	}
+	if n := cs.loadedReads.Load(); n != 1 {
+		t.Errorf("the store was asked for loaded groups %d times, want once", n)
 	}
 }

@@ -14,36 +14,39 @@ type historyCache struct {
 }
 
 type cachedHistory struct {
-	count int // the session's message count this tail reflects
-	msgs  []Message
+	count  int // the session's message count this tail reflects
+	msgs   []Message
+	loaded []string // the groups loaded in the session at that count
 }
 
 func newHistoryCache(max int) *historyCache {
 	return &historyCache{max: max, entries: map[int64]cachedHistory{}}
 }
 
-// take hands the session's cached tail to the caller, if it reflects
-// count persisted messages, and forgets it: one chat's messages are
-// handled one at a time, so the turn may append to it in place and put it
-// back when done (or not, after a failure).
-func (c *historyCache) take(session int64, count int) ([]Message, bool) {
+// take hands the session's cached tail and loaded groups to the caller,
+// if they reflect count persisted messages, and forgets them: one chat's
+// messages are handled one at a time, so the turn may append to them in
+// place and put them back when done (or not, after a failure). The
+// loaded groups follow from the messages, so the same count vouches for
+// both.
+func (c *historyCache) take(session int64, count int) ([]Message, []string, bool) {
 	if c.max <= 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[session]
 	if !ok || e.count != count {
-		return nil, false
+		return nil, nil, false
 	}
 	delete(c.entries, session)
-	return e.msgs, true
+	return e.msgs, e.loaded, true
 }
 
 // put stores the tail of msgs whose tokens fit in budget (at least the
 // messages the budget could ever select), evicting an arbitrary entry
 // when full. The caller must not modify msgs afterwards.
-func (c *historyCache) put(session int64, count int, msgs []Message, budget, maxMsgs int) {
+func (c *historyCache) put(session int64, count int, msgs []Message, loaded []string, budget, maxMsgs int) {
 	if c.max <= 0 {
 		return
 	}
@@ -64,7 +67,7 @@ func (c *historyCache) put(session int64, count int, msgs []Message, budget, max
 			break
 		}
 	}
-	c.entries[session] = cachedHistory{count: count, msgs: tail}
+	c.entries[session] = cachedHistory{count: count, msgs: tail, loaded: loaded}
 }
 
 // drop forgets a session.

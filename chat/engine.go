@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -185,15 +186,17 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		}
 	}
 	var unsaved *Message
+	var loaded []string
+	haveLoaded := false
 	if current < 0 {
 		// The message is written with the turn's first record (a tool
 		// round or the answer), in one transaction: until then the
 		// channel's inbox holds it, and a turn cut short runs again.
 		unsaved = &user
-		cached, ok := e.cache.take(sess.ID, sess.Messages)
+		cached, groups, ok := e.cache.take(sess.ID, sess.Messages)
 		switch {
 		case ok:
-			history = cached
+			history, loaded, haveLoaded = cached, groups, true
 		case history != nil:
 		default:
 			history, err = e.store.Recent(ctx, sess.ID, e.cfg.HistoryMessages)
@@ -204,9 +207,11 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		history = append(history, user)
 		current = len(history) - 1
 	}
-	loaded, err := e.store.LoadedGroups(ctx, sess.ID)
-	if err != nil {
-		return Reply{}, fmt.Errorf("read loaded groups of session %d: %w", sess.ID, err)
+	if !haveLoaded {
+		loaded, err = e.store.LoadedGroups(ctx, sess.ID)
+		if err != nil {
+			return Reply{}, fmt.Errorf("read loaded groups of session %d: %w", sess.ID, err)
+		}
 	}
 	settings, err := e.settings(ctx, in.ChatKey)
 	if err != nil {
@@ -229,7 +234,7 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		e.cache.drop(sess.ID)
 		return reply, err
 	}
-	e.cache.put(sess.ID, t.count, t.history, e.cfg.HistoryTokens, e.cfg.HistoryMessages)
+	e.cache.put(sess.ID, t.count, t.history, t.loaded, e.cfg.HistoryTokens, e.cfg.HistoryMessages)
 	return reply, nil
 }
 
@@ -399,7 +404,10 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		if r.Status == tools.StatusSuccess {
 			if r.Name == tools.LoadGroupName {
 				m.Group = groupArg(calls[i].Arguments)
-				t.loaded = append(t.loaded, m.Group)
+				// Kept sorted and distinct, as the store reads them.
+				if i, found := slices.BinarySearch(t.loaded, m.Group); !found {
+					t.loaded = slices.Insert(t.loaded, i, m.Group)
+				}
 			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
 				settingsChanged = true
 			}
