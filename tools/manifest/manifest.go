@@ -87,6 +87,11 @@ func Parse(raw []byte, group string, client *http.Client) (Loaded, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
+	if client.CheckRedirect == nil {
+		c := *client
+		c.CheckRedirect = sameHost
+		client = &c
+	}
 	var entries []entry
 	if err := json.Unmarshal(raw, &entries); err != nil {
 		return Loaded{}, fmt.Errorf("not a JSON array of tool entries: %w", err)
@@ -148,9 +153,9 @@ func httpTool(e entry, client *http.Client) (tools.Tool, error) {
 			return tools.Tool{}, fmt.Errorf("timeout: %w", err)
 		}
 	}
-	params := e.Parameters
-	if len(params) == 0 {
-		params = json.RawMessage(`{"type":"object","properties":{}}`)
+	params, err := closeSchema(e.Parameters)
+	if err != nil {
+		return tools.Tool{}, fmt.Errorf("parameters: %w", err)
 	}
 	target, headers := u.String(), e.HTTP.Headers
 	return tools.Tool{
@@ -164,6 +169,36 @@ func httpTool(e entry, client *http.Client) (tools.Tool, error) {
 	}, nil
 }
 
+// closeSchema is the manifest's parameter schema with undeclared
+// arguments refused, unless the manifest sets additionalProperties
+// itself.
+func closeSchema(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`), nil
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("not a JSON Schema object: %w", err)
+	}
+	if _, set := s["additionalProperties"]; !set {
+		s["additionalProperties"] = false
+	}
+	return json.Marshal(s)
+}
+
+// sameHost follows a redirect only within the host the operator named: a
+// tool's answer may not send its request, with the operator's headers,
+// anywhere else.
+func sameHost(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return fmt.Errorf("more than 5 redirects")
+	}
+	if !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
 func call(ctx context.Context, client *http.Client, method, target string, headers map[string]string, args json.RawMessage) (any, error) {
 	var body io.Reader
 	if method == http.MethodGet {
@@ -171,6 +206,15 @@ func call(ctx context.Context, client *http.Client, method, target string, heade
 		_ = json.Unmarshal(args, &m) // checked against the schema already
 		u, _ := url.Parse(target)
 		q := u.Query()
+		for k := range m {
+			// The URL's own parameters are the operator's: an argument
+			// may add to them, never replace one.
+			if q.Has(k) {
+				return nil, &tools.Error{Code: tools.CodeInvalidArgument,
+					Message:    fmt.Sprintf("'%s' is fixed by the tool's configuration and cannot be set.", k),
+					Suggestion: fmt.Sprintf("Call the tool again without '%s'.", k)}
+			}
+		}
 		for k, v := range m {
 			if s, ok := v.(string); ok {
 				q.Set(k, s)
@@ -203,6 +247,11 @@ func call(ctx context.Context, client *http.Client, method, target string, heade
 			Suggestion: "Tell the person the service is down; try again later."}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, &tools.Error{Code: tools.CodeUnavailable,
+			Message:    "The tool's service redirected the call to another host, which is not followed.",
+			Suggestion: "Tell the person the tool needs its configuration checked."}
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResult+1))
 	if err != nil {
 		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: "The tool's service broke off its answer."}

@@ -98,7 +98,8 @@ func TestToolsCallEndpoints(t *testing.T) {
 	  {"_meta": true, "display_name": "Weather", "description": "Weather now"},
 	  {"name": "weather_now", "description": "Now", "parameters": {"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},
 	   "http": {"url": "`+srv.URL+`/now", "headers": {"Authorization": "Bearer ${WEATHER_KEY}"}}},
-	  {"name": "weather_get", "description": "Get", "http": {"method": "GET", "url": "`+srv.URL+`/get"}},
+	  {"name": "weather_get", "description": "Get", "parameters": {"type":"object","properties":{"q":{"type":"string"}}},
+	   "http": {"method": "GET", "url": "`+srv.URL+`/get"}},
 	  {"name": "weather_fail", "description": "Fails", "http": {"url": "`+srv.URL+`/fail"}}
 	]`), 0o600)
 	t.Setenv("WEATHER_KEY", "k1")
@@ -127,5 +128,70 @@ func TestToolsCallEndpoints(t *testing.T) {
 	}
 	if res[3].Code != tools.CodeMissingParameter {
 		t.Errorf("schema from the manifest not enforced: %+v", res[3])
+	}
+}
+
+// Found by probing: a GET tool's fixed query parameters could be
+// replaced by the model's arguments (reaching the endpoint with the
+// operator's token as another user), undeclared arguments were passed
+// on, and a redirect took the request with its headers anywhere.
+func TestFixedPartsAndUndeclaredArgumentsAndRedirects(t *testing.T) {
+	var seen []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the redirect to another host was followed, with Authorization %q", r.Header.Get("Authorization"))
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.RawQuery)
+		switch r.URL.Path {
+		case "/moved":
+			http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/steal", http.StatusFound)
+		case "/here":
+			http.Redirect(w, r, "/data?user=alice", http.StatusFound)
+		default:
+			io.WriteString(w, "user="+r.URL.Query().Get("user")+" scope="+r.URL.Query().Get("scope")+" day="+r.URL.Query().Get("day"))
+		}
+	}))
+	defer srv.Close()
+	l, err := Parse([]byte(`[
+	  {"name": "report", "description": "Report", "parameters": {"type":"object","properties":{"day":{"type":"string"}}},
+	   "http": {"method": "GET", "url": "`+srv.URL+`/data?user=alice&scope=readonly", "headers": {"Authorization": "Bearer operator"}}},
+	  {"name": "open_report", "description": "Report", "parameters": {"type":"object","properties":{"day":{"type":"string"}},"additionalProperties":true},
+	   "http": {"method": "GET", "url": "`+srv.URL+`/data"}},
+	  {"name": "moved", "description": "Moved", "http": {"method": "GET", "url": "`+srv.URL+`/moved", "headers": {"Authorization": "Bearer operator"}}},
+	  {"name": "here", "description": "Same host", "http": {"method": "GET", "url": "`+srv.URL+`/here"}}
+	]`), "reports", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tools.NewRegistry()
+	if err := r.AddGroup(l.Group, l.Tools...); err != nil {
+		t.Fatal(err)
+	}
+	res := tools.NewExecutor(r, nil).Run(context.Background(), nil, []tools.Call{
+		{ID: "1", Name: "report", Arguments: `{"day":"mon"}`},
+		{ID: "2", Name: "report", Arguments: `{"user":"mallory","scope":"admin"}`},
+		{ID: "3", Name: "report", Arguments: `{"day":"mon","verbose":"yes"}`},
+		{ID: "4", Name: "open_report", Arguments: `{"day":"tue","user":"bob"}`},
+		{ID: "5", Name: "moved", Arguments: `{}`},
+		{ID: "6", Name: "here", Arguments: `{}`},
+	})
+	if res[0].Content != "user=alice scope=readonly day=mon" {
+		t.Errorf("a declared argument: %+v", res[0])
+	}
+	if res[1].Status != tools.StatusError || strings.Contains(strings.Join(seen, " "), "mallory") {
+		t.Errorf("fixed parameters were replaced: %+v (the endpoint saw %q)", res[1], seen)
+	}
+	if res[2].Code != tools.CodeInvalidArgument || !strings.Contains(res[2].Content, "verbose") {
+		t.Errorf("an undeclared argument was accepted: %+v", res[2])
+	}
+	if res[3].Content != "user=bob scope= day=tue" {
+		t.Errorf("additionalProperties true in the manifest is honoured: %+v", res[3])
+	}
+	if res[4].Code != tools.CodeUnavailable || !strings.Contains(res[4].Content, "redirected") {
+		t.Errorf("a redirect to another host: %+v", res[4])
+	}
+	if res[5].Content != "user=alice scope= day=" {
+		t.Errorf("a redirect within the host was not followed: %+v", res[5])
 	}
 }

@@ -1,0 +1,316 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"loadout/tools"
+	"loadout/tools/guard"
+)
+
+// run calls a tool through the executor, as the engine does.
+func run(t *testing.T, cfg Config, name, args string) tools.Result {
+	t.Helper()
+	ts, err := Tools(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tools.NewRegistry()
+	if err := r.Add(ts...); err != nil {
+		t.Fatal(err)
+	}
+	return tools.NewExecutor(r, nil).Run(context.Background(), nil, []tools.Call{{ID: "1", Name: name, Arguments: args}})[0]
+}
+
+// local lets the tests reach their servers on 127.0.0.1, as an operator
+// allows an intranet.
+func local(t *testing.T) *guard.Guard {
+	g, err := guard.New(guard.Config{AllowHosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func decode[T any](t *testing.T, r tools.Result, v *T) {
+	t.Helper()
+	var zero T
+	*v = zero
+	if r.Status != tools.StatusSuccess {
+		t.Fatalf("result %s: %s", r.Status, r.Content)
+	}
+	if err := json.Unmarshal([]byte(r.Content), v); err != nil {
+		t.Fatalf("%v: %s", err, r.Content)
+	}
+}
+
+const article = `<!doctype html><html><head><title>Tea guide</title></head><body>
+<nav><a href="/">Home</a> <a href="/shop">Shop</a></nav>
+<article><h1>How to brew green tea</h1>
+<p>Green tea wants water at about eighty degrees, not boiling, or it turns bitter. Let it steep for two minutes and no longer.</p>
+<p>Use about two grams of leaves for every hundred millilitres of water. Good leaves can be steeped three times, a little longer each time.</p>
+<p>See <a href="/notes/water">our notes on water</a> for what kind of water to use and why soft water tastes better.</p>
+</article><footer>Copyright Tea Shop</footer></body></html>`
+
+func TestFetchTurnsPagesIntoText(t *testing.T) {
+	pdfDoc := minimalPDF("Hello from a PDF")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/tea":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, article)
+		case "/plain":
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, "just text")
+		case "/data":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"a":1,"b":[true]}`)
+		case "/doc.pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			w.Write(pdfDoc)
+		case "/image":
+			w.Header().Set("Content-Type", "image/png")
+			w.Write([]byte("\x89PNG"))
+		case "/gone":
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg := Config{Guard: local(t)}
+
+	var p page
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/tea")), &p)
+	if !strings.Contains(p.Content, "eighty degrees") || strings.Contains(p.Content, "Copyright") || strings.Contains(p.Content, "<p>") {
+		t.Errorf("the article came out as %q", p.Content)
+	}
+	if !strings.Contains(p.Content, "]("+srv.URL+"/notes/water)") {
+		t.Errorf("links are not absolute Markdown links: %q", p.Content)
+	}
+	if p.ContentType != "text/html" || p.Title == "" {
+		t.Errorf("page %+v", p)
+	}
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/plain")), &p)
+	if p.Content != "just text" {
+		t.Errorf("plain text: %q", p.Content)
+	}
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/data")), &p)
+	if !strings.Contains(p.Content, "\"b\": [\n") {
+		t.Errorf("JSON: %q", p.Content)
+	}
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/doc.pdf")), &p)
+	if !strings.Contains(p.Content, "Hello from a PDF") {
+		t.Errorf("PDF: %q", p.Content)
+	}
+	if r := run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/image")); r.Code != "unsupported_type" {
+		t.Errorf("an image: %+v", r)
+	}
+	if r := run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/gone")); r.Code != tools.CodeNotFound {
+		t.Errorf("a 404: %+v", r)
+	}
+}
+
+func TestFetchCapsTheDownloadAndTheResult(t *testing.T) {
+	text := strings.Repeat("é", 250)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, text)
+	}))
+	defer srv.Close()
+	cfg := Config{Guard: local(t), MaxChars: 100}
+	var p page
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL)), &p)
+	if p.Content != strings.Repeat("é", 100) || p.TotalChars != 250 || p.NextOffset != 100 || !strings.Contains(p.Note, "offset 100") {
+		t.Fatalf("first part %+v", p)
+	}
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q,"offset":200}`, srv.URL)), &p)
+	if p.Content != strings.Repeat("é", 50) || p.NextOffset != 0 {
+		t.Fatalf("last part %+v", p)
+	}
+	cfg = Config{Guard: local(t), MaxBytes: 101}
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL)), &p)
+	if !strings.Contains(p.Note, "stopped at 101 bytes") || strings.Count(p.Content, "é") != 50 {
+		t.Fatalf("capped download %+v", p)
+	}
+}
+
+func TestFetchRedirects(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "elsewhere") }))
+	defer other.Close()
+	// The same server under another name is another host.
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost.test", 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/old":
+			http.Redirect(w, r, "/new", http.StatusMovedPermanently)
+		case "/new":
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, "moved here")
+		case "/away":
+			http.Redirect(w, r, otherURL+"/x", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	cfg := Config{Guard: local(t)}
+	var p page
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/old")), &p)
+	if p.Content != "moved here" || !strings.HasSuffix(p.URL, "/new") {
+		t.Fatalf("a same-host redirect: %+v", p)
+	}
+	var rd redirect
+	decode(t, run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, srv.URL+"/away")), &rd)
+	if rd.Status != "redirect" || rd.Location != otherURL+"/x" {
+		t.Fatalf("a redirect to another host: %+v", rd)
+	}
+}
+
+// The web tool refuses private addresses: by the URL, and when a public
+// looking name resolves to one, at dial time.
+func TestFetchRefusesPrivateAddresses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the private server was reached")
+	}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
+	g, err := guard.New(guard.Config{LookupIP: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil // every name rebinds to loopback
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Guard: g}
+	for _, u := range []string{srv.URL, "http://2130706433:" + port + "/", "http://news.example:" + port + "/", "http://169.254.169.254/latest/meta-data/"} {
+		r := run(t, cfg, "web", fmt.Sprintf(`{"action":"fetch","url":%q}`, u))
+		if r.Code != "blocked_address" || !strings.Contains(r.Content, "web.allow_hosts") {
+			t.Errorf("%s: %+v", u, r)
+		}
+		r = run(t, cfg, "http_request", fmt.Sprintf(`{"method":"GET","url":%q}`, u))
+		if r.Code != "blocked_address" {
+			t.Errorf("http_request %s: %+v", u, r)
+		}
+	}
+}
+
+func TestSearchBackends(t *testing.T) {
+	if r := run(t, Config{}, "web", `{"action":"search","query":"tea"}`); r.Code != "not_configured" || !strings.Contains(r.Content, "web.searxng_url") {
+		t.Errorf("no backend: %+v", r)
+	}
+	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/search" || r.URL.Query().Get("format") != "json" || r.URL.Query().Get("q") != "green tea" {
+			http.Error(w, "bad", 400)
+			return
+		}
+		io.WriteString(w, `{"results":[{"title":"Tea","url":"https://tea.example/","content":"All about tea"}]}`)
+	}))
+	defer searx.Close()
+	var res results
+	decode(t, run(t, Config{SearXNGURL: searx.URL + "/"}, "web", `{"action":"search","query":"green tea"}`), &res)
+	if res.Source != "searxng" || len(res.Results) != 1 || res.Results[0].URL != "https://tea.example/" || res.Results[0].Snippet != "All about tea" {
+		t.Errorf("searxng: %+v", res)
+	}
+	brave := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Subscription-Token") != "bk" {
+			w.WriteHeader(401)
+			return
+		}
+		io.WriteString(w, `{"web":{"results":[{"title":"Tea","url":"https://tea.example/","description":"All about <strong>tea</strong>"}]}}`)
+	}))
+	defer brave.Close()
+	decode(t, run(t, Config{BraveAPIKey: "bk", BraveURL: brave.URL}, "web", `{"action":"search","query":"green tea"}`), &res)
+	if res.Source != "brave" || len(res.Results) != 1 || res.Results[0].Snippet != "All about tea" {
+		t.Errorf("brave: %+v", res)
+	}
+	if r := run(t, Config{BraveAPIKey: "wrong", BraveURL: brave.URL}, "web", `{"action":"search","query":"x"}`); r.Code != tools.CodeUnavailable {
+		t.Errorf("a refused key: %+v", r)
+	}
+}
+
+func TestWebCorrectsTheModel(t *testing.T) {
+	r := run(t, Config{}, "web", `{"action":"fetch"}`)
+	if r.Code != tools.CodeMissingParameter || !strings.Contains(r.Content, `"required_param":"url"`) {
+		t.Errorf("fetch without url: %+v", r)
+	}
+	r = run(t, Config{}, "web", `{"action":"search"}`)
+	if r.Code != tools.CodeMissingParameter || !strings.Contains(r.Content, `"required_param":"query"`) {
+		t.Errorf("search without query: %+v", r)
+	}
+	if r := run(t, Config{}, "web", `{"action":"browse"}`); r.Status != tools.StatusError || !strings.Contains(r.Content, "search") {
+		t.Errorf("an unknown action: %+v", r)
+	}
+}
+
+func TestHTTPRequest(t *testing.T) {
+	var got *http.Request
+	var body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		b, _ := io.ReadAll(r.Body)
+		body = string(b)
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Set-Cookie", "secret=1")
+		w.WriteHeader(201)
+		io.WriteString(w, `{"id":7}`)
+	}))
+	defer srv.Close()
+	cfg := Config{Guard: local(t)}
+	var out httpOutput
+	decode(t, run(t, cfg, "http_request", fmt.Sprintf(`{"method":"POST","url":%q,"headers":{"Authorization":"Bearer person-token"},"body":"{\"name\":\"x\"}"}`, srv.URL+"/items")), &out)
+	if out.Status != 201 || out.Body != `{"id":7}` || out.Headers["Content-Type"] != "application/json" || out.Headers["Set-Cookie"] != "" {
+		t.Errorf("answer %+v", out)
+	}
+	if got.Method != "POST" || got.Header.Get("Authorization") != "Bearer person-token" || body != `{"name":"x"}` || got.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("request %s %v %q", got.Method, got.Header, body)
+	}
+	decode(t, run(t, cfg, "http_request", fmt.Sprintf(`{"method":"GET","url":%q}`, srv.URL+"/moved")), &out)
+	if out.Status != http.StatusFound || !strings.Contains(out.Note, "redirect") {
+		t.Errorf("a redirect was followed or lost: %+v", out)
+	}
+	for _, bad := range []string{
+		fmt.Sprintf(`{"method":"GET","url":%q,"headers":{"Host":"evil.example"}}`, srv.URL),
+		fmt.Sprintf(`{"method":"GET","url":%q,"body":"x"}`, srv.URL),
+		`{"method":"GET","url":"not a url"}`,
+		`{"method":"TRACE","url":"https://example.com/"}`,
+	} {
+		if r := run(t, cfg, "http_request", bad); r.Status != tools.StatusError || r.Code == tools.CodeInternal {
+			t.Errorf("%s: %+v", bad, r)
+		}
+	}
+}
+
+// minimalPDF writes a one-page PDF showing text, with a correct
+// cross-reference table.
+func minimalPDF(text string) []byte {
+	stream := fmt.Sprintf("BT /F1 24 Tf 72 700 Td (%s) Tj ET", text)
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
