@@ -18,7 +18,9 @@ import (
 	"loadout/tools"
 	"loadout/tools/clock"
 	"loadout/tools/config"
+	"loadout/tools/guard"
 	"loadout/tools/manifest"
+	"loadout/tools/web"
 )
 
 // app is everything a command wires together.
@@ -127,10 +129,29 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := reg.Add(tools.LoadGroup(reg), clock.Tool(nil)); err != nil {
 		return nil, err
 	}
-	g, ts := config.Group(a.db, reg, config.Defaults{
+	g, err := guard.New(guard.Config{AllowHosts: a.cfg.Web.AllowHosts})
+	if err != nil {
+		return nil, err
+	}
+	wc := a.cfg.Web.Config
+	wc.Guard = g
+	webTools, err := web.Tools(wc)
+	if err != nil {
+		return nil, err
+	}
+	// web is core: looking something up is common enough to pay for its
+	// schema every turn; http_request is a group.
+	if err := reg.Add(webTools[0]); err != nil {
+		return nil, err
+	}
+	if err := reg.AddGroup(tools.Group{Name: "http", DisplayName: "HTTP",
+		Description: "Call an HTTP API the person names (method, headers, body)"}, webTools[1:]...); err != nil {
+		return nil, err
+	}
+	cg, ts := config.Group(a.db, reg, config.Defaults{
 		Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model(),
 	})
-	if err := reg.AddGroup(g, ts...); err != nil {
+	if err := reg.AddGroup(cg, ts...); err != nil {
 		return nil, err
 	}
 	if dir := a.cfg.Tools.ManifestsDir; dir != "" {

@@ -17,6 +17,8 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/tools/guard"
+	"loadout/tools/web"
 
 	"gopkg.in/yaml.v3"
 )
@@ -31,6 +33,7 @@ type Config struct {
 	LLM      LLMConfig      `yaml:"llm"`
 	Store    StoreConfig    `yaml:"store"`
 	Tools    ToolsConfig    `yaml:"tools"`
+	Web      WebConfig      `yaml:"web"`
 	HTTP     HTTPConfig     `yaml:"http"`
 	Log      LogConfig      `yaml:"log"`
 	Console  ConsoleConfig  `yaml:"console"`
@@ -62,6 +65,15 @@ type ToolsConfig struct {
 	Routing string `yaml:"routing"`
 	// ManifestsDir holds JSON tool manifests, one group per file.
 	ManifestsDir string `yaml:"manifests_dir"`
+}
+
+// WebConfig is the web tools: the guard's allowlist and the web
+// package's own knobs.
+type WebConfig struct {
+	// AllowHosts lets intranet hosts, addresses and CIDR prefixes through
+	// the guard that keeps the model's requests off private networks.
+	AllowHosts []string `yaml:"allow_hosts"`
+	web.Config `yaml:",inline"`
 }
 
 // HTTPConfig is the HTTP server: health, webhooks, OAuth callbacks.
@@ -472,6 +484,19 @@ func (c Config) validate(set map[string]bool) error {
 			bad("tools.manifests_dir", "%q is not a readable directory", c.Tools.ManifestsDir)
 		}
 	}
+	if _, err := guard.New(guard.Config{AllowHosts: c.Web.AllowHosts}); err != nil {
+		bad("web.allow_hosts", "%v", strings.TrimPrefix(err.Error(), "web.allow_hosts: "))
+	}
+	for key, raw := range map[string]string{"web.searxng_url": c.Web.SearXNGURL, "web.brave_url": c.Web.BraveURL} {
+		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			bad(key, "must be an http(s) URL, got %q", raw)
+		}
+	}
+	if c.Web.MaxBytes < 0 {
+		bad("web.max_bytes", "must not be negative, got %d", c.Web.MaxBytes)
+	}
+	atLeast("web.max_chars", c.Web.MaxChars, 500)
+	duration("web.timeout", c.Web.Timeout, time.Second)
 	if c.HTTP.Listen == "" || !strings.Contains(c.HTTP.Listen, ":") {
 		bad("http.listen", "must be host:port, got %q", c.HTTP.Listen)
 	}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"loadout/chat/chattest"
+)
+
+// In `loadout chat`, the model reads a page with web fetch and calls an
+// API with http_request after loading its group; a page on this machine
+// is refused unless web.allow_hosts lets it through.
+func TestWebToolsInTheConsole(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"ok":true,"method":"`+r.Method+`"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "The opening hours are nine to five.")
+	}))
+	defer site.Close()
+	model := chattest.NewModelServer(t)
+
+	// Without an allowlist, 127.0.0.1 is refused.
+	cfgPath, _ := writeConfig(t, model.URL, "")
+	model.Call("web", fmt.Sprintf(`{"action":"fetch","url":%q}`, site.URL+"/hours"))
+	model.Text("I cannot reach that.")
+	if out, err := runCLI(t, "opening hours?\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "I cannot reach that.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if last := lastToolResult(model); !strings.Contains(last, `"code":"blocked_address"`) || !strings.Contains(last, "loopback") {
+		t.Fatalf("the model got %s", last)
+	}
+
+	cfgPath, _ = writeConfig(t, model.URL, "web:\n  allow_hosts: [\"127.0.0.1\"]\n")
+	model.Call("web", fmt.Sprintf(`{"action":"fetch","url":%q}`, site.URL+"/hours"))
+	model.Call("load_tool_group", `{"group_name":"http"}`)
+	model.Call("http_request", fmt.Sprintf(`{"method":"POST","url":%q,"body":"{}"}`, site.URL+"/api"))
+	model.Text("Nine to five.")
+	if out, err := runCLI(t, "opening hours?\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "Nine to five.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	reqs := model.Requests()
+	page := reqs[len(reqs)-3].Messages
+	if got := page[len(page)-1].Content; !strings.Contains(got, "nine to five") {
+		t.Errorf("the fetch gave the model %s", got)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, `"status":200`) || !strings.Contains(got, `\"method\":\"POST\"`) {
+		t.Errorf("http_request gave the model %s", got)
+	}
+}
