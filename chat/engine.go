@@ -67,6 +67,10 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 	// Middleware wraps every tool call, outermost first.
 	Middleware []tools.Middleware `yaml:"-"`
+	// Sections add to the system prompt, after the group listing, in
+	// order: a skills listing, what is remembered about the person. One
+	// returning "" adds nothing.
+	Sections []func(ctx context.Context, in Inbound) string `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {
@@ -300,7 +304,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			Tools:  cat.Definitions(),
 			OnText: t.in.OnText,
 		}
-		system := e.systemPrompt(t.settings)
+		system := e.systemPrompt(ctx, t.settings, t.in)
 		// The budget is in the model's tokens; the estimates are scaled to
 		// it by what this model reported before.
 		sysTokens := e.cfg.Count(system)
@@ -485,7 +489,7 @@ func (e *Engine) settings(ctx context.Context, chatKey string) (tools.Settings, 
 }
 
 // systemPrompt assembles the agent prompt and the group listing.
-func (e *Engine) systemPrompt(settings tools.Settings) string {
+func (e *Engine) systemPrompt(ctx context.Context, settings tools.Settings, in Inbound) string {
 	var b strings.Builder
 	if name := firstNonEmpty(settings.Name, e.cfg.Name); name != "" {
 		fmt.Fprintf(&b, "Your name is %s.\n\n", name)
@@ -495,6 +499,12 @@ func (e *Engine) systemPrompt(settings tools.Settings) string {
 		if l := e.reg.Listing(settings.Disabled); l != "" {
 			b.WriteString("\n\n---\n\n")
 			b.WriteString(l)
+		}
+	}
+	for _, section := range e.cfg.Sections {
+		if s := strings.TrimSpace(section(ctx, in)); s != "" {
+			b.WriteString("\n\n---\n\n")
+			b.WriteString(s)
 		}
 	}
 	return strings.TrimSpace(b.String())

@@ -20,6 +20,7 @@ import (
 	"loadout/tools/config"
 	"loadout/tools/guard"
 	"loadout/tools/manifest"
+	"loadout/tools/skills"
 	"loadout/tools/web"
 )
 
@@ -44,6 +45,8 @@ type app struct {
 	metrics *metrics
 	// listAll registers the Google groups even without Google set up.
 	listAll bool
+	// skills are the skills of skills.dir.
+	skills *skills.Set
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz
@@ -79,6 +82,9 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.Model = cfg.model()
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log
+	if listing := a.skills.Listing(); listing != "" {
+		ec.Sections = append(ec.Sections, func(context.Context, chat.Inbound) string { return listing })
+	}
 	ec.Middleware = []tools.Middleware{a.metrics.tools(a.reg)}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
@@ -128,6 +134,16 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	if err := reg.Add(tools.LoadGroup(reg), clock.Tool(nil)); err != nil {
 		return nil, err
+	}
+	set, err := skills.Load(a.cfg.Skills.Dir)
+	if err != nil {
+		return nil, err
+	}
+	a.skills = set
+	if set.Len() > 0 {
+		if err := reg.Add(set.Tool()); err != nil {
+			return nil, err
+		}
 	}
 	g, err := guard.New(guard.Config{AllowHosts: a.cfg.Web.AllowHosts})
 	if err != nil {

@@ -34,6 +34,7 @@ type Config struct {
 	Store    StoreConfig    `yaml:"store"`
 	Tools    ToolsConfig    `yaml:"tools"`
 	Web      WebConfig      `yaml:"web"`
+	Skills   SkillsConfig   `yaml:"skills"`
 	HTTP     HTTPConfig     `yaml:"http"`
 	Log      LogConfig      `yaml:"log"`
 	Console  ConsoleConfig  `yaml:"console"`
@@ -74,6 +75,12 @@ type WebConfig struct {
 	// the guard that keeps the model's requests off private networks.
 	AllowHosts []string `yaml:"allow_hosts"`
 	web.Config `yaml:",inline"`
+}
+
+// SkillsConfig is where skills are read from.
+type SkillsConfig struct {
+	// Dir holds one folder per skill, each with a SKILL.md.
+	Dir string `yaml:"dir"`
 }
 
 // HTTPConfig is the HTTP server: health, webhooks, OAuth callbacks.
@@ -478,6 +485,11 @@ func (c Config) validate(set map[string]bool) error {
 	}
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
+	}
+	if c.Skills.Dir != "" {
+		if st, err := os.Stat(c.Skills.Dir); err != nil || !st.IsDir() {
+			bad("skills.dir", "%q is not a readable directory", c.Skills.Dir)
+		}
 	}
 	if c.Tools.ManifestsDir != "" {
 		if st, err := os.Stat(c.Tools.ManifestsDir); err != nil || !st.IsDir() {
