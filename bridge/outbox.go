@@ -10,14 +10,46 @@ import (
 // SendFunc sends text to the chat named by chatKey.
 type SendFunc func(ctx context.Context, chatKey, text string) error
 
+// FileFunc sends the file at path, named name, to the chat named by
+// chatKey.
+type FileFunc func(ctx context.Context, chatKey, name, path string) error
+
 // Outbox routes a message for a chat to the channel that owns the chat
 // key's prefix ("telegram:…" to Telegram, "slack:…" to Slack), so parts
 // other than channels (the Google connect callback, for one) can tell a
 // person something outside a turn. The zero value is ready; it is safe for
 // concurrent use.
 type Outbox struct {
-	mu   sync.RWMutex
-	send map[string]SendFunc
+	mu    sync.RWMutex
+	send  map[string]SendFunc
+	files map[string]FileFunc
+}
+
+// AddFiles makes f the file sender for chat keys that start with prefix
+// + ":".
+func (o *Outbox) AddFiles(prefix string, f FileFunc) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.files == nil {
+		o.files = map[string]FileFunc{}
+	}
+	o.files[prefix] = f
+}
+
+// ErrNoFiles is SendFile's error for a chat whose channel cannot send
+// files.
+var ErrNoFiles = fmt.Errorf("bridge: this chat's channel does not send files")
+
+// SendFile sends a file to chatKey through its channel.
+func (o *Outbox) SendFile(ctx context.Context, chatKey, name, path string) error {
+	prefix, _, _ := strings.Cut(chatKey, ":")
+	o.mu.RLock()
+	f := o.files[prefix]
+	o.mu.RUnlock()
+	if f == nil {
+		return ErrNoFiles
+	}
+	return f(ctx, chatKey, name, path)
 }
 
 // Add makes f the sender for chat keys that start with prefix + ":".

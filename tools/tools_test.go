@@ -219,3 +219,17 @@ func TestCapResultsCutsLongResultsInLinearTime(t *testing.T) {
 		t.Fatal("a result under the cap was changed")
 	}
 }
+
+func TestWindow(t *testing.T) {
+	text := "héllo wörld"
+	for _, c := range []struct {
+		offset, max int
+		part        string
+		next        int
+	}{{0, 5, "héllo", 5}, {5, 5, " wörl", 10}, {10, 5, "d", 0}, {11, 5, "", 0}, {0, 100, text, 0}} {
+		part, total, next := Window(text, c.offset, c.max)
+		if part != c.part || total != 11 || next != c.next {
+			t.Errorf("Window(%d, %d) = %q %d %d", c.offset, c.max, part, total, next)
+		}
+	}
+}

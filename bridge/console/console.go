@@ -172,6 +172,11 @@ func (c *Console) Replace(ctx context.Context, route, _ []byte, part string) err
 	return c.Send(ctx, route, part)
 }
 
+// SendFile shows a file the assistant sends: in a terminal, its path.
+func (c *Console) SendFile(ctx context.Context, _, name, path string) error {
+	return c.Send(ctx, nil, fmt.Sprintf("[file %s: %s]", name, path))
+}
+
 // setPrompting marks the terminal prompt up or down; taking it down
 // prints the answers held back meanwhile.
 func (c *Console) setPrompting(up bool) {

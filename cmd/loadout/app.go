@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -18,8 +21,10 @@ import (
 	"loadout/tools"
 	"loadout/tools/clock"
 	"loadout/tools/config"
+	"loadout/tools/files"
 	"loadout/tools/guard"
 	"loadout/tools/manifest"
+	"loadout/tools/shell"
 	"loadout/tools/skills"
 	"loadout/tools/web"
 )
@@ -47,6 +52,8 @@ type app struct {
 	listAll bool
 	// skills are the skills of skills.dir.
 	skills *skills.Set
+	// workspaces are the chats' files.
+	workspaces *files.Workspaces
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz
@@ -135,6 +142,9 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := reg.Add(tools.LoadGroup(reg), clock.Tool(nil)); err != nil {
 		return nil, err
 	}
+	if err := a.registerFiles(reg); err != nil {
+		return nil, err
+	}
 	set, err := skills.Load(a.cfg.Skills.Dir)
 	if err != nil {
 		return nil, err
@@ -213,3 +223,44 @@ type namedRunner struct {
 }
 
 const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`"
+
+// registerFiles adds the files group, over each chat's workspace
+// (files.dir, by default "files" beside the store), and exec when
+// exec.enabled.
+func (a *app) registerFiles(reg *tools.Registry) error {
+	fc := a.cfg.Files
+	if fc.Dir == "" {
+		dir := storeDir(a.cfg.Store.Path)
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		fc.Dir = filepath.Join(dir, "files")
+	}
+	ws, err := files.New(fc)
+	if err != nil {
+		return err
+	}
+	a.workspaces = ws
+	if err := reg.AddGroup(tools.Group{Name: "files", DisplayName: "Files",
+		Description: "Read, write, list and delete files in this chat's workspace, and send them to the person"},
+		ws.Tool(fileSender{&a.outbox})); err != nil {
+		return err
+	}
+	if a.cfg.Exec.Enabled {
+		return reg.AddGroup(tools.Group{Name: "exec", DisplayName: "Commands",
+			Description: "Run the allowed commands (" + strings.Join(a.cfg.Exec.Allow, ", ") + ") in this chat's workspace"},
+			shell.Tool(a.cfg.Exec, ws))
+	}
+	return nil
+}
+
+// fileSender sends workspace files through the channels' outbox.
+type fileSender struct{ out *bridge.Outbox }
+
+func (s fileSender) SendFile(ctx context.Context, chatKey, name, path string) error {
+	err := s.out.SendFile(ctx, chatKey, name, path)
+	if errors.Is(err, bridge.ErrNoFiles) {
+		return files.ErrCannotSend
+	}
+	return err
+}

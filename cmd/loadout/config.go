@@ -17,7 +17,9 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/tools/files"
 	"loadout/tools/guard"
+	"loadout/tools/shell"
 	"loadout/tools/web"
 
 	"gopkg.in/yaml.v3"
@@ -35,6 +37,8 @@ type Config struct {
 	Tools    ToolsConfig    `yaml:"tools"`
 	Web      WebConfig      `yaml:"web"`
 	Skills   SkillsConfig   `yaml:"skills"`
+	Files    files.Config   `yaml:"files"`
+	Exec     shell.Config   `yaml:"exec"`
 	HTTP     HTTPConfig     `yaml:"http"`
 	Log      LogConfig      `yaml:"log"`
 	Console  ConsoleConfig  `yaml:"console"`
@@ -486,6 +490,13 @@ func (c Config) validate(set map[string]bool) error {
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
+	if c.Files.MaxFileBytes < 0 || c.Files.MaxWorkspaceBytes < 0 {
+		bad("files.max_file_bytes", "and files.max_workspace_bytes must not be negative")
+	}
+	if c.Exec.Enabled && len(c.Exec.Allow) == 0 {
+		bad("exec.allow", "must list the commands exec may run when exec.enabled is true")
+	}
+	duration("exec.timeout", c.Exec.Timeout, 100*time.Millisecond)
 	if c.Skills.Dir != "" {
 		if st, err := os.Stat(c.Skills.Dir); err != nil || !st.IsDir() {
 			bad("skills.dir", "%q is not a readable directory", c.Skills.Dir)

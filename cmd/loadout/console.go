@@ -59,7 +59,9 @@ func chatREPL(ctx context.Context, c *cli) error {
 	}
 	defer a.db.Close()
 	cc.Logger, cc.Observer = log, a.metrics
-	return console.New(cc, a.router, a.db).Run(ctx)
+	con := console.New(cc, a.router, a.db)
+	a.outbox.AddFiles("console", con.SendFile)
+	return con.Run(ctx)
 }
 
 // storeDir is the directory of the store file, "" for an in-memory store.

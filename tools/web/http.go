@@ -95,7 +95,7 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 		}
 		text := strings.ToValidUTF8(string(data), "�")
 		out := httpOutput{Status: resp.StatusCode, Headers: map[string]string{}}
-		out.Body, out.TotalChars, _ = window(text, 0, cfg.MaxChars)
+		out.Body, out.TotalChars, _ = tools.Window(text, 0, cfg.MaxChars)
 		for _, h := range shownHeaders {
 			if v := resp.Header.Get(h); v != "" {
 				out.Headers[h] = v

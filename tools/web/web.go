@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	readability "codeberg.org/readeck/go-readability/v2"
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
@@ -217,7 +216,7 @@ func (w *webTool) fetch(ctx context.Context, raw string, offset int) (any, error
 		return nil, err
 	}
 	p := page{URL: resp.Request.URL.String(), Title: title, ContentType: ctype}
-	p.Content, p.TotalChars, p.NextOffset = window(text, offset, w.cfg.MaxChars)
+	p.Content, p.TotalChars, p.NextOffset = tools.Window(text, offset, w.cfg.MaxChars)
 	switch {
 	case p.NextOffset > 0:
 		p.Note = fmt.Sprintf("This is characters %d to %d of %d. Fetch again with offset %d for the next part.",
@@ -304,37 +303,6 @@ func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
 		return body[:limit], true, nil
 	}
 	return body, false, nil
-}
-
-// window returns the characters of text from offset, at most max of them,
-// the text's length in characters, and where the next part starts (0 at
-// the end). It runs in time linear in the text.
-func window(text string, offset, max int) (part string, total, next int) {
-	total = utf8.RuneCountInString(text)
-	if offset >= total {
-		return "", total, 0
-	}
-	start, n := 0, 0
-	for i := range text {
-		if n == offset {
-			start = i
-			break
-		}
-		n++
-	}
-	rest := text[start:]
-	end, k := len(rest), 0
-	for i := range rest {
-		if k == max {
-			end = i
-			break
-		}
-		k++
-	}
-	if end == len(rest) {
-		return rest, total, 0
-	}
-	return rest[:end], total, offset + max
 }
 
 // blocked is the guard's refusal as the model sees it.

@@ -1,0 +1,144 @@
+package files
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"loadout/tools"
+)
+
+type sent struct {
+	mu    sync.Mutex
+	files []string
+}
+
+func (s *sent) SendFile(ctx context.Context, chatKey, name, path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s.files = append(s.files, chatKey+"|"+name+"|"+string(b))
+	return nil
+}
+
+func call(t *testing.T, w *Workspaces, s Sender, chatKey, args string) tools.Result {
+	t.Helper()
+	r := tools.NewRegistry()
+	if err := r.Add(w.Tool(s)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: chatKey})
+	return tools.NewExecutor(r, nil).Run(ctx, nil, []tools.Call{{ID: "1", Name: "files", Arguments: args}})[0]
+}
+
+func TestFilesStayInTheChatsWorkspace(t *testing.T) {
+	w, err := New(Config{Dir: t.TempDir(), MaxChars: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sent{}
+	chat := "telegram:42"
+	if r := call(t, w, s, chat, `{"action":"write","path":"notes/todo.md","content":"buy milk and eggs"}`); r.Status != tools.StatusSuccess {
+		t.Fatalf("write: %+v", r)
+	}
+	call(t, w, s, chat, `{"action":"append","path":"notes/todo.md","content":"\nbread"}`)
+	r := call(t, w, s, chat, `{"action":"read","path":"notes/todo.md"}`)
+	var c content
+	json.Unmarshal([]byte(r.Content), &c)
+	if c.Content != "buy milk a" || c.NextOffset != 10 || c.Type != "text/markdown" {
+		t.Fatalf("read: %+v", r)
+	}
+	var c2 content
+	json.Unmarshal([]byte(call(t, w, s, chat, `{"action":"read","path":"notes/todo.md","offset":20}`).Content), &c2)
+	if c2.Content != "ead" || c2.NextOffset != 0 {
+		t.Fatalf("read on: %+v", c2)
+	}
+	// Another chat sees none of it.
+	if r := call(t, w, s, "slack:T1:C2", `{"action":"read","path":"notes/todo.md"}`); r.Code != tools.CodeNotFound {
+		t.Errorf("another chat read the file: %+v", r)
+	}
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	os.WriteFile(outside, []byte("secret"), 0o600)
+	os.Symlink(outside, filepath.Join(w.Dir(chat), "link"))
+	for _, p := range []string{"../slack_3aT1_3aC2/x", "/etc/passwd", "link", "notes/../../x", "..", outside} {
+		for _, action := range []string{"read", "write", "delete"} {
+			r := call(t, w, s, chat, `{"action":"`+action+`","path":"`+p+`","content":"x"}`)
+			if p == "link" && action == "delete" {
+				continue // removes the link itself, inside the workspace
+			}
+			if r.Status != tools.StatusError || strings.Contains(r.Content, "secret") || r.Code == tools.CodeInternal {
+				t.Errorf("%s %s: %+v", action, p, r)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "secret" {
+		t.Error("a file outside the workspace was changed")
+	}
+	r = call(t, w, s, chat, `{"action":"list"}`)
+	if !strings.Contains(r.Content, `"path":"notes/todo.md"`) || strings.Contains(r.Content, `"path":"link"`) {
+		t.Errorf("list: %s", r.Content)
+	}
+	if r := call(t, w, s, chat, `{"action":"send","path":"notes/todo.md"}`); r.Status != tools.StatusSuccess || len(s.files) != 1 || s.files[0] != "telegram:42|todo.md|buy milk and eggs\nbread" {
+		t.Errorf("send: %+v %q", r, s.files)
+	}
+	if r := call(t, w, nil, chat, `{"action":"send","path":"notes/todo.md"}`); r.Code != "not_available" {
+		t.Errorf("send without a sender: %+v", r)
+	}
+	if r := call(t, w, s, chat, `{"action":"delete","path":"notes/todo.md"}`); r.Status != tools.StatusSuccess {
+		t.Errorf("delete: %+v", r)
+	}
+	if r := call(t, w, s, chat, `{"action":"read"}`); r.Code != tools.CodeMissingParameter || !strings.Contains(r.Content, "required_param") {
+		t.Errorf("read without a path: %+v", r)
+	}
+}
+
+func TestCapsAndSave(t *testing.T) {
+	w, err := New(Config{Dir: t.TempDir(), MaxFileBytes: 10, MaxWorkspaceBytes: 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := "console:local"
+	if r := call(t, w, nil, chat, `{"action":"write","path":"a","content":"01234567890"}`); r.Code != "too_large" {
+		t.Errorf("a file over the cap: %+v", r)
+	}
+	call(t, w, nil, chat, `{"action":"write","path":"a","content":"0123456789"}`)
+	if r := call(t, w, nil, chat, `{"action":"write","path":"b","content":"012345"}`); r.Code != "too_large" || !strings.Contains(r.Content, "workspace") {
+		t.Errorf("a full workspace: %+v", r)
+	}
+	name, n, err := w.Save(context.Background(), chat, "../../report.pdf", strings.NewReader("12345"))
+	if err != nil || name != "report.pdf" || n != 5 {
+		t.Fatalf("Save = %q %d %v", name, n, err)
+	}
+	_, _, err = w.Save(context.Background(), chat, "report.pdf", strings.NewReader("123"))
+	var ce *CapError
+	if !errors.As(err, &ce) || ce.File {
+		t.Fatalf("saving into a full workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Dir(chat), "report-2.pdf")); !os.IsNotExist(err) {
+		t.Error("a refused file was kept")
+	}
+	call(t, w, nil, chat, `{"action":"delete","path":"a"}`)
+	name, _, err = w.Save(context.Background(), chat, "report.pdf", strings.NewReader("123"))
+	if err != nil || name != "report-2.pdf" {
+		t.Fatalf("a second report.pdf = %q %v", name, err)
+	}
+	if p, err := w.Path(chat, "report-2.pdf"); err != nil || !strings.HasPrefix(p, w.Dir(chat)) {
+		t.Errorf("Path = %q %v", p, err)
+	}
+	w2, _ := New(Config{Dir: t.TempDir()})
+	w2.Save(context.Background(), chat, "img.bin", strings.NewReader("\x00\x01\x02"))
+	if r := call(t, w2, nil, chat, `{"action":"read","path":"img.bin"}`); !strings.Contains(r.Content, "binary") {
+		t.Errorf("a binary file: %+v", r)
+	}
+	if w.Dir("a:b") == w.Dir("a_3ab") || w.Dir("a/b") == w.Dir("a_2fb") {
+		t.Error("two chat keys share a workspace")
+	}
+}

@@ -1,0 +1,167 @@
+// Package shell provides the exec tool: it runs the commands an operator
+// allows, as argument lists (no shell unless one is allowed), in the
+// chat's workspace, with a timeout, a cap on output and a clean
+// environment. It is off unless exec.enabled is true.
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"loadout/tools"
+)
+
+// Config configures exec.
+type Config struct {
+	// Enabled turns the tool on (exec.enabled).
+	Enabled bool `yaml:"enabled"`
+	// Allow lists the commands that may run (exec.allow): names looked up
+	// in Path, or absolute paths. A shell runs only if it is listed.
+	Allow []string `yaml:"allow"`
+	// Timeout bounds one command (exec.timeout); default 30s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxOutput caps what is returned of stdout and stderr together
+	// (exec.max_output, bytes); default 16384.
+	MaxOutput int `yaml:"max_output"`
+	// Path is the PATH commands see and are found in; default
+	// /usr/local/bin:/usr/bin:/bin.
+	Path string `yaml:"path"`
+}
+
+// Dirs gives the directory a chat's commands run in (its workspace).
+type Dirs interface {
+	Dir(chatKey string) string
+}
+
+type input struct {
+	Command string   `json:"command" desc:"program name, one of the allowed commands"`
+	Args    []string `json:"args,omitempty" desc:"its arguments, one per item"`
+	Stdin   string   `json:"stdin,omitempty" desc:"text for its standard input"`
+}
+
+type output struct {
+	ExitCode int    `json:"exit_code"`
+	Output   string `json:"output"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Tool returns exec.
+func Tool(cfg Config, dirs Dirs) tools.Tool {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = 16 << 10
+	}
+	if cfg.Path == "" {
+		cfg.Path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	return tools.New(tools.Definition{
+		Name:        "exec",
+		Description: "Run an allowed command in this chat's workspace: " + strings.Join(cfg.Allow, ", ") + ".",
+		Timeout:     cfg.Timeout + 5*time.Second,
+	}, func(ctx context.Context, in input) (any, error) {
+		if !cfg.Enabled {
+			return nil, &tools.Error{Code: "not_enabled", Message: "Running commands is off here.",
+				Suggestion: "Tell the person the operator can turn it on with exec.enabled: true and list commands in exec.allow."}
+		}
+		if !slices.Contains(cfg.Allow, in.Command) {
+			return nil, &tools.Error{Code: tools.CodePermission, Message: fmt.Sprintf("'%s' is not an allowed command.", in.Command),
+				Suggestion: "Use one of: " + strings.Join(cfg.Allow, ", ") + ". The operator can add commands to exec.allow.",
+				Details:    map[string]any{"allowed_commands": cfg.Allow}}
+		}
+		prog, err := look(in.Command, cfg.Path)
+		if err != nil {
+			return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("'%s' is allowed but not installed here.", in.Command)}
+		}
+		chatKey := tools.CallerFrom(ctx).ChatKey
+		dir := dirs.Dir(chatKey)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		return run(ctx, cfg, prog, in, dir)
+	})
+}
+
+// look finds a command in path, or checks an absolute one.
+func look(name, path string) (string, error) {
+	if filepath.IsAbs(name) {
+		if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return name, nil
+		}
+		return "", errors.New("not found")
+	}
+	if strings.ContainsRune(name, '/') {
+		return "", errors.New("not found")
+	}
+	for _, d := range filepath.SplitList(path) {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("not found")
+}
+
+// capped keeps the first max bytes written and counts the rest.
+type capped struct {
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if room >= len(p) {
+		return c.buf.Write(p)
+	}
+	if room > 0 {
+		c.buf.Write(p[:room])
+	}
+	c.dropped += len(p) - max(room, 0)
+	return len(p), nil
+}
+
+func run(ctx context.Context, cfg Config, prog string, in input, dir string) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, in.Args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + cfg.Path, "HOME=" + dir, "LANG=C.UTF-8", "TMPDIR=" + dir}
+	cmd.Stdin = strings.NewReader(in.Stdin)
+	out := &capped{max: cfg.MaxOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	// The command's own children die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	res := output{Output: strings.ToValidUTF8(out.buf.String(), "�")}
+	for !utf8.ValidString(res.Output) {
+		res.Output = res.Output[:len(res.Output)-1]
+	}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		res.ExitCode = -1
+		res.Note = fmt.Sprintf("Stopped after %s (exec.timeout).", cfg.Timeout)
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+	case err != nil:
+		return nil, fmt.Errorf("run %s: %w", in.Command, err)
+	}
+	if out.dropped > 0 {
+		res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" The output was cut at %d bytes; %d more were dropped.", cfg.MaxOutput, out.dropped))
+	}
+	return res, nil
+}
