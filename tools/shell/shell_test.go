@@ -14,7 +14,9 @@ import (
 
 type dirs string
 
-func (d dirs) Dir(chatKey string) string { return filepath.Join(string(d), strings.ReplaceAll(chatKey, ":", "_")) }
+func (d dirs) Dir(chatKey string) string {
+	return filepath.Join(string(d), strings.ReplaceAll(chatKey, ":", "_"))
+}
 
 func call(t *testing.T, cfg Config, d dirs, args string) (tools.Result, output) {
 	t.Helper()
