@@ -11,11 +11,11 @@ import (
 // migrations is the version of the hand-written schema steps (indexes,
 // moves of old tables) in migrate. Change it whenever they change; the
 // models' own changes are noticed without it.
-const migrations = 1
+const migrations = 2
 
 // models are the tables gorm migrates.
 func models() []any {
-	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}}
+	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}}
 }
 
 // schemaStamp fingerprints the schema this build expects: every model's
@@ -23,9 +23,9 @@ func models() []any {
 // stores it as the database's user_version once migrated and skips
 // migrating while the two agree, which keeps a restart from spending
 // milliseconds asking SQLite about every table and column.
-func schemaStamp() int32 {
+func schemaStamp(fts bool) int32 {
 	h := fnv.New32a()
-	fmt.Fprintf(h, "migrations %d\n", migrations)
+	fmt.Fprintf(h, "migrations %d fts5 %v\n", migrations, fts)
 	for _, m := range models() {
 		t := reflect.TypeOf(m).Elem()
 		fmt.Fprintf(h, "%s\n", t.Name())
@@ -39,8 +39,8 @@ func schemaStamp() int32 {
 
 // migrate brings the database's schema to this build's, unless its stamp
 // says it is there already.
-func migrate(g *gorm.DB) error {
-	stamp := schemaStamp()
+func migrate(g *gorm.DB, fts bool) error {
+	stamp := schemaStamp(fts)
 	var have int32
 	if err := g.Raw("PRAGMA user_version").Scan(&have).Error; err != nil {
 		return err
@@ -56,6 +56,9 @@ func migrate(g *gorm.DB) error {
 		return fmt.Errorf("index: %w", err)
 	}
 	if err := migrateInbox(g); err != nil {
+		return err
+	}
+	if err := searchSchema(g, fts); err != nil {
 		return err
 	}
 	return g.Exec(fmt.Sprintf("PRAGMA user_version = %d", stamp)).Error

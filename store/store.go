@@ -29,6 +29,8 @@ var _ chat.Store = (*DB)(nil)
 type DB struct {
 	db  *gorm.DB
 	now func() time.Time
+	// fts is set when SQLite has FTS5 and the search indexes exist.
+	fts bool
 }
 
 // session is a chat's conversation from open until /clear.
@@ -108,10 +110,11 @@ func Open(path string) (*DB, error) {
 		sqlDB.SetMaxIdleConns(maxConns)
 		sqlDB.SetMaxOpenConns(maxConns)
 	}
-	if err := migrate(g); err != nil {
+	fts := fts5(g)
+	if err := migrate(g, fts); err != nil {
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
-	return &DB{db: g, now: func() time.Time { return time.Now().UTC() }}, nil
+	return &DB{db: g, fts: fts, now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
 // maxConns bounds the connections to the file. SQLite runs one writer at

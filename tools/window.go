@@ -1,6 +1,10 @@
 package tools
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Window returns at most max characters (runes) of text from the
 // character offset, the text's length in characters, and where the next
@@ -28,4 +32,19 @@ func Window(text string, offset, max int) (part string, total, next int) {
 		k++
 	}
 	return rest, total, 0
+}
+
+// SearchTerms are the words of a search query, lowercased, without
+// repeats, at most 20: letters and digits only, so no query syntax of a
+// search engine can slip through.
+func SearchTerms(q string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if !seen[w] && len(out) < 20 {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }

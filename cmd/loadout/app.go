@@ -23,7 +23,9 @@ import (
 	"loadout/tools/config"
 	"loadout/tools/files"
 	"loadout/tools/guard"
+	"loadout/tools/history"
 	"loadout/tools/manifest"
+	"loadout/tools/memory"
 	"loadout/tools/shell"
 	"loadout/tools/skills"
 	"loadout/tools/web"
@@ -92,6 +94,9 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if listing := a.skills.Listing(); listing != "" {
 		ec.Sections = append(ec.Sections, func(context.Context, chat.Inbound) string { return listing })
 	}
+	ec.Sections = append(ec.Sections, func(ctx context.Context, in chat.Inbound) string {
+		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
+	})
 	ec.Middleware = []tools.Middleware{a.metrics.tools(a.reg)}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
@@ -143,6 +148,15 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	if err := a.registerFiles(reg); err != nil {
+		return nil, err
+	}
+	// memory is core, with what is remembered in the system prompt;
+	// searching earlier conversations is a group.
+	if err := reg.Add(memory.Tool(a.cfg.Memory, a.db)); err != nil {
+		return nil, err
+	}
+	if err := reg.AddGroup(tools.Group{Name: "history", DisplayName: "History",
+		Description: "Search this chat's earlier conversations, cleared ones included"}, history.Tool(a.db)); err != nil {
 		return nil, err
 	}
 	set, err := skills.Load(a.cfg.Skills.Dir)

@@ -19,6 +19,7 @@ import (
 	"loadout/chat/openai"
 	"loadout/tools/files"
 	"loadout/tools/guard"
+	"loadout/tools/memory"
 	"loadout/tools/shell"
 	"loadout/tools/web"
 
@@ -37,6 +38,7 @@ type Config struct {
 	Tools    ToolsConfig    `yaml:"tools"`
 	Web      WebConfig      `yaml:"web"`
 	Skills   SkillsConfig   `yaml:"skills"`
+	Memory   memory.Config  `yaml:"memory"`
 	Files    files.Config   `yaml:"files"`
 	Exec     shell.Config   `yaml:"exec"`
 	HTTP     HTTPConfig     `yaml:"http"`
@@ -490,6 +492,8 @@ func (c Config) validate(set map[string]bool) error {
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
+	atLeast("memory.max_items", c.Memory.MaxItems, 1)
+	atLeast("memory.max_chars", c.Memory.MaxChars, 20)
 	if c.Files.MaxFileBytes < 0 || c.Files.MaxWorkspaceBytes < 0 {
 		bad("files.max_file_bytes", "and files.max_workspace_bytes must not be negative")
 	}

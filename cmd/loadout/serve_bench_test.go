@@ -38,7 +38,7 @@ var (
 func BenchmarkServeTelegram(b *testing.B) {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "loadout")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	// The binary just written sits in the page cache as the write left

@@ -1,0 +1,75 @@
+// Package history provides search_history: full-text search over this
+// chat's past conversations, closed ones included, returning dated
+// snippets. It never reads another chat's history.
+package history
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"loadout/tools"
+)
+
+// Hit is one message found.
+type Hit struct {
+	SessionID int64     `json:"conversation"`
+	At        time.Time `json:"at"`
+	Role      string    `json:"from"`
+	Snippet   string    `json:"snippet"`
+}
+
+// Searcher finds messages of one chat.
+type Searcher interface {
+	SearchHistory(ctx context.Context, chatKey, query string, limit int) ([]Hit, error)
+}
+
+type input struct {
+	Query string `json:"query" desc:"words to look for in earlier conversations"`
+	Limit int    `json:"limit,omitempty" desc:"most results, default 10"`
+}
+
+type output struct {
+	Query   string `json:"query"`
+	Results []Hit  `json:"results"`
+	Note    string `json:"note,omitempty"`
+}
+
+// Tool returns search_history.
+func Tool(s Searcher) tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "search_history",
+		Description: "Search this chat's earlier conversations, including cleared ones; dated snippets.",
+		ReadOnly:    true,
+		Timeout:     10 * time.Second,
+	}, func(ctx context.Context, in input) (any, error) {
+		chatKey := tools.CallerFrom(ctx).ChatKey
+		if chatKey == "" {
+			return nil, fmt.Errorf("search_history: no chat in the context")
+		}
+		q := strings.TrimSpace(in.Query)
+		if q == "" {
+			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "'query' is required.",
+				Suggestion: "Give the words to look for, e.g. budget decision.", Details: map[string]any{"required_param": "query"}}
+		}
+		if len(tools.SearchTerms(q)) == 0 {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: "The query has no words to look for.",
+				Suggestion: "Search with words, e.g. budget decision."}
+		}
+		limit := in.Limit
+		if limit <= 0 || limit > 50 {
+			limit = 10
+		}
+		hits, err := s.SearchHistory(ctx, chatKey, q, limit)
+		if err != nil {
+			return nil, err
+		}
+		out := output{Query: q, Results: hits}
+		if hits == nil {
+			out.Results = []Hit{}
+			out.Note = "Nothing found. Try other or fewer words."
+		}
+		return out, nil
+	})
+}

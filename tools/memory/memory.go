@@ -1,0 +1,194 @@
+// Package memory gives the assistant a memory of each person: short
+// notes saved, recalled, searched and forgotten with one tool, kept per
+// person (user key) across /clear and restarts, never shown to anyone
+// else. The system prompt carries what is remembered about the person
+// writing, within a token budget, so the model knows without a call.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"loadout/tools"
+)
+
+// Memory is one saved note.
+type Memory struct {
+	ID        int64     `json:"id"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"saved"`
+}
+
+// Store keeps memories by person. Search uses full-text search.
+type Store interface {
+	SaveMemory(ctx context.Context, userKey, text string) (Memory, error)
+	RecentMemories(ctx context.Context, userKey string, limit int) ([]Memory, error)
+	SearchMemories(ctx context.Context, userKey, query string, limit int) ([]Memory, error)
+	ForgetMemory(ctx context.Context, userKey string, id int64) (bool, error)
+	CountMemories(ctx context.Context, userKey string) (int, error)
+}
+
+// Config configures memory.
+type Config struct {
+	// MaxItems caps the memories of one person (memory.max_items);
+	// default 200.
+	MaxItems int `yaml:"max_items"`
+	// MaxChars caps one memory (memory.max_chars); default 500.
+	MaxChars int `yaml:"max_chars"`
+	// PromptTokens bounds the "what I remember about you" block in the
+	// system prompt (memory.prompt_tokens); default 300, negative turns
+	// the block off.
+	PromptTokens int `yaml:"prompt_tokens"`
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxItems <= 0 {
+		c.MaxItems = 200
+	}
+	if c.MaxChars <= 0 {
+		c.MaxChars = 500
+	}
+	if c.PromptTokens == 0 {
+		c.PromptTokens = 300
+	}
+}
+
+type input struct {
+	Action string `json:"action" enum:"save,recall,search,forget" desc:"what to do"`
+	Text   string `json:"text,omitempty" desc:"for save: the fact to remember, in one sentence"`
+	Query  string `json:"query,omitempty" desc:"for search: words to look for"`
+	ID     int64  `json:"id,omitempty" desc:"for forget: the memory's id"`
+}
+
+type list struct {
+	Memories []Memory `json:"memories"`
+	Total    int      `json:"total,omitempty"`
+}
+
+type saved struct {
+	Status string `json:"status"`
+	ID     int64  `json:"id"`
+}
+
+// Tool returns memory.
+func Tool(cfg Config, st Store) tools.Tool {
+	cfg.setDefaults()
+	return tools.New(tools.Definition{
+		Name:        "memory",
+		Description: "Remember facts about the person across conversations: save, recall, search, forget.",
+		Timeout:     10 * time.Second,
+	}, func(ctx context.Context, in input) (any, error) {
+		user := tools.CallerFrom(ctx).UserKey
+		if user == "" {
+			return nil, fmt.Errorf("memory: no person in the context")
+		}
+		switch in.Action {
+		case "save":
+			text := strings.Join(strings.Fields(in.Text), " ")
+			if text == "" {
+				return nil, required("text", "save")
+			}
+			if n := utf8.RuneCountInString(text); n > cfg.MaxChars {
+				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The memory has %d characters; at most %d fit.", n, cfg.MaxChars),
+					Suggestion: "Save the fact in a shorter sentence, or as several."}
+			}
+			n, err := st.CountMemories(ctx, user)
+			if err != nil {
+				return nil, err
+			}
+			if n >= cfg.MaxItems {
+				return nil, &tools.Error{Code: "full", Message: fmt.Sprintf("%d memories are saved for this person, the most there may be.", n),
+					Suggestion: "Forget ones that no longer matter (recall lists them with ids), then save."}
+			}
+			m, err := st.SaveMemory(ctx, user, text)
+			if err != nil {
+				return nil, err
+			}
+			return saved{Status: "saved", ID: m.ID}, nil
+		case "recall":
+			ms, err := st.RecentMemories(ctx, user, 50)
+			if err != nil {
+				return nil, err
+			}
+			n, err := st.CountMemories(ctx, user)
+			if err != nil {
+				return nil, err
+			}
+			return list{Memories: nonNil(ms), Total: n}, nil
+		case "search":
+			if strings.TrimSpace(in.Query) == "" {
+				return nil, required("query", "search")
+			}
+			if len(tools.SearchTerms(in.Query)) == 0 {
+				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: "The query has no words to look for.",
+					Suggestion: "Search with words, e.g. birthday or coffee."}
+			}
+			ms, err := st.SearchMemories(ctx, user, in.Query, 20)
+			if err != nil {
+				return nil, err
+			}
+			return list{Memories: nonNil(ms)}, nil
+		case "forget":
+			if in.ID <= 0 {
+				return nil, required("id", "forget")
+			}
+			ok, err := st.ForgetMemory(ctx, user, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("There is no memory %d for this person.", in.ID),
+					Suggestion: "Use recall or search to find the id."}
+			}
+			return saved{Status: "forgotten", ID: in.ID}, nil
+		}
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Unknown action '%s'.", in.Action),
+			Details: map[string]any{"allowed_actions": []string{"save", "recall", "search", "forget"}}}
+	})
+}
+
+func required(param, action string) *tools.Error {
+	return &tools.Error{Code: tools.CodeMissingParameter, Message: fmt.Sprintf("Action '%s' needs '%s'.", action, param),
+		Suggestion: fmt.Sprintf("Call memory again with action '%s' and %s.", action, param), Details: map[string]any{"required_param": param}}
+}
+
+func nonNil(ms []Memory) []Memory {
+	if ms == nil {
+		return []Memory{}
+	}
+	return ms
+}
+
+// Prompt returns the system prompt block for userKey: the newest
+// memories that fit in cfg.PromptTokens as count measures them, or a
+// line saying memory exists when there are none. Store failures leave
+// the block out: a turn does not fail for it.
+func Prompt(ctx context.Context, cfg Config, st Store, userKey string, count func(string) int) string {
+	cfg.setDefaults()
+	if cfg.PromptTokens < 0 || userKey == "" {
+		return ""
+	}
+	ms, err := st.RecentMemories(ctx, userKey, cfg.MaxItems)
+	if err != nil {
+		return ""
+	}
+	const head = "## What I remember about you\n\nUse the memory tool to save lasting facts the person tells you, and to forget ones they correct."
+	if len(ms) == 0 {
+		return head + "\nNothing yet."
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	used := count(head)
+	for i, m := range ms {
+		line := fmt.Sprintf("\n- %s (id %d, %s)", m.Text, m.ID, m.CreatedAt.Format("2006-01-02"))
+		if used += count(line); used > cfg.PromptTokens {
+			fmt.Fprintf(&b, "\n(%d more: search or recall them.)", len(ms)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
