@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,7 +50,7 @@ func judgeRaw(t *testing.T, a *Adapter, self tgbotapi.User, raw []byte) {
 	if json.Unmarshal(raw, &u) != nil {
 		return // the poller drops an update it cannot decode
 	}
-	pend, ok := a.judge(self, u)
+	pend, ok := a.judge(context.Background(), self, u)
 	if !ok {
 		return
 	}

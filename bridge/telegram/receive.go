@@ -49,7 +49,7 @@ func (a *Adapter) accept(ctx context.Context, ups []update) (int64, error) {
 	var next int64
 	for _, u := range ups {
 		_, err := a.pipe.Receive(ctx, updateRef(u.UpdateID), a.fallback(u), func() (bridge.Pending, bool) {
-			return a.judge(self, u)
+			return a.judge(ctx, self, u)
 		})
 		if err != nil {
 			return 0, err
@@ -73,9 +73,19 @@ func (a *Adapter) fallback(u update) bridge.Pending {
 // judge decides whether an update is a message for the bot from an
 // allowed person. A stranger addressing the bot gets one refusal; their
 // text is never stored.
-func (a *Adapter) judge(self tgbotapi.User, u update) (bridge.Pending, bool) {
+func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (bridge.Pending, bool) {
 	m := u.Message
-	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot || strings.TrimSpace(m.Text) == "" {
+	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot {
+		return bridge.Pending{}, false
+	}
+	hasFile := m.Document != nil || len(m.Photo) > 0
+	if hasFile {
+		// A file's words are its caption; in a group, so is the mention.
+		c := *m
+		c.Text, c.Entities = m.Caption, m.CaptionEntities
+		m = &c
+	}
+	if !hasFile && strings.TrimSpace(m.Text) == "" {
 		return bridge.Pending{}, false
 	}
 	text := m.Text
@@ -109,6 +119,9 @@ func (a *Adapter) judge(self tgbotapi.User, u update) (bridge.Pending, bool) {
 			return bridge.Pending{}, false
 		}
 		return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey}, Route: r.encode(), Reply: bridge.TextRefused}, true
+	}
+	if hasFile {
+		text = strings.TrimSpace(a.keepFile(ctx, chatKey, m) + "\n" + text)
 	}
 	return bridge.Pending{
 		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id, Text: text},

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +56,13 @@ type Config struct {
 	// APIEndpoint is the Bot API URL format with two %s (token, method);
 	// default tgbotapi.APIEndpoint. Any Bot-API-compatible server works.
 	APIEndpoint string `yaml:"api_endpoint"`
+	// FileEndpoint is the URL format files are downloaded from, with two
+	// %s (token, file path); default api_endpoint's, with /file before
+	// /bot.
+	FileEndpoint string `yaml:"file_endpoint"`
+	// Files keeps the documents and photos people send, in the chat's
+	// workspace; nil tells the model they are not kept.
+	Files bridge.FileSaver `yaml:"-"`
 	// HTTPClient makes the requests; default a new http.Client. Requests
 	// carry their own deadlines, so it needs no overall timeout.
 	HTTPClient *http.Client `yaml:"-"`
@@ -121,6 +129,11 @@ type Adapter struct {
 func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	if cfg.APIEndpoint == "" {
 		cfg.APIEndpoint = tgbotapi.APIEndpoint
+	}
+	if cfg.FileEndpoint == "" {
+		if base, ok := strings.CutSuffix(cfg.APIEndpoint, "/bot%s/%s"); ok {
+			cfg.FileEndpoint = base + "/file/bot%s/%s"
+		}
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}

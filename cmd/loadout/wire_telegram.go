@@ -28,7 +28,9 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	tc := c.Config
 	tc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
 	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
+	tc.Files = a.workspaces
 	ad := telegram.New(tc, a.router, a.db)
+	a.outbox.AddFiles("telegram", ad.SendFile)
 	if c.Mode == telegram.ModeWebhook {
 		a.mux.Handle("POST "+ad.WebhookPath(), ad)
 	}

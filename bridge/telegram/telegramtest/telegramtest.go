@@ -9,6 +9,7 @@ package telegramtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -53,6 +54,25 @@ type Message struct {
 	Topic    bool
 	// ReplyToBot makes the message a reply to one of the bot's messages.
 	ReplyToBot bool
+	// Document or Photo attach a file, which the bot can download; Text
+	// is then the caption.
+	Document *File
+	Photo    *File
+}
+
+// File is a file a person sends, or one the bot uploaded.
+type File struct {
+	Name    string
+	MIME    string
+	Content []byte
+}
+
+// Upload is one file the bot sent (sendDocument or sendPhoto).
+type Upload struct {
+	Method   string
+	ChatID   string
+	ThreadID string
+	File
 }
 
 // Sent is one sendMessage call the server accepted.
@@ -98,6 +118,8 @@ type Server struct {
 	ids     []int
 	calls   []Call
 	sent    []Sent
+	files   map[string]File // by file_id
+	uploads []Upload
 	fails   map[string][]failure
 	paused  map[string]chan struct{}
 	through map[string]int // calls of a held method still let through
@@ -117,6 +139,13 @@ func New(t testing.TB) *Server {
 		s.srv.Close()
 	})
 	return s
+}
+
+// Uploads returns the files the bot sent.
+func (s *Server) Uploads() []Upload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Upload(nil), s.uploads...)
 }
 
 // Endpoint is the api_endpoint format pointing at this server.
@@ -197,6 +226,31 @@ func (s *Server) updateJSON(id int, m Message) []byte {
 	}
 	if ents := entities(m.Text); len(ents) > 0 {
 		msg["entities"] = ents
+	}
+	if m.Document != nil || m.Photo != nil {
+		delete(msg, "text")
+		delete(msg, "entities")
+		if m.Text != "" {
+			msg["caption"] = m.Text
+			if ents := entities(m.Text); len(ents) > 0 {
+				msg["caption_entities"] = ents
+			}
+		}
+		if s.files == nil {
+			s.files = map[string]File{}
+		}
+		fid := fmt.Sprintf("file-%d", id)
+		if m.Document != nil {
+			s.files[fid] = *m.Document
+			msg["document"] = map[string]any{"file_id": fid, "file_unique_id": "u" + fid, "file_name": m.Document.Name,
+				"mime_type": m.Document.MIME, "file_size": len(m.Document.Content)}
+		} else {
+			s.files[fid] = *m.Photo
+			msg["photo"] = []map[string]any{
+				{"file_id": fid + "-small", "file_unique_id": "small" + fid, "width": 90, "height": 90, "file_size": 10},
+				{"file_id": fid, "file_unique_id": "u" + fid, "width": 800, "height": 800, "file_size": len(m.Photo.Content)},
+			}
+		}
 	}
 	if m.ThreadID != 0 {
 		msg["message_thread_id"] = m.ThreadID
@@ -368,9 +422,26 @@ func (s *Server) notify() {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if rest, isFile := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); isFile {
+		s.mu.Lock()
+		f, ok := s.files[strings.TrimPrefix(rest, "documents/")]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(f.Content)
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/bot")
 	token, method, ok := strings.Cut(path, "/")
-	if err := r.ParseForm(); err != nil {
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
+		if err := r.ParseMultipartForm(32 << 20); err != nil {
+			writeErr(w, 400, "Bad Request: "+err.Error(), 0)
+			return
+		}
+		r.PostForm = r.MultipartForm.Value
+	} else if err := r.ParseForm(); err != nil {
 		writeErr(w, 400, "Bad Request: "+err.Error(), 0)
 		return
 	}
@@ -423,6 +494,33 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.sendMessage(w, r)
 	case "editMessageText":
 		s.editMessageText(w, r)
+	case "getFile":
+		s.mu.Lock()
+		f, ok := s.files[r.PostForm.Get("file_id")]
+		s.mu.Unlock()
+		if !ok {
+			writeErr(w, 400, "Bad Request: invalid file_id", 0)
+			return
+		}
+		writeOK(w, map[string]any{"file_id": r.PostForm.Get("file_id"), "file_size": len(f.Content), "file_path": "documents/" + r.PostForm.Get("file_id")})
+	case "sendDocument", "sendPhoto":
+		field := map[string]string{"sendDocument": "document", "sendPhoto": "photo"}[method]
+		fh := r.MultipartForm.File[field]
+		if len(fh) != 1 {
+			writeErr(w, 400, "Bad Request: there is no "+field+" in the request", 0)
+			return
+		}
+		f, _ := fh[0].Open()
+		content, _ := io.ReadAll(f)
+		f.Close()
+		s.mu.Lock()
+		s.uploads = append(s.uploads, Upload{Method: method, ChatID: r.PostForm.Get("chat_id"), ThreadID: r.PostForm.Get("message_thread_id"),
+			File: File{Name: fh[0].Filename, MIME: fh[0].Header.Get("Content-Type"), Content: content}})
+		id := s.nextMsg
+		s.nextMsg++
+		s.notify()
+		s.mu.Unlock()
+		writeOK(w, map[string]any{"message_id": id, "date": time.Now().Unix(), "chat": map[string]any{"id": r.PostForm.Get("chat_id"), "type": "private"}})
 	case "sendChatAction", "setMyCommands", "setWebhook", "deleteWebhook":
 		writeOK(w, true)
 	default:

@@ -1,0 +1,84 @@
+package telegram
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"loadout/bridge/telegram/telegramtest"
+	"loadout/chat/chattest"
+	"loadout/tools/files"
+)
+
+// A document or photo a person sends is saved in the chat's workspace,
+// and the turn's message tells the model its name, type and size, with
+// the caption as the text.
+func TestFilesPeopleSendAreKept(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start(h.env, h.config(func(c *Config) { c.Files = ws }))
+	h.tg.Push(telegramtest.Message{From: ana, Text: "what does it say?",
+		Document: &telegramtest.File{Name: "report.pdf", MIME: "application/pdf", Content: []byte("%PDF-1.4 twelve")}})
+	h.tg.WaitSent(t, 1)
+	last := h.env.Model.Last(t).Messages
+	want := "[The person sent a file, saved in this chat's workspace as report.pdf (application/pdf, 15 bytes). The files tool reads it.]\nwhat does it say?"
+	if got := last[len(last)-1].Content; got != want {
+		t.Fatalf("the model read %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws.Dir("telegram:42"), "report.pdf")); err != nil || string(b) != "%PDF-1.4 twelve" {
+		t.Fatalf("the workspace holds %q (%v)", b, err)
+	}
+	h.tg.Push(telegramtest.Message{From: ana, Photo: &telegramtest.File{Content: []byte("\xff\xd8 a jpeg")}})
+	h.tg.WaitSent(t, 2)
+	last = h.env.Model.Last(t).Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "as photo-ufile-1001.jpg (image/jpeg, 9 bytes)") {
+		t.Fatalf("a photo: the model read %q", got)
+	}
+}
+
+func TestFilesNotKeptWithoutAWorkspace(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	h.start(h.env, h.config(nil))
+	h.tg.Push(telegramtest.Message{From: ana, Document: &telegramtest.File{Name: "a.txt", Content: []byte("x")}})
+	h.tg.WaitSent(t, 1)
+	last := h.env.Model.Last(t).Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "a.txt, but it could not be kept: files are not kept") {
+		t.Fatalf("the model read %q", got)
+	}
+	if n := len(h.tg.Calls("getFile")); n != 0 {
+		t.Errorf("%d downloads though nothing keeps files", n)
+	}
+}
+
+// A workspace file goes out as a document, or as a photo when it is one.
+func TestSendFile(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	a, _ := h.start(h.env, h.config(nil))
+	h.tg.WaitFor(t, "connected", a.Ready)
+	dir := t.TempDir()
+	doc, img := filepath.Join(dir, "notes.txt"), filepath.Join(dir, "chart.png")
+	os.WriteFile(doc, []byte("the notes"), 0o600)
+	os.WriteFile(img, []byte("\x89PNG chart"), 0o600)
+	ctx := context.Background()
+	if err := a.SendFile(ctx, "telegram:42", "notes.txt", doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SendFile(ctx, "telegram:-100:7", "chart.png", img); err != nil {
+		t.Fatal(err)
+	}
+	up := h.tg.Uploads()
+	if len(up) != 2 || up[0].Method != "sendDocument" || up[0].ChatID != "42" || up[0].Name != "notes.txt" || string(up[0].Content) != "the notes" {
+		t.Fatalf("uploads %+v", up)
+	}
+	if up[1].Method != "sendPhoto" || up[1].ChatID != "-100" || up[1].ThreadID != "7" {
+		t.Errorf("the photo went as %+v", up[1])
+	}
+	if err := a.SendFile(ctx, "slack:T1:C1", "x", doc); err == nil {
+		t.Error("a Slack chat key was accepted")
+	}
+}
