@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -142,7 +143,7 @@ func FuzzEventToPending(f *testing.F) {
 		if err != nil || ev.Type != slackevents.CallbackEvent {
 			return
 		}
-		pend, ok := a.toPending(ev.TeamID, ev.InnerEvent.Data)
+		pend, ok := a.toPending(context.Background(), ev.TeamID, ev.InnerEvent.Data)
 		if !ok {
 			return
 		}

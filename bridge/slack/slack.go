@@ -73,6 +73,9 @@ type Config struct {
 	// about one message a second in a channel; zero means 1, a negative
 	// value turns pacing off.
 	SendPerChannelSecond float64 `yaml:"send_per_channel_second"`
+	// Files keeps the files people share with the bot, in the chat's
+	// workspace; nil tells the model they are not kept.
+	Files bridge.FileSaver `yaml:"-"`
 	// Stream shows an answer while the model writes it: one message,
 	// updated as the text grows (at most once a second), then replaced
 	// by the formatted answer. Default off.
@@ -288,7 +291,7 @@ func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) e
 		return errNotReady
 	}
 	_, err := a.pipe.Receive(ctx, "event:"+cb.EventID, bridge.Pending{}, func() (bridge.Pending, bool) {
-		return a.toPending(ev.TeamID, ev.InnerEvent.Data)
+		return a.toPending(ctx, ev.TeamID, ev.InnerEvent.Data)
 	})
 	return err
 }
@@ -299,16 +302,20 @@ func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) e
 // which holds the conversation; the person's own workspace is the
 // event's user_team when they are a guest in a channel shared between
 // workspaces, and team otherwise.
-func (a *Adapter) toPending(team string, inner any) (bridge.Pending, bool) {
+func (a *Adapter) toPending(ctx context.Context, team string, inner any) (bridge.Pending, bool) {
 	self := a.botUser()
 	var user, userTeam, text, chatKey string
 	var r route
+	var shared []slackapi.File
 	switch e := inner.(type) {
 	case *slackevents.MessageEvent:
-		if e.ChannelType != "im" || e.SubType != "" || e.BotID != "" || e.User == "" || e.User == self {
+		if e.ChannelType != "im" || (e.SubType != "" && e.SubType != "file_share") || e.BotID != "" || e.User == "" || e.User == self {
 			return bridge.Pending{}, false
 		}
 		user, userTeam, text = e.User, e.UserTeam, e.Text
+		if e.Message != nil {
+			shared = e.Message.Files
+		}
 		r = route{Channel: e.Channel, Thread: e.ThreadTimeStamp, TS: e.TimeStamp}
 		chatKey = "slack:" + team + ":" + e.Channel
 	case *slackevents.AppMentionEvent:
@@ -324,6 +331,7 @@ func (a *Adapter) toPending(team string, inner any) (bridge.Pending, bool) {
 			thread = e.TimeStamp // a mention at the top level starts a thread
 		}
 		user, userTeam, text = e.User, e.UserTeam, e.Text
+		shared = e.Files
 		r = route{Channel: e.Channel, Thread: thread, TS: e.TimeStamp}
 		chatKey = "slack:" + team + ":" + e.Channel + ":" + thread
 	default:
@@ -340,6 +348,13 @@ func (a *Adapter) toPending(team string, inner any) (bridge.Pending, bool) {
 		return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey}, Route: r.encode(), Reply: bridge.TextRefused}, true
 	}
 	text = a.commandWord(PlainText(text, self))
+	var notes []string
+	for _, f := range shared {
+		notes = append(notes, a.keepFile(ctx, chatKey, f))
+	}
+	if len(notes) > 0 {
+		text = strings.TrimSpace(strings.Join(notes, "\n") + "\n" + text)
+	}
 	if text == "" {
 		return bridge.Pending{}, false
 	}

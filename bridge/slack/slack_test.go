@@ -43,6 +43,7 @@ type options struct {
 	channels []string
 	chunk    int
 	stream   bool
+	files    bridge.FileSaver
 	// allowed is slack.allowed_users; default just owner.
 	allowed []string
 }
@@ -63,6 +64,7 @@ func start(t *testing.T, o options) *harness {
 		Workers: 4, ShutdownGrace: 5 * time.Second, Backoff: time.Millisecond, ChunkSize: o.chunk,
 		SendPerChannelSecond: -1, // lifted; TestDefaultPacing checks the limit
 		Stream:               o.stream,
+		Files:                o.files,
 		Logger:               slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, router, h.env.Store)
 	h.adapter.sleep = func(ctx context.Context, d time.Duration) error {

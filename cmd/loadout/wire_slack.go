@@ -21,7 +21,9 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	sc := c.Config
 	sc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
 	sc.Logger, sc.Observer = a.log, a.metrics
+	sc.Files = a.workspaces
 	adapter := slack.New(sc, a.router, a.db)
+	a.outbox.AddFiles("slack", adapter.SendFile)
 	if c.Mode == slack.ModeEvents {
 		a.mux.Handle("POST /slack/events", adapter.EventsHandler())
 		a.mux.Handle("POST /slack/commands", adapter.CommandsHandler())

@@ -83,8 +83,11 @@ type Server struct {
 	abandoned []Call
 	reactions map[string]bool   // "channel/ts/name" on a message now
 	messages  map[string]string // "channel/ts": the text of a message the bot posted
-	envelopes []envelope        // sent over Socket Mode, in order
-	lose      int               // acknowledgements still to lose
+	files     map[string]File   // shared by people, by id
+	staged    map[string][]byte // uploaded by the bot, not yet shared
+	uploads   []Upload
+	envelopes []envelope // sent over Socket Mode, in order
+	lose      int        // acknowledgements still to lose
 	lost      []string
 }
 
@@ -111,6 +114,8 @@ func NewServer(t testing.TB) *Server {
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/socket", s.socket)
 	mux.HandleFunc("/response/", s.response)
+	mux.HandleFunc("/files/", s.download)
+	mux.HandleFunc("/upload/", s.upload)
 	// Slack's client sends Origin: https://api.slack.com.
 	s.up.CheckOrigin = func(*http.Request) bool { return true }
 	s.srv = httptest.NewServer(mux)
@@ -430,6 +435,34 @@ func (s *Server) answer(hd http.Header, out *bytes.Buffer, c Call) int {
 			return http.StatusOK
 		}
 		enc.Encode(map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(s.URL, "http") + "/socket"})
+	case "files.getUploadURLExternal":
+		s.mu.Lock()
+		s.ts++
+		id := fmt.Sprintf("FUP%d", s.ts)
+		s.mu.Unlock()
+		enc.Encode(map[string]any{"ok": true, "upload_url": s.URL + "/upload/" + id, "file_id": id})
+	case "files.completeUploadExternal":
+		var fs []struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+		}
+		json.Unmarshal([]byte(c.Params["files"]), &fs)
+		s.mu.Lock()
+		var out []map[string]any
+		for _, f := range fs {
+			content, ok := s.staged[f.ID]
+			if !ok {
+				s.mu.Unlock()
+				enc.Encode(map[string]any{"ok": false, "error": "file_not_found"})
+				return http.StatusOK
+			}
+			delete(s.staged, f.ID)
+			s.uploads = append(s.uploads, Upload{Channel: c.Params["channel_id"], Thread: c.Params["thread_ts"], Title: f.Title, Content: content})
+			out = append(out, map[string]any{"id": f.ID, "title": f.Title})
+		}
+		s.notify()
+		s.mu.Unlock()
+		enc.Encode(map[string]any{"ok": true, "files": out})
 	case "chat.update":
 		// As Slack does: the message keeps its ts; an unknown one is an
 		// error.
@@ -729,4 +762,76 @@ func Sign(secret string, at time.Time, body []byte) http.Header {
 	h.Set("X-Slack-Request-Timestamp", ts)
 	h.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 	return h
+}
+
+// File is a file a person shares with the bot.
+type File struct {
+	Name    string
+	MIME    string
+	Content []byte
+}
+
+// Upload is a file the bot shared in a conversation.
+type Upload struct {
+	Channel, Thread, Title string
+	Content                []byte
+}
+
+// Uploads returns the files the bot shared.
+func (s *Server) Uploads() []Upload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Upload(nil), s.uploads...)
+}
+
+// DMWithFile is a direct message sharing f, as Slack sends it (subtype
+// file_share); the file downloads from this server with the bot token.
+func (s *Server) DMWithFile(channel, user, text, ts string, f File) Event {
+	s.mu.Lock()
+	if s.files == nil {
+		s.files = map[string]File{}
+	}
+	id := fmt.Sprintf("F%d", len(s.files)+1)
+	s.files[id] = f
+	s.mu.Unlock()
+	e := DM(channel, user, text, ts)
+	e["subtype"] = "file_share"
+	e["files"] = []map[string]any{{"id": id, "name": f.Name, "mimetype": f.MIME, "size": len(f.Content),
+		"url_private_download": s.URL + "/files/" + id + "/" + f.Name}}
+	return e
+}
+
+// download serves a shared file to the bot's token only.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer xoxb-") {
+		http.Error(w, "not authed", http.StatusForbidden)
+		return
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/files/"), "/")
+	s.mu.Lock()
+	f, ok := s.files[id]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Write(f.Content)
+}
+
+// upload takes a file's bytes at its upload URL, as a multipart "file".
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, "/upload/")
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		http.Error(w, "no file", http.StatusBadRequest)
+		return
+	}
+	content, _ := io.ReadAll(f)
+	s.mu.Lock()
+	if s.staged == nil {
+		s.staged = map[string][]byte{}
+	}
+	s.staged[id] = content
+	s.mu.Unlock()
+	fmt.Fprint(w, "OK - "+strconv.Itoa(len(content)))
 }

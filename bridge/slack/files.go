@@ -1,0 +1,82 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"loadout/bridge"
+)
+
+// maxDownload is the largest shared file kept.
+const maxDownload = 50 << 20
+
+// keepFile downloads a file a person shared into the chat's workspace and
+// returns the note the model reads about it. The client library sends
+// the bot token only to Slack's own hosts (or the configured API's).
+func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File) string {
+	name := f.Name
+	if name == "" {
+		name = "file"
+	}
+	mimeType := f.Mimetype
+	if mimeType == "" {
+		mimeType = "application/octet-stream"
+	}
+	switch {
+	case a.cfg.Files == nil:
+		return bridge.FileNotKept(name, "files are not kept in this setup")
+	case f.Size > maxDownload:
+		return bridge.FileNotKept(name, fmt.Sprintf("it is larger than %d MB", maxDownload>>20))
+	case f.URLPrivateDownload == "":
+		return bridge.FileNotKept(name, "Slack gave no download link for it")
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(a.api.GetFileContext(ctx, f.URLPrivateDownload, pw))
+	}()
+	saved, n, err := a.cfg.Files.Save(ctx, chatKey, name, io.LimitReader(pr, maxDownload+1))
+	pr.CloseWithError(io.ErrClosedPipe) // lets the download end if Save stopped early
+	if err != nil {
+		a.log.Warn("slack: could not keep a file a person shared", "file", name, "err", err)
+		return bridge.FileNotKept(name, "it could not be downloaded from Slack")
+	}
+	return bridge.FileNote(saved, mimeType, n)
+}
+
+// SendFile uploads a workspace file to the chat named by chatKey
+// ("slack:<team>:<channel>" or with ":<thread>"), with Slack's upload
+// flow (files.getUploadURLExternal, the upload, then
+// files.completeUploadExternal sharing it in the conversation).
+func (a *Adapter) SendFile(ctx context.Context, chatKey, name, path string) error {
+	parts := strings.Split(chatKey, ":")
+	if len(parts) < 3 || parts[0] != "slack" {
+		return fmt.Errorf("slack: %q is not a Slack chat", chatKey)
+	}
+	channel, thread := parts[2], ""
+	if len(parts) > 3 {
+		thread = parts[3]
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Size() == 0 {
+		return fmt.Errorf("slack: %s is empty; Slack takes no empty files", name)
+	}
+	return a.retry(ctx, "files.upload", func(ctx context.Context) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = a.api.UploadFileContext(ctx, slackapi.UploadFileParameters{
+			Reader: f, Filename: name, FileSize: int(st.Size()), Title: name, Channel: channel, ThreadTimestamp: thread,
+		})
+		return err
+	})
+}

@@ -1,0 +1,73 @@
+package slack
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"loadout/bridge/slack/slacktest"
+	"loadout/tools/files"
+)
+
+// A file shared in a direct message is saved in the chat's workspace and
+// described to the model before the message's text; the bot token goes
+// only to Slack.
+func TestSharedFilesAreKept(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, options{files: ws})
+	h.env.Model.Text("Got it.")
+	h.event(t, "Ev1", h.fake.DMWithFile("D1", owner, "please summarize", "100.1",
+		slacktest.File{Name: "minutes.txt", MIME: "text/plain", Content: []byte("we agreed")}))
+	h.fake.WaitCalls(t, "chat.postMessage", 1)
+	last := h.env.Model.Last(t).Messages
+	want := "[The person sent a file, saved in this chat's workspace as minutes.txt (text/plain, 9 bytes). The files tool reads it.]\nplease summarize"
+	if got := last[len(last)-1].Content; got != want {
+		t.Fatalf("the model read %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws.Dir("slack:"+slacktest.TeamID+":D1"), "minutes.txt")); err != nil || string(b) != "we agreed" {
+		t.Fatalf("the workspace holds %q (%v)", b, err)
+	}
+
+	// A download link elsewhere gets no token, and the model is told.
+	var sawToken bool
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawToken = r.Header.Get("Authorization") != ""
+	}))
+	defer evil.Close()
+	e := slacktest.DM("D1", owner, "and this", "100.2")
+	e["subtype"] = "file_share"
+	e["files"] = []map[string]any{{"id": "F9", "name": "x.txt", "mimetype": "text/plain", "size": 3, "url_private_download": evil.URL + "/x.txt"}}
+	h.env.Model.Text("ok")
+	h.event(t, "Ev2", e)
+	h.fake.WaitCalls(t, "chat.postMessage", 2)
+	last = h.env.Model.Last(t).Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "x.txt, but it could not be kept") || sawToken {
+		t.Fatalf("the model read %q; token sent elsewhere: %v", got, sawToken)
+	}
+}
+
+// A workspace file is shared in the conversation with Slack's upload
+// flow, in the thread when the chat is one.
+func TestSendFileUploads(t *testing.T) {
+	h := start(t, options{})
+	eventually(t, "the adapter to know its workspace", h.adapter.identified)
+	path := filepath.Join(t.TempDir(), "report.csv")
+	os.WriteFile(path, []byte("a,b\n1,2\n"), 0o600)
+	if err := h.adapter.SendFile(context.Background(), "slack:"+slacktest.TeamID+":C1:171.5", "report.csv", path); err != nil {
+		t.Fatal(err)
+	}
+	up := h.fake.Uploads()
+	if len(up) != 1 || up[0].Channel != "C1" || up[0].Thread != "171.5" || up[0].Title != "report.csv" || string(up[0].Content) != "a,b\n1,2\n" {
+		t.Fatalf("uploads %+v", up)
+	}
+	if err := h.adapter.SendFile(context.Background(), "telegram:1", "x", path); err == nil {
+		t.Error("a Telegram chat key was accepted")
+	}
+}
