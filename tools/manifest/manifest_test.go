@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"loadout/tools"
@@ -136,13 +137,16 @@ func TestToolsCallEndpoints(t *testing.T) {
 // operator's token as another user), undeclared arguments were passed
 // on, and a redirect took the request with its headers anywhere.
 func TestFixedPartsAndUndeclaredArgumentsAndRedirects(t *testing.T) {
+	var mu sync.Mutex
 	var seen []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("the redirect to another host was followed, with Authorization %q", r.Header.Get("Authorization"))
 	}))
 	defer other.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		seen = append(seen, r.URL.RawQuery)
+		mu.Unlock()
 		switch r.URL.Path {
 		case "/moved":
 			http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/steal", http.StatusFound)
@@ -179,7 +183,10 @@ func TestFixedPartsAndUndeclaredArgumentsAndRedirects(t *testing.T) {
 	if res[0].Content != "user=alice scope=readonly day=mon" {
 		t.Errorf("a declared argument: %+v", res[0])
 	}
-	if res[1].Status != tools.StatusError || strings.Contains(strings.Join(seen, " "), "mallory") {
+	mu.Lock()
+	all := strings.Join(seen, " ")
+	mu.Unlock()
+	if res[1].Status != tools.StatusError || strings.Contains(all, "mallory") {
 		t.Errorf("fixed parameters were replaced: %+v (the endpoint saw %q)", res[1], seen)
 	}
 	if res[2].Code != tools.CodeInvalidArgument || !strings.Contains(res[2].Content, "verbose") {
