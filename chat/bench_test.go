@@ -159,3 +159,42 @@ func TestWarmTurnsTakeLoadedGroupsFromTheCache(t *testing.T) {
 		t.Errorf("the store was asked for loaded groups %d times, want once", n)
 	}
 }
+
+// With Config.Images set, the pictures named in the message go to the
+// model as image input with that message only; the history keeps its text.
+func TestPicturesGoWithTheirMessage(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg := tools.NewRegistry()
+	reg.Add(tools.LoadGroup(reg))
+	m := chattest.NewModelServer(t)
+	var asked []string
+	e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Images: func(ctx context.Context, chatKey, name string) (chat.Image, error) {
+			asked = append(asked, chatKey+"/"+name)
+			return chat.Image{MIME: "image/png", Data: []byte("png!")}, nil
+		}}, m.Client(), db, reg)
+	ctx := context.Background()
+	if _, err := e.Handle(ctx, chat.Inbound{ChatKey: "c", UserKey: "u", Text: "what is this?", Images: []string{"cat.png"}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := m.Last(t).Messages
+	parts := msgs[len(msgs)-1].MultiContent
+	if len(parts) != 2 || parts[0].Text != "what is this?" || parts[1].ImageURL == nil || parts[1].ImageURL.URL != "data:image/png;base64,cG5nIQ==" {
+		t.Fatalf("the message went as %+v", msgs[len(msgs)-1])
+	}
+	if len(asked) != 1 || asked[0] != "c/cat.png" {
+		t.Errorf("pictures read: %v", asked)
+	}
+	if _, err := e.Handle(ctx, chat.Inbound{ChatKey: "c", UserKey: "u", Text: "and now?"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range m.Last(t).Messages {
+		if len(msg.MultiContent) > 0 {
+			t.Errorf("a picture was sent again with a later message: %+v", msg)
+		}
+	}
+}

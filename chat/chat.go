@@ -53,6 +53,15 @@ type Message struct {
 	// Tokens is the message's token count as sent to the model.
 	Tokens    int
 	CreatedAt time.Time
+	// Images go with a user message to a model that reads images; they
+	// are sent with the turn's own message only, not kept in history.
+	Images []Image `json:"-"`
+}
+
+// Image is a picture given to the model.
+type Image struct {
+	MIME string
+	Data []byte
 }
 
 // Usage counts the tokens of one or more model calls.
@@ -143,6 +152,10 @@ type Inbound struct {
 	// model's current answer so far each time it grows (a new round of the
 	// turn starts again from ""). It must return quickly.
 	OnText func(text string) `json:"-"`
+	// Images are the names, in the chat's workspace, of the pictures the
+	// person sent with the message; with Config.Images set the model
+	// sees them.
+	Images []string
 }
 
 // Errors a Store wraps its failures in, so callers can tell them apart

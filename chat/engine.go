@@ -71,6 +71,10 @@ type Config struct {
 	// order: a skills listing, what is remembered about the person. One
 	// returning "" adds nothing.
 	Sections []func(ctx context.Context, in Inbound) string `yaml:"-"`
+	// Images, when set, reads a picture of a chat's workspace for a
+	// model that reads images (llm.vision): the turn's message carries
+	// the pictures named in Inbound.Images.
+	Images func(ctx context.Context, chatKey, name string) (Image, error) `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {
@@ -168,6 +172,8 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		return Reply{}, fmt.Errorf("open session for %s: %w", in.ChatKey, err)
 	}
 	user := Message{Role: RoleUser, Text: in.Text, UserKey: in.UserKey, ExternalID: in.ID, Tokens: e.cfg.Count(in.Text) + 4}
+	user.Images = e.images(ctx, in)
+	user.Tokens += imageTokens * len(user.Images)
 	var history []Message
 	current, count := -1, sess.Messages
 	if in.Resume && in.ID != "" {
@@ -234,6 +240,10 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		unsaved:  unsaved,
 	}
 	reply, err := t.run(ctx)
+	// Pictures go with their own turn only: the history keeps the text.
+	if t.current >= 0 && t.current < len(t.history) {
+		t.history[t.current].Images = nil
+	}
 	if err != nil {
 		e.cache.drop(sess.ID)
 		return reply, err
@@ -601,4 +611,26 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// imageTokens is what a picture is budgeted at: about what a detailed
+// image costs at common models.
+const imageTokens = 800
+
+// images reads the pictures of in for a model that sees them; one that
+// cannot be read is left out, with the text still saying it was sent.
+func (e *Engine) images(ctx context.Context, in Inbound) []Image {
+	if e.cfg.Images == nil || len(in.Images) == 0 {
+		return nil
+	}
+	var out []Image
+	for _, name := range in.Images {
+		img, err := e.cfg.Images(ctx, in.ChatKey, name)
+		if err != nil {
+			e.cfg.Logger.Warn("a picture the person sent could not be read for the model", "name", name, "err", err)
+			continue
+		}
+		out = append(out, img)
+	}
+	return out
 }

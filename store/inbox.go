@@ -33,7 +33,10 @@ type inboxItem struct {
 	Sent  int
 	State string `gorm:"not null"`
 	// Draft is the channel's reference to the answer shown while written.
-	Draft     []byte
+	Draft []byte
+	// Images are the workspace names of pictures sent with the event, a
+	// JSON array.
+	Images    string
 	CreatedAt time.Time
 	UpdatedAt time.Time `gorm:"index"`
 }
@@ -79,6 +82,10 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 		Channel: channel, EventID: p.ID, ChatKey: p.Inbound.ChatKey, UserKey: p.Inbound.UserKey,
 		Text: p.Inbound.Text, Route: p.Route, State: string(bridge.StatePending), CreatedAt: now, UpdatedAt: now,
 	}
+	if len(p.Inbound.Images) > 0 {
+		b, _ := json.Marshal(p.Inbound.Images) // strings always encode
+		row.Images = string(b)
+	}
 	if parts != nil {
 		b, err := json.Marshal(parts)
 		if err != nil {
@@ -109,6 +116,9 @@ func (r inboxItem) item() bridge.Item {
 	if r.Parts != "" {
 		// A row this package wrote; an unreadable one sends nothing.
 		_ = json.Unmarshal([]byte(r.Parts), &it.Parts)
+	}
+	if r.Images != "" {
+		_ = json.Unmarshal([]byte(r.Images), &it.Inbound.Images)
 	}
 	return it
 }

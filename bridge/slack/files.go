@@ -18,7 +18,7 @@ const maxDownload = 50 << 20
 // keepFile downloads a file a person shared into the chat's workspace and
 // returns the note the model reads about it. The client library sends
 // the bot token only to Slack's own hosts (or the configured API's).
-func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File) string {
+func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File) (note, image string) {
 	name := f.Name
 	if name == "" {
 		name = "file"
@@ -29,11 +29,11 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File)
 	}
 	switch {
 	case a.cfg.Files == nil:
-		return bridge.FileNotKept(name, "files are not kept in this setup")
+		return bridge.FileNotKept(name, "files are not kept in this setup"), ""
 	case f.Size > maxDownload:
-		return bridge.FileNotKept(name, fmt.Sprintf("it is larger than %d MB", maxDownload>>20))
+		return bridge.FileNotKept(name, fmt.Sprintf("it is larger than %d MB", maxDownload>>20)), ""
 	case f.URLPrivateDownload == "":
-		return bridge.FileNotKept(name, "Slack gave no download link for it")
+		return bridge.FileNotKept(name, "Slack gave no download link for it"), ""
 	}
 	pr, pw := io.Pipe()
 	go func() {
@@ -43,9 +43,12 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File)
 	pr.CloseWithError(io.ErrClosedPipe) // lets the download end if Save stopped early
 	if err != nil {
 		a.log.Warn("slack: could not keep a file a person shared", "file", name, "err", err)
-		return bridge.FileNotKept(name, "it could not be downloaded from Slack")
+		return bridge.FileNotKept(name, "it could not be downloaded from Slack"), ""
 	}
-	return bridge.FileNote(saved, mimeType, n)
+	if bridge.IsImage(mimeType) {
+		image = saved
+	}
+	return bridge.FileNote(saved, mimeType, n), image
 }
 
 // SendFile uploads a workspace file to the chat named by chatKey

@@ -35,6 +35,16 @@ func TestSharedFilesAreKept(t *testing.T) {
 		t.Fatalf("the workspace holds %q (%v)", b, err)
 	}
 
+	// A shared picture is named for a model that reads images.
+	h.env.Model.Text("A chart.")
+	h.event(t, "Ev3", h.fake.DMWithFile("D1", owner, "", "100.3", slacktest.File{Name: "chart.png", MIME: "image/png", Content: []byte("png")}))
+	h.fake.WaitCalls(t, "chat.postMessage", 2)
+	var images string
+	h.env.Store.Gorm().Raw("SELECT images FROM inbox_items WHERE event_id = 'event:Ev3'").Row().Scan(&images)
+	if images != `["chart.png"]` {
+		t.Errorf("the event's pictures are %q", images)
+	}
+
 	// A download link elsewhere gets no token, and the model is told.
 	var sawToken bool
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +56,7 @@ func TestSharedFilesAreKept(t *testing.T) {
 	e["files"] = []map[string]any{{"id": "F9", "name": "x.txt", "mimetype": "text/plain", "size": 3, "url_private_download": evil.URL + "/x.txt"}}
 	h.env.Model.Text("ok")
 	h.event(t, "Ev2", e)
-	h.fake.WaitCalls(t, "chat.postMessage", 2)
+	h.fake.WaitCalls(t, "chat.postMessage", 3)
 	last = h.env.Model.Last(t).Messages
 	if got := last[len(last)-1].Content; !strings.Contains(got, "x.txt, but it could not be kept") || sawToken {
 		t.Fatalf("the model read %q; token sent elsewhere: %v", got, sawToken)

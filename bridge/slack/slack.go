@@ -348,9 +348,13 @@ func (a *Adapter) toPending(ctx context.Context, team string, inner any) (bridge
 		return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey}, Route: r.encode(), Reply: bridge.TextRefused}, true
 	}
 	text = a.commandWord(PlainText(text, self))
-	var notes []string
+	var notes, images []string
 	for _, f := range shared {
-		notes = append(notes, a.keepFile(ctx, chatKey, f))
+		note, image := a.keepFile(ctx, chatKey, f)
+		notes = append(notes, note)
+		if image != "" {
+			images = append(images, image)
+		}
 	}
 	if len(notes) > 0 {
 		text = strings.TrimSpace(strings.Join(notes, "\n") + "\n" + text)
@@ -359,7 +363,7 @@ func (a *Adapter) toPending(ctx context.Context, team string, inner any) (bridge
 		return bridge.Pending{}, false
 	}
 	return bridge.Pending{
-		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + userTeam + ":" + user, Text: text},
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + userTeam + ":" + user, Text: text, Images: images},
 		Route:   r.encode(),
 	}, true
 }

@@ -22,7 +22,7 @@ const maxDownload = 20 << 20
 
 // keepFile downloads the document or the largest photo of m into the
 // chat's workspace and returns the note the model reads about it.
-func (a *Adapter) keepFile(ctx context.Context, chatKey string, m *message) string {
+func (a *Adapter) keepFile(ctx context.Context, chatKey string, m *message) (note, image string) {
 	var id, name, mimeType string
 	var size int
 	switch {
@@ -40,22 +40,25 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, m *message) stri
 	}
 	switch {
 	case a.cfg.Files == nil:
-		return bridge.FileNotKept(name, "files are not kept in this setup")
+		return bridge.FileNotKept(name, "files are not kept in this setup"), ""
 	case size > maxDownload:
-		return bridge.FileNotKept(name, "Telegram lets bots download files up to 20 MB")
+		return bridge.FileNotKept(name, "Telegram lets bots download files up to 20 MB"), ""
 	}
 	body, err := a.download(ctx, id)
 	if err != nil {
 		a.log.Warn("telegram: could not download a file a person sent", "file", name, "err", err)
-		return bridge.FileNotKept(name, "it could not be downloaded from Telegram")
+		return bridge.FileNotKept(name, "it could not be downloaded from Telegram"), ""
 	}
 	defer body.Close()
 	saved, n, err := a.cfg.Files.Save(ctx, chatKey, name, body)
 	if err != nil {
 		a.log.Warn("telegram: could not keep a file a person sent", "file", name, "err", err)
-		return bridge.FileNotKept(name, err.Error())
+		return bridge.FileNotKept(name, err.Error()), ""
 	}
-	return bridge.FileNote(saved, mimeType, n)
+	if bridge.IsImage(mimeType) {
+		image = saved
+	}
+	return bridge.FileNote(saved, mimeType, n), image
 }
 
 // download asks getFile for the file's path and opens it.

@@ -39,6 +39,12 @@ func TestFilesPeopleSendAreKept(t *testing.T) {
 	if got := last[len(last)-1].Content; !strings.Contains(got, "as photo-ufile-1001.jpg (image/jpeg, 9 bytes)") {
 		t.Fatalf("a photo: the model read %q", got)
 	}
+	// The picture is named for a model that reads images.
+	var images string
+	h.env.Store.Gorm().Raw("SELECT images FROM inbox_items ORDER BY seq DESC LIMIT 1").Row().Scan(&images)
+	if images != `["photo-ufile-1001.jpg"]` {
+		t.Errorf("the event's pictures are %q", images)
+	}
 }
 
 func TestFilesNotKeptWithoutAWorkspace(t *testing.T) {

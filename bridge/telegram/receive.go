@@ -120,11 +120,16 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (brid
 		}
 		return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey}, Route: r.encode(), Reply: bridge.TextRefused}, true
 	}
+	var images []string
 	if hasFile {
-		text = strings.TrimSpace(a.keepFile(ctx, chatKey, m) + "\n" + text)
+		note, image := a.keepFile(ctx, chatKey, m)
+		text = strings.TrimSpace(note + "\n" + text)
+		if image != "" {
+			images = []string{image}
+		}
 	}
 	return bridge.Pending{
-		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id, Text: text},
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id, Text: text, Images: images},
 		Route:   r.encode(),
 	}, true
 }

@@ -4,6 +4,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -292,6 +293,14 @@ func request(req chat.Request) goopenai.ChatCompletionRequest {
 	out := goopenai.ChatCompletionRequest{Model: req.Model}
 	for _, m := range req.Messages {
 		om := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Text, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			om.Content = ""
+			om.MultiContent = []goopenai.ChatMessagePart{{Type: goopenai.ChatMessagePartTypeText, Text: m.Text}}
+			for _, img := range m.Images {
+				om.MultiContent = append(om.MultiContent, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeImageURL,
+					ImageURL: &goopenai.ChatMessageImageURL{URL: "data:" + img.MIME + ";base64," + base64.StdEncoding.EncodeToString(img.Data), Detail: goopenai.ImageURLDetailAuto}})
+			}
+		}
 		for _, tc := range m.ToolCalls {
 			om.ToolCalls = append(om.ToolCalls, goopenai.ToolCall{
 				ID: tc.ID, Type: goopenai.ToolTypeFunction,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -93,6 +94,9 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log
 	if listing := a.skills.Listing(); listing != "" {
 		ec.Sections = append(ec.Sections, func(context.Context, chat.Inbound) string { return listing })
+	}
+	if cfg.LLM.Vision {
+		ec.Images = a.image
 	}
 	ec.Sections = append(ec.Sections, func(ctx context.Context, in chat.Inbound) string {
 		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
@@ -277,4 +281,28 @@ func (s fileSender) SendFile(ctx context.Context, chatKey, name, path string) er
 		return files.ErrCannotSend
 	}
 	return err
+}
+
+// maxImage is the largest picture given to the model.
+const maxImage = 5 << 20
+
+// image reads a picture of a chat's workspace for the model.
+func (a *app) image(ctx context.Context, chatKey, name string) (chat.Image, error) {
+	path, err := a.workspaces.Path(chatKey, name)
+	if err != nil {
+		return chat.Image{}, err
+	}
+	mimeType := mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
+	if !bridge.IsImage(mimeType) {
+		return chat.Image{}, fmt.Errorf("%s is not a picture the model reads", name)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return chat.Image{}, err
+	}
+	if st.Size() > maxImage {
+		return chat.Image{}, fmt.Errorf("%s is larger than %d MB", name, maxImage>>20)
+	}
+	data, err := os.ReadFile(path)
+	return chat.Image{MIME: mimeType, Data: data}, err
 }

@@ -60,6 +60,8 @@ type AgentConfig struct {
 type LLMConfig struct {
 	openai.Config `yaml:",inline"`
 	Engine        chat.Config `yaml:",inline"`
+	// Vision shows the model the pictures people send, as image input.
+	Vision bool `yaml:"vision"`
 }
 
 // StoreConfig is the SQLite file.

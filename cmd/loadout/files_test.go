@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,5 +37,25 @@ func TestFilesAndExecInTheConsole(t *testing.T) {
 	wc := reqs[4].Messages
 	if got := wc[len(wc)-1].Content; !strings.Contains(got, `3 list.txt`) {
 		t.Errorf("exec gave the model %s", got)
+	}
+}
+
+// llm.vision reads pictures from the chat's workspace, and nothing else.
+func TestVisionReadsWorkspacePictures(t *testing.T) {
+	a, _ := bareApp(t)
+	ctx := context.Background()
+	name, _, err := a.workspaces.Save(ctx, "telegram:42", "cat.png", strings.NewReader("png!"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := a.image(ctx, "telegram:42", name)
+	if err != nil || img.MIME != "image/png" || string(img.Data) != "png!" {
+		t.Fatalf("image = %+v, %v", img, err)
+	}
+	a.workspaces.Save(ctx, "telegram:42", "notes.txt", strings.NewReader("x"))
+	for _, bad := range []struct{ chat, name string }{{"telegram:42", "notes.txt"}, {"telegram:7", "cat.png"}, {"telegram:42", "../telegram_3a7/cat.png"}} {
+		if _, err := a.image(ctx, bad.chat, bad.name); err == nil {
+			t.Errorf("%s in %s was read", bad.name, bad.chat)
+		}
 	}
 }
