@@ -183,11 +183,23 @@ func (r *Registry) anyEnabled(group string, disabled map[string]bool) bool {
 	return false
 }
 
+// Listing bounds, in bytes (about four to a token): the groups' lines,
+// then the names of the groups that did not fit. However many groups
+// there are, the listing stays within about 250 tokens.
+const (
+	listingLines = 800
+	listingNames = 160
+)
+
 // Listing renders the "## Available Tool Groups" section of the system
-// prompt: one line per group that has at least one enabled tool. It is
-// empty when there is no such group.
+// prompt: one line per group that has at least one enabled tool, in
+// registration order, while they fit in listingLines; then the names of
+// the next ones while they fit in listingNames; then how many more there
+// are. It is empty when there is no such group.
 func (r *Registry) Listing(disabled map[string]bool) string {
 	var b strings.Builder
+	lines, names, more := 0, 0, 0
+	var spill []string
 	for _, n := range r.groupOrder {
 		if !r.anyEnabled(n, disabled) {
 			continue
@@ -195,7 +207,23 @@ func (r *Registry) Listing(disabled map[string]bool) string {
 		if b.Len() == 0 {
 			b.WriteString("## Available Tool Groups\n\nUse `load_tool_group` to load tools from a group before using them. Loaded groups stay loaded for the rest of this conversation.\n\n")
 		}
-		fmt.Fprintf(&b, "- %s: %s\n", n, r.groups[n].Description)
+		line := fmt.Sprintf("- %s: %s\n", n, r.groups[n].Description)
+		switch {
+		case names == 0 && lines+len(line) <= listingLines:
+			lines += len(line)
+			b.WriteString(line)
+		case names+len(n)+2 <= listingNames:
+			names += len(n) + 2
+			spill = append(spill, n)
+		default:
+			more++
+		}
+	}
+	if len(spill) > 0 {
+		fmt.Fprintf(&b, "- Also: %s\n", strings.Join(spill, ", "))
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "- And %d more groups.\n", more)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

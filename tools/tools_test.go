@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -231,5 +232,22 @@ func TestWindow(t *testing.T) {
 		if part != c.part || total != 11 || next != c.next {
 			t.Errorf("Window(%d, %d) = %q %d %d", c.offset, c.max, part, total, next)
 		}
+	}
+}
+
+// However many groups there are, the listing stays within its bounds:
+// the first groups with their descriptions, then names, then a count.
+func TestListingIsBounded(t *testing.T) {
+	r := NewRegistry()
+	for i := 0; i < 300; i++ {
+		name := fmt.Sprintf("group_%03d", i)
+		tool := New(Definition{Name: name + "_tool", Description: "d"}, func(ctx context.Context, in struct{}) (any, error) { return nil, nil })
+		if err := r.AddGroup(Group{Name: name, Description: strings.Repeat("a long description ", 4)}, tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := r.Listing(nil)
+	if len(l) > 1200 || !strings.Contains(l, "- group_000: a long") || !strings.Contains(l, "- Also: group_") || !strings.HasSuffix(l, "more groups.") {
+		t.Fatalf("listing of %d bytes:\n%s", len(l), l)
 	}
 }

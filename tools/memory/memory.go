@@ -57,10 +57,10 @@ func (c *Config) setDefaults() {
 }
 
 type input struct {
-	Action string `json:"action" enum:"save,recall,search,forget" desc:"what to do"`
-	Text   string `json:"text,omitempty" desc:"for save: the fact to remember, in one sentence"`
-	Query  string `json:"query,omitempty" desc:"for search: words to look for"`
-	ID     int64  `json:"id,omitempty" desc:"for forget: the memory's id"`
+	Action string `json:"action" enum:"save,recall,search,forget"`
+	Text   string `json:"text,omitempty" desc:"save: one fact"`
+	Query  string `json:"query,omitempty" desc:"search: words"`
+	ID     int64  `json:"id,omitempty" desc:"forget: its id"`
 }
 
 type list struct {
@@ -78,7 +78,7 @@ func Tool(cfg Config, st Store) tools.Tool {
 	cfg.setDefaults()
 	return tools.New(tools.Definition{
 		Name:        "memory",
-		Description: "Remember facts about the person across conversations: save, recall, search, forget.",
+		Description: "Facts about the person, kept across conversations.",
 		Timeout:     10 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		user := tools.CallerFrom(ctx).UserKey

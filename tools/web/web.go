@@ -86,10 +86,10 @@ func (c *Config) setDefaults() error {
 }
 
 type webInput struct {
-	Action string `json:"action" enum:"search,fetch" desc:"search the web, or fetch a page as text"`
-	Query  string `json:"query,omitempty" desc:"for search"`
-	URL    string `json:"url,omitempty" desc:"for fetch: an http(s) URL"`
-	Offset int    `json:"offset,omitempty" desc:"for fetch: character to start at, to read on"`
+	Action string `json:"action" enum:"search,fetch"`
+	Query  string `json:"query,omitempty" desc:"search: words"`
+	URL    string `json:"url,omitempty" desc:"fetch: the page"`
+	Offset int    `json:"offset,omitempty" desc:"fetch: character to read on from"`
 }
 
 // Tools returns the web tool and http_request.
