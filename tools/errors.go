@@ -2,6 +2,8 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -63,4 +65,18 @@ func truncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// MissingParameter is the error for a domain tool's action called without
+// a parameter it needs; the model reads which one in required_param.
+func MissingParameter(tool, action, param string) *Error {
+	return &Error{Code: CodeMissingParameter, Message: fmt.Sprintf("Action '%s' needs '%s'.", action, param),
+		Suggestion: fmt.Sprintf("Call %s again with action '%s' and %s.", tool, action, param), Details: map[string]any{"required_param": param}}
+}
+
+// UnknownAction is the error for an action a domain tool does not have;
+// the model reads the ones it has in allowed_actions.
+func UnknownAction(tool, action string, allowed ...string) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("%s has no action '%s'.", tool, action),
+		Suggestion: "Use one of: " + strings.Join(allowed, ", ") + ".", Details: map[string]any{"allowed_actions": allowed}}
 }

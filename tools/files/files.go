@@ -275,8 +275,7 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 			return nil, errors.New("files: no chat in the context")
 		}
 		if in.Action != "list" && strings.TrimSpace(in.Path) == "" {
-			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: fmt.Sprintf("Action '%s' needs 'path'.", in.Action),
-				Suggestion: "Give the file's path; list shows them.", Details: map[string]any{"required_param": "path"}}
+			return nil, tools.MissingParameter("files", in.Action, "path")
 		}
 		root, err := w.root(chatKey)
 		if err != nil {
@@ -315,8 +314,7 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 			}
 			return done{Status: "sent", Path: in.Path, Size: st.Size()}, nil
 		}
-		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Unknown action '%s'.", in.Action),
-			Details: map[string]any{"allowed_actions": []string{"list", "read", "write", "append", "delete", "send"}}}
+		return nil, tools.UnknownAction("files", in.Action, "list", "read", "write", "append", "delete", "send")
 	})
 }
 

@@ -89,7 +89,7 @@ func Tool(cfg Config, st Store) tools.Tool {
 		case "save":
 			text := strings.Join(strings.Fields(in.Text), " ")
 			if text == "" {
-				return nil, required("text", "save")
+				return nil, tools.MissingParameter("memory", "save", "text")
 			}
 			if n := utf8.RuneCountInString(text); n > cfg.MaxChars {
 				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The memory has %d characters; at most %d fit.", n, cfg.MaxChars),
@@ -120,7 +120,7 @@ func Tool(cfg Config, st Store) tools.Tool {
 			return list{Memories: nonNil(ms), Total: n}, nil
 		case "search":
 			if strings.TrimSpace(in.Query) == "" {
-				return nil, required("query", "search")
+				return nil, tools.MissingParameter("memory", "search", "query")
 			}
 			if len(tools.SearchTerms(in.Query)) == 0 {
 				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: "The query has no words to look for.",
@@ -133,7 +133,7 @@ func Tool(cfg Config, st Store) tools.Tool {
 			return list{Memories: nonNil(ms)}, nil
 		case "forget":
 			if in.ID <= 0 {
-				return nil, required("id", "forget")
+				return nil, tools.MissingParameter("memory", "forget", "id")
 			}
 			ok, err := st.ForgetMemory(ctx, user, in.ID)
 			if err != nil {
@@ -145,14 +145,8 @@ func Tool(cfg Config, st Store) tools.Tool {
 			}
 			return saved{Status: "forgotten", ID: in.ID}, nil
 		}
-		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Unknown action '%s'.", in.Action),
-			Details: map[string]any{"allowed_actions": []string{"save", "recall", "search", "forget"}}}
+		return nil, tools.UnknownAction("memory", in.Action, "save", "recall", "search", "forget")
 	})
-}
-
-func required(param, action string) *tools.Error {
-	return &tools.Error{Code: tools.CodeMissingParameter, Message: fmt.Sprintf("Action '%s' needs '%s'.", action, param),
-		Suggestion: fmt.Sprintf("Call memory again with action '%s' and %s.", action, param), Details: map[string]any{"required_param": param}}
 }
 
 func nonNil(ms []Memory) []Memory {

@@ -121,22 +121,16 @@ func (w *webTool) run(ctx context.Context, in webInput) (any, error) {
 	switch in.Action {
 	case "search":
 		if strings.TrimSpace(in.Query) == "" {
-			return nil, missing("query", "search")
+			return nil, tools.MissingParameter("web", "search", "query")
 		}
 		return w.search(ctx, strings.TrimSpace(in.Query))
 	case "fetch":
 		if strings.TrimSpace(in.URL) == "" {
-			return nil, missing("url", "fetch")
+			return nil, tools.MissingParameter("web", "fetch", "url")
 		}
 		return w.fetch(ctx, strings.TrimSpace(in.URL), max(in.Offset, 0))
 	}
-	return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Unknown action '%s'.", in.Action),
-		Suggestion: "Use action search or fetch.", Details: map[string]any{"allowed_actions": []string{"search", "fetch"}}}
-}
-
-func missing(param, action string) *tools.Error {
-	return &tools.Error{Code: tools.CodeMissingParameter, Message: fmt.Sprintf("Action '%s' needs '%s'.", action, param),
-		Suggestion: fmt.Sprintf("Call web again with action '%s' and %s.", action, param), Details: map[string]any{"required_param": param}}
+	return nil, tools.UnknownAction("web", in.Action, "search", "fetch")
 }
 
 // sameHost follows redirects within the host asked for; one to another

@@ -567,21 +567,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := f.Get("text")
-	visible := text
-	if strings.EqualFold(f.Get("parse_mode"), "HTML") {
-		v, err := CheckHTML(text)
-		if err != nil {
-			writeErr(w, 400, "Bad Request: can't parse entities: "+err.Error(), 0)
-			return
-		}
-		visible = v
-	}
-	if strings.TrimSpace(visible) == "" {
-		writeErr(w, 400, "Bad Request: message text is empty", 0)
-		return
-	}
-	if len(utf16.Encode([]rune(visible))) > MaxMessage {
-		writeErr(w, 400, "Bad Request: message is too long", 0)
+	visible, ok := checkText(w, text, f.Get("parse_mode"), "message is too long")
+	if !ok {
 		return
 	}
 	thread, _ := strconv.Atoi(f.Get("message_thread_id"))
@@ -599,6 +586,30 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// checkText refuses a message text as Telegram does (bad HTML, empty,
+// too long, which sendMessage and editMessageText word differently) and
+// returns what the person would see.
+func checkText(w http.ResponseWriter, text, parseMode, tooLong string) (string, bool) {
+	visible := text
+	if strings.EqualFold(parseMode, "HTML") {
+		v, err := CheckHTML(text)
+		if err != nil {
+			writeErr(w, 400, "Bad Request: can't parse entities: "+err.Error(), 0)
+			return "", false
+		}
+		visible = v
+	}
+	if strings.TrimSpace(visible) == "" {
+		writeErr(w, 400, "Bad Request: message text is empty", 0)
+		return "", false
+	}
+	if len(utf16.Encode([]rune(visible))) > MaxMessage {
+		writeErr(w, 400, "Bad Request: "+tooLong, 0)
+		return "", false
+	}
+	return visible, true
+}
+
 // editMessageText changes a sent message's text as Telegram does,
 // refusing an edit that changes nothing.
 func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
@@ -606,21 +617,8 @@ func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
 	chatID, _ := strconv.ParseInt(f.Get("chat_id"), 10, 64)
 	id, _ := strconv.Atoi(f.Get("message_id"))
 	text := f.Get("text")
-	visible := text
-	if strings.EqualFold(f.Get("parse_mode"), "HTML") {
-		v, err := CheckHTML(text)
-		if err != nil {
-			writeErr(w, 400, "Bad Request: can't parse entities: "+err.Error(), 0)
-			return
-		}
-		visible = v
-	}
-	if strings.TrimSpace(visible) == "" {
-		writeErr(w, 400, "Bad Request: message text is empty", 0)
-		return
-	}
-	if len(utf16.Encode([]rune(visible))) > MaxMessage {
-		writeErr(w, 400, "Bad Request: MESSAGE_TOO_LONG", 0)
+	visible, ok := checkText(w, text, f.Get("parse_mode"), "MESSAGE_TOO_LONG")
+	if !ok {
 		return
 	}
 	s.mu.Lock()
