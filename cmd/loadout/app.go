@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"loadout/bridge"
 	"loadout/chat"
@@ -27,6 +30,7 @@ import (
 	"loadout/tools/history"
 	"loadout/tools/manifest"
 	"loadout/tools/memory"
+	"loadout/tools/pdf"
 	"loadout/tools/shell"
 	"loadout/tools/skills"
 	"loadout/tools/web"
@@ -192,6 +196,11 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		Description: "Call an HTTP API the person names (method, headers, body)"}, webTools[1:]...); err != nil {
 		return nil, err
 	}
+	pc := a.cfg.PDF
+	pc.Workspaces, pc.Fetch = a.workspaces, fetcher(g, wc.Timeout)
+	if err := reg.AddGroup(pdf.Group(), pdf.Tools(pc)...); err != nil {
+		return nil, err
+	}
 	cg, ts := config.Group(a.db, reg, config.Defaults{
 		Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model(),
 	})
@@ -305,4 +314,43 @@ func (a *app) image(ctx context.Context, chatKey, name string) (chat.Image, erro
 	}
 	data, err := os.ReadFile(path)
 	return chat.Image{MIME: mimeType, Data: data}, err
+}
+
+// fetcher downloads a document from a URL the model gave, through the
+// guard, following redirects only within the host, up to 50 MB.
+func fetcher(g *guard.Guard, timeout time.Duration) func(ctx context.Context, url string) ([]byte, error) {
+	if timeout <= 0 {
+		timeout = 20 * time.Second
+	}
+	client := &http.Client{Transport: g.Transport(), Timeout: timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 5 || req.URL.Host != via[0].URL.Host {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	return func(ctx context.Context, raw string) ([]byte, error) {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is not a URL.", raw)}
+		}
+		if err := g.CheckURL(u); err != nil {
+			return nil, &tools.Error{Code: "blocked_address", Message: err.Error()}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: err.Error()}
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			if guard.IsBlocked(err) {
+				return nil, &tools.Error{Code: "blocked_address", Message: err.Error()}
+			}
+			return nil, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("%s could not be reached.", u.Redacted())}
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("%s answered %s.", u.Redacted(), resp.Status)}
+		}
+		return io.ReadAll(io.LimitReader(resp.Body, 50<<20+1))
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"loadout/tools/files"
 	"loadout/tools/guard"
 	"loadout/tools/memory"
+	"loadout/tools/pdf"
 	"loadout/tools/shell"
 	"loadout/tools/web"
 
@@ -41,6 +42,7 @@ type Config struct {
 	Memory   memory.Config  `yaml:"memory"`
 	Files    files.Config   `yaml:"files"`
 	Exec     shell.Config   `yaml:"exec"`
+	PDF      pdf.Config     `yaml:"pdf"`
 	HTTP     HTTPConfig     `yaml:"http"`
 	Log      LogConfig      `yaml:"log"`
 	Console  ConsoleConfig  `yaml:"console"`

@@ -59,3 +59,26 @@ func TestVisionReadsWorkspacePictures(t *testing.T) {
 		}
 	}
 }
+
+// In `loadout chat` the model reads a PDF the person has in the chat's
+// workspace.
+func TestPDFInTheConsole(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	cfgPath, dbPath := writeConfig(t, model.URL, "")
+	doc, err := os.ReadFile("testdata/invoice.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(filepath.Dir(dbPath), "files", "console_3alocal")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "invoice.pdf"), doc, 0o600)
+	model.Call("load_tool_group", `{"group_name":"pdf"}`)
+	model.Call("pdf_text", `{"path":"invoice.pdf"}`)
+	model.Text("19 euros.")
+	if out, err := runCLI(t, "what is the invoice total?\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "19 euros.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, "Invoice 42 total 19 euros") {
+		t.Errorf("pdf_text gave %s", got)
+	}
+}

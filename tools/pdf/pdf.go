@@ -1,0 +1,287 @@
+// Package pdf is the pdf group: a PDF's details, its text by page range,
+// and a page rendered to PNG in the chat's workspace (to send, or to show
+// a model that reads images). A PDF comes from the chat's workspace or
+// from a URL, fetched through the web tools' guard.
+package pdf
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ledongthuc/pdf"
+
+	"loadout/tools"
+)
+
+// Workspaces are the chats' files, as the files tool keeps them.
+type Workspaces interface {
+	Path(chatKey, name string) (string, error)
+	Save(ctx context.Context, chatKey, name string, r io.Reader) (string, int64, error)
+}
+
+// Config configures the pdf group.
+type Config struct {
+	Workspaces Workspaces `yaml:"-"`
+	// Fetch downloads a PDF from a URL through the guard; nil refuses
+	// URLs.
+	Fetch func(ctx context.Context, url string) ([]byte, error) `yaml:"-"`
+	// MaxBytes caps a PDF read (pdf.max_bytes); default 50 MB.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxChars caps the text one call returns (pdf.max_chars); default
+	// 20000.
+	MaxChars int `yaml:"max_chars"`
+	// Renderer is poppler's pdftoppm (pdf.renderer); default the one on
+	// PATH. Without it, render says what to install.
+	Renderer string `yaml:"renderer"`
+}
+
+// Group is the pdf group's description.
+func Group() tools.Group {
+	return tools.Group{Name: "pdf", DisplayName: "PDF", Description: "Read PDF files: details, text by page, a page as a picture"}
+}
+
+type source struct {
+	Path string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
+	URL  string `json:"url,omitempty" desc:"or a PDF's URL"`
+}
+
+type infoOut struct {
+	Pages     int    `json:"pages"`
+	Title     string `json:"title,omitempty"`
+	Author    string `json:"author,omitempty"`
+	Encrypted bool   `json:"encrypted"`
+	Bytes     int    `json:"bytes"`
+}
+
+type textIn struct {
+	source
+	FirstPage int `json:"first_page,omitempty" desc:"default 1"`
+	LastPage  int `json:"last_page,omitempty" desc:"default the last"`
+	Offset    int `json:"offset,omitempty" desc:"character to read on from"`
+}
+
+type textOut struct {
+	Pages      string `json:"pages"`
+	Text       string `json:"text"`
+	TotalChars int    `json:"total_chars"`
+	NextOffset int    `json:"next_offset,omitempty"`
+	Note       string `json:"note,omitempty"`
+}
+
+type renderIn struct {
+	source
+	Page int `json:"page" desc:"page number, from 1"`
+	DPI  int `json:"dpi,omitempty" desc:"default 110"`
+}
+
+type renderOut struct {
+	Saved string `json:"saved"`
+	Page  int    `json:"page"`
+	Note  string `json:"note"`
+}
+
+// Tools returns pdf_info, pdf_text and pdf_render.
+func Tools(cfg Config) []tools.Tool {
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 50 << 20
+	}
+	if cfg.MaxChars <= 0 {
+		cfg.MaxChars = 20000
+	}
+	if cfg.Renderer == "" {
+		cfg.Renderer, _ = exec.LookPath("pdftoppm")
+	}
+	g := &group{cfg: cfg}
+	return []tools.Tool{
+		tools.New(tools.Definition{Name: "pdf_info", Description: "A PDF's pages, title, author and whether it is encrypted.", ReadOnly: true, Timeout: 60 * time.Second}, g.info),
+		tools.New(tools.Definition{Name: "pdf_text", Description: "The text of a PDF's pages.", ReadOnly: true, Timeout: 60 * time.Second}, g.text),
+		tools.New(tools.Definition{Name: "pdf_render", Description: "Render a PDF page to a PNG in the workspace.", Timeout: 60 * time.Second}, g.render),
+	}
+}
+
+type group struct{ cfg Config }
+
+// load reads the PDF a call names; name is what it is called in results.
+func (g *group) load(ctx context.Context, s source) (data []byte, name string, err error) {
+	chatKey := tools.CallerFrom(ctx).ChatKey
+	switch {
+	case s.Path != "" && s.URL != "":
+		return nil, "", &tools.Error{Code: tools.CodeInvalidArgument, Message: "Give either path or url, not both."}
+	case s.Path != "":
+		p, err := g.cfg.Workspaces.Path(chatKey, s.Path)
+		if err != nil {
+			return nil, "", &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("There is no file '%s' in this chat's workspace.", s.Path),
+				Suggestion: "List the files with the files tool."}
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, "", err
+		}
+		defer f.Close()
+		data, err = io.ReadAll(io.LimitReader(f, g.cfg.MaxBytes+1))
+		name = s.Path
+	case s.URL != "":
+		if g.cfg.Fetch == nil {
+			return nil, "", &tools.Error{Code: "not_available", Message: "PDFs cannot be fetched from URLs here."}
+		}
+		data, err = g.cfg.Fetch(ctx, s.URL)
+		name = path.Base(s.URL)
+	default:
+		return nil, "", tools.MissingParameter("pdf tools", "read", "path")
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if int64(len(data)) > g.cfg.MaxBytes {
+		return nil, "", &tools.Error{Code: "too_large", Message: fmt.Sprintf("The PDF is larger than %d bytes (pdf.max_bytes).", g.cfg.MaxBytes)}
+	}
+	if !bytes.HasPrefix(bytes.TrimLeft(data, "\x00\t\r\n "), []byte("%PDF-")) {
+		return nil, "", &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is not a PDF.", name)}
+	}
+	return data, name, nil
+}
+
+// open parses a PDF; an encrypted or damaged one is a plain error.
+func open(data []byte, name string) (*pdf.Reader, error) {
+	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err == nil {
+		return r, nil
+	}
+	if encrypted(data) || errors.Is(err, pdf.ErrInvalidPassword) {
+		return nil, &tools.Error{Code: "encrypted", Message: fmt.Sprintf("'%s' is encrypted and cannot be read without its password.", name),
+			Suggestion: "Ask the person for an unprotected copy."}
+	}
+	return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is damaged or not a readable PDF.", name)}
+}
+
+func encrypted(data []byte) bool { return bytes.Contains(data, []byte("/Encrypt")) }
+
+func (g *group) info(ctx context.Context, in source) (any, error) {
+	data, name, err := g.load(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	r, err := open(data, name)
+	var te *tools.Error
+	if errors.As(err, &te) && te.Code == "encrypted" {
+		return infoOut{Encrypted: true, Bytes: len(data)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := r.Trailer().Key("Info")
+	return infoOut{Pages: r.NumPage(), Title: info.Key("Title").Text(), Author: info.Key("Author").Text(),
+		Encrypted: encrypted(data), Bytes: len(data)}, nil
+}
+
+func (g *group) text(ctx context.Context, in textIn) (any, error) {
+	data, name, err := g.load(ctx, in.source)
+	if err != nil {
+		return nil, err
+	}
+	r, err := open(data, name)
+	if err != nil {
+		return nil, err
+	}
+	n := r.NumPage()
+	first, last := max(in.FirstPage, 1), in.LastPage
+	if last <= 0 || last > n {
+		last = n
+	}
+	if first > last {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' has %d pages; pages %d to %d do not exist.", name, n, first, last)}
+	}
+	var b strings.Builder
+	fonts := map[string]*pdf.Font{}
+	for i := first; i <= last; i++ {
+		p := r.Page(i)
+		if p.V.IsNull() {
+			continue
+		}
+		for _, f := range p.Fonts() {
+			if _, ok := fonts[f]; !ok {
+				font := p.Font(f)
+				fonts[f] = &font
+			}
+		}
+		t, err := p.GetPlainText(fonts)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "--- page %d ---\n%s\n", i, strings.TrimSpace(t))
+		// Enough for this call and the offset: later pages wait.
+		if b.Len() > 4*(in.Offset+g.cfg.MaxChars) {
+			last = i
+			break
+		}
+	}
+	out := textOut{Pages: fmt.Sprintf("%d-%d of %d", first, last, n)}
+	out.Text, out.TotalChars, out.NextOffset = tools.Window(b.String(), max(in.Offset, 0), g.cfg.MaxChars)
+	if out.NextOffset > 0 {
+		out.Note = fmt.Sprintf("More text follows: call again with offset %d.", out.NextOffset)
+	}
+	if strings.TrimSpace(out.Text) == "" && in.Offset == 0 {
+		out.Note = "These pages have no text layer (a scan?). pdf_render shows a page as a picture."
+	}
+	return out, nil
+}
+
+func (g *group) render(ctx context.Context, in renderIn) (any, error) {
+	if g.cfg.Renderer == "" {
+		return nil, &tools.Error{Code: "not_available", Message: "Pages cannot be rendered here: poppler's pdftoppm is not installed.",
+			Suggestion: "Tell the person the operator can install poppler-utils (or set pdf.renderer)."}
+	}
+	if in.Page < 1 {
+		return nil, tools.MissingParameter("pdf_render", "render", "page")
+	}
+	dpi := in.DPI
+	if dpi <= 0 {
+		dpi = 110
+	}
+	dpi = min(dpi, 300)
+	data, name, err := g.load(ctx, in.source)
+	if err != nil {
+		return nil, err
+	}
+	r, err := open(data, name)
+	if err != nil {
+		return nil, err
+	}
+	if in.Page > r.NumPage() {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' has %d pages.", name, r.NumPage())}
+	}
+	dir, err := os.MkdirTemp("", "loadout-pdf-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	src := filepath.Join(dir, "in.pdf")
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		return nil, err
+	}
+	page := fmt.Sprint(in.Page)
+	cmd := exec.CommandContext(ctx, g.cfg.Renderer, "-png", "-singlefile", "-r", fmt.Sprint(dpi), "-f", page, "-l", page, src, filepath.Join(dir, "out"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pdftoppm: %v: %s", err, out)
+	}
+	f, err := os.Open(filepath.Join(dir, "out.png"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	base := strings.TrimSuffix(path.Base(name), path.Ext(name))
+	saved, _, err := g.cfg.Workspaces.Save(ctx, tools.CallerFrom(ctx).ChatKey, fmt.Sprintf("%s-page-%d.png", base, in.Page), f)
+	if err != nil {
+		return nil, err
+	}
+	return renderOut{Saved: saved, Page: in.Page, Note: "Saved in the workspace: send it with the files tool."}, nil
+}

@@ -1,0 +1,165 @@
+package pdf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"loadout/tools"
+	"loadout/tools/files"
+)
+
+// document writes a PDF with one page per text, a title and an author,
+// and a correct cross-reference table; trailer adds to the trailer.
+func document(trailer string, texts ...string) []byte {
+	objs := []string{"<< /Type /Catalog /Pages 2 0 R >>", ""}
+	var kids []string
+	for range texts {
+		kids = append(kids, "")
+	}
+	font := 3
+	objs = append(objs, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	for i, t := range texts {
+		stream := fmt.Sprintf("BT /F1 24 Tf 72 700 Td (%s) Tj ET", t)
+		objs = append(objs, fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream))
+		content := len(objs)
+		objs = append(objs, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 %d 0 R >> >> >>", content, font))
+		kids[i] = fmt.Sprintf("%d 0 R", len(objs))
+	}
+	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(texts))
+	objs = append(objs, "<< /Title (Quarterly report) /Author (Ana) >>")
+	info := len(objs)
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R %s>>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, info, trailer, xref)
+	return b.Bytes()
+}
+
+func setup(t *testing.T, fetch func(ctx context.Context, url string) ([]byte, error)) (*files.Workspaces, func(name, args string) tools.Result) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tools.NewRegistry()
+	if err := r.AddGroup(Group(), Tools(Config{Workspaces: ws, Fetch: fetch, MaxChars: 40})...); err != nil {
+		t.Fatal(err)
+	}
+	x := tools.NewExecutor(r, nil)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local"})
+	return ws, func(name, args string) tools.Result {
+		return x.Run(ctx, nil, []tools.Call{{ID: "1", Name: name, Arguments: args}})[0]
+	}
+}
+
+func TestPDFTools(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(document("", "From the web")) }))
+	defer srv.Close()
+	fetch := func(ctx context.Context, url string) ([]byte, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return b.Bytes(), nil
+	}
+	ws, call := setup(t, fetch)
+	ctx := context.Background()
+	ws.Save(ctx, "console:local", "report.pdf", bytes.NewReader(document("", "First page words", "Second page words", "Third page")))
+	ws.Save(ctx, "console:local", "locked.pdf", bytes.NewReader(document("/Encrypt 99 0 R ", "secret")))
+	ws.Save(ctx, "console:local", "broken.pdf", strings.NewReader("%PDF-1.4 this is not really a PDF"))
+	ws.Save(ctx, "console:local", "notes.txt", strings.NewReader("plain"))
+
+	var info infoOut
+	json.Unmarshal([]byte(call("pdf_info", `{"path":"report.pdf"}`).Content), &info)
+	if info.Pages != 3 || info.Title != "Quarterly report" || info.Author != "Ana" || info.Encrypted {
+		t.Errorf("info %+v", info)
+	}
+	var text textOut
+	json.Unmarshal([]byte(call("pdf_text", `{"path":"report.pdf","first_page":2,"last_page":3}`).Content), &text)
+	if !strings.Contains(text.Text, "Second page words") || strings.Contains(text.Text, "First") || text.Pages != "2-3 of 3" || text.NextOffset != 40 {
+		t.Errorf("text %+v", text)
+	}
+	json.Unmarshal([]byte(call("pdf_text", fmt.Sprintf(`{"url":%q}`, srv.URL+"/web.pdf")).Content), &text)
+	if !strings.Contains(text.Text, "From the web") {
+		t.Errorf("a URL's text %+v", text)
+	}
+	var locked infoOut
+	json.Unmarshal([]byte(call("pdf_info", `{"path":"locked.pdf"}`).Content), &locked)
+	if !locked.Encrypted {
+		t.Errorf("an encrypted PDF: %+v", locked)
+	}
+	for args, code := range map[string]string{
+		`{"path":"broken.pdf"}`:  tools.CodeInvalidArgument,
+		`{"path":"notes.txt"}`:   tools.CodeInvalidArgument,
+		`{"path":"missing.pdf"}`: tools.CodeNotFound,
+		`{}`:                     tools.CodeMissingParameter,
+		`{"path":"report.pdf","url":"http://x/"}`: tools.CodeInvalidArgument,
+		`{"path":"report.pdf","first_page":5}`:    tools.CodeInvalidArgument,
+		`{"path":"../../etc/passwd"}`:             tools.CodeNotFound,
+	} {
+		if r := call("pdf_text", args); r.Code != code {
+			t.Errorf("%s: %+v, want %s", args, r, code)
+		}
+	}
+	if r := call("pdf_text", `{"path":"locked.pdf"}`); r.Code != "encrypted" {
+		t.Errorf("text of an encrypted PDF: %+v", r)
+	}
+}
+
+// A page rendered with poppler's pdftoppm lands in the workspace as a
+// PNG.
+func TestRenderPage(t *testing.T) {
+	if _, err := exec.LookPath("pdftoppm"); err != nil {
+		t.Skip("pdftoppm (poppler-utils) is not installed; .ci/run installs it")
+	}
+	ws, call := setup(t, nil)
+	ws.Save(context.Background(), "console:local", "report.pdf", bytes.NewReader(document("", "Page one", "Page two")))
+	r := call("pdf_render", `{"path":"report.pdf","page":2,"dpi":50}`)
+	var out renderOut
+	json.Unmarshal([]byte(r.Content), &out)
+	if out.Saved != "report-page-2.png" {
+		t.Fatalf("render %+v", r)
+	}
+	p, _ := ws.Path("console:local", out.Saved)
+	png, err := os.ReadFile(p)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("the page is not a PNG: %v", err)
+	}
+	if r := call("pdf_render", `{"path":"report.pdf","page":9}`); r.Code != tools.CodeInvalidArgument {
+		t.Errorf("a page past the end: %+v", r)
+	}
+}
+
+func TestRenderWithoutPoppler(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &group{cfg: Config{Workspaces: ws}} // no renderer found
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "c"})
+	_, err = g.render(ctx, renderIn{Page: 1})
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Code != "not_available" || !strings.Contains(te.Suggestion, "poppler-utils") {
+		t.Errorf("without a renderer: %v", err)
+	}
+}
