@@ -58,9 +58,38 @@ type FileFunc func(ctx context.Context, chatKey, name, path string) error
 // person something outside a turn. The zero value is ready; it is safe for
 // concurrent use.
 type Outbox struct {
-	mu    sync.RWMutex
-	send  map[string]SendFunc
-	files map[string]FileFunc
+	mu      sync.RWMutex
+	send    map[string]SendFunc
+	files   map[string]FileFunc
+	submits map[string]SubmitFunc
+}
+
+// SubmitFunc hands a message to a chat as if its person had sent it,
+// under an id its inbox dedupes by.
+type SubmitFunc func(ctx context.Context, chatKey, userKey, id, text string) error
+
+// AddSubmit makes f the submitter for chat keys that start with prefix
+// + ":".
+func (o *Outbox) AddSubmit(prefix string, f SubmitFunc) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.submits == nil {
+		o.submits = map[string]SubmitFunc{}
+	}
+	o.submits[prefix] = f
+}
+
+// Submit hands a message to chatKey's channel; it fails when no running
+// channel owns the key.
+func (o *Outbox) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
+	prefix, _, _ := strings.Cut(chatKey, ":")
+	o.mu.RLock()
+	f := o.submits[prefix]
+	o.mu.RUnlock()
+	if f == nil {
+		return fmt.Errorf("no running channel delivers to %s", chatKey)
+	}
+	return f(ctx, chatKey, userKey, id, text)
 }
 
 // AddFiles makes f the file sender for chat keys that start with prefix

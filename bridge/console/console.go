@@ -172,6 +172,17 @@ func (c *Console) Replace(ctx context.Context, route, _ []byte, part string) err
 	return c.Send(ctx, route, part)
 }
 
+// Submit runs a message in the console's chat as if typed (a scheduled
+// task's prompt); its answer is printed, or held while a line is being
+// typed.
+func (c *Console) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
+	if chatKey != c.ChatKey() {
+		return fmt.Errorf("console: %q is not this console's chat", chatKey)
+	}
+	_, err := c.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: []byte(chatKey)})
+	return err
+}
+
 // SendFile shows a file the assistant sends: in a terminal, its path.
 func (c *Console) SendFile(ctx context.Context, _, name, path string) error {
 	return c.Send(ctx, nil, fmt.Sprintf("[file %s: %s]", name, path))

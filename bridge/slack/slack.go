@@ -546,15 +546,37 @@ func slackError(err error, code string) bool {
 // sent. It fails for a key that is not a Slack conversation or when Slack
 // does not take the message.
 func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
+	r, err := routeOf(chatKey)
+	if err != nil {
+		return err
+	}
+	return a.pipe.Notify(ctx, chatKey, r.encode(), text)
+}
+
+// routeOf is where messages to the conversation chatKey names go.
+func routeOf(chatKey string) (route, error) {
 	parts := strings.Split(chatKey, ":")
 	if len(parts) < 3 || len(parts) > 4 || parts[0] != "slack" || parts[2] == "" {
-		return fmt.Errorf("slack: %q is not a Slack conversation", chatKey)
+		return route{}, fmt.Errorf("slack: %q is not a Slack conversation", chatKey)
 	}
 	r := route{Channel: parts[2]}
 	if len(parts) == 4 {
 		r.Thread = parts[3]
 	}
-	return a.pipe.Notify(ctx, chatKey, r.encode(), text)
+	return r, nil
+}
+
+// Submit hands a message to the conversation chatKey names as if its
+// person had sent it (a scheduled task's prompt): stored in the inbox
+// under id, so it is run and answered once, in order with the
+// conversation's messages.
+func (a *Adapter) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
+	r, err := routeOf(chatKey)
+	if err != nil {
+		return err
+	}
+	_, err = a.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: r.encode()})
+	return err
 }
 
 // policy is the channel's retry schedule with the given number of

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"loadout/bridge"
+	"loadout/chat"
 	"net/http"
 	"strconv"
 	"strings"
@@ -87,20 +88,9 @@ const firstSignWait = 2 * time.Second
 // tell a person something outside a turn, such as a finished account
 // connection.
 func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
-	rest, ok := strings.CutPrefix(chatKey, "telegram:")
-	if !ok {
-		return fmt.Errorf("telegram: %q is not a Telegram chat key", chatKey)
-	}
-	chatPart, threadPart, _ := strings.Cut(rest, ":")
-	id, err := strconv.ParseInt(chatPart, 10, 64)
+	r, err := routeOf(chatKey)
 	if err != nil {
-		return fmt.Errorf("telegram: bad chat key %q", chatKey)
-	}
-	r := routeInfo{ChatID: id}
-	if threadPart != "" {
-		if r.ThreadID, err = strconv.Atoi(threadPart); err != nil {
-			return fmt.Errorf("telegram: bad chat key %q", chatKey)
-		}
+		return err
 	}
 	a.mu.Lock()
 	ready := a.ready
@@ -109,6 +99,38 @@ func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
 		return ErrNotRunning
 	}
 	return a.pipe.Notify(ctx, chatKey, r.encode(), text)
+}
+
+// routeOf is where messages to the chat or topic chatKey names go.
+func routeOf(chatKey string) (routeInfo, error) {
+	rest, ok := strings.CutPrefix(chatKey, "telegram:")
+	if !ok {
+		return routeInfo{}, fmt.Errorf("telegram: %q is not a Telegram chat key", chatKey)
+	}
+	chatPart, threadPart, _ := strings.Cut(rest, ":")
+	id, err := strconv.ParseInt(chatPart, 10, 64)
+	if err != nil {
+		return routeInfo{}, fmt.Errorf("telegram: bad chat key %q", chatKey)
+	}
+	r := routeInfo{ChatID: id}
+	if threadPart != "" {
+		if r.ThreadID, err = strconv.Atoi(threadPart); err != nil {
+			return routeInfo{}, fmt.Errorf("telegram: bad chat key %q", chatKey)
+		}
+	}
+	return r, nil
+}
+
+// Submit hands a message to the chat chatKey names as if its person had
+// sent it (a scheduled task's prompt): stored in the inbox under id, so
+// it is run and answered once, in order with the chat's messages.
+func (a *Adapter) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
+	r, err := routeOf(chatKey)
+	if err != nil {
+		return err
+	}
+	_, err = a.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: r.encode()})
+	return err
 }
 
 // Chunks splits Markdown into pieces that fit one message: bridge.Split,

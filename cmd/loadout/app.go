@@ -31,6 +31,7 @@ import (
 	"loadout/tools/manifest"
 	"loadout/tools/memory"
 	"loadout/tools/pdf"
+	"loadout/tools/schedule"
 	"loadout/tools/shell"
 	"loadout/tools/skills"
 	"loadout/tools/web"
@@ -61,6 +62,8 @@ type app struct {
 	skills *skills.Set
 	// workspaces are the chats' files.
 	workspaces *files.Workspaces
+	// scheduler runs the scheduled tasks, in the chats' channels.
+	scheduler *schedule.Scheduler
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz
@@ -194,6 +197,12 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	}
 	if err := reg.AddGroup(tools.Group{Name: "http", DisplayName: "HTTP",
 		Description: "Call an HTTP API the person names (method, headers, body)"}, webTools[1:]...); err != nil {
+		return nil, err
+	}
+	sc := a.cfg.Scheduler
+	sc.TimeZone, sc.Logger = a.cfg.Agent.TimeZone, a.log
+	a.scheduler = schedule.New(sc, a.db, a.outbox.Submit)
+	if err := reg.AddGroup(schedule.Group(), a.scheduler.Tool()); err != nil {
 		return nil, err
 	}
 	pc := a.cfg.PDF

@@ -21,6 +21,7 @@ import (
 	"loadout/tools/guard"
 	"loadout/tools/memory"
 	"loadout/tools/pdf"
+	"loadout/tools/schedule"
 	"loadout/tools/shell"
 	"loadout/tools/web"
 
@@ -33,28 +34,31 @@ import (
 // defaults() holds only what this command owns. Every key is documented in
 // the sample config.yaml and the README.
 type Config struct {
-	Agent    AgentConfig    `yaml:"agent"`
-	LLM      LLMConfig      `yaml:"llm"`
-	Store    StoreConfig    `yaml:"store"`
-	Tools    ToolsConfig    `yaml:"tools"`
-	Web      WebConfig      `yaml:"web"`
-	Skills   SkillsConfig   `yaml:"skills"`
-	Memory   memory.Config  `yaml:"memory"`
-	Files    files.Config   `yaml:"files"`
-	Exec     shell.Config   `yaml:"exec"`
-	PDF      pdf.Config     `yaml:"pdf"`
-	HTTP     HTTPConfig     `yaml:"http"`
-	Log      LogConfig      `yaml:"log"`
-	Console  ConsoleConfig  `yaml:"console"`
-	Telegram TelegramConfig `yaml:"telegram"`
-	Slack    SlackConfig    `yaml:"slack"`
-	Google   GoogleConfig   `yaml:"google"`
+	Agent     AgentConfig     `yaml:"agent"`
+	LLM       LLMConfig       `yaml:"llm"`
+	Store     StoreConfig     `yaml:"store"`
+	Tools     ToolsConfig     `yaml:"tools"`
+	Web       WebConfig       `yaml:"web"`
+	Skills    SkillsConfig    `yaml:"skills"`
+	Memory    memory.Config   `yaml:"memory"`
+	Files     files.Config    `yaml:"files"`
+	Exec      shell.Config    `yaml:"exec"`
+	PDF       pdf.Config      `yaml:"pdf"`
+	Scheduler schedule.Config `yaml:"scheduler"`
+	HTTP      HTTPConfig      `yaml:"http"`
+	Log       LogConfig       `yaml:"log"`
+	Console   ConsoleConfig   `yaml:"console"`
+	Telegram  TelegramConfig  `yaml:"telegram"`
+	Slack     SlackConfig     `yaml:"slack"`
+	Google    GoogleConfig    `yaml:"google"`
 }
 
 // AgentConfig is the assistant's identity.
 type AgentConfig struct {
 	Name         string `yaml:"name"`
 	SystemPrompt string `yaml:"system_prompt"`
+	// TimeZone is the people's time zone unless a task says another.
+	TimeZone string `yaml:"time_zone"`
 }
 
 // LLMConfig is the OpenAI-compatible model service and the engine's
@@ -496,6 +500,14 @@ func (c Config) validate(set map[string]bool) error {
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
+	if z := c.Agent.TimeZone; z != "" {
+		if _, err := time.LoadLocation(z); err != nil || strings.EqualFold(z, "local") {
+			bad("agent.time_zone", "must be an IANA time zone such as Europe/Lisbon, got %q", z)
+		}
+	}
+	atLeast("scheduler.max_tasks", c.Scheduler.MaxTasks, 1)
+	duration("scheduler.min_interval", c.Scheduler.MinInterval, time.Minute)
+	duration("scheduler.catch_up", c.Scheduler.CatchUp, 0)
 	atLeast("memory.max_items", c.Memory.MaxItems, 1)
 	atLeast("memory.max_chars", c.Memory.MaxChars, 20)
 	if c.Files.MaxFileBytes < 0 || c.Files.MaxWorkspaceBytes < 0 {

@@ -61,6 +61,12 @@ func chatREPL(ctx context.Context, c *cli) error {
 	cc.Logger, cc.Observer = log, a.metrics
 	con := console.New(cc, a.router, a.db)
 	a.outbox.AddFiles("console", con.SendFile)
+	a.outbox.AddSubmit("console", con.Submit)
+	// Tasks are run while the console is: their answers are printed.
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.scheduler.Run(sctx) }()
+	defer func() { stop(); <-done }()
 	return con.Run(ctx)
 }
 

@@ -105,6 +105,11 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) err
 			fail(fmt.Errorf("http server: %w", err))
 		}
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.scheduler.Run(ctx)
+	}()
 	for _, c := range chans {
 		wg.Add(1)
 		go func() {

@@ -24,6 +24,7 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	sc.Files = a.workspaces
 	adapter := slack.New(sc, a.router, a.db)
 	a.outbox.AddFiles("slack", adapter.SendFile)
+	a.outbox.AddSubmit("slack", adapter.Submit)
 	if c.Mode == slack.ModeEvents {
 		a.mux.Handle("POST /slack/events", adapter.EventsHandler())
 		a.mux.Handle("POST /slack/commands", adapter.CommandsHandler())

@@ -31,6 +31,7 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	tc.Files = a.workspaces
 	ad := telegram.New(tc, a.router, a.db)
 	a.outbox.AddFiles("telegram", ad.SendFile)
+	a.outbox.AddSubmit("telegram", ad.Submit)
 	if c.Mode == telegram.ModeWebhook {
 		a.mux.Handle("POST "+ad.WebhookPath(), ad)
 	}
