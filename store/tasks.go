@@ -2,14 +2,21 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
+	"loadout/tools/custom"
 	"loadout/tools/schedule"
 )
 
-var _ schedule.Store = (*DB)(nil)
+var (
+	_ schedule.Store = (*DB)(nil)
+	_ custom.Store   = (*DB)(nil)
+)
 
 // taskRow is a scheduled task. next_run is NULL once it is done.
 type taskRow struct {
@@ -191,4 +198,46 @@ func (d *DB) InterruptRuns(ctx context.Context) (int64, error) {
 		return nil
 	})
 	return n, kind(err)
+}
+
+// customTool is a tool an admin made in a chat, as its manifest entry.
+type customTool struct {
+	Name      string `gorm:"primaryKey"`
+	Spec      string `gorm:"not null"`
+	CreatedBy string
+	UpdatedAt time.Time
+}
+
+// CustomTools are the custom tools by name.
+func (d *DB) CustomTools(ctx context.Context) ([]custom.Spec, error) {
+	var rows []customTool
+	if err := d.db.WithContext(ctx).Order("name").Find(&rows).Error; err != nil {
+		return nil, kind(err)
+	}
+	var out []custom.Spec
+	for _, r := range rows {
+		var s custom.Spec
+		if err := json.Unmarshal([]byte(r.Spec), &s); err != nil {
+			return nil, fmt.Errorf("custom tool %s: %w", r.Name, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// SaveCustomTool creates or replaces a custom tool.
+func (d *DB) SaveCustomTool(ctx context.Context, s custom.Spec, by string) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	row := customTool{Name: s.Name, Spec: string(b), CreatedBy: by, UpdatedAt: d.now()}
+	return kind(d.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}},
+		DoUpdates: clause.AssignmentColumns([]string{"spec", "updated_at"})}).Create(&row).Error)
+}
+
+// DeleteCustomTool deletes a custom tool.
+func (d *DB) DeleteCustomTool(ctx context.Context, name string) (bool, error) {
+	res := d.db.WithContext(ctx).Where("name = ?", name).Delete(&customTool{})
+	return res.RowsAffected > 0, kind(res.Error)
 }

@@ -92,7 +92,7 @@ func (x *Executor) invoke(ctx context.Context, cat *Catalog, c Call) Result {
 }
 
 func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
-	e, ok := x.reg.tools[c.Name]
+	e, ok := x.reg.lookup(c.Name)
 	if !ok {
 		return failure(&Error{
 			Code:       CodeNotFound,

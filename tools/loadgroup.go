@@ -40,6 +40,10 @@ func LoadGroup(r *Registry) Tool {
 				Suggestion: "Call load_tool_group again with one of the available group names.",
 			}
 		}
+		if g.Admit != nil && !g.Admit(ctx) {
+			return nil, &Error{Code: CodePermission, Message: fmt.Sprintf("Tool group '%s' is for the operator's admins only.", name),
+				Suggestion: "Tell the person only an admin (tools.admins) can use it."}
+		}
 		defs := r.GroupTools(name, CallerFrom(ctx).Disabled)
 		if len(defs) == 0 {
 			return nil, &Error{Code: CodeEmptyGroup, Message: fmt.Sprintf("Tool group '%s' has no available tools.", name),

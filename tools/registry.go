@@ -2,14 +2,18 @@ package tools
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
-// Registry holds every tool and group definition. Build it at start-up
-// with Add and AddGroup; after that it is read-only and safe for
-// concurrent use.
+// Registry holds every tool and group definition. It is built at start-up
+// with Add and AddGroup; ReplaceGroup swaps a group's tools at run time
+// (tools people create from a chat). It is safe for concurrent use.
 type Registry struct {
+	mu         sync.RWMutex
 	tools      map[string]*entry
 	order      []string // registration order, for stable catalogs
 	groups     map[string]Group
@@ -34,6 +38,8 @@ func NewRegistry() *Registry {
 // Add registers core tools: tools that belong to no group and are always in
 // the catalog. It fails on an invalid or duplicate name, naming both owners.
 func (r *Registry) Add(ts ...Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, t := range ts {
 		t.Group = ""
 		if err := r.add(t); err != nil {
@@ -46,6 +52,12 @@ func (r *Registry) Add(ts ...Tool) error {
 // AddGroup registers a group and its tools. It fails if the group name is
 // invalid or already registered, or if any tool name is invalid or taken.
 func (r *Registry) AddGroup(g Group, ts ...Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.addGroup(g, ts...)
+}
+
+func (r *Registry) addGroup(g Group, ts ...Tool) error {
 	if !validName(g.Name) {
 		return fmt.Errorf("tools: group name %q does not match %s", g.Name, namePattern)
 	}
@@ -112,8 +124,64 @@ func source(group string) string {
 	return "group " + group
 }
 
+// ReplaceGroup registers group g with tools ts, replacing the group of
+// that name and all its tools if there is one. Sessions that loaded the
+// group get the new tools on their next request. On an error nothing
+// changes.
+func (r *Registry) ReplaceGroup(g Group, ts ...Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	saved := r.snapshot()
+	if _, ok := r.groups[g.Name]; ok {
+		for _, n := range r.members[g.Name] {
+			delete(r.tools, n)
+		}
+		r.order = slices.DeleteFunc(r.order, func(n string) bool { return slices.Contains(saved.members[g.Name], n) })
+		delete(r.members, g.Name)
+		delete(r.groups, g.Name)
+		r.groupOrder = slices.DeleteFunc(r.groupOrder, func(n string) bool { return n == g.Name })
+	}
+	if err := r.addGroup(g, ts...); err != nil {
+		r.restore(saved)
+		return err
+	}
+	return nil
+}
+
+// registryState is a copy of a registry's maps and lists.
+type registryState struct {
+	tools      map[string]*entry
+	order      []string
+	groups     map[string]Group
+	groupOrder []string
+	members    map[string][]string
+}
+
+func (r *Registry) snapshot() registryState {
+	members := make(map[string][]string, len(r.members))
+	for k, v := range r.members {
+		members[k] = slices.Clone(v)
+	}
+	return registryState{tools: maps.Clone(r.tools), order: slices.Clone(r.order), groups: maps.Clone(r.groups),
+		groupOrder: slices.Clone(r.groupOrder), members: members}
+}
+
+func (r *Registry) restore(s registryState) {
+	r.tools, r.order, r.groups, r.groupOrder, r.members = s.tools, s.order, s.groups, s.groupOrder, s.members
+}
+
+// lookup is the entry registered under name.
+func (r *Registry) lookup(name string) (*entry, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.tools[name]
+	return e, ok
+}
+
 // Tool returns the tool registered under name.
 func (r *Registry) Tool(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	e, ok := r.tools[name]
 	if !ok {
 		return Tool{}, false
@@ -123,12 +191,16 @@ func (r *Registry) Tool(name string) (Tool, bool) {
 
 // Group returns the group registered under name.
 func (r *Registry) Group(name string) (Group, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	g, ok := r.groups[name]
 	return g, ok
 }
 
 // Groups returns every group in registration order.
 func (r *Registry) Groups() []Group {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]Group, len(r.groupOrder))
 	for i, n := range r.groupOrder {
 		out[i] = r.groups[n]
@@ -137,10 +209,20 @@ func (r *Registry) Groups() []Group {
 }
 
 // GroupNames returns every group name, comma-separated, in registration order.
-func (r *Registry) GroupNames() string { return strings.Join(r.groupOrder, ", ") }
+func (r *Registry) GroupNames() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return strings.Join(r.groupOrder, ", ")
+}
 
 // Core returns the definitions of core tools, skipping disabled ones.
 func (r *Registry) Core(disabled map[string]bool) []Definition {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.core(disabled)
+}
+
+func (r *Registry) core(disabled map[string]bool) []Definition {
 	var out []Definition
 	for _, n := range r.order {
 		if e := r.tools[n]; e.Group == "" && !disabled[n] {
@@ -153,6 +235,12 @@ func (r *Registry) Core(disabled map[string]bool) []Definition {
 // GroupTools returns the definitions in group, skipping disabled ones. An
 // unknown group yields nil.
 func (r *Registry) GroupTools(group string, disabled map[string]bool) []Definition {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.groupTools(group, disabled)
+}
+
+func (r *Registry) groupTools(group string, disabled map[string]bool) []Definition {
 	var out []Definition
 	for _, n := range r.members[group] {
 		if !disabled[n] {
@@ -164,6 +252,12 @@ func (r *Registry) GroupTools(group string, disabled map[string]bool) []Definiti
 
 // All returns every definition, skipping disabled ones.
 func (r *Registry) All(disabled map[string]bool) []Definition {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.all(disabled)
+}
+
+func (r *Registry) all(disabled map[string]bool) []Definition {
 	var out []Definition
 	for _, n := range r.order {
 		if !disabled[n] {
@@ -197,6 +291,8 @@ const (
 // the next ones while they fit in listingNames; then how many more there
 // are. It is empty when there is no such group.
 func (r *Registry) Listing(disabled map[string]bool) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var b strings.Builder
 	lines, names, more := 0, 0, 0
 	var spill []string
@@ -239,12 +335,14 @@ type Catalog struct {
 // tool; otherwise the enabled core tools plus the enabled tools of the
 // loaded groups. Unknown group names in loaded are ignored.
 func (r *Registry) Catalog(all bool, loaded []string, disabled map[string]bool) *Catalog {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	c := &Catalog{names: map[string]bool{}}
 	if all {
-		c.defs = r.All(disabled)
+		c.defs = r.all(disabled)
 		c.loaded = append([]string(nil), r.groupOrder...)
 	} else {
-		c.defs = r.Core(disabled)
+		c.defs = r.core(disabled)
 		seen := map[string]bool{}
 		for _, g := range loaded {
 			if _, ok := r.groups[g]; !ok || seen[g] {
@@ -252,7 +350,7 @@ func (r *Registry) Catalog(all bool, loaded []string, disabled map[string]bool) 
 			}
 			seen[g] = true
 			c.loaded = append(c.loaded, g)
-			c.defs = append(c.defs, r.GroupTools(g, disabled)...)
+			c.defs = append(c.defs, r.groupTools(g, disabled)...)
 		}
 		sort.Strings(c.loaded)
 	}

@@ -73,6 +73,9 @@ type Group struct {
 	DisplayName string
 	// Description is the one line shown in the system prompt listing.
 	Description string
+	// Admit, when set, says whether the caller in ctx may load the group;
+	// load_tool_group refuses others with CodePermission.
+	Admit func(ctx context.Context) bool
 }
 
 // New builds a tool whose arguments decode into In. The JSON Schema is

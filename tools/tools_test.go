@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -250,4 +251,59 @@ func TestListingIsBounded(t *testing.T) {
 	if len(l) > 1200 || !strings.Contains(l, "- group_000: a long") || !strings.Contains(l, "- Also: group_") || !strings.HasSuffix(l, "more groups.") {
 		t.Fatalf("listing of %d bytes:\n%s", len(l), l)
 	}
+}
+
+func TestReplaceGroup(t *testing.T) {
+	r := NewRegistry()
+	mk := func(name string) Tool {
+		return New(Definition{Name: name, Description: name}, func(ctx context.Context, in struct{}) (any, error) { return name, nil })
+	}
+	if err := r.Add(mk("core_tool")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddGroup(Group{Name: "custom", Description: "made in chats"}, mk("old_tool")); err != nil {
+		t.Fatal(err)
+	}
+	names := func() []string {
+		var out []string
+		for _, d := range r.Catalog(false, []string{"custom"}, nil).Definitions() {
+			out = append(out, d.Name)
+		}
+		return out
+	}
+	if err := r.ReplaceGroup(Group{Name: "custom", Description: "made in chats"}, mk("new_tool"), mk("second_tool")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(names(), ","); got != "core_tool,new_tool,second_tool" {
+		t.Fatalf("catalog after the replacement: %s", got)
+	}
+	x := NewExecutor(r, nil)
+	res := x.Run(context.Background(), nil, []Call{{ID: "1", Name: "new_tool"}, {ID: "2", Name: "old_tool"}})
+	if res[0].Content != "new_tool" || res[1].Code != CodeNotFound {
+		t.Errorf("calls after the replacement: %+v", res)
+	}
+	if err := r.ReplaceGroup(Group{Name: "custom"}, mk("core_tool")); err == nil {
+		t.Fatal("a tool named like a core tool replaced the group")
+	}
+	if got := strings.Join(names(), ","); got != "core_tool,new_tool,second_tool" {
+		t.Errorf("a failed replacement changed the registry: %s", got)
+	}
+	// Readers and a writer at once (run with -race).
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				r.Catalog(false, []string{"custom"}, nil)
+				r.Listing(nil)
+			}
+		}()
+	}
+	for j := 0; j < 50; j++ {
+		if err := r.ReplaceGroup(Group{Name: "custom", Description: "d"}, mk(fmt.Sprintf("tool_%d", j))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
 }

@@ -25,6 +25,7 @@ import (
 	"loadout/tools"
 	"loadout/tools/clock"
 	"loadout/tools/config"
+	"loadout/tools/custom"
 	"loadout/tools/files"
 	"loadout/tools/guard"
 	"loadout/tools/history"
@@ -198,6 +199,13 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := reg.AddGroup(tools.Group{Name: "http", DisplayName: "HTTP",
 		Description: "Call an HTTP API the person names (method, headers, body)"}, webTools[1:]...); err != nil {
 		return nil, err
+	}
+	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, g.CheckURL)
+	if err := reg.AddGroup(cm.Group(), cm.Tool()); err != nil {
+		return nil, err
+	}
+	if err := cm.Load(ctx); err != nil {
+		return nil, fmt.Errorf("custom tools: %w", err)
 	}
 	sc := a.cfg.Scheduler
 	sc.TimeZone, sc.Logger = a.cfg.Agent.TimeZone, a.log

@@ -80,6 +80,8 @@ type ToolsConfig struct {
 	Routing string `yaml:"routing"`
 	// ManifestsDir holds JSON tool manifests, one group per file.
 	ManifestsDir string `yaml:"manifests_dir"`
+	// Admins are the user keys that may create tools from a chat.
+	Admins []string `yaml:"admins"`
 }
 
 // WebConfig is the web tools: the guard's allowlist and the web

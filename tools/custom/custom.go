@@ -1,0 +1,258 @@
+// Package custom lets the operator's admins create HTTP tools from a
+// chat: the custom_tools group creates, lists, updates and deletes them,
+// and they live in the custom group, in the manifest format, available at
+// once without a restart. Their URLs are called through the web tools'
+// guard, and their headers can hold secrets only as ${VAR} references to
+// the operator's environment, never as values typed in a chat.
+package custom
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"loadout/tools"
+	"loadout/tools/manifest"
+)
+
+// Spec is one custom tool, as a manifest entry.
+type Spec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	ReadOnly    bool            `json:"read_only,omitempty"`
+	HTTP        HTTP            `json:"http"`
+}
+
+// HTTP is where a custom tool sends its call.
+type HTTP struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Store keeps the custom tools.
+type Store interface {
+	CustomTools(ctx context.Context) ([]Spec, error)
+	SaveCustomTool(ctx context.Context, s Spec, by string) error
+	DeleteCustomTool(ctx context.Context, name string) (bool, error)
+}
+
+// Manager keeps the custom group in step with the store.
+type Manager struct {
+	reg    *tools.Registry
+	store  Store
+	client *http.Client
+	admins map[string]bool
+	check  func(*url.URL) error
+	mu     sync.Mutex
+}
+
+// GroupName is the group the custom tools are in.
+const GroupName = "custom"
+
+// New returns a manager. admins are user keys (tools.admins); client
+// calls the tools (through the guard); check refuses a URL the guard
+// would refuse, for a clear error at creation.
+func New(reg *tools.Registry, st Store, client *http.Client, admins []string, check func(*url.URL) error) *Manager {
+	m := &Manager{reg: reg, store: st, client: client, admins: map[string]bool{}, check: check}
+	for _, a := range admins {
+		m.admins[strings.TrimSpace(a)] = true
+	}
+	return m
+}
+
+// Load registers the stored custom tools; call it once at start.
+func (m *Manager) Load(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	specs, err := m.store.CustomTools(ctx)
+	if err != nil {
+		return err
+	}
+	return m.install(specs)
+}
+
+// install makes specs the custom group's tools.
+func (m *Manager) install(specs []Spec) error {
+	raw, err := json.Marshal(specs)
+	if err != nil {
+		return err
+	}
+	l, err := manifest.Parse(raw, GroupName, m.client)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	desc := "Tools an admin made in a chat"
+	if len(names) > 0 {
+		desc += ": " + strings.Join(names, ", ")
+	}
+	return m.reg.ReplaceGroup(tools.Group{Name: GroupName, DisplayName: "Custom tools", Description: desc}, l.Tools...)
+}
+
+// admitted reports whether the caller is an admin.
+func (m *Manager) admitted(ctx context.Context) bool { return m.admins[tools.CallerFrom(ctx).UserKey] }
+
+// Group is the custom_tools group, for admins only.
+func (m *Manager) Group() tools.Group {
+	return tools.Group{Name: "custom_tools", DisplayName: "Custom tool management",
+		Description: "Admins: create, list, update and delete HTTP tools", Admit: m.admitted}
+}
+
+type input struct {
+	Action      string            `json:"action" enum:"create,list,update,delete"`
+	Name        string            `json:"name,omitempty" desc:"the tool's name"`
+	Description string            `json:"description,omitempty"`
+	Parameters  map[string]any    `json:"parameters,omitempty" desc:"JSON Schema object of its arguments"`
+	Method      string            `json:"method,omitempty" enum:"GET,POST"`
+	URL         string            `json:"url,omitempty" desc:"the endpoint; GET adds arguments as query"`
+	Headers     map[string]string `json:"headers,omitempty" desc:"values only as ${VAR} of the operator's environment"`
+	ReadOnly    bool              `json:"read_only,omitempty"`
+}
+
+// envRef is the only form a header value may take.
+var envRef = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`)
+
+// Tool is custom_tools.
+func (m *Manager) Tool() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "custom_tools",
+		Description: "Create, list, update or delete HTTP tools in the custom group (admins only).",
+		Timeout:     20 * time.Second,
+	}, func(ctx context.Context, in input) (any, error) {
+		if !m.admitted(ctx) {
+			return nil, &tools.Error{Code: tools.CodePermission, Message: "Only the operator's admins (tools.admins) can manage custom tools."}
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		specs, err := m.store.CustomTools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(specs, func(s Spec) bool { return s.Name == in.Name })
+		switch in.Action {
+		case "list":
+			if specs == nil {
+				specs = []Spec{}
+			}
+			return map[string]any{"tools": specs}, nil
+		case "delete":
+			if in.Name == "" {
+				return nil, tools.MissingParameter("custom_tools", "delete", "name")
+			}
+			if i < 0 {
+				return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("There is no custom tool '%s'.", in.Name)}
+			}
+			if _, err := m.store.DeleteCustomTool(ctx, in.Name); err != nil {
+				return nil, err
+			}
+			if err := m.install(slices.Delete(specs, i, i+1)); err != nil {
+				return nil, err
+			}
+			return map[string]any{"status": "deleted", "name": in.Name}, nil
+		case "create", "update":
+			if in.Name == "" {
+				return nil, tools.MissingParameter("custom_tools", in.Action, "name")
+			}
+			if in.Action == "create" && i >= 0 {
+				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("name: '%s' exists already.", in.Name), Suggestion: "Use update, or another name."}
+			}
+			if in.Action == "update" && i < 0 {
+				return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("There is no custom tool '%s'.", in.Name)}
+			}
+			s := Spec{Name: in.Name}
+			if i >= 0 {
+				s = specs[i]
+			}
+			merge(&s, in)
+			if err := m.validate(s); err != nil {
+				return nil, err
+			}
+			next := slices.Clone(specs)
+			if i >= 0 {
+				next[i] = s
+			} else {
+				next = append(next, s)
+			}
+			if err := m.install(next); err != nil {
+				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: strings.TrimPrefix(err.Error(), "tools: "),
+					Suggestion: "Fix the named field and try again."}
+			}
+			if err := m.store.SaveCustomTool(ctx, s, tools.CallerFrom(ctx).UserKey); err != nil {
+				m.install(specs) // back to what is stored
+				return nil, err
+			}
+			return map[string]any{"status": in.Action + "d", "name": s.Name,
+				"note": "Load the custom group to use it; chats that loaded it get the new version on their next message."}, nil
+		}
+		return nil, tools.UnknownAction("custom_tools", in.Action, "create", "list", "update", "delete")
+	})
+}
+
+// merge applies the fields in gives to s.
+func merge(s *Spec, in input) {
+	if in.Description != "" {
+		s.Description = in.Description
+	}
+	if in.Parameters != nil {
+		s.Parameters, _ = json.Marshal(in.Parameters) // decoded from JSON: it encodes
+	}
+	if in.Method != "" {
+		s.HTTP.Method = in.Method
+	}
+	if in.URL != "" {
+		s.HTTP.URL = in.URL
+	}
+	if in.Headers != nil {
+		s.HTTP.Headers = in.Headers
+	}
+	if in.ReadOnly {
+		s.ReadOnly = true
+	}
+}
+
+// validate checks a spec; each error names its field.
+func (m *Manager) validate(s Spec) error {
+	bad := func(field, format string, a ...any) error {
+		return &tools.Error{Code: tools.CodeInvalidArgument, Message: field + ": " + fmt.Sprintf(format, a...),
+			Suggestion: "Fix " + field + " and call custom_tools again."}
+	}
+	switch {
+	case strings.TrimSpace(s.Description) == "":
+		return bad("description", "is required")
+	case s.HTTP.Method != "GET" && s.HTTP.Method != "POST":
+		return bad("method", "must be GET or POST")
+	}
+	u, err := url.Parse(s.HTTP.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("url", "must be an http(s) URL, got %q", s.HTTP.URL)
+	}
+	if m.check != nil {
+		if err := m.check(u); err != nil {
+			return bad("url", "%v", err)
+		}
+	}
+	for k, v := range s.HTTP.Headers {
+		if !envRef.MatchString(strings.TrimSpace(v)) {
+			return bad("headers."+k, "must be a ${VAR} reference to the operator's environment; secrets are never taken from a chat")
+		}
+	}
+	if len(s.Parameters) > 0 {
+		var schema map[string]any
+		if json.Unmarshal(s.Parameters, &schema) != nil || schema["type"] != "object" {
+			return bad("parameters", "must be a JSON Schema object with \"type\": \"object\"")
+		}
+	}
+	return nil
+}
