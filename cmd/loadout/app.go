@@ -20,6 +20,7 @@ import (
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/google"
+	"loadout/google/drive"
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
@@ -215,6 +216,13 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	}
 	pc := a.cfg.PDF
 	pc.Workspaces, pc.Fetch = a.workspaces, fetcher(g, wc.Timeout)
+	pc.Drive = func(ctx context.Context, id string, max int64) (string, []byte, error) {
+		if a.google == nil {
+			return "", nil, &tools.Error{Code: "not_available", Message: "Google is not set up here, so Drive files cannot be read."}
+		}
+		name, _, data, err := drive.Download(ctx, a.google, id, max)
+		return name, data, err
+	}
 	if err := reg.AddGroup(pdf.Group(), pdf.Tools(pc)...); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package drive_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -394,5 +395,24 @@ func TestNotConnected(t *testing.T) {
 		{"drive_share", `{"file_id":"a","role":"reader","email":"a@example.com"}`},
 	} {
 		wantError(t, run(t, c, call[0], call[1]), tools.CodeNotConnected, "/connect google")
+	}
+}
+
+// Download gives another group a Drive file's bytes, as the caller.
+func TestDownloadForOtherGroups(t *testing.T) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/pdf1", func(r googletest.Request) (int, string) {
+		if r.Query.Get("alt") == "media" {
+			return 200, "%PDF-1.4 bytes"
+		}
+		return 200, `{"id":"pdf1","name":"report.pdf","mimeType":"application/pdf","size":"14"}`
+	})
+	ctx := tools.WithCaller(context.Background(), tools.Caller{UserKey: user})
+	name, mimeType, data, err := drive.Download(ctx, f.Client(), "pdf1", 1000)
+	if err != nil || name != "report.pdf" || mimeType != "application/pdf" || string(data) != "%PDF-1.4 bytes" {
+		t.Fatalf("Download = %q %q %q %v", name, mimeType, data, err)
+	}
+	if _, _, _, err := drive.Download(ctx, f.Client(), "pdf1", 5); err == nil || !strings.Contains(err.Error(), "larger than 5") {
+		t.Errorf("over the cap: %v", err)
 	}
 }

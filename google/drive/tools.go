@@ -14,6 +14,7 @@ import (
 	gdrive "google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
 
+	"loadout/google"
 	"loadout/tools"
 )
 
@@ -546,4 +547,39 @@ func (g *group) trash() tools.Tool {
 		}
 		return trashOut{ID: f.Id, Name: f.Name, Trashed: f.Trashed}, nil
 	})
+}
+
+// Download reads a Drive file's bytes, up to max, acting as the caller
+// in ctx, for other groups (pdf) that take a Drive file id. It returns
+// the file's name and its type.
+func Download(ctx context.Context, c google.Client, fileID string, max int64) (name, mimeType string, data []byte, err error) {
+	g := &group{client: c, opts: Options{}}
+	svc, err := g.service(ctx)
+	if err != nil {
+		return "", "", nil, err
+	}
+	var f *gdrive.File
+	err = g.call(ctx, fileWhat(fileID), func() error {
+		f, err = svc.Files.Get(fileID).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType,size").Do()
+		return err
+	})
+	if err != nil {
+		return "", "", nil, err
+	}
+	err = g.call(ctx, fileWhat(fileID), func() error {
+		resp, err := svc.Files.Get(fileID).Context(ctx).SupportsAllDrives(true).Download()
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		data, err = io.ReadAll(io.LimitReader(resp.Body, max+1))
+		return err
+	})
+	if err != nil {
+		return "", "", nil, err
+	}
+	if int64(len(data)) > max {
+		return "", "", nil, &tools.Error{Code: "too_large", Message: fmt.Sprintf("'%s' is larger than %d bytes.", f.Name, max)}
+	}
+	return f.Name, f.MimeType, data, nil
 }

@@ -34,6 +34,9 @@ type Config struct {
 	// Fetch downloads a PDF from a URL through the guard; nil refuses
 	// URLs.
 	Fetch func(ctx context.Context, url string) ([]byte, error) `yaml:"-"`
+	// Drive downloads a Google Drive file as the caller; nil refuses
+	// Drive file ids.
+	Drive func(ctx context.Context, fileID string, max int64) (name string, data []byte, err error) `yaml:"-"`
 	// MaxBytes caps a PDF read (pdf.max_bytes); default 50 MB.
 	MaxBytes int64 `yaml:"max_bytes"`
 	// MaxChars caps the text one call returns (pdf.max_chars); default
@@ -50,8 +53,9 @@ func Group() tools.Group {
 }
 
 type source struct {
-	Path string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
-	URL  string `json:"url,omitempty" desc:"or a PDF's URL"`
+	Path    string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
+	URL     string `json:"url,omitempty" desc:"or a PDF's URL"`
+	DriveID string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
 }
 
 type infoOut struct {
@@ -113,9 +117,20 @@ type group struct{ cfg Config }
 // load reads the PDF a call names; name is what it is called in results.
 func (g *group) load(ctx context.Context, s source) (data []byte, name string, err error) {
 	chatKey := tools.CallerFrom(ctx).ChatKey
+	given := 0
+	for _, v := range []string{s.Path, s.URL, s.DriveID} {
+		if v != "" {
+			given++
+		}
+	}
 	switch {
-	case s.Path != "" && s.URL != "":
-		return nil, "", &tools.Error{Code: tools.CodeInvalidArgument, Message: "Give either path or url, not both."}
+	case given > 1:
+		return nil, "", &tools.Error{Code: tools.CodeInvalidArgument, Message: "Give one of path, url and drive_file_id."}
+	case s.DriveID != "":
+		if g.cfg.Drive == nil {
+			return nil, "", &tools.Error{Code: "not_available", Message: "Google Drive is not set up here."}
+		}
+		name, data, err = g.cfg.Drive(ctx, s.DriveID, g.cfg.MaxBytes)
 	case s.Path != "":
 		p, err := g.cfg.Workspaces.Path(chatKey, s.Path)
 		if err != nil {

@@ -163,3 +163,21 @@ func TestRenderWithoutPoppler(t *testing.T) {
 		t.Errorf("without a renderer: %v", err)
 	}
 }
+
+func TestPDFFromDrive(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked string
+	r := tools.NewRegistry()
+	r.AddGroup(Group(), Tools(Config{Workspaces: ws, Drive: func(ctx context.Context, id string, max int64) (string, []byte, error) {
+		asked = tools.CallerFrom(ctx).UserKey + "/" + id
+		return "plan.pdf", document("", "From Drive"), nil
+	}})...)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "c", UserKey: "telegram:1"})
+	res := tools.NewExecutor(r, nil).Run(ctx, nil, []tools.Call{{ID: "1", Name: "pdf_text", Arguments: `{"drive_file_id":"f1"}`}})[0]
+	if !strings.Contains(res.Content, "From Drive") || asked != "telegram:1/f1" {
+		t.Errorf("from Drive: %+v (asked %q)", res, asked)
+	}
+}
