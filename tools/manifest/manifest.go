@@ -24,6 +24,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -157,14 +159,22 @@ func httpTool(e entry, client *http.Client) (tools.Tool, error) {
 	if err != nil {
 		return tools.Tool{}, fmt.Errorf("parameters: %w", err)
 	}
-	target, headers := u.String(), e.HTTP.Headers
+	slots, err := placeholders(u.Path, params)
+	if err != nil {
+		return tools.Tool{}, fmt.Errorf("http.url: %w", err)
+	}
+	target, headers := e.HTTP.URL, e.HTTP.Headers
 	return tools.Tool{
 		Definition: tools.Definition{
 			Name: e.Name, Description: e.Description, Parameters: params,
 			ReadOnly: e.ReadOnly, Timeout: timeout,
 		},
 		Run: func(ctx context.Context, args json.RawMessage) (any, error) {
-			return call(ctx, client, method, target, headers, args)
+			filled, rest, err := fill(target, slots, args)
+			if err != nil {
+				return nil, err
+			}
+			return call(ctx, client, method, filled, headers, rest)
 		},
 	}, nil
 }
@@ -197,6 +207,54 @@ func sameHost(req *http.Request, via []*http.Request) error {
 		return http.ErrUseLastResponse
 	}
 	return nil
+}
+
+// placeholder is a {name} in a URL's path, filled from the argument of
+// that name.
+var placeholder = regexp.MustCompile(`\{([a-zA-Z_][a-zA-Z0-9_]*)\}`)
+
+// placeholders lists the {name}s in a URL path; each must be a declared,
+// required parameter, so a call always fills it.
+func placeholders(path string, schema json.RawMessage) ([]string, error) {
+	var s struct {
+		Properties map[string]any `json:"properties"`
+		Required   []string       `json:"required"`
+	}
+	json.Unmarshal(schema, &s) // closeSchema has checked it
+	var out []string
+	for _, m := range placeholder.FindAllStringSubmatch(path, -1) {
+		if _, ok := s.Properties[m[1]]; !ok || !slices.Contains(s.Required, m[1]) {
+			return nil, fmt.Errorf("{%s} must be a required parameter", m[1])
+		}
+		out = append(out, m[1])
+	}
+	return out, nil
+}
+
+// fill puts the arguments named by slots into the URL's path, escaped so
+// that a value stays one segment of it, and returns the other arguments.
+// Only the {name} parts of the URL can change.
+func fill(target string, slots []string, args json.RawMessage) (string, json.RawMessage, error) {
+	if len(slots) == 0 {
+		return target, args, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(args, &m); err != nil {
+		return "", nil, err
+	}
+	for _, k := range slots {
+		v := fmt.Sprint(m[k])
+		if s, ok := m[k].(string); ok {
+			v = s
+		}
+		if v == "" || v == "." || v == ".." {
+			return "", nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' cannot be %q.", k, v)}
+		}
+		target = strings.ReplaceAll(target, "{"+k+"}", url.PathEscape(v))
+		delete(m, k)
+	}
+	rest, err := json.Marshal(m)
+	return target, rest, err
 }
 
 func call(ctx context.Context, client *http.Client, method, target string, headers map[string]string, args json.RawMessage) (any, error) {

@@ -202,3 +202,40 @@ func TestFixedPartsAndUndeclaredArgumentsAndRedirects(t *testing.T) {
 		t.Errorf("a redirect within the host was not followed: %+v", res[5])
 	}
 }
+
+// A {name} in the URL's path is filled from that argument, escaped to
+// stay one segment; the rest of the URL is fixed.
+func TestURLTemplates(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath()+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	l, err := Parse([]byte(`[{"name": "item", "description": "An item", "http": {"method": "GET", "url": "`+srv.URL+`/items/{id}?v=1"},
+	  "parameters": {"type":"object","properties":{"id":{"type":"string"},"lang":{"type":"string"}},"required":["id"]}}]`), "shop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tools.NewRegistry()
+	r.AddGroup(l.Group, l.Tools...)
+	res := tools.NewExecutor(r, nil).Run(context.Background(), nil, []tools.Call{
+		{ID: "1", Name: "item", Arguments: `{"id":"a/../../admin","lang":"pt"}`},
+		{ID: "2", Name: "item", Arguments: `{"id":".."}`},
+		{ID: "3", Name: "item", Arguments: `{"lang":"pt"}`},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if res[0].Content != "ok" || len(paths) != 1 || paths[0] != "/items/a%2F..%2F..%2Fadmin?lang=pt&v=1" {
+		t.Errorf("filled: %+v, the endpoint saw %q", res[0], paths)
+	}
+	if res[1].Code != tools.CodeInvalidArgument || res[2].Code != tools.CodeMissingParameter {
+		t.Errorf("refusals: %+v %+v", res[1], res[2])
+	}
+	if _, err := Parse([]byte(`[{"name": "x", "description": "d", "http": {"method": "GET", "url": "http://a/{nope}"}}]`), "g", nil); err == nil || !strings.Contains(err.Error(), "{nope}") {
+		t.Errorf("an undeclared placeholder: %v", err)
+	}
+}
