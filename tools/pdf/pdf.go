@@ -166,16 +166,29 @@ func (g *group) load(ctx context.Context, s source) (data []byte, name string, e
 }
 
 // open parses a PDF; an encrypted or damaged one is a plain error.
-func open(data []byte, name string) (*pdf.Reader, error) {
-	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+func open(data []byte, name string) (r *pdf.Reader, err error) {
+	defer func() {
+		if recover() != nil {
+			r, err = nil, damaged(name)
+		}
+	}()
+	r, err = pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err == nil {
 		return r, nil
 	}
 	if encrypted(data) || errors.Is(err, pdf.ErrInvalidPassword) {
-		return nil, &tools.Error{Code: "encrypted", Message: fmt.Sprintf("'%s' is encrypted and cannot be read without its password.", name),
-			Suggestion: "Ask the person for an unprotected copy."}
+		return nil, errEncrypted(name)
 	}
-	return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is damaged or not a readable PDF.", name)}
+	return nil, damaged(name)
+}
+
+func errEncrypted(name string) *tools.Error {
+	return &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is encrypted and cannot be read without its password.", name),
+		Suggestion: "Ask the person for an unprotected copy.", Details: map[string]any{"encrypted": true}}
+}
+
+func damaged(name string) *tools.Error {
+	return &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is damaged or not a readable PDF.", name)}
 }
 
 func encrypted(data []byte) bool { return bytes.Contains(data, []byte("/Encrypt")) }
@@ -187,15 +200,28 @@ func (g *group) info(ctx context.Context, in source) (any, error) {
 	}
 	r, err := open(data, name)
 	var te *tools.Error
-	if errors.As(err, &te) && te.Code == "encrypted" {
+	if errors.As(err, &te) && te.Details["encrypted"] == true {
 		return infoOut{Encrypted: true, Bytes: len(data)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	info := r.Trailer().Key("Info")
-	return infoOut{Pages: r.NumPage(), Title: info.Key("Title").Text(), Author: info.Key("Author").Text(),
-		Encrypted: encrypted(data), Bytes: len(data)}, nil
+	return safely(name, func() (any, error) {
+		info := r.Trailer().Key("Info")
+		return infoOut{Pages: r.NumPage(), Title: info.Key("Title").Text(), Author: info.Key("Author").Text(),
+			Encrypted: encrypted(data), Bytes: len(data)}, nil
+	})
+}
+
+// safely runs a step of reading a PDF, turning a panic of the PDF
+// library on a damaged file into a plain error.
+func safely(name string, fn func() (any, error)) (out any, err error) {
+	defer func() {
+		if recover() != nil {
+			out, err = nil, damaged(name)
+		}
+	}()
+	return fn()
 }
 
 func (g *group) text(ctx context.Context, in textIn) (any, error) {
@@ -207,6 +233,11 @@ func (g *group) text(ctx context.Context, in textIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return safely(name, func() (any, error) { return g.extract(r, name, in) })
+}
+
+// extract is text's reading of the pages.
+func (g *group) extract(r *pdf.Reader, name string, in textIn) (any, error) {
 	n := r.NumPage()
 	first, last := max(in.FirstPage, 1), in.LastPage
 	if last <= 0 || last > n {
@@ -218,7 +249,14 @@ func (g *group) text(ctx context.Context, in textIn) (any, error) {
 	var b strings.Builder
 	fonts := map[string]*pdf.Font{}
 	for i := first; i <= last; i++ {
-		p := r.Page(i)
+		if i-first == maxPages {
+			last = i - 1 // the rest on a later call
+			break
+		}
+		p, ok := page(r, i)
+		if !ok || !parentsEnd(p) {
+			return nil, damaged(name)
+		}
 		if p.V.IsNull() {
 			continue
 		}
@@ -252,7 +290,7 @@ func (g *group) text(ctx context.Context, in textIn) (any, error) {
 
 func (g *group) render(ctx context.Context, in renderIn) (any, error) {
 	if g.cfg.Renderer == "" {
-		return nil, &tools.Error{Code: "not_available", Message: "Pages cannot be rendered here: poppler's pdftoppm is not installed.",
+		return nil, &tools.Error{Code: "not_configured", Message: "Pages cannot be rendered here: poppler's pdftoppm is not installed.",
 			Suggestion: "Tell the person the operator can install poppler-utils (or set pdf.renderer)."}
 	}
 	if in.Page < 1 {
@@ -271,8 +309,12 @@ func (g *group) render(ctx context.Context, in renderIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.Page > r.NumPage() {
-		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' has %d pages.", name, r.NumPage())}
+	pages, err := safely(name, func() (any, error) { return r.NumPage(), nil })
+	if err != nil {
+		return nil, err
+	}
+	if in.Page > pages.(int) {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' has %d pages.", name, pages)}
 	}
 	dir, err := os.MkdirTemp("", "loadout-pdf-")
 	if err != nil {
@@ -299,4 +341,62 @@ func (g *group) render(ctx context.Context, in renderIn) (any, error) {
 		return nil, err
 	}
 	return renderOut{Saved: saved, Page: in.Page, Note: "Saved in the workspace: send it with the files tool."}, nil
+}
+
+// Bounds on walking a PDF, whose structure the file's author controls: a
+// page tree or a chain of parents that refers back to itself would
+// otherwise be walked for ever, and a page count is only a claim.
+const (
+	maxSteps   = 10000 // page tree nodes looked at to find one page
+	maxParents = 64    // inherited attributes looked up this far
+	maxPages   = 500   // pages read by one pdf_text call
+)
+
+// page finds page num (from 1) as the library does, within maxSteps; it
+// reports false for a page tree that does not end.
+func page(r *pdf.Reader, num int) (pdf.Page, bool) {
+	num--
+	node := r.Trailer().Key("Root").Key("Pages")
+	steps := 0
+search:
+	for node.Key("Type").Name() == "Pages" {
+		if int(node.Key("Count").Int64()) < num {
+			return pdf.Page{}, true
+		}
+		kids := node.Key("Kids")
+		for i := 0; i < kids.Len(); i++ {
+			if steps++; steps > maxSteps {
+				return pdf.Page{}, false
+			}
+			kid := kids.Index(i)
+			switch kid.Key("Type").Name() {
+			case "Pages":
+				c := int(kid.Key("Count").Int64())
+				if num < c {
+					node = kid
+					continue search
+				}
+				num -= c
+			case "Page":
+				if num == 0 {
+					return pdf.Page{V: kid}, true
+				}
+				num--
+			}
+		}
+		break
+	}
+	return pdf.Page{}, true
+}
+
+// parentsEnd reports whether p's chain of parents ends, so the library's
+// lookup of inherited resources does too.
+func parentsEnd(p pdf.Page) bool {
+	n := 0
+	for v := p.V; !v.IsNull(); v = v.Key("Parent") {
+		if n++; n > maxParents {
+			return false
+		}
+	}
+	return true
 }

@@ -121,7 +121,7 @@ func TestPDFTools(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", args, r, code)
 		}
 	}
-	if r := call("pdf_text", `{"path":"locked.pdf"}`); r.Code != "encrypted" {
+	if r := call("pdf_text", `{"path":"locked.pdf"}`); r.Code != tools.CodeInvalidArgument || !strings.Contains(r.Content, "encrypted") {
 		t.Errorf("text of an encrypted PDF: %+v", r)
 	}
 }
@@ -159,7 +159,7 @@ func TestRenderWithoutPoppler(t *testing.T) {
 	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "c"})
 	_, err = g.render(ctx, renderIn{Page: 1})
 	var te *tools.Error
-	if !errors.As(err, &te) || te.Code != "not_available" || !strings.Contains(te.Suggestion, "poppler-utils") {
+	if !errors.As(err, &te) || te.Code != "not_configured" || !strings.Contains(te.Suggestion, "poppler-utils") {
 		t.Errorf("without a renderer: %v", err)
 	}
 }
