@@ -73,6 +73,8 @@ type Inbox interface {
 	// Unfinished returns the channel's pending and answered items in
 	// arrival order.
 	Unfinished(ctx context.Context, channel string) ([]Item, error)
+	// Seen reports whether the channel holds an item with id.
+	Seen(ctx context.Context, channel, id string) (bool, error)
 	// Answer stores an item's answer parts and marks it answered.
 	Answer(ctx context.Context, seq int64, parts []string) error
 	// MarkSent records that the first n parts of an item went out.

@@ -301,6 +301,13 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 	return true, done, nil
 }
 
+// Seen reports whether the channel already stored the event id: a
+// channel asks before work that must not be done twice for a redelivered
+// event, such as downloading a file a person sent.
+func (p *Pipeline) Seen(ctx context.Context, id string) (bool, error) {
+	return p.cfg.Inbox.Seen(ctx, p.cfg.Channel, id)
+}
+
 // Receive runs build for one raw platform event under the pipeline's
 // protection and accepts the Pending it returns; ok=false ignores the
 // event. A panic in build is recovered and logged with the event id, and

@@ -123,6 +123,13 @@ func (r inboxItem) item() bridge.Item {
 	return it
 }
 
+// Seen reports whether the channel holds an item with id.
+func (d *DB) Seen(ctx context.Context, channel, id string) (bool, error) {
+	var n int64
+	err := d.db.WithContext(ctx).Model(&inboxItem{}).Where("channel = ? AND event_id = ?", channel, id).Limit(1).Count(&n).Error
+	return n > 0, kind(err)
+}
+
 // Unfinished returns the channel's pending and answered items by arrival.
 func (d *DB) Unfinished(ctx context.Context, channel string) ([]bridge.Item, error) {
 	var rows []inboxItem

@@ -8,9 +8,21 @@ import (
 	"strings"
 
 	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
 
 	"loadout/bridge"
 )
+
+// sharesFiles reports whether an inner event carries files.
+func sharesFiles(inner any) bool {
+	switch e := inner.(type) {
+	case *slackevents.MessageEvent:
+		return e.Message != nil && len(e.Message.Files) > 0
+	case *slackevents.AppMentionEvent:
+		return len(e.Files) > 0
+	}
+	return false
+}
 
 // maxDownload is the largest shared file kept.
 const maxDownload = 50 << 20

@@ -81,3 +81,25 @@ func TestSendFileUploads(t *testing.T) {
 		t.Error("a Telegram chat key was accepted")
 	}
 }
+
+// An event Slack delivers again is dropped by the inbox without its file
+// being downloaded and saved a second time.
+func TestRetriedFileEventIsNotKeptTwice(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, options{files: ws})
+	h.env.Model.Text("Got it.")
+	e := h.fake.DMWithFile("D1", owner, "keep this", "100.1", slacktest.File{Name: "a.txt", MIME: "text/plain", Content: []byte("a")})
+	h.event(t, "Ev1", e)
+	h.fake.WaitCalls(t, "chat.postMessage", 1)
+	h.event(t, "Ev1", e) // Slack's retry of the same event
+	h.env.Model.Text("second")
+	h.event(t, "Ev2", slacktest.DM("D1", owner, "next", "100.2"))
+	h.fake.WaitCalls(t, "chat.postMessage", 2)
+	entries, _ := os.ReadDir(ws.Dir("slack:" + slacktest.TeamID + ":D1"))
+	if len(entries) != 1 {
+		t.Fatalf("the workspace holds %d files", len(entries))
+	}
+}

@@ -290,7 +290,15 @@ func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) e
 	if !a.identified() {
 		return errNotReady
 	}
-	_, err := a.pipe.Receive(ctx, "event:"+cb.EventID, bridge.Pending{}, func() (bridge.Pending, bool) {
+	id := "event:" + cb.EventID
+	if sharesFiles(ev.InnerEvent.Data) {
+		// A redelivered event is dropped by the inbox; its files are not
+		// downloaded a second time first.
+		if seen, err := a.pipe.Seen(ctx, id); err == nil && seen {
+			return nil
+		}
+	}
+	_, err := a.pipe.Receive(ctx, id, bridge.Pending{}, func() (bridge.Pending, bool) {
 		return a.toPending(ctx, ev.TeamID, ev.InnerEvent.Data)
 	})
 	return err

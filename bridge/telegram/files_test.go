@@ -88,3 +88,32 @@ func TestSendFile(t *testing.T) {
 		t.Error("a Slack chat key was accepted")
 	}
 }
+
+// An update redelivered after the offset was lost is dropped by the inbox
+// without its file being downloaded and saved a second time.
+func TestRedeliveredFileIsNotKeptTwice(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config(func(c *Config) { c.Files = ws })
+	_, stop := h.start(h.env, cfg)
+	msg := telegramtest.Message{From: ana, Document: &telegramtest.File{Name: "report.pdf", MIME: "application/pdf", Content: []byte("%PDF")}}
+	id := h.tg.Push(msg)
+	h.tg.WaitSent(t, 1)
+	eventually(t, "the item done", func() bool { return itemState(h.env, id) == "done" })
+	stop()
+	// Our offset is lost, and Telegram still has the update queued.
+	h.env.Store.Gorm().Exec("DELETE FROM states WHERE key = ?", offsetKey)
+	h.tg.Requeue(id, msg)
+	h.start(h.env, cfg)
+	h.tg.WaitFor(t, "the update redelivered and confirmed", func() bool { return h.tg.Confirmed(id) })
+	last := h.tg.Push(telegramtest.Message{From: ana, Text: "after"})
+	h.tg.WaitFor(t, "the next update confirmed", func() bool { return h.tg.Confirmed(last) })
+	h.tg.WaitSent(t, 2)
+	entries, _ := os.ReadDir(ws.Dir("telegram:42"))
+	if len(entries) != 1 || len(h.tg.Calls("getFile")) != 1 {
+		t.Fatalf("the workspace holds %d files after %d downloads", len(entries), len(h.tg.Calls("getFile")))
+	}
+}

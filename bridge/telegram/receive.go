@@ -122,6 +122,11 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (brid
 	}
 	var images []string
 	if hasFile {
+		// A redelivered update is dropped by the inbox; its file is not
+		// downloaded a second time first.
+		if seen, err := a.pipe.Seen(ctx, updateRef(u.UpdateID)); err == nil && seen {
+			return bridge.Pending{}, false
+		}
 		note, image := a.keepFile(ctx, chatKey, m)
 		text = strings.TrimSpace(note + "\n" + text)
 		if image != "" {
