@@ -416,11 +416,19 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		m.Tokens = e.countMessage(m)
 		if r.Status == tools.StatusSuccess {
+			groups := r.Groups
 			if r.Name == tools.LoadGroupName {
-				m.Group = groupArg(calls[i].Arguments)
-				// Kept sorted and distinct, as the store reads them.
-				if i, found := slices.BinarySearch(t.loaded, m.Group); !found {
-					t.loaded = slices.Insert(t.loaded, i, m.Group)
+				groups = []string{groupArg(calls[i].Arguments)}
+			}
+			if len(groups) > 0 {
+				// One row records them all (find_tools may load several);
+				// the store splits them again.
+				m.Group = strings.Join(groups, ",")
+				for _, g := range groups {
+					// Kept sorted and distinct, as the store reads them.
+					if i, found := slices.BinarySearch(t.loaded, g); !found {
+						t.loaded = slices.Insert(t.loaded, i, g)
+					}
 				}
 			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
 				settingsChanged = true

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -265,11 +266,20 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 // load_tool_group calls in the session, sorted. It reads only the index
 // idx_messages_loaded.
 func (d *DB) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error) {
-	var groups []string
+	var rows []string
 	err := d.db.WithContext(ctx).Model(&message{}).
-		Where("session_id = ? AND tool_name = ? AND status = ? AND group_name <> ''",
-			sessionID, tools.LoadGroupName, tools.StatusSuccess).
-		Distinct().Order("group_name").Pluck("group_name", &groups).Error
+		Where("session_id = ? AND tool_name IN ? AND status = ? AND group_name <> ''",
+			sessionID, []string{tools.LoadGroupName, tools.FindToolsName}, tools.StatusSuccess).
+		Distinct().Order("group_name").Pluck("group_name", &rows).Error
+	// A find_tools row holds the groups it loaded, comma-separated.
+	var groups []string
+	for _, r := range rows {
+		for _, g := range strings.Split(r, ",") {
+			if i, found := slices.BinarySearch(groups, g); !found {
+				groups = slices.Insert(groups, i, g)
+			}
+		}
+	}
 	return groups, kind(err)
 }
 

@@ -37,6 +37,8 @@ type Result struct {
 	Code     string // error code; empty on success
 	Content  string
 	Duration time.Duration
+	// Groups are the groups the call loaded (find_tools with load).
+	Groups []string
 }
 
 // Handler runs one call.
@@ -167,6 +169,8 @@ func run(ctx context.Context, t Tool, args json.RawMessage) (Result, error) {
 	switch v := o.v.(type) {
 	case string:
 		return Result{Status: StatusSuccess, Content: v}, nil
+	case loaded:
+		return Result{Status: StatusSuccess, Content: v.text, Groups: v.groups}, nil
 	case json.RawMessage:
 		return Result{Status: StatusSuccess, Content: string(v)}, nil
 	}

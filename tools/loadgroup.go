@@ -21,9 +21,7 @@ type loadGroupInput struct {
 func LoadGroup(r *Registry) Tool {
 	return New(Definition{
 		Name: LoadGroupName,
-		Description: "Load all tools in a tool group to make them available for use. " +
-			"You MUST load a tool group before you can use any tools in it. " +
-			"After loading, the tools will be available for the rest of this conversation.",
+		Description: "Load a tool group; you must before using its tools. They stay loaded for this conversation.",
 		ReadOnly: true,
 		Timeout:  5 * time.Second,
 	}, func(ctx context.Context, in loadGroupInput) (any, error) {

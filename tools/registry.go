@@ -19,6 +19,14 @@ type Registry struct {
 	groups     map[string]Group
 	groupOrder []string
 	members    map[string][]string // group name → tool names
+	version    uint64              // counts changes, for indexes of the registry
+}
+
+// Version changes whenever a tool or group is added or replaced.
+func (r *Registry) Version() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
 }
 
 type entry struct {
@@ -102,6 +110,7 @@ func (r *Registry) add(t Tool) error {
 	if t.Timeout <= 0 {
 		t.Timeout = DefaultTimeout
 	}
+	r.version++
 	r.tools[t.Name] = &entry{Tool: t, schema: s}
 	r.order = append(r.order, t.Name)
 	if t.Group != "" {
@@ -145,6 +154,7 @@ func (r *Registry) ReplaceGroup(g Group, ts ...Tool) error {
 		r.restore(saved)
 		return err
 	}
+	r.version++
 	return nil
 }
 
@@ -277,12 +287,14 @@ func (r *Registry) anyEnabled(group string, disabled map[string]bool) bool {
 	return false
 }
 
-// Listing bounds, in bytes (about four to a token): the groups' lines,
-// then the names of the groups that did not fit. However many groups
-// there are, the listing stays within about 250 tokens.
+// Listing bounds, in bytes, a name's bytes counted twice (names with
+// underscores and digits cost a token every two or three bytes, prose
+// one every four): the groups' lines, then the names of the groups that
+// did not fit. However many groups there are, the listing stays within
+// 240 tokens (TestListingIsBounded).
 const (
-	listingLines = 800
-	listingNames = 160
+	listingLines = 900
+	listingNames = 60
 )
 
 // Listing renders the "## Available Tool Groups" section of the system
@@ -301,15 +313,15 @@ func (r *Registry) Listing(disabled map[string]bool) string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("## Available Tool Groups\n\nUse `load_tool_group` to load tools from a group before using them. Loaded groups stay loaded for the rest of this conversation.\n\n")
+			b.WriteString("## Available Tool Groups\n\nLoad a group with load_tool_group before using its tools; find_tools finds tools by task.\n\n")
 		}
 		line := fmt.Sprintf("- %s: %s\n", n, r.groups[n].Description)
 		switch {
-		case names == 0 && lines+len(line) <= listingLines:
-			lines += len(line)
+		case names == 0 && lines+len(line)+len(n) <= listingLines:
+			lines += len(line) + len(n)
 			b.WriteString(line)
-		case names+len(n)+2 <= listingNames:
-			names += len(n) + 2
+		case names+2*len(n)+2 <= listingNames:
+			names += 2*len(n) + 2
 			spill = append(spill, n)
 		default:
 			more++
@@ -319,7 +331,7 @@ func (r *Registry) Listing(disabled map[string]bool) string {
 		fmt.Fprintf(&b, "- Also: %s\n", strings.Join(spill, ", "))
 	}
 	if more > 0 {
-		fmt.Fprintf(&b, "- And %d more groups.\n", more)
+		fmt.Fprintf(&b, "- And %d more groups: find_tools finds their tools.\n", more)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"loadout/tokens"
 	"regexp"
 	"strings"
 	"sync"
@@ -236,20 +237,30 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// However many groups there are, the listing stays within its bounds:
-// the first groups with their descriptions, then names, then a count.
+// However many groups there are, and whatever their names and
+// descriptions, the listing stays within 240 tokens (o200k): the first
+// groups with their descriptions, then names, then a count.
 func TestListingIsBounded(t *testing.T) {
-	r := NewRegistry()
-	for i := 0; i < 300; i++ {
-		name := fmt.Sprintf("group_%03d", i)
-		tool := New(Definition{Name: name + "_tool", Description: "d"}, func(ctx context.Context, in struct{}) (any, error) { return nil, nil })
-		if err := r.AddGroup(Group{Name: name, Description: strings.Repeat("a long description ", 4)}, tool); err != nil {
-			t.Fatal(err)
-		}
+	count, err := tokens.New()
+	if err != nil {
+		t.Fatal(err)
 	}
-	l := r.Listing(nil)
-	if len(l) > 1200 || !strings.Contains(l, "- group_000: a long") || !strings.Contains(l, "- Also: group_") || !strings.HasSuffix(l, "more groups.") {
-		t.Fatalf("listing of %d bytes:\n%s", len(l), l)
+	for _, desc := range []string{strings.Repeat("a long description ", 4), "Read, write, list and delete files in this workspace", "x"} {
+		r := NewRegistry()
+		for i := 0; i < 300; i++ {
+			name := fmt.Sprintf("mcp_server_%03d_tools", i)
+			tool := New(Definition{Name: name + "_tool", Description: "d"}, func(ctx context.Context, in struct{}) (any, error) { return nil, nil })
+			if err := r.AddGroup(Group{Name: name, Description: desc}, tool); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l := r.Listing(nil)
+		n := count.Count(l)
+		t.Logf("%d tokens", n)
+		if n > 240 || !strings.Contains(l, "- mcp_server_000_tools: "+desc) || !strings.Contains(l, "- Also: mcp_server_") ||
+			!strings.HasSuffix(l, "more groups: find_tools finds their tools.") {
+			t.Errorf("listing of %d tokens:\n%s", n, l)
+		}
 	}
 }
 
@@ -306,4 +317,35 @@ func TestReplaceGroup(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// find_tools ranks the tools for a request, never offers a disabled tool
+// or a group the caller may not load, and follows the registry's changes.
+func TestFindTools(t *testing.T) {
+	r := NewRegistry()
+	mk := func(name, desc string) Tool {
+		return New(Definition{Name: name, Description: desc}, func(ctx context.Context, in struct{}) (any, error) { return nil, nil })
+	}
+	r.Add(LoadGroup(r), FindTools(r))
+	r.AddGroup(Group{Name: "mail", Description: "Email"}, mk("mail_send", "Send an email"), mk("mail_search", "Search emails"))
+	r.AddGroup(Group{Name: "secret", Description: "Admin things", Admit: func(context.Context) bool { return false }}, mk("secret_send", "Send an email as admin"))
+	find := func(disabled map[string]bool, args string) Result {
+		ctx := WithCaller(context.Background(), Caller{Disabled: disabled})
+		return NewExecutor(r, nil).Run(ctx, nil, []Call{{ID: "1", Name: FindToolsName, Arguments: args}})[0]
+	}
+	res := find(nil, `{"query":"send an email to Ana","load":true}`)
+	if !strings.HasPrefix(res.Content, "- mail_send (mail): Send an email") || strings.Contains(res.Content, "secret") ||
+		len(res.Groups) != 1 || res.Groups[0] != "mail" {
+		t.Fatalf("find: %+v", res)
+	}
+	if res := find(map[string]bool{"mail_send": true}, `{"query":"send an email"}`); strings.Contains(res.Content, "mail_send") {
+		t.Errorf("a disabled tool was offered: %s", res.Content)
+	}
+	r.ReplaceGroup(Group{Name: "calendar", Description: "Events"}, mk("calendar_move", "Move an event to another time"))
+	if res := find(nil, `{"query":"move my meeting"}`); !strings.Contains(res.Content, "calendar_move") {
+		t.Errorf("a group added later is not found: %s", res.Content)
+	}
+	if res := find(nil, `{"query":"zebra xylophone"}`); res.Code != CodeNotFound {
+		t.Errorf("nothing fits: %+v", res)
+	}
 }

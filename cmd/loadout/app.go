@@ -157,7 +157,7 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 // naming both sources.
 func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
-	if err := reg.Add(tools.LoadGroup(reg), clock.Tool(nil)); err != nil {
+	if err := reg.Add(tools.LoadGroup(reg), tools.FindTools(reg), clock.Tool(nil)); err != nil {
 		return nil, err
 	}
 	if err := a.registerFiles(reg); err != nil {
@@ -169,7 +169,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	if err := reg.AddGroup(tools.Group{Name: "history", DisplayName: "History",
-		Description: "Search this chat's earlier conversations, cleared ones included"}, history.Tool(a.db)); err != nil {
+		Description: "Search earlier conversations"}, history.Tool(a.db)); err != nil {
 		return nil, err
 	}
 	set, err := skills.Load(a.cfg.Skills.Dir)
@@ -198,7 +198,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	if err := reg.AddGroup(tools.Group{Name: "http", DisplayName: "HTTP",
-		Description: "Call an HTTP API the person names (method, headers, body)"}, webTools[1:]...); err != nil {
+		Description: "Call an HTTP API the person names"}, webTools[1:]...); err != nil {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, g.CheckURL)
@@ -294,7 +294,7 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 	}
 	a.workspaces = ws
 	if err := reg.AddGroup(tools.Group{Name: "files", DisplayName: "Files",
-		Description: "Read, write, list and delete files in this chat's workspace, and send them to the person"},
+		Description: "This chat's files: read, write, list, delete, send"},
 		ws.Tool(fileSender{&a.outbox})); err != nil {
 		return err
 	}

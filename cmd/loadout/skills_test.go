@@ -39,3 +39,9 @@ func TestSkillsInTheConsole(t *testing.T) {
 		t.Fatalf("a broken skill: %v", err)
 	}
 }
+
+func writeSkill(t testing.TB, dir string) {
+	skill := filepath.Join(dir, "expense-report")
+	os.MkdirAll(skill, 0o755)
+	os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: expense-report\ndescription: File an expense report from receipts\n---\nAsk for the receipts first."), 0o644)
+}

@@ -107,7 +107,7 @@ func (m *Manager) admitted(ctx context.Context) bool { return m.admins[tools.Cal
 // Group is the custom_tools group, for admins only.
 func (m *Manager) Group() tools.Group {
 	return tools.Group{Name: "custom_tools", DisplayName: "Custom tool management",
-		Description: "Admins: create, list, update and delete HTTP tools", Admit: m.admitted}
+		Description: "Admins: manage HTTP tools", Admit: m.admitted}
 }
 
 type input struct {

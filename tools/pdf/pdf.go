@@ -49,7 +49,7 @@ type Config struct {
 
 // Group is the pdf group's description.
 func Group() tools.Group {
-	return tools.Group{Name: "pdf", DisplayName: "PDF", Description: "Read PDF files: details, text by page, a page as a picture"}
+	return tools.Group{Name: "pdf", DisplayName: "PDF", Description: "Read PDFs: details, text, pages as pictures"}
 }
 
 type source struct {

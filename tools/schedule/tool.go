@@ -14,7 +14,7 @@ import (
 // Group is the scheduled_tasks group.
 func Group() tools.Group {
 	return tools.Group{Name: "scheduled_tasks", DisplayName: "Scheduled tasks",
-		Description: "Run a prompt later in this chat: once, at an interval or on a cron schedule"}
+		Description: "Run a prompt later, once or repeatedly"}
 }
 
 type input struct {
