@@ -20,10 +20,10 @@ type loadGroupInput struct {
 // a harmless no-op that returns the same listing.
 func LoadGroup(r *Registry) Tool {
 	return New(Definition{
-		Name: LoadGroupName,
+		Name:        LoadGroupName,
 		Description: "Load a tool group; you must before using its tools. They stay loaded for this conversation.",
-		ReadOnly: true,
-		Timeout:  5 * time.Second,
+		ReadOnly:    true,
+		Timeout:     5 * time.Second,
 	}, func(ctx context.Context, in loadGroupInput) (any, error) {
 		name := strings.TrimSpace(in.GroupName)
 		if name == "" {
