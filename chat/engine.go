@@ -39,6 +39,10 @@ type Config struct {
 	MaxToolCalls int `yaml:"max_tool_calls"`
 	// Routing is RoutingGroups (default) or RoutingAll.
 	Routing string `yaml:"-"`
+	// CatalogBudget bounds, in tokens, the schemas of a session's loaded
+	// groups: a load beyond it unloads the least recently used groups.
+	// Zero means no bound.
+	CatalogBudget int `yaml:"-"`
 	// HistoryTokens bounds the history sent to the model. Default 16000.
 	HistoryTokens int `yaml:"history_tokens"`
 	// HistoryMessages bounds how many recent messages are read from the
@@ -400,6 +404,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	}
 	tctx := tools.WithCaller(ctx, tools.Caller{
 		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
+		Loaded: slices.Clone(t.loaded),
 	})
 	run := calls[:min(len(calls), e.cfg.MaxToolCalls)]
 	results := append(e.exec.Run(tctx, cat, run), skipped(calls[len(run):], len(calls), e.cfg.MaxToolCalls)...)
@@ -409,6 +414,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	msgs := []Message{asst}
 	stop := ""
 	settingsChanged := false
+	var changed []int // indexes in msgs of results that changed the groups
 	for i, r := range results {
 		m := Message{
 			Role: RoleTool, Text: r.Content, ToolCallID: r.CallID, ToolName: r.Name,
@@ -416,20 +422,12 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		m.Tokens = e.countMessage(m)
 		if r.Status == tools.StatusSuccess {
-			groups := r.Groups
-			if r.Name == tools.LoadGroupName {
-				groups = []string{groupArg(calls[i].Arguments)}
-			}
-			if len(groups) > 0 {
-				// One row records them all (find_tools may load several);
-				// the store splits them again.
-				m.Group = strings.Join(groups, ",")
-				for _, g := range groups {
-					// Kept sorted and distinct, as the store reads them.
-					if i, found := slices.BinarySearch(t.loaded, g); !found {
-						t.loaded = slices.Insert(t.loaded, i, g)
-					}
-				}
+			if len(r.Groups) > 0 {
+				// One row records a call's changes (find_tools may load
+				// several); the store applies them again in order.
+				m.Group = strings.Join(r.Groups, ",")
+				t.loaded = tools.ApplyGroupChanges(t.loaded, r.Groups)
+				changed = append(changed, len(msgs))
 			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
 				settingsChanged = true
 			}
@@ -442,6 +440,9 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			}
 		}
 		msgs = append(msgs, m)
+	}
+	if len(changed) > 0 {
+		t.keepBudget(msgs, changed[len(changed)-1])
 	}
 	// Once a round has run, its record is written even if ctx was cut at
 	// shutdown.
@@ -591,14 +592,6 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 		Model:        firstNonEmpty(settings.Model, e.cfg.Model),
 		Routing:      e.cfg.Routing,
 	}, nil
-}
-
-func groupArg(args string) string {
-	var in struct {
-		GroupName string `json:"group_name"`
-	}
-	_ = json.Unmarshal([]byte(args), &in) // the call succeeded, so args parsed
-	return strings.TrimSpace(in.GroupName)
 }
 
 // canonicalJSON normalises arguments so that the same call with keys in

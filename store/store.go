@@ -5,6 +5,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -262,23 +263,33 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 	return out, nil
 }
 
-// LoadedGroups returns the distinct groups loaded by successful
-// load_tool_group calls in the session, sorted. It reads only the index
-// idx_messages_loaded.
+// groupChanges are the tools whose successful results record group
+// changes in group_name (see tools.ApplyGroupChanges).
+var groupChanges = []string{tools.LoadGroupName, tools.UnloadGroupName, tools.FindToolsName}
+
+// groupChange is one recorded call's group changes.
+type groupChange struct {
+	ID        int64
+	GroupName string
+}
+
+// LoadedGroups returns the groups loaded in the session, in load order:
+// the changes recorded by successful load_tool_group, find_tools and
+// unload_tool_group calls, applied in the order they were made. It reads
+// only the index idx_messages_loaded (whose entries carry the row id).
 func (d *DB) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error) {
-	var rows []string
-	err := d.db.WithContext(ctx).Model(&message{}).
+	var rows []groupChange
+	// Sorted here, not by ORDER BY id: that would lead SQLite to walk the
+	// whole session through idx_messages_session instead.
+	err := d.db.WithContext(ctx).Model(&message{}).Select("id", "group_name").
 		Where("session_id = ? AND tool_name IN ? AND status = ? AND group_name <> ''",
-			sessionID, []string{tools.LoadGroupName, tools.FindToolsName}, tools.StatusSuccess).
-		Distinct().Order("group_name").Pluck("group_name", &rows).Error
-	// A find_tools row holds the groups it loaded, comma-separated.
+			sessionID, groupChanges, tools.StatusSuccess).
+		Scan(&rows).Error
+	slices.SortFunc(rows, func(a, b groupChange) int { return cmp.Compare(a.ID, b.ID) })
+	// One row holds a call's changes, comma-separated.
 	var groups []string
 	for _, r := range rows {
-		for _, g := range strings.Split(r, ",") {
-			if i, found := slices.BinarySearch(groups, g); !found {
-				groups = slices.Insert(groups, i, g)
-			}
-		}
+		groups = tools.ApplyGroupChanges(groups, strings.Split(r.GroupName, ","))
 	}
 	return groups, kind(err)
 }

@@ -98,7 +98,7 @@ func TestLoadedGroupsUsesIndex(t *testing.T) {
 	var plan []struct {
 		Detail string
 	}
-	err := db.Gorm().Raw("EXPLAIN QUERY PLAN SELECT DISTINCT group_name FROM messages WHERE session_id = 1 AND tool_name = 'load_tool_group' AND status = 'success' AND group_name <> '' ORDER BY group_name").Scan(&plan).Error
+	err := db.Gorm().Raw("EXPLAIN QUERY PLAN SELECT id, group_name FROM messages WHERE session_id = 1 AND tool_name IN ('load_tool_group', 'unload_tool_group', 'find_tools') AND status = 'success' AND group_name <> ''").Scan(&plan).Error
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,5 +201,41 @@ func TestOpenMigratesOnlyWhenTheSchemaDiffers(t *testing.T) {
 	defer db.Close()
 	if !hasIndex(db) {
 		t.Fatal("a database stamped with another schema was not migrated")
+	}
+}
+
+// Groups come back in the order they were loaded, not sorted, and later
+// unloads take them out: the catalog is rebuilt in the same order after a
+// restart, so the tools array keeps its prompt-cache prefix.
+func TestLoadedGroupsFollowLoadOrderAndUnloads(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	s, err := db.OpenSession(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := func(tool, changes string) chat.Message {
+		return chat.Message{Role: chat.RoleTool, ToolCallID: "x", ToolName: tool, Status: tools.StatusSuccess, Group: changes, Text: "ok"}
+	}
+	steps := []struct {
+		msg  chat.Message
+		want []string
+	}{
+		{result(tools.LoadGroupName, "pdf"), []string{"pdf"}},
+		{result(tools.FindToolsName, "calendar,drive"), []string{"pdf", "calendar", "drive"}},
+		{result(tools.LoadGroupName, "calendar"), []string{"pdf", "calendar", "drive"}},
+		{result(tools.UnloadGroupName, "-calendar"), []string{"pdf", "drive"}},
+		{chat.Message{Role: chat.RoleTool, ToolName: tools.UnloadGroupName, Status: tools.StatusError, Group: "-pdf", Text: "{}"}, []string{"pdf", "drive"}},
+		{result(tools.LoadGroupName, "-drive,gmail"), []string{"pdf", "gmail"}},
+		{result(tools.LoadGroupName, "calendar"), []string{"pdf", "gmail", "calendar"}},
+	}
+	for i, st := range steps {
+		if err := db.Append(ctx, s.ID, []chat.Message{st.msg}, chat.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.LoadedGroups(ctx, s.ID)
+		if err != nil || !slices.Equal(got, st.want) {
+			t.Fatalf("step %d: LoadedGroups = %v, %v; want %v", i, got, err, st.want)
+		}
 	}
 }

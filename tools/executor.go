@@ -37,7 +37,9 @@ type Result struct {
 	Code     string // error code; empty on success
 	Content  string
 	Duration time.Duration
-	// Groups are the groups the call loaded (find_tools with load).
+	// Groups are the group changes the call made: "name" for a group it
+	// loaded (load_tool_group, find_tools with load), "-name" for one it
+	// unloaded (unload_tool_group). See ApplyGroupChanges.
 	Groups []string
 }
 

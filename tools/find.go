@@ -90,8 +90,9 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// loaded is find_tools' answer when it loaded groups: the executor turns
-// it into a result carrying the groups.
+// loaded is the answer of a call that changed the session's groups
+// (load_tool_group, unload_tool_group, find_tools with load): the
+// executor turns it into a result carrying the changes.
 type loaded struct {
 	text   string
 	groups []string

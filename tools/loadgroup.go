@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -14,10 +15,18 @@ type loadGroupInput struct {
 	GroupName string `json:"group_name" desc:"The name of the tool group to load"`
 }
 
+type unloadGroupInput struct {
+	GroupName string `json:"group_name" desc:"A loaded group's name"`
+}
+
+// UnloadGroupName is the name of the meta-tool that unloads a group.
+const UnloadGroupName = "unload_tool_group"
+
 // LoadGroup returns the core meta-tool load_tool_group over r. On success
-// it lists the group's tools as "- name: description"; the engine adds the
-// group's schemas to the session's catalog. Loading a loaded group again is
-// a harmless no-op that returns the same listing.
+// it lists the group's tools as "- name: description" and reports the
+// group as loaded (Result.Groups); the engine appends the group's schemas
+// to the session's catalog. Loading a loaded group again is a harmless
+// no-op that returns the same listing.
 func LoadGroup(r *Registry) Tool {
 	return New(Definition{
 		Name:        LoadGroupName,
@@ -56,6 +65,54 @@ func LoadGroup(r *Registry) Tool {
 		for _, d := range defs {
 			fmt.Fprintf(&b, "\n- %s: %s", d.Name, d.Description)
 		}
-		return b.String(), nil
+		return loaded{text: b.String(), groups: []string{name}}, nil
 	})
+}
+
+// UnloadGroup returns the core meta-tool unload_tool_group over r: the
+// group's schemas leave the session's catalog from the next request on,
+// recorded like a load so a restart honours it. Unloading a group that is
+// not loaded changes nothing.
+func UnloadGroup(r *Registry) Tool {
+	return New(Definition{
+		Name:        UnloadGroupName,
+		Description: "Unload a tool group you no longer need.",
+		ReadOnly:    true,
+		Timeout:     5 * time.Second,
+	}, func(ctx context.Context, in unloadGroupInput) (any, error) {
+		name := strings.TrimSpace(in.GroupName)
+		if name == "" {
+			return nil, &Error{Code: CodeMissingParameter, Message: "Required parameter 'group_name' is missing.",
+				Suggestion: "Call unload_tool_group with the name of a loaded group."}
+		}
+		if _, ok := r.Group(name); !ok {
+			return nil, &Error{Code: CodeNotFound, Message: fmt.Sprintf("Tool group '%s' not found.", name),
+				Suggestion: "Call unload_tool_group with the name of a loaded group."}
+		}
+		if !slices.Contains(CallerFrom(ctx).Loaded, name) {
+			return fmt.Sprintf("Tool group '%s' is not loaded; nothing changed.", name), nil
+		}
+		return loaded{text: fmt.Sprintf("Unloaded tool group '%s'. Load it again if you need its tools.", name),
+			groups: []string{Unload + name}}, nil
+	})
+}
+
+// Unload marks a group change that unloads: Result.Groups and the stored
+// record hold "name" for a load and "-name" for an unload.
+const Unload = "-"
+
+// ApplyGroupChanges applies changes (as in Result.Groups: "name" loads,
+// "-name" unloads) to loaded, the session's groups in load order, and
+// returns the new list. A group loaded again keeps its place, so the
+// tools sent before it stay where they were; an unloaded one that is
+// loaded later goes to the end.
+func ApplyGroupChanges(loaded []string, changes []string) []string {
+	for _, c := range changes {
+		if name, ok := strings.CutPrefix(c, Unload); ok {
+			loaded = slices.DeleteFunc(loaded, func(g string) bool { return g == name })
+		} else if c != "" && !slices.Contains(loaded, c) {
+			loaded = append(loaded, c)
+		}
+	}
+	return loaded
 }

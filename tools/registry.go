@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -344,8 +343,10 @@ type Catalog struct {
 }
 
 // Catalog builds the active catalog. With all set it holds every enabled
-// tool; otherwise the enabled core tools plus the enabled tools of the
-// loaded groups. Unknown group names in loaded are ignored.
+// tool; otherwise the enabled core tools, then the enabled tools of the
+// loaded groups in the order of loaded (the order they were loaded in, so
+// a new group only appends and the request keeps its cached prefix).
+// Unknown group names in loaded are ignored.
 func (r *Registry) Catalog(all bool, loaded []string, disabled map[string]bool) *Catalog {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -364,7 +365,6 @@ func (r *Registry) Catalog(all bool, loaded []string, disabled map[string]bool) 
 			c.loaded = append(c.loaded, g)
 			c.defs = append(c.defs, r.groupTools(g, disabled)...)
 		}
-		sort.Strings(c.loaded)
 	}
 	for _, d := range c.defs {
 		c.names[d.Name] = true
@@ -379,5 +379,5 @@ func (c *Catalog) Definitions() []Definition { return c.defs }
 // Has reports whether the catalog holds the named tool.
 func (c *Catalog) Has(name string) bool { return c.names[name] }
 
-// Loaded returns the sorted names of the groups in the catalog.
+// Loaded returns the names of the groups in the catalog, in load order.
 func (c *Catalog) Loaded() []string { return c.loaded }

@@ -115,6 +115,8 @@ type Caller struct {
 	SessionID int64
 	// Disabled is the set of tools switched off for this chat.
 	Disabled map[string]bool
+	// Loaded are the groups loaded in the session, in load order.
+	Loaded []string
 }
 
 type callerKey struct{}

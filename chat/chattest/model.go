@@ -55,6 +55,7 @@ type ModelServer struct {
 	mu       sync.Mutex
 	queue    []Step
 	requests []goopenai.ChatCompletionRequest
+	bodies   [][]byte
 	n        int
 	// firsts are when each streamed answer's first piece was written.
 	firsts []time.Time
@@ -139,13 +140,18 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 		return
 	}
+	body, err := io.ReadAll(r.Body)
 	var req goopenai.ChatCompletionRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	s.bodies = append(s.bodies, body)
 	st := Step{Text: s.Fallback}
 	if len(s.queue) > 0 {
 		st = s.queue[0]
@@ -200,6 +206,13 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 		Usage: goopenai.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens,
 			TotalTokens: usage.PromptTokens + usage.CompletionTokens},
 	})
+}
+
+// Bodies returns every request body as the client sent it, byte for byte.
+func (s *ModelServer) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.bodies...)
 }
 
 // ToolNames returns the names of the tools a request carried.

@@ -99,6 +99,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	model := a.metrics.model(openai.New(oc))
 	ec := cfg.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
+	ec.CatalogBudget = cfg.Tools.CatalogBudget
 	ec.Model = cfg.model()
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log
 	if listing := a.skills.Listing(); listing != "" {
@@ -157,7 +158,7 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 // naming both sources.
 func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
-	if err := reg.Add(tools.LoadGroup(reg), tools.FindTools(reg), clock.Tool(nil)); err != nil {
+	if err := reg.Add(tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindTools(reg), clock.Tool(nil)); err != nil {
 		return nil, err
 	}
 	if err := a.registerFiles(reg); err != nil {

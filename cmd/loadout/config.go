@@ -78,6 +78,9 @@ type StoreConfig struct {
 // ToolsConfig controls which schemas the model sees.
 type ToolsConfig struct {
 	Routing string `yaml:"routing"`
+	// CatalogBudget bounds, in tokens, the schemas of a session's loaded
+	// groups; 0 is no bound.
+	CatalogBudget int `yaml:"catalog_budget"`
 	// ManifestsDir holds JSON tool manifests, one group per file.
 	ManifestsDir string `yaml:"manifests_dir"`
 	// Admins are the user keys that may create tools from a chat.
@@ -501,6 +504,9 @@ func (c Config) validate(set map[string]bool) error {
 	}
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
+	}
+	if c.Tools.CatalogBudget < 0 {
+		bad("tools.catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.Tools.CatalogBudget)
 	}
 	if z := c.Agent.TimeZone; z != "" {
 		if _, err := time.LoadLocation(z); err != nil || strings.EqualFold(z, "local") {
