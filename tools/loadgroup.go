@@ -51,6 +51,11 @@ func LoadGroup(r *Registry) Tool {
 			return nil, &Error{Code: CodePermission, Message: fmt.Sprintf("Tool group '%s' is for the operator's admins only.", name),
 				Suggestion: "Tell the person only an admin (tools.admins) can use it."}
 		}
+		if g.Prepare != nil {
+			if err := g.Prepare(ctx); err != nil {
+				return nil, err
+			}
+		}
 		defs := r.GroupTools(name, CallerFrom(ctx).Disabled)
 		if len(defs) == 0 {
 			return nil, &Error{Code: CodeEmptyGroup, Message: fmt.Sprintf("Tool group '%s' has no available tools.", name),

@@ -133,14 +133,16 @@ func source(group string) string {
 }
 
 // ReplaceGroup registers group g with tools ts, replacing the group of
-// that name and all its tools if there is one. Sessions that loaded the
-// group get the new tools on their next request. On an error nothing
+// that name and all its tools if there is one, in the same place of the
+// listing. Sessions that loaded the group get the new tools on their next
+// request. On an error nothing
 // changes.
 func (r *Registry) ReplaceGroup(g Group, ts ...Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	saved := r.snapshot()
-	if _, ok := r.groups[g.Name]; ok {
+	at := slices.Index(r.groupOrder, g.Name)
+	if at >= 0 {
 		for _, n := range r.members[g.Name] {
 			delete(r.tools, n)
 		}
@@ -152,6 +154,11 @@ func (r *Registry) ReplaceGroup(g Group, ts ...Tool) error {
 	if err := r.addGroup(g, ts...); err != nil {
 		r.restore(saved)
 		return err
+	}
+	if at >= 0 {
+		// Back in its place, so the listing (and the system prompt that
+		// carries it) does not change for a replaced group.
+		r.groupOrder = slices.Insert(r.groupOrder[:len(r.groupOrder)-1], at, g.Name)
 	}
 	r.version++
 	return nil

@@ -76,6 +76,11 @@ type Group struct {
 	// Admit, when set, says whether the caller in ctx may load the group;
 	// load_tool_group refuses others with CodePermission.
 	Admit func(ctx context.Context) bool
+	// Prepare, when set, runs before load_tool_group reads the group's
+	// tools: a group whose tools are not known yet (an MCP server that
+	// was down at start) lists them then and replaces itself in the
+	// registry. An error is the load's result.
+	Prepare func(ctx context.Context) error
 }
 
 // New builds a tool whose arguments decode into In. The JSON Schema is

@@ -31,6 +31,7 @@ import (
 	"loadout/tools/guard"
 	"loadout/tools/history"
 	"loadout/tools/manifest"
+	"loadout/tools/mcp"
 	"loadout/tools/memory"
 	"loadout/tools/pdf"
 	"loadout/tools/schedule"
@@ -66,6 +67,8 @@ type app struct {
 	workspaces *files.Workspaces
 	// scheduler runs the scheduled tasks, in the chats' channels.
 	scheduler *schedule.Scheduler
+	// mcp are the MCP servers' clients.
+	mcp []*mcp.Client
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz
@@ -244,10 +247,26 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 			}
 		}
 	}
+	for _, s := range a.cfg.MCP.Servers {
+		a.mcp = append(a.mcp, mcp.New(s, a.log))
+	}
+	if err := mcp.Register(ctx, reg, a.mcp...); err != nil {
+		return nil, fmt.Errorf("mcp.servers: %w", err)
+	}
 	if err := a.registerGoogle(ctx, reg); err != nil {
 		return nil, err
 	}
 	return reg, nil
+}
+
+// runMCP keeps the MCP servers running until ctx ends; the returned
+// function waits for them to stop.
+func (a *app) runMCP(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	for _, c := range a.mcp {
+		wg.Go(func() { c.Run(ctx) })
+	}
+	return wg.Wait
 }
 
 // runner is a long-lived part: Run returns after its goroutines exit.

@@ -19,6 +19,7 @@ import (
 	"loadout/chat/openai"
 	"loadout/tools/files"
 	"loadout/tools/guard"
+	"loadout/tools/mcp"
 	"loadout/tools/memory"
 	"loadout/tools/pdf"
 	"loadout/tools/schedule"
@@ -45,6 +46,7 @@ type Config struct {
 	Exec      shell.Config    `yaml:"exec"`
 	PDF       pdf.Config      `yaml:"pdf"`
 	Scheduler schedule.Config `yaml:"scheduler"`
+	MCP       mcp.Config      `yaml:"mcp"`
 	HTTP      HTTPConfig      `yaml:"http"`
 	Log       LogConfig       `yaml:"log"`
 	Console   ConsoleConfig   `yaml:"console"`
@@ -247,6 +249,15 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) string) error {
 	switch n.Kind {
 	case yaml.MappingNode:
+		if t.Kind() == reflect.Map {
+			// Values of a map (an MCP server's env and headers).
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if err := expandNode(n.Content[i+1], t.Elem(), joinKey(key, n.Content[i].Value), getenv); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		if t.Kind() != reflect.Struct {
 			return nil
 		}
@@ -420,6 +431,15 @@ func yamlField(t reflect.Type, name string) (keyField, bool) {
 // first unknown key with its full dotted name. It records which key sits on
 // each line so decode errors can name keys too.
 func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string, set map[string]bool) error {
+	if n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice {
+		// A list of sections (mcp.servers) is checked item by item.
+		for i, c := range n.Content {
+			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", prefix, i), lines, map[string]bool{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if n.Kind != yaml.MappingNode || t.Kind() != reflect.Struct {
 		return nil
 	}
@@ -505,6 +525,7 @@ func (c Config) validate(set map[string]bool) error {
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
+	errs = append(errs, c.MCP.Check()...)
 	if c.Tools.CatalogBudget < 0 {
 		bad("tools.catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.Tools.CatalogBudget)
 	}

@@ -284,3 +284,25 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	}
 	check(reflect.TypeOf(Config{}), "")
 }
+
+func TestMCPServersConfig(t *testing.T) {
+	_, err := parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n      comand: x\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), `"mcp.servers[0].comand"`) {
+		t.Fatalf("misspelt key: %v", err)
+	}
+	_, err = parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "mcp.servers[0].command: give either command") {
+		t.Fatalf("no command or url: %v", err)
+	}
+	_, err = parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n      url: https://h/mcp\n      headers:\n        Authorization: Bearer ${GH}\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "mcp.servers[0].headers.Authorization") || !strings.Contains(err.Error(), "GH is not set") {
+		t.Fatalf("unset variable in a header: %v", err)
+	}
+	cfg, err := parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n      url: https://h/mcp\n      timeout: 5s\n      headers:\n        Authorization: Bearer ${GH}\n"), env(map[string]string{"GH": "t0k"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.MCP.Servers[0]; s.Headers["Authorization"] != "Bearer t0k" || s.Timeout != 5*time.Second {
+		t.Fatalf("server = %+v", s)
+	}
+}

@@ -66,6 +66,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); a.scheduler.Run(sctx) }()
+	defer a.runMCP(sctx)()
 	defer func() { stop(); <-done }()
 	return con.Run(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,8 +32,16 @@ func writeConfig(t *testing.T, modelURL, extra string) (path, dbPath string) {
 
 func runCLI(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
+	return runCLIEnv(t, stdin, nil, args...)
+}
+
+// runCLIEnv is runCLI with more environment variables.
+func runCLIEnv(t *testing.T, stdin string, vars map[string]string, args ...string) (string, error) {
+	t.Helper()
+	m := map[string]string{"TEST_KEY": "sk-test"}
+	maps.Copy(m, vars)
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, env(map[string]string{"TEST_KEY": "sk-test"}))
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, env(m))
 	return out.String() + errOut.String(), err
 }
 

@@ -110,6 +110,11 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) err
 		defer wg.Done()
 		a.scheduler.Run(ctx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.runMCP(ctx)()
+	}()
 	for _, c := range chans {
 		wg.Add(1)
 		go func() {

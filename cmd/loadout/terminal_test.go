@@ -1,6 +1,8 @@
 package main
 
 import (
+	"loadout/tools/mcp/mcptest"
+
 	"bytes"
 	"io"
 	"os"
@@ -20,6 +22,7 @@ import (
 // LOADOUT_TEST_MAIN set, the process is main, so a test can start it at
 // a pseudo-terminal.
 func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
 	if os.Getenv("LOADOUT_TEST_MAIN") != "" {
 		os.Args = append([]string{"loadout"}, strings.Fields(os.Getenv("LOADOUT_TEST_MAIN"))...)
 		main()

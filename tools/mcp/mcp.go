@@ -1,0 +1,519 @@
+// Package mcp makes each configured MCP server a tool group, mcp_<name>,
+// through the official Go SDK. A server's tools are listed once at start
+// (or, when it cannot be reached then, on the group's first load) and
+// cached; calls go through loadout's executor like any tool. A server that
+// stops is restarted with backoff, and its calls meanwhile answer
+// unavailable.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"loadout/bridge/backoff"
+	"loadout/tools"
+)
+
+// Server is one entry of mcp.servers: a command run over stdio, or a
+// streamable-HTTP endpoint.
+type Server struct {
+	// Name names the group (mcp_<name>) and prefixes the tools
+	// (<name>_<tool>).
+	Name string `yaml:"name"`
+	// Description is the group's line in the listing; default the
+	// server's own instructions, else a generic line.
+	Description string `yaml:"description"`
+	// Command and Args start a stdio server; Env is added to the small
+	// environment it gets (PATH, HOME, LANG, TMPDIR and USER of loadout's).
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	// URL is a streamable-HTTP server; Headers go with every request.
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+	// Timeout bounds one call. Default 60s.
+	Timeout time.Duration `yaml:"timeout"`
+
+	// transport, when set, replaces Command and URL (tests use the SDK's
+	// in-memory transport).
+	transport func() sdk.Transport
+}
+
+// Config is the mcp section.
+type Config struct {
+	Servers []Server `yaml:"servers"`
+}
+
+// Check reports the first problem of each server, naming its key.
+func (c Config) Check() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, s := range c.Servers {
+		key := fmt.Sprintf("mcp.servers[%d]", i)
+		bad := func(field, format string, a ...any) {
+			errs = append(errs, fmt.Errorf("config: %s.%s: %s", key, field, fmt.Sprintf(format, a...)))
+		}
+		switch {
+		case !validName(s.Name):
+			bad("name", "must be 1–40 of a-z, 0-9 and _, starting with a letter, got %q", s.Name)
+		case seen[s.Name]:
+			bad("name", "%q is used by another server", s.Name)
+		}
+		seen[s.Name] = true
+		switch {
+		case (s.Command == "") == (s.URL == ""):
+			bad("command", "give either command (a stdio server) or url (a streamable-HTTP server)")
+		case s.URL != "":
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("url", "must be an http(s) URL, got %q", s.URL)
+			}
+		}
+		if s.Timeout < 0 {
+			bad("timeout", "must not be negative")
+		}
+	}
+	return errs
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 40 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// listTimeout bounds connecting and listing tools at start, so a server
+// that hangs cannot hold start-up for long.
+const listTimeout = 10 * time.Second
+
+// Client is one server: its connection, its cached tools and the
+// supervisor that restarts it.
+type Client struct {
+	srv    Server
+	log    *slog.Logger
+	reg    *tools.Registry
+	policy backoff.Policy
+
+	connMu sync.Mutex // one connection attempt at a time
+	mu     sync.Mutex
+	sess   *sdk.ClientSession
+	down   string // why there is no session, for the model and the log
+	listed bool   // the group holds the server's tools
+	desc   string // the group's line
+	// changed is signalled when the session is lost, to wake Run.
+	changed chan struct{}
+}
+
+// New returns the client of srv; Register adds its group to reg.
+func New(srv Server, log *slog.Logger) *Client {
+	if srv.Timeout <= 0 {
+		srv.Timeout = 60 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Client{srv: srv, log: log.With("mcp", srv.Name), down: "not started",
+		policy:  backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2},
+		changed: make(chan struct{}, 1)}
+}
+
+// GroupName is the group of the server.
+func (c *Client) GroupName() string { return "mcp_" + c.srv.Name }
+
+// Register adds the servers' groups to reg, in order, then connects to
+// them all at once and lists their tools into their groups. A server that
+// cannot be reached keeps a group that says so and lists the tools when
+// first loaded; Run keeps trying meanwhile.
+func Register(ctx context.Context, reg *tools.Registry, clients ...*Client) error {
+	for _, c := range clients {
+		c.reg = reg
+		if err := reg.AddGroup(c.group(false)); err != nil {
+			return err
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			if err := c.ensure(lctx); err != nil {
+				c.log.Warn("MCP server not reachable at start; its tools will be listed when its group is loaded", "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// group is the server's group; listed says whether its tools are known.
+func (c *Client) group(listed bool) tools.Group {
+	desc := c.srv.Description
+	if desc == "" {
+		c.mu.Lock()
+		desc = c.desc
+		c.mu.Unlock()
+	}
+	if desc == "" {
+		desc = "Tools of the " + c.srv.Name + " MCP server"
+	}
+	g := tools.Group{Name: c.GroupName(), DisplayName: c.srv.Name + " (MCP)", Description: desc}
+	if !listed {
+		g.Description += " (not reachable at start; its tools are listed when loaded)"
+		g.Prepare = c.prepare
+	}
+	return g
+}
+
+// prepare lists the tools of a server that was down at start, when its
+// group is loaded.
+func (c *Client) prepare(ctx context.Context) error {
+	if c.isListed() {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	if err := c.ensure(lctx); err != nil {
+		return c.unavailable(err.Error())
+	}
+	return nil
+}
+
+// ensure connects if there is no session and, unless they are already,
+// lists the server's tools into its group.
+func (c *Client) ensure(ctx context.Context) error {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	c.mu.Lock()
+	s := c.sess
+	c.mu.Unlock()
+	if s == nil {
+		var err error
+		if s, err = c.connect(ctx); err != nil {
+			c.mu.Lock()
+			c.down = err.Error()
+			c.mu.Unlock()
+			return err
+		}
+	}
+	if c.isListed() {
+		return nil
+	}
+	var ts []tools.Tool
+	names := map[string]bool{}
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("list tools: %w", err)
+		}
+		ts = append(ts, c.tool(t, names))
+	}
+	if err := c.reg.ReplaceGroup(c.group(true), ts...); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.listed = true
+	c.mu.Unlock()
+	c.log.Info("MCP server's tools listed", "tools", len(ts))
+	return nil
+}
+
+// connect starts the server (or opens the HTTP session) and keeps the
+// session. The caller holds connMu.
+func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
+	})
+	s, err := client.Connect(ctx, c.transport(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	c.mu.Lock()
+	c.sess, c.down = s, ""
+	if r := s.InitializeResult(); r != nil && r.Instructions != "" {
+		c.desc = firstLine(r.Instructions, 120)
+	}
+	c.mu.Unlock()
+	c.log.Info("MCP server connected")
+	return s, nil
+}
+
+// relist lists the tools again after the server said they changed.
+func (c *Client) relist() {
+	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+	defer cancel()
+	c.mu.Lock()
+	c.listed = false
+	c.mu.Unlock()
+	if err := c.ensure(ctx); err != nil {
+		c.log.Warn("MCP server's tools changed but could not be listed again", "err", err)
+	}
+}
+
+func (c *Client) transport() sdk.Transport {
+	switch {
+	case c.srv.transport != nil:
+		return c.srv.transport()
+	case c.srv.URL != "":
+		return &sdk.StreamableClientTransport{Endpoint: c.srv.URL, MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: headers{c.srv.Headers, http.DefaultTransport}}}
+	}
+	cmd := exec.Command(c.srv.Command, c.srv.Args...)
+	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	for k, v := range c.srv.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = stderrLog{c.log}
+	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+}
+
+// headers adds the configured headers to every request.
+type headers struct {
+	h    map[string]string
+	base http.RoundTripper
+}
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.h {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// stderrLog logs what a stdio server writes to its stderr.
+type stderrLog struct{ log *slog.Logger }
+
+func (w stderrLog) Write(p []byte) (int, error) {
+	if s := strings.TrimSpace(string(p)); s != "" {
+		w.log.Info("MCP server says", "stderr", firstLine(s, 500))
+	}
+	return len(p), nil
+}
+
+// Run keeps the server connected until ctx ends: when the session ends
+// (the process died, the connection closed) it reconnects with backoff,
+// listing the tools if that never succeeded. It closes the session on
+// return.
+func (c *Client) Run(ctx context.Context) {
+	b := c.policy.New()
+	for {
+		c.mu.Lock()
+		s := c.sess
+		c.mu.Unlock()
+		if s == nil || !c.isListed() {
+			lctx, cancel := context.WithTimeout(ctx, listTimeout)
+			err := c.ensure(lctx)
+			cancel()
+			if ctx.Err() != nil {
+				c.Close()
+				return
+			}
+			if err != nil {
+				wait := b.Next()
+				c.log.Warn("MCP server unavailable; retrying", "err", err, "wait", wait)
+				if b.Wait(ctx, wait) != nil {
+					c.Close()
+					return
+				}
+				continue
+			}
+			b.Reset()
+			continue
+		}
+		ended := make(chan struct{})
+		go func() { s.Wait(); close(ended) }()
+		select {
+		case <-ctx.Done():
+			c.Close()
+			<-ended
+			return
+		case <-ended:
+			c.lost(s, "the server stopped")
+		case <-c.changed:
+		}
+	}
+}
+
+func (c *Client) isListed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.listed
+}
+
+// lost forgets session s (if it is still the current one) and wakes Run.
+func (c *Client) lost(s *sdk.ClientSession, why string) {
+	c.mu.Lock()
+	if c.sess == s {
+		c.sess, c.down = nil, why
+		c.log.Warn("MCP server connection lost", "why", why)
+	}
+	c.mu.Unlock()
+	s.Close()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends the session (and a stdio server's process).
+func (c *Client) Close() error {
+	c.mu.Lock()
+	s := c.sess
+	c.sess, c.down = nil, "closed"
+	c.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Close()
+}
+
+// CodeToolError is the code of a call the server answered with an error.
+const CodeToolError = "tool_error"
+
+func (c *Client) unavailable(why string) *tools.Error {
+	return &tools.Error{Code: tools.CodeUnavailable,
+		Message:    fmt.Sprintf("The MCP server '%s' is not available (%s); loadout keeps restarting it.", c.srv.Name, firstLine(why, 200)),
+		Suggestion: "Try again in a minute, or tell the person this service is down."}
+}
+
+// tool wraps one of the server's tools. names holds the loadout names
+// given so far, to keep them unique.
+func (c *Client) tool(t *sdk.Tool, names map[string]bool) tools.Tool {
+	base := toolName(c.srv.Name, t.Name)
+	name := base
+	for i := 2; names[name]; i++ {
+		suffix := fmt.Sprintf("_%d", i)
+		name = base[:min(len(base), 64-len(suffix))] + suffix
+	}
+	names[name] = true
+	params, err := json.Marshal(t.InputSchema)
+	if err != nil || t.InputSchema == nil || string(params) == "null" {
+		params = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	if desc == "" {
+		desc = "The " + t.Name + " tool of the " + c.srv.Name + " MCP server."
+	}
+	def := tools.Definition{
+		Name: name, Description: desc, Parameters: params, Timeout: c.srv.Timeout,
+		ReadOnly: t.Annotations != nil && t.Annotations.ReadOnlyHint,
+	}
+	remote := t.Name
+	return tools.Tool{Definition: def, Run: func(ctx context.Context, args json.RawMessage) (any, error) {
+		return c.call(ctx, remote, args)
+	}}
+}
+
+// call runs the server's tool remote.
+func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) (any, error) {
+	c.mu.Lock()
+	s, down := c.sess, c.down
+	c.mu.Unlock()
+	if s == nil {
+		return nil, c.unavailable(down)
+	}
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: remote, Arguments: args})
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, sdk.ErrConnectionClosed) || isClosed(err):
+		c.lost(s, err.Error())
+		return nil, c.unavailable(err.Error())
+	default:
+		// A protocol error: the server refused the call itself (unknown
+		// tool, arguments it rejects).
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: firstLine(err.Error(), 500),
+			Suggestion: "Check the arguments against the tool's schema and call it again."}
+	}
+	text := render(res)
+	if res.IsError {
+		return nil, &tools.Error{Code: CodeToolError, Message: firstLine(text, tools.MaxErrorMessage),
+			Suggestion: "Read the error; fix the arguments or tell the person what failed."}
+	}
+	return text, nil
+}
+
+func isClosed(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "connection closed") || strings.Contains(s, "EOF") || strings.Contains(s, "broken pipe")
+}
+
+// render turns a result's content into text for the model: text as is,
+// other kinds described, structured content as JSON when there is no
+// text.
+func render(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, ct := range res.Content {
+		switch v := ct.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, v.Text)
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s %s]", v.Name, v.URI))
+		case *sdk.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text != "" {
+				parts = append(parts, v.Resource.Text)
+			} else if v.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s, %d bytes]", v.Resource.URI, len(v.Resource.Blob)))
+			}
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// toolName is the loadout name of a server's tool: <server>_<tool>, in
+// lower case with anything but a-z, 0-9 and _ made _, at most 64 bytes.
+func toolName(server, tool string) string {
+	var b strings.Builder
+	b.WriteString(server)
+	b.WriteByte('_')
+	for _, r := range strings.ToLower(tool) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()[:min(b.Len(), 64)]
+}
+
+// firstLine is s's first line, cut to max bytes.
+func firstLine(s string, max int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,232 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"loadout/tools"
+	"loadout/tools/mcp/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
+	os.Exit(m.Run())
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// inMemory is a transport factory over the SDK's in-memory transport: each
+// connection gets a fresh test server. While down is set it fails.
+func inMemory(t *testing.T, down *atomic.Bool) func() sdk.Transport {
+	return func() sdk.Transport {
+		if down != nil && down.Load() {
+			return failing{}
+		}
+		client, server := sdk.NewInMemoryTransports()
+		if _, err := mcptest.NewServer().Connect(context.Background(), server, nil); err != nil {
+			t.Errorf("server connect: %v", err)
+		}
+		return client
+	}
+}
+
+type failing struct{}
+
+func (failing) Connect(context.Context) (sdk.Connection, error) {
+	return nil, errors.New("connection refused")
+}
+
+func newRegistry(t *testing.T) *tools.Registry {
+	reg := tools.NewRegistry()
+	if err := reg.Add(tools.LoadGroup(reg), tools.FindTools(reg)); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// run calls one tool through the executor, as a turn would.
+func run(t *testing.T, reg *tools.Registry, name, args string) tools.Result {
+	t.Helper()
+	return tools.NewExecutor(reg, quiet).Run(context.Background(), reg.Catalog(true, nil, nil),
+		[]tools.Call{{ID: "c1", Name: name, Arguments: args}})[0]
+}
+
+func TestServerIsAGroup(t *testing.T) {
+	reg := newRegistry(t)
+	c := New(Server{Name: "demo", transport: inMemory(t, nil)}, quiet)
+	if err := Register(context.Background(), reg, c); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, ok := reg.Group("mcp_demo")
+	if !ok || g.Description != "Arithmetic and odd jobs for tests." {
+		t.Fatalf("group = %+v, %v", g, ok)
+	}
+	var names []string
+	for _, d := range reg.GroupTools("mcp_demo", nil) {
+		names = append(names, d.Name)
+	}
+	want := []string{"demo_add", "demo_echo_text", "demo_fail", "demo_crash", "demo_slow"}
+	slices.Sort(names)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
+	if add, _ := reg.Tool("demo_add"); !add.ReadOnly || !strings.Contains(string(add.Parameters), `"a"`) {
+		t.Errorf("demo_add = %+v", add.Definition)
+	}
+	if r := run(t, reg, "load_tool_group", `{"group_name":"mcp_demo"}`); r.Status != tools.StatusSuccess || !strings.Contains(r.Content, "demo_add: Add two whole numbers") {
+		t.Fatalf("load = %+v", r)
+	}
+	if r := run(t, reg, "demo_add", `{"a":2,"b":3}`); r.Status != tools.StatusSuccess || !strings.HasPrefix(r.Content, "2 + 3 = 5") {
+		t.Fatalf("add = %+v", r)
+	}
+	if r := run(t, reg, "demo_echo_text", `{"text":"hi"}`); r.Content != "echo: hi" {
+		t.Fatalf("echo = %+v", r)
+	}
+	// The server's own schema is checked before the call leaves loadout.
+	if r := run(t, reg, "demo_add", `{"a":"two","b":3}`); r.Code != tools.CodeInvalidArgument {
+		t.Fatalf("bad argument = %+v", r)
+	}
+	if r := run(t, reg, "demo_fail", `{}`); r.Code != CodeToolError || !strings.Contains(r.Content, "the disk is full") {
+		t.Fatalf("fail = %+v", r)
+	}
+	// find_tools finds the server's tools like any other.
+	if r := run(t, reg, "find_tools", `{"query":"add two numbers"}`); !strings.Contains(r.Content, "demo_add (mcp_demo)") {
+		t.Fatalf("find_tools = %s", r.Content)
+	}
+}
+
+func TestCallsAreBoundedByTheTimeout(t *testing.T) {
+	reg := newRegistry(t)
+	c := New(Server{Name: "demo", Timeout: 200 * time.Millisecond, transport: inMemory(t, nil)}, quiet)
+	if err := Register(context.Background(), reg, c); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if r := run(t, reg, "demo_slow", `{}`); r.Code != tools.CodeTimeout {
+		t.Fatalf("slow = %+v", r)
+	}
+	if r := run(t, reg, "demo_add", `{"a":1,"b":1}`); r.Status != tools.StatusSuccess {
+		t.Fatalf("the server is unusable after a timed-out call: %+v", r)
+	}
+}
+
+func TestServerDownAtStartIsListedOnLoad(t *testing.T) {
+	reg := newRegistry(t)
+	var down atomic.Bool
+	down.Store(true)
+	c := New(Server{Name: "late", Description: "Late tools", transport: inMemory(t, &down)}, quiet)
+	if err := Register(context.Background(), reg, c); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, _ := reg.Group("mcp_late")
+	if !strings.Contains(g.Description, "not reachable at start") || len(reg.GroupTools("mcp_late", nil)) != 0 {
+		t.Fatalf("group while down = %+v", g)
+	}
+	if r := run(t, reg, "load_tool_group", `{"group_name":"mcp_late"}`); r.Code != tools.CodeUnavailable || !strings.Contains(r.Content, "connection refused") {
+		t.Fatalf("load while down = %+v", r)
+	}
+	down.Store(false)
+	if r := run(t, reg, "load_tool_group", `{"group_name":"mcp_late"}`); r.Status != tools.StatusSuccess || !strings.Contains(r.Content, "late_add") {
+		t.Fatalf("load when up = %+v", r)
+	}
+	if g, _ := reg.Group("mcp_late"); g.Description != "Late tools" || reg.GroupNames() != "mcp_late" {
+		t.Fatalf("group after listing = %+v (%s)", g, reg.GroupNames())
+	}
+	if r := run(t, reg, "late_add", `{"a":1,"b":2}`); !strings.HasPrefix(r.Content, "1 + 2 = 3") {
+		t.Fatalf("add = %+v", r)
+	}
+}
+
+var pid = regexp.MustCompile(`pid (\d+)`)
+
+// A real stdio subprocess (this test binary, serving the test server):
+// when it dies, calls answer unavailable and Run starts it again.
+func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newRegistry(t)
+	c := New(Server{Name: "proc", Command: exe, Args: []string{"-test.run=^$"},
+		Env: map[string]string{mcptest.EnvVar: "1"}}, quiet)
+	c.policy.Initial, c.policy.Max = 20*time.Millisecond, 100*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := Register(ctx, reg, c); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	first := run(t, reg, "proc_add", `{"a":20,"b":22}`)
+	if !strings.HasPrefix(first.Content, "20 + 22 = 42") {
+		t.Fatalf("add = %+v", first)
+	}
+	if r := run(t, reg, "proc_crash", `{}`); r.Code != tools.CodeUnavailable {
+		t.Fatalf("crash = %+v", r)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var again tools.Result
+	for {
+		again = run(t, reg, "proc_add", `{"a":1,"b":1}`)
+		if again.Status == tools.StatusSuccess {
+			break
+		}
+		if again.Code != tools.CodeUnavailable || time.Now().After(deadline) {
+			t.Fatalf("while restarting = %+v", again)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p1, p2 := pid.FindStringSubmatch(first.Content), pid.FindStringSubmatch(again.Content); p1 == nil || p2 == nil || p1[1] == p2[1] {
+		t.Fatalf("not a new process: %q then %q", first.Content, again.Content)
+	}
+}
+
+func TestCheckNamesTheKey(t *testing.T) {
+	errs := Config{Servers: []Server{
+		{Name: "ok", Command: "x"},
+		{Name: "Bad-Name", Command: "x"},
+		{Name: "ok", URL: "http://h/mcp"},
+		{Name: "both", Command: "x", URL: "http://h"},
+		{Name: "web", URL: "ftp://h"},
+	}}.Check()
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	joined := strings.Join(got, "\n")
+	for _, want := range []string{"mcp.servers[1].name", "mcp.servers[2].name: \"ok\" is used", "mcp.servers[3].command: give either", "mcp.servers[4].url"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("missing %q in:\n%s", want, joined)
+		}
+	}
+	if len(errs) != 4 {
+		t.Errorf("%d errors:\n%s", len(errs), joined)
+	}
+}
+
+func TestToolNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"read_file":             "fs_read_file",
+		"Read-File.v2":          "fs_read_file_v2",
+		strings.Repeat("x", 80): "fs_" + strings.Repeat("x", 61),
+	} {
+		if got := toolName("fs", in); got != want {
+			t.Errorf("toolName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
