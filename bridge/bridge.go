@@ -165,7 +165,18 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 		return "", err
 	}
 	loaded := "none"
-	if len(s.Loaded) > 0 {
+	switch {
+	case len(s.Groups) > 0:
+		parts := make([]string, len(s.Groups))
+		for i, g := range s.Groups {
+			noun := "tools"
+			if g.Tools == 1 {
+				noun = "tool"
+			}
+			parts[i] = fmt.Sprintf("%s (%d %s, %s tokens)", g.Name, g.Tools, noun, Thousands(g.Tokens))
+		}
+		loaded = strings.Join(parts, ", ")
+	case len(s.Loaded) > 0:
 		loaded = strings.Join(s.Loaded, ", ")
 	}
 	total := s.Usage.PromptTokens + s.Usage.CompletionTokens
@@ -173,9 +184,10 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 	if s.Messages == 0 {
 		head = "No conversation yet: send a message to start one."
 	}
-	return fmt.Sprintf("%s\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request)\nTokens used: %s (prompt %s, completion %s)\nModel: %s, routing: %s",
-		head, s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens),
-		Thousands(total), Thousands(s.Usage.PromptTokens), Thousands(s.Usage.CompletionTokens),
+	return fmt.Sprintf("%s\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request: core %s + groups %s; routing all would send %d tools, %s tokens)\nTokens used: %s (prompt %s, completion %s), %s of the prompt tokens from the provider's cache\nModel: %s, routing: %s",
+		head, s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens), Thousands(s.CoreTokens), Thousands(s.SchemaTokens-s.CoreTokens),
+		s.AllTools, Thousands(s.AllTokens),
+		Thousands(total), Thousands(s.Usage.PromptTokens), Thousands(s.Usage.CompletionTokens), Thousands(s.Usage.CachedTokens),
 		firstOr(s.Model, "default"), s.Routing), nil
 }
 

@@ -70,7 +70,8 @@ func TestRouterCommands(t *testing.T) {
 		t.Errorf("message = %q", s)
 	}
 	st := say("/status")
-	for _, want := range []string{"Messages: 4", "Loaded tool groups: pdf", "Active tools: 2 (", "Tokens used: 30 (prompt 20, completion 10)", "Model: test-model, routing: groups"} {
+	for _, want := range []string{"Messages: 4", "Loaded tool groups: pdf", "Active tools: 2 (", "Tokens used: 30 (prompt 20, completion 10)", "Model: test-model, routing: groups",
+		"Loaded tool groups: pdf (1 tool, ", "schema tokens per request: core ", "routing all would send ", "0 of the prompt tokens from the provider's cache"} {
 		if !strings.Contains(st, want) {
 			t.Errorf("/status lacks %q:\n%s", want, st)
 		}

@@ -220,3 +220,56 @@ func systemOf(t *testing.T, body []byte) []byte {
 	}
 	return m.Messages[0]
 }
+
+// TEST: /status's figures: each loaded group's schema tokens in load
+// order, the core's share, what routing all would send, and the
+// provider's usage summed, cached prompt tokens included; each model
+// call's usage is kept with the message it wrote.
+func TestStatusAccountsForTokens(t *testing.T) {
+	e := chattest.NewEnv(t, chattest.Options{Register: catalogTools})
+	e.Model.Push(chattest.Step{Calls: []chat.ToolCall{{Name: "load_tool_group", Arguments: `{"group_name":"notes"}`}},
+		Usage: chat.Usage{PromptTokens: 100, CompletionTokens: 10}})
+	e.Model.Push(chattest.Step{Calls: []chat.ToolCall{{Name: "load_tool_group", Arguments: `{"group_name":"pdf"}`}},
+		Usage: chat.Usage{PromptTokens: 200, CompletionTokens: 20, CachedTokens: 90}})
+	e.Model.Push(chattest.Step{Text: "ready", Usage: chat.Usage{PromptTokens: 300, CompletionTokens: 30, CachedTokens: 190}})
+	send(t, e, "c1", "load two")
+	s, err := e.Engine.Status(t.Context(), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Usage != (chat.Usage{PromptTokens: 600, CompletionTokens: 60, CachedTokens: 280}) {
+		t.Errorf("usage = %+v", s.Usage)
+	}
+	count := func(text string) int { return (len(text) + 3) / 4 }
+	r := e.Registry
+	want := []chat.GroupCost{
+		{Name: "notes", Tools: 2, Tokens: tools.SchemaTokens(r.GroupTools("notes", nil), count)},
+		{Name: "pdf", Tools: 2, Tokens: tools.SchemaTokens(r.GroupTools("pdf", nil), count)},
+	}
+	if !slices.Equal(s.Groups, want) {
+		t.Errorf("groups = %+v, want %+v", s.Groups, want)
+	}
+	core := tools.SchemaTokens(r.Core(nil), count)
+	if s.CoreTokens != core || s.SchemaTokens != core+want[0].Tokens+want[1].Tokens || s.ActiveTools != 7 {
+		t.Errorf("request = %d tools, %d tokens (core %d)", s.ActiveTools, s.SchemaTokens, s.CoreTokens)
+	}
+	if all := r.All(nil); s.AllTools != len(all) || s.AllTokens != tools.SchemaTokens(all, count) || s.AllTools != 10 {
+		t.Errorf("routing all = %d tools, %d tokens", s.AllTools, s.AllTokens)
+	}
+	var per []chat.Usage
+	rows, err := e.Store.Gorm().Raw("SELECT prompt_tokens, completion_tokens, cached_tokens FROM messages WHERE role = 'assistant' ORDER BY id").Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u chat.Usage
+		if err := rows.Scan(&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens); err != nil {
+			t.Fatal(err)
+		}
+		per = append(per, u)
+	}
+	if !slices.Equal(per, []chat.Usage{{100, 10, 0}, {200, 20, 90}, {300, 30, 190}}) {
+		t.Errorf("usage per model call = %+v", per)
+	}
+}

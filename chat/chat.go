@@ -68,11 +68,14 @@ type Image struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens are the prompt tokens the provider served from its
+	// prompt cache, where it reports them (part of PromptTokens).
+	CachedTokens int
 }
 
 // Add returns the sum of u and v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens}
+	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens, u.CachedTokens + v.CachedTokens}
 }
 
 // Request is one model call.

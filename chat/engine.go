@@ -557,14 +557,30 @@ func (e *Engine) Name(ctx context.Context, chatKey string) (string, error) {
 
 // Status describes a chat's open session.
 type Status struct {
-	OpenedAt     time.Time
-	Messages     int
-	Loaded       []string
+	OpenedAt time.Time
+	Messages int
+	Loaded   []string
+	// Groups are the loaded groups in load order with what their schemas
+	// cost on every request.
+	Groups []GroupCost
+	// ActiveTools and SchemaTokens are what one request carries now;
+	// CoreTokens is the core tools' part of it.
 	ActiveTools  int
 	SchemaTokens int
-	Usage        Usage
-	Model        string
-	Routing      string
+	CoreTokens   int
+	// AllTools and AllTokens are what routing: all would send.
+	AllTools  int
+	AllTokens int
+	Usage     Usage
+	Model     string
+	Routing   string
+}
+
+// GroupCost is a loaded group's share of a request.
+type GroupCost struct {
+	Name   string
+	Tools  int
+	Tokens int
 }
 
 // Status reports on the chat's open session, opening one if none is.
@@ -582,16 +598,27 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 		return Status{}, err
 	}
 	cat := e.catalog(loaded, settings.Disabled)
-	return Status{
+	all := e.reg.All(settings.Disabled)
+	s := Status{
 		OpenedAt:     sess.OpenedAt,
 		Messages:     sess.Messages,
 		Loaded:       cat.Loaded(),
 		ActiveTools:  len(cat.Definitions()),
 		SchemaTokens: tools.SchemaTokens(cat.Definitions(), e.cfg.Exact),
+		CoreTokens:   tools.SchemaTokens(e.reg.Core(settings.Disabled), e.cfg.Exact),
+		AllTools:     len(all),
+		AllTokens:    tools.SchemaTokens(all, e.cfg.Exact),
 		Usage:        sess.Usage,
 		Model:        firstNonEmpty(settings.Model, e.cfg.Model),
 		Routing:      e.cfg.Routing,
-	}, nil
+	}
+	if e.cfg.Routing != RoutingAll {
+		for _, g := range cat.Loaded() {
+			defs := e.reg.GroupTools(g, settings.Disabled)
+			s.Groups = append(s.Groups, GroupCost{Name: g, Tools: len(defs), Tokens: tools.SchemaTokens(defs, e.cfg.Exact)})
+		}
+	}
+	return s, nil
 }
 
 // canonicalJSON normalises arguments so that the same call with keys in

@@ -44,6 +44,7 @@ type session struct {
 	Messages         int
 	PromptTokens     int64
 	CompletionTokens int64
+	CachedTokens     int64
 }
 
 // message is one history entry. The index idx_messages_loaded answers
@@ -63,7 +64,12 @@ type message struct {
 	UserKey    string
 	ExternalID string
 	Tokens     int
-	CreatedAt  time.Time
+	// PromptTokens, CompletionTokens and CachedTokens are what the model
+	// call that wrote an assistant message cost, as the provider reported.
+	PromptTokens     int
+	CompletionTokens int
+	CachedTokens     int
+	CreatedAt        time.Time
 }
 
 // chatSetting is one per-chat setting.
@@ -169,7 +175,7 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 func (s session) domain() chat.Session {
 	return chat.Session{
 		ID: s.ID, ChatKey: s.ChatKey, OpenedAt: s.OpenedAt, Messages: s.Messages,
-		Usage: chat.Usage{PromptTokens: int(s.PromptTokens), CompletionTokens: int(s.CompletionTokens)},
+		Usage: chat.Usage{PromptTokens: int(s.PromptTokens), CompletionTokens: int(s.CompletionTokens), CachedTokens: int(s.CachedTokens)},
 	}
 }
 
@@ -185,11 +191,12 @@ func (d *DB) CloseSession(ctx context.Context, chatKey string) (bool, error) {
 // ErrNoSQLite is Open's error in a build without cgo.
 var ErrNoSQLite = errors.New("this build has no SQLite support: build with CGO_ENABLED=1 and a C compiler (gcc)")
 
-// appendBatch is how many messages one INSERT writes (14 variables each).
+// appendBatch is how many messages one INSERT writes (17 variables each).
 const appendBatch = 200
 
-// Append persists msgs in one transaction and adds usage to the session's
-// counters.
+// Append persists msgs in one transaction, records usage (one model
+// call's) with the assistant message among them, and adds it to the
+// session's counters.
 func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage) error {
 	rows := make([]message, len(msgs))
 	now := d.now()
@@ -199,6 +206,10 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Code: m.Code,
 			Arguments: m.Arguments, GroupName: m.Group, UserKey: m.UserKey, ExternalID: m.ExternalID, Tokens: m.Tokens,
 			CreatedAt: now,
+		}
+		if m.Role == chat.RoleAssistant {
+			// The round's model call: one assistant message per round.
+			rows[i].PromptTokens, rows[i].CompletionTokens, rows[i].CachedTokens = usage.PromptTokens, usage.CompletionTokens, usage.CachedTokens
 		}
 		if len(m.ToolCalls) > 0 {
 			b, err := json.Marshal(m.ToolCalls)
@@ -222,6 +233,7 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 			"messages":          gorm.Expr("messages + ?", len(rows)),
 			"prompt_tokens":     gorm.Expr("prompt_tokens + ?", usage.PromptTokens),
 			"completion_tokens": gorm.Expr("completion_tokens + ?", usage.CompletionTokens),
+			"cached_tokens":     gorm.Expr("cached_tokens + ?", usage.CachedTokens),
 		}).Error
 	}))
 }

@@ -204,7 +204,8 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 		ID: fmt.Sprintf("chatcmpl-%d", n), Object: "chat.completion", Model: req.Model,
 		Choices: []goopenai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
 		Usage: goopenai.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens,
-			TotalTokens: usage.PromptTokens + usage.CompletionTokens},
+			PromptTokensDetails: &goopenai.PromptTokensDetails{CachedTokens: usage.CachedTokens},
+			TotalTokens:         usage.PromptTokens + usage.CompletionTokens},
 	})
 }
 
@@ -281,7 +282,8 @@ func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, n int, req 
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		send(goopenai.ChatCompletionStreamResponse{Choices: []goopenai.ChatCompletionStreamChoice{},
 			Usage: &goopenai.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens,
-				TotalTokens: usage.PromptTokens + usage.CompletionTokens}})
+				PromptTokensDetails: &goopenai.PromptTokensDetails{CachedTokens: usage.CachedTokens},
+				TotalTokens:         usage.PromptTokens + usage.CompletionTokens}})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }

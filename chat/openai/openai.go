@@ -201,12 +201,22 @@ func (c *Client) once(ctx context.Context, req goopenai.ChatCompletionRequest) (
 	m := resp.Choices[0].Message
 	out := chat.Response{
 		Text:  m.Content,
-		Usage: chat.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens},
+		Usage: usage(resp.Usage),
 	}
 	for _, tc := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return out, nil
+}
+
+// usage is what the provider reported, cached prompt tokens included
+// where it reports them.
+func usage(u goopenai.Usage) chat.Usage {
+	out := chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		out.CachedTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return out
 }
 
 // stream is once with the answer streamed: onText gets the text so far
@@ -237,7 +247,7 @@ func (c *Client) stream(ctx context.Context, req goopenai.ChatCompletionRequest,
 			return chat.Response{}, err
 		}
 		if chunk.Usage != nil {
-			out.Usage = chat.Usage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens}
+			out.Usage = usage(*chunk.Usage)
 		}
 		if len(chunk.Choices) == 0 {
 			continue
