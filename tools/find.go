@@ -164,7 +164,7 @@ func (ix *searchIndex) build() {
 	ix.docs, ix.df = nil, map[string]int{}
 	total := 0
 	for _, d := range defs {
-		if d.Name == FindToolsName || d.Name == LoadGroupName {
+		if d.Name == FindToolsName || d.Name == LoadGroupName || d.Name == UnloadGroupName {
 			continue
 		}
 		tf := map[string]int{}
