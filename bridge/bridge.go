@@ -63,8 +63,42 @@ func NewRouter(engine *chat.Engine, name string) *Router {
 	r.Register(Command{Name: "start", Help: "introduction", Run: r.start})
 	r.Register(Command{Name: "help", Help: "list the commands", Run: r.help})
 	r.Register(Command{Name: "clear", Help: "start a new conversation (unloads every tool group)", Run: r.clear})
-	r.Register(Command{Name: "status", Help: "show this conversation's size, loaded tool groups and token use", Run: r.status})
+	r.Register(Command{Name: "status", Help: "show this conversation's size, loaded tool groups, token use and what waits for your approval", Run: r.status})
+	r.Register(Command{Name: "approve", Help: "let me go ahead with what I asked you to approve", Run: r.decide(true)})
+	r.Register(Command{Name: "deny", Help: "stop what I asked you to approve", Run: r.decide(false)})
 	return r
+}
+
+// decide answers the chat's pending approval (or the one named) for the
+// approve and deny commands, which the channels' buttons send too.
+func (r *Router) decide(approve bool) func(ctx context.Context, in chat.Inbound, args string) (string, error) {
+	return func(ctx context.Context, in chat.Inbound, args string) (string, error) {
+		reply, err := r.engine.Decide(ctx, in, strings.TrimSpace(args), approve)
+		if err != nil {
+			return "", err
+		}
+		return WithAsk(reply.Text, reply.Ask), nil
+	}
+}
+
+// askMark joins an answer to the approval it asks for; the pipeline keeps
+// them together and the channel shows Approve and Deny for it.
+const askMark = "\x00ask:"
+
+// WithAsk joins text and the approval id it asks for, if any.
+func WithAsk(text, id string) string {
+	text = strings.ReplaceAll(text, "\x00", "")
+	if id == "" {
+		return text
+	}
+	return text + askMark + id
+}
+
+// CutAsk splits an answer (or its last part) into its text and the
+// approval id it asks for.
+func CutAsk(s string) (text, id string) {
+	text, id, _ = strings.Cut(s, askMark)
+	return text, id
 }
 
 // Register adds a command, replacing one of the same name. Call it before
@@ -99,7 +133,7 @@ func (r *Router) Handle(ctx context.Context, in chat.Inbound) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return reply.Text, nil
+	return WithAsk(reply.Text, reply.Ask), nil
 }
 
 // ParseCommand splits "/name@bot args" into name and args. Names are
@@ -184,11 +218,16 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 	if s.Messages == 0 {
 		head = "No conversation yet: send a message to start one."
 	}
+	waiting := ""
+	for _, a := range s.Approvals {
+		waiting += fmt.Sprintf("\nWaiting for your approval (until %s): %s — /approve %s or /deny %s",
+			a.ExpiresAt.UTC().Format("15:04 UTC"), a.Summary, a.ID, a.ID)
+	}
 	return fmt.Sprintf("%s\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request: core %s + groups %s; routing all would send %d tools, %s tokens)\nTokens used: %s (prompt %s, completion %s), %s of the prompt tokens from the provider's cache\nModel: %s, routing: %s",
 		head, s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens), Thousands(s.CoreTokens), Thousands(s.SchemaTokens-s.CoreTokens),
 		s.AllTools, Thousands(s.AllTokens),
 		Thousands(total), Thousands(s.Usage.PromptTokens), Thousands(s.Usage.CompletionTokens), Thousands(s.Usage.CachedTokens),
-		firstOr(s.Model, "default"), s.Routing), nil
+		firstOr(s.Model, "default"), s.Routing) + waiting, nil
 }
 
 // Age renders a duration for people: "45s", "12m", "3h 5m", "2d 4h".

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,18 @@ type Outlet interface {
 type Indicator interface {
 	Working(ctx context.Context, route []byte) (stop func())
 }
+
+// Asker is an optional Outlet feature: it sends the last part of an
+// answer that asks the person to approve a call (approval id) with
+// Approve and Deny buttons that only user (the asker's user key) may use,
+// the way Send does (replacing draft when there is one). Without it the
+// part goes out with a line naming /approve and /deny.
+type Asker interface {
+	Ask(ctx context.Context, route, draft []byte, part, id, user string) error
+}
+
+// TextAskHint ends a question sent by a channel without buttons.
+const TextAskHint = "\n\nAnswer /approve to go ahead or /deny to stop."
 
 // PipelineConfig configures a Pipeline. Zero values are the defaults.
 type PipelineConfig struct {
@@ -457,7 +470,12 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		if err != nil {
 			return p.failed(ctx, out, it, err, log)
 		}
+		text, ask := CutAsk(text)
 		parts := out.Split(capText(text, p.cfg.MaxReply))
+		if ask != "" && len(parts) > 0 {
+			// The question's buttons go with its last part.
+			parts[len(parts)-1] += askMark + ask
+		}
 		if err := p.write(ctx, log, "store the answer", func(ctx context.Context) error {
 			return p.cfg.Inbox.Answer(ctx, it.Seq, parts)
 		}); err != nil {
@@ -473,7 +491,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		if i == 0 {
 			draft = it.Draft
 		}
-		err := p.send(ctx, out, it.Route, draft, it.Parts[i])
+		err := p.send(ctx, out, it.Route, draft, it.Parts[i], it.Inbound.UserKey)
 		if ctx.Err() == nil {
 			p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
 		}
@@ -516,6 +534,9 @@ func (p *Pipeline) turn(ctx context.Context, it Item, resume bool, onText func(s
 	in.ID = p.cfg.Channel + ":" + it.ID
 	in.Resume = resume
 	in.OnText = onText
+	// A scheduled task's run has nobody to approve anything; the event id
+	// says so, and is kept across restarts.
+	in.Unattended = strings.HasPrefix(it.ID, chat.TaskEventPrefix)
 	var text string
 	err := p.cfg.Retry.Do(ctx, transient, func(ctx context.Context) error {
 		var err error
@@ -555,7 +576,7 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 
 // send sends one part once the channel's pacing lets it go; with a
 // draft, the part replaces it.
-func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, part string) error {
+func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, part, user string) error {
 	if err := p.pace.wait(ctx, route); err != nil {
 		return err
 	}
@@ -570,6 +591,13 @@ func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, pa
 		context.AfterFunc(sctx, func() { t.Stop() })
 	})
 	defer stop()
+	part, ask := CutAsk(part)
+	if ask != "" {
+		if a, ok := out.(Asker); ok {
+			return a.Ask(sctx, route, draft, part, ask, user)
+		}
+		part += TextAskHint
+	}
 	if dr, ok := out.(Drafter); ok && draft != nil {
 		return dr.Replace(sctx, route, draft, part)
 	}
@@ -609,7 +637,7 @@ func (p *Pipeline) tell(ctx context.Context, out Outlet, route, draft []byte, te
 		return
 	}
 	for _, part := range out.Split(text) {
-		err := p.send(ctx, out, route, draft, part)
+		err := p.send(ctx, out, route, draft, part, "")
 		draft = nil
 		if err != nil {
 			log.Error("delivery: could not tell the person", "err", err)

@@ -132,7 +132,56 @@ type Store interface {
 	// ChatSettings returns the chat's settings, keyed by the
 	// tools.Setting constants.
 	ChatSettings(ctx context.Context, chatKey string) (map[string]string, error)
+
+	// Hold is Append for a round with a call held for approval: the
+	// round and the approval are stored in one transaction.
+	Hold(ctx context.Context, sessionID int64, msgs []Message, usage Usage, a Approval) error
+	// Approval returns an approval by id; with id "" the chat's newest
+	// pending one. ErrNotFound when there is none.
+	Approval(ctx context.Context, chatKey, id string) (Approval, error)
+	// Decide moves an approval from status from to status to, recording
+	// the event that did it, and reports whether it was still in from.
+	Decide(ctx context.Context, id, from, to, event string) (bool, error)
+	// Resolve records the result of a held call in place of its pending
+	// tool message.
+	Resolve(ctx context.Context, sessionID int64, callID string, m Message) error
+	// PendingApprovals returns the chat's approvals still waiting, newest
+	// first.
+	PendingApprovals(ctx context.Context, chatKey string) ([]Approval, error)
 }
+
+// Approval statuses.
+const (
+	ApprovalPending   = "pending"   // asked, not answered
+	ApprovalRunning   = "running"   // approved; the call is running
+	ApprovalDone      = "done"      // approved and run
+	ApprovalDenied    = "denied"    // the person said no
+	ApprovalExpired   = "expired"   // nobody answered in time
+	ApprovalCancelled = "cancelled" // the conversation was cleared
+)
+
+// Approval is a tool call held until the person who asked approves it.
+type Approval struct {
+	ID        string
+	ChatKey   string
+	SessionID int64
+	// UserKey is the only person who may answer.
+	UserKey string
+	CallID  string
+	Tool    string
+	// Arguments are the call's, as checked; they are what runs.
+	Arguments string
+	Summary   string
+	Status    string
+	// DecidedBy is the event that answered it.
+	DecidedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// TaskEventPrefix starts the event id of a scheduled task's run: such a
+// turn is unattended (Inbound.Unattended).
+const TaskEventPrefix = "task:"
 
 // Inbound is one message from a person.
 type Inbound struct {
@@ -159,6 +208,9 @@ type Inbound struct {
 	// person sent with the message; with Config.Images set the model
 	// sees them.
 	Images []string
+	// Unattended marks a turn nobody waits on (a scheduled task's run):
+	// a call that needs approval is refused instead of asked.
+	Unattended bool
 }
 
 // Errors a Store wraps its failures in, so callers can tell them apart
@@ -183,6 +235,9 @@ var (
 // Reply is the engine's answer to an Inbound.
 type Reply struct {
 	Text string
+	// Ask is the id of the approval the reply asks for; the channel shows
+	// Approve and Deny with it.
+	Ask string
 	// Usage is what the turn's model calls cost.
 	Usage Usage
 }

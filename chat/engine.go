@@ -39,6 +39,10 @@ type Config struct {
 	MaxToolCalls int `yaml:"max_tool_calls"`
 	// Routing is RoutingGroups (default) or RoutingAll.
 	Routing string `yaml:"-"`
+	// Confirm says which tool calls wait for the person's approval;
+	// ConfirmTTL is how long a question waits (default 10m).
+	Confirm    tools.Policy  `yaml:"-"`
+	ConfirmTTL time.Duration `yaml:"-"`
 	// CatalogBudget bounds, in tokens, the schemas of a session's loaded
 	// groups: a load beyond it unloads the least recently used groups.
 	// Zero means no bound.
@@ -109,6 +113,9 @@ func (c *Config) setDefaults() {
 	if c.RepeatLimit <= 0 {
 		c.RepeatLimit = 3
 	}
+	if c.ConfirmTTL <= 0 {
+		c.ConfirmTTL = defaultConfirmIn
+	}
 	if c.Count == nil {
 		c.Count = func(s string) int { return (len(s) + 3) / 4 }
 	}
@@ -140,7 +147,7 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 	cfg.setDefaults()
 	mw := append([]tools.Middleware{tools.Logging(cfg.Logger)}, cfg.Middleware...)
 	mw = append(mw, tools.CapResults(cfg.ToolResultMaxChars))
-	return &Engine{
+	e := &Engine{
 		cfg:     cfg,
 		model:   model,
 		store:   store,
@@ -150,6 +157,8 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 		ratios:  ratios{byName: map[string]*ratio{}},
 		buffers: sync.Pool{New: func() any { return new([]Message) }},
 	}
+	e.exec.SetGate(e.gate)
+	return e
 }
 
 // Sentences a person may see when a turn cannot finish normally.
@@ -194,8 +203,8 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 			}
 		}
 		if current >= 0 {
-			if text, done := answered(history[current+1:]); done {
-				return Reply{Text: text}, nil
+			if last, done := answered(history[current+1:]); done {
+				return Reply{Text: last.Text, Ask: askOf(last)}, nil
 			}
 		}
 	}
@@ -257,17 +266,17 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 }
 
 // answered reports whether the messages recorded after a user message end
-// the turn: the last is an assistant message without tool calls, whose
-// text is the answer.
-func answered(after []Message) (string, bool) {
+// the turn: the last is an assistant message without tool calls, the
+// answer (or the question of a held call).
+func answered(after []Message) (Message, bool) {
 	if len(after) == 0 {
-		return "", false
+		return Message{}, false
 	}
 	last := after[len(after)-1]
 	if last.Role != RoleAssistant || len(last.ToolCalls) > 0 {
-		return "", false
+		return Message{}, false
 	}
-	return last.Text, true
+	return last, true
 }
 
 // turn is the state of one Handle call.
@@ -285,6 +294,8 @@ type turn struct {
 	// unsaved is the person's message until the turn's first record is
 	// written with it.
 	unsaved *Message
+	// ask is the approval the turn ends with, when a call was held.
+	ask *Approval
 }
 
 // record persists msgs (after the person's message, if that is not
@@ -297,7 +308,13 @@ func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, usage); err != nil {
+	var err error
+	if t.ask != nil {
+		err = t.e.store.Hold(context.WithoutCancel(ctx), t.sess.ID, msgs, usage, *t.ask)
+	} else {
+		err = t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, usage)
+	}
+	if err != nil {
 		return err
 	}
 	t.unsaved = nil
@@ -361,6 +378,10 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		if err != nil {
 			return Reply{}, err
 		}
+		if t.ask != nil {
+			// The turn ends with the question; the answer carries it on.
+			return Reply{Text: question(*t.ask, e.cfg.ConfirmTTL), Ask: t.ask.ID, Usage: t.usage}, nil
+		}
 		if stop != "" {
 			return t.finish(ctx, stop)
 		}
@@ -404,10 +425,11 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	}
 	tctx := tools.WithCaller(ctx, tools.Caller{
 		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
-		Loaded: slices.Clone(t.loaded),
+		Loaded: slices.Clone(t.loaded), Unattended: t.in.Unattended,
 	})
 	run := calls[:min(len(calls), e.cfg.MaxToolCalls)]
 	results := append(e.exec.Run(tctx, cat, run), skipped(calls[len(run):], len(calls), e.cfg.MaxToolCalls)...)
+	ask := t.holdRound(calls, results)
 
 	asst := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 	asst.Tokens = e.countMessage(asst)
@@ -431,7 +453,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
 				settingsChanged = true
 			}
-		} else if r.Code != tools.CodeTooManyCalls {
+		} else if r.Status == tools.StatusError && r.Code != tools.CodeTooManyCalls {
 			key := r.Name + "\x00" + canonicalJSON(calls[i].Arguments)
 			t.failures[key]++
 			if t.failures[key] >= e.cfg.RepeatLimit && stop == "" {
@@ -443,6 +465,14 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	}
 	if len(changed) > 0 {
 		t.keepBudget(msgs, changed[len(changed)-1])
+	}
+	if ask != nil {
+		// The question is recorded with the round and the approval, in
+		// one transaction: a turn resumed after a crash finds it.
+		q := Message{Role: RoleAssistant, Text: question(*ask, e.cfg.ConfirmTTL), Code: askCode + ask.ID}
+		q.Tokens = e.countMessage(q)
+		msgs = append(msgs, q)
+		t.ask = ask
 	}
 	// Once a round has run, its record is written even if ctx was cut at
 	// shutdown.
@@ -574,6 +604,8 @@ type Status struct {
 	Usage     Usage
 	Model     string
 	Routing   string
+	// Approvals are the calls waiting for the person's answer.
+	Approvals []Approval
 }
 
 // GroupCost is a loaded group's share of a request.
@@ -611,6 +643,9 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 		Usage:        sess.Usage,
 		Model:        firstNonEmpty(settings.Model, e.cfg.Model),
 		Routing:      e.cfg.Routing,
+	}
+	if s.Approvals, err = e.store.PendingApprovals(ctx, chatKey); err != nil {
+		return Status{}, fmt.Errorf("read approvals of %s: %w", chatKey, err)
 	}
 	if e.cfg.Routing != RoutingAll {
 		for _, g := range cat.Loaded() {

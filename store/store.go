@@ -179,13 +179,22 @@ func (s session) domain() chat.Session {
 	}
 }
 
-// CloseSession closes the chat's open session, if any.
+// CloseSession closes the chat's open session, if any, and cancels the
+// approvals it was waiting for.
 func (d *DB) CloseSession(ctx context.Context, chatKey string) (bool, error) {
 	now := d.now()
-	res := d.db.WithContext(ctx).Model(&session{}).
-		Where("chat_key = ? AND closed_at IS NULL", chatKey).
-		Update("closed_at", &now)
-	return res.RowsAffected > 0, kind(res.Error)
+	var closed bool
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&session{}).Where("chat_key = ? AND closed_at IS NULL", chatKey).Update("closed_at", &now)
+		if res.Error != nil {
+			return res.Error
+		}
+		closed = res.RowsAffected > 0
+		// What was waiting for approval in the cleared conversation
+		// will not run.
+		return cancelApprovals(tx, chatKey, now)
+	})
+	return closed, kind(err)
 }
 
 // ErrNoSQLite is Open's error in a build without cgo.
@@ -198,6 +207,11 @@ const appendBatch = 200
 // call's) with the assistant message among them, and adds it to the
 // session's counters.
 func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage) error {
+	return d.appendWith(ctx, sessionID, msgs, usage, nil)
+}
+
+// appendWith is Append with more work (also) in its transaction.
+func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, also func(tx *gorm.DB) error) error {
 	rows := make([]message, len(msgs))
 	now := d.now()
 	for i, m := range msgs {
@@ -227,6 +241,11 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 				if err := tx.Create(&b).Error; err != nil {
 					return err
 				}
+			}
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
 			}
 		}
 		return tx.Model(&session{}).Where("id = ?", sessionID).Updates(map[string]any{

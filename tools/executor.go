@@ -52,10 +52,15 @@ type Middleware func(next Handler) Handler
 
 // Executor runs a turn's tool calls.
 type Executor struct {
-	reg *Registry
-	log *slog.Logger
-	mw  []Middleware
+	reg  *Registry
+	log  *slog.Logger
+	mw   []Middleware
+	gate Gate
 }
+
+// SetGate sets the gate every call passes after its arguments are
+// checked and before it runs. Call it before the executor is used.
+func (x *Executor) SetGate(g Gate) { x.gate = g }
 
 // NewExecutor returns an executor over reg with a middleware chain. log
 // (slog.Default when nil) receives the full text of internal failures,
@@ -133,6 +138,11 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 	}
 	if err := e.schema.check("", decoded); err != nil {
 		return failure(err)
+	}
+	if x.gate != nil {
+		if res, held := x.gate(ctx, e.Definition, c, json.RawMessage(args)); held {
+			return res
+		}
 	}
 	res, err := run(ctx, e.Tool, json.RawMessage(args))
 	if err != nil {

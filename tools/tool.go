@@ -43,6 +43,16 @@ type Definition struct {
 	Parameters json.RawMessage
 	// ReadOnly is true when the tool changes nothing outside loadout.
 	ReadOnly bool
+	// Effect is what a call does (see EffectOf): a tool that is not
+	// ReadOnly is at least EffectMutate; one that sends to other people,
+	// deletes or shares says EffectDestructive. EffectFor, when set,
+	// decides per call instead (a tool whose actions differ).
+	Effect    Effect
+	EffectFor func(args json.RawMessage) Effect
+	// Summarize, when set, says in one plain sentence what a call will do
+	// ("Send an email to ana@example.com, subject 'Invoice', 3 lines"),
+	// for the person who approves it; see Summary.
+	Summarize func(args json.RawMessage) string
 	// WritesSettings is true when a successful call may change the chat's
 	// Settings; the engine then reads them again before the next round.
 	WritesSettings bool
@@ -122,6 +132,12 @@ type Caller struct {
 	Disabled map[string]bool
 	// Loaded are the groups loaded in the session, in load order.
 	Loaded []string
+	// Unattended is set for a turn nobody is waiting on (a scheduled
+	// task): a call that needs approval is refused, not asked.
+	Unattended bool
+	// Approved is the id of the call the person approved: that call runs
+	// without asking again.
+	Approved string
 }
 
 type callerKey struct{}

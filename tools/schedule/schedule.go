@@ -9,6 +9,7 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"loadout/chat"
 	"log/slog"
 	"time"
 
@@ -163,7 +164,7 @@ func (s *Scheduler) RunDue(ctx context.Context) {
 			}
 			continue // another process has it
 		}
-		id := fmt.Sprintf("task:%d:%d", t.ID, t.NextRun.Unix())
+		id := fmt.Sprintf("%s%d:%d", chat.TaskEventPrefix, t.ID, t.NextRun.Unix())
 		text := fmt.Sprintf("[Scheduled task %d, run unattended: nobody is waiting to confirm anything] %s", t.ID, t.Prompt)
 		outcome := "delivered to the chat"
 		if err := s.submit(ctx, t.ChatKey, t.UserKey, id, text); err != nil {

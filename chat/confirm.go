@@ -1,0 +1,231 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"loadout/tools"
+)
+
+// askCode marks, in Message.Code, the assistant message that asks the
+// person to approve a held call: "ask:<approval id>". A turn resumed
+// after a crash finds the question it already asked there.
+const askCode = "ask:"
+
+// Sentences of the approval flow.
+const (
+	msgNoApproval    = "There is no request of mine waiting for your answer here."
+	msgNotYours      = "Only the person who asked for this can approve or deny it."
+	msgAlready       = "That request was already answered."
+	msgExpired       = "That request expired before it was answered, so nothing was done. Ask me again if you still want it."
+	msgCancelled     = "That request belonged to a conversation that was cleared, so nothing was done."
+	codeDenied       = "denied"
+	codeExpired      = "expired"
+	codeInterrupted  = "interrupted"
+	codeOneAtATime   = "one_at_a_time"
+	defaultConfirmIn = 10 * time.Minute
+)
+
+// gate holds, in the executor, every call the policy says the person must
+// approve: it does not run, and its result carries the summary the person
+// will read. An approved call passes; an unattended turn is refused.
+func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, args json.RawMessage) (tools.Result, bool) {
+	caller := tools.CallerFrom(ctx)
+	if caller.Approved == c.ID && c.ID != "" || !e.cfg.Confirm.Needs(d, args) {
+		return tools.Result{}, false
+	}
+	summary := tools.Summary(d, args)
+	if caller.Unattended {
+		te := &tools.Error{Code: tools.CodeNeedsConfirmation,
+			Message:    fmt.Sprintf("Not done: %s needs the person's approval, and nobody is there to give it in a scheduled run. (%s)", d.Name, summary),
+			Suggestion: "Do not try it another way. In your answer, tell the person what you would have done, so they can ask for it themselves."}
+		return tools.Result{Status: tools.StatusError, Code: te.Code, Content: te.JSON()}, true
+	}
+	return tools.Result{Status: tools.StatusPending, Content: summary}, true
+}
+
+// holdRound turns the round's held call (at most one: any other is
+// refused, one at a time) into an approval and the question that ends
+// the turn. It reports the approval, or nil when nothing was held.
+func (t *turn) holdRound(calls []tools.Call, results []tools.Result) *Approval {
+	var a *Approval
+	for i, r := range results {
+		if r.Status != tools.StatusPending {
+			continue
+		}
+		if a != nil {
+			te := &tools.Error{Code: codeOneAtATime,
+				Message:    "Not done: another action in this response is waiting for the person's approval; only one is asked at a time.",
+				Suggestion: "Wait for the person's answer to the first, then call this again."}
+			results[i] = tools.Result{CallID: r.CallID, Name: r.Name, Status: tools.StatusError, Code: te.Code, Content: te.JSON()}
+			continue
+		}
+		ttl := t.e.cfg.ConfirmTTL
+		a = &Approval{
+			ID: newApprovalID(), ChatKey: t.in.ChatKey, SessionID: t.sess.ID, UserKey: t.in.UserKey,
+			CallID: r.CallID, Tool: r.Name, Arguments: canonicalJSON(calls[i].Arguments), Summary: r.Content,
+			Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl),
+		}
+		results[i].Content = fmt.Sprintf(`{"status":"pending_approval","message":%q,"suggestion":"Do not call it again. The person has been asked; its result arrives when they answer."}`,
+			"Waiting for the person to approve: "+a.Summary)
+	}
+	return a
+}
+
+// question is what the person reads when a call waits for them.
+func question(a Approval, ttl time.Duration) string {
+	return fmt.Sprintf("I need your approval first:\n%s\n\nThis request expires in %s; until then nothing is done.", a.Summary, humanDuration(ttl))
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int(d/time.Hour), "hour")
+	case d >= time.Minute:
+		return plural(int(d.Round(time.Minute)/time.Minute), "minute")
+	}
+	return plural(int(d.Round(time.Second)/time.Second), "second")
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+func newApprovalID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Decide answers an approval from the chat in in: approve runs the held
+// call with its stored arguments, deny records the refusal; either way
+// the turn carries on and the model answers. id "" means the chat's
+// newest pending approval. Only the person who asked may answer; an
+// approval runs at most once, and not after it expired or the
+// conversation was cleared.
+func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool) (Reply, error) {
+	a, err := e.store.Approval(ctx, in.ChatKey, id)
+	if errors.Is(err, ErrNotFound) {
+		return Reply{Text: msgNoApproval}, nil
+	}
+	if err != nil {
+		return Reply{}, fmt.Errorf("read approval %s: %w", id, err)
+	}
+	if a.UserKey != in.UserKey {
+		return Reply{Text: msgNotYours}, nil
+	}
+	word := "Approved"
+	if !approve {
+		word = "Denied"
+	}
+	note := Inbound{ChatKey: in.ChatKey, UserKey: in.UserKey, ID: in.ID, Resume: in.Resume, OnText: in.OnText,
+		Text: fmt.Sprintf("(%s: %s)", word, a.Summary)}
+	mine := a.DecidedBy == in.ID && in.ID != ""
+	switch {
+	case a.Status == ApprovalPending:
+	case mine && a.Status == ApprovalRunning:
+		// This event approved it and was cut while the call ran: whether
+		// it went through is unknown, and it is not run twice.
+		if err := e.resolve(ctx, a, failed(codeInterrupted, "The approved action was interrupted by a restart; it may or may not have happened.",
+			"Tell the person it was interrupted and ask them to check before asking again.")); err != nil {
+			return Reply{}, err
+		}
+		if _, err := e.store.Decide(ctx, a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {
+			return Reply{}, err
+		}
+		return e.Handle(ctx, note)
+	case mine:
+		return e.Handle(ctx, note) // answered; the turn carries on
+	case a.Status == ApprovalCancelled:
+		return Reply{Text: msgCancelled}, nil
+	case a.Status == ApprovalExpired:
+		return Reply{Text: msgExpired}, nil
+	default:
+		return Reply{Text: msgAlready}, nil
+	}
+	if time.Now().After(a.ExpiresAt) {
+		if ok, err := e.store.Decide(ctx, a.ID, ApprovalPending, ApprovalExpired, in.ID); err != nil || !ok {
+			return Reply{Text: msgAlready}, err
+		}
+		err := e.resolve(ctx, a, failed(codeExpired, "The person did not answer in time, so this was not done: "+a.Summary,
+			"If it is still wanted, the person can ask again."))
+		return Reply{Text: msgExpired}, err
+	}
+	to := ApprovalRunning
+	if !approve {
+		to = ApprovalDenied
+	}
+	ok, err := e.store.Decide(ctx, a.ID, ApprovalPending, to, in.ID)
+	if err != nil {
+		return Reply{}, fmt.Errorf("decide approval %s: %w", a.ID, err)
+	}
+	if !ok {
+		return Reply{Text: msgAlready}, nil
+	}
+	if !approve {
+		if err := e.resolve(ctx, a, failed(codeDenied, "The person denied this, so it was not done: "+a.Summary,
+			"Do not try it again unless the person asks.")); err != nil {
+			return Reply{}, err
+		}
+		return e.Handle(ctx, note)
+	}
+	res := e.runApproved(ctx, in, a)
+	m := Message{Role: RoleTool, Text: res.Content, Status: res.Status, Code: res.Code}
+	m.Tokens = e.countMessage(m)
+	if err := e.store.Resolve(context.WithoutCancel(ctx), a.SessionID, a.CallID, m); err != nil {
+		return Reply{}, fmt.Errorf("record the result of approval %s: %w", a.ID, err)
+	}
+	e.cache.drop(a.SessionID)
+	if _, err := e.store.Decide(context.WithoutCancel(ctx), a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {
+		return Reply{}, err
+	}
+	return e.Handle(ctx, note)
+}
+
+// runApproved runs an approved call with its stored arguments, through
+// the executor and its middleware, as the person who asked.
+func (e *Engine) runApproved(ctx context.Context, in Inbound, a Approval) tools.Result {
+	settings, _ := e.settings(ctx, in.ChatKey)
+	tctx := tools.WithCaller(ctx, tools.Caller{ChatKey: a.ChatKey, UserKey: a.UserKey, SessionID: a.SessionID,
+		Disabled: settings.Disabled, Approved: a.CallID})
+	return e.exec.Run(tctx, nil, []tools.Call{{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments}})[0]
+}
+
+// resolve records a held call's outcome that is not a run.
+func (e *Engine) resolve(ctx context.Context, a Approval, m Message) error {
+	m.Tokens = e.countMessage(m)
+	if err := e.store.Resolve(context.WithoutCancel(ctx), a.SessionID, a.CallID, m); err != nil {
+		return fmt.Errorf("record the outcome of approval %s: %w", a.ID, err)
+	}
+	e.cache.drop(a.SessionID)
+	return nil
+}
+
+func failed(code, message, suggestion string) Message {
+	te := &tools.Error{Code: code, Message: message, Suggestion: suggestion}
+	return Message{Role: RoleTool, Text: te.JSON(), Status: tools.StatusError, Code: code}
+}
+
+// Pending lists the chat's approvals still waiting, newest first.
+func (e *Engine) Pending(ctx context.Context, chatKey string) ([]Approval, error) {
+	return e.store.PendingApprovals(ctx, chatKey)
+}
+
+// askOf is the approval id an assistant message asks for, if any.
+func askOf(m Message) string {
+	if m.Role == RoleAssistant {
+		if id, ok := strings.CutPrefix(m.Code, askCode); ok {
+			return id
+		}
+	}
+	return ""
+}

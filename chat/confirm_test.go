@@ -1,0 +1,223 @@
+package chat_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"loadout/chat"
+	"loadout/chat/chattest"
+	"loadout/tools"
+)
+
+// outbox records what the mail tools really did.
+type outbox struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (o *outbox) add(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sent = append(o.sent, s)
+}
+
+func (o *outbox) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.sent...)
+}
+
+type sendIn struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+	Body    string `json:"body"`
+}
+
+// confirmTools: mail_send (destructive, with a summary), mail_label
+// (mutating) and mail_read (read-only), all core.
+func confirmTools(o *outbox) func(r *tools.Registry) error {
+	return func(r *tools.Registry) error {
+		send := tools.New(tools.Definition{Name: "mail_send", Description: "Send an email", Effect: tools.EffectDestructive,
+			Summarize: func(args json.RawMessage) string {
+				var in sendIn
+				_ = json.Unmarshal(args, &in)
+				return "Send an email to " + in.To + ", subject '" + in.Subject + "'"
+			}},
+			func(ctx context.Context, in sendIn) (any, error) {
+				o.add(in.To + "|" + in.Subject + "|" + in.Body)
+				return "sent to " + in.To, nil
+			})
+		label := tools.New(tools.Definition{Name: "mail_label", Description: "Label a message"},
+			func(ctx context.Context, in echoIn) (any, error) { o.add("label " + in.Text); return "labelled", nil })
+		read := tools.New(tools.Definition{Name: "mail_read", Description: "Read mail", ReadOnly: true},
+			func(ctx context.Context, in echoIn) (any, error) { o.add("read"); return "no mail", nil })
+		return r.Add(send, label, read)
+	}
+}
+
+func confirmEnv(t *testing.T, o *outbox, cfg chat.Config, dbPath string) *chattest.Env {
+	return chattest.NewEnv(t, chattest.Options{Config: cfg, Register: confirmTools(o), DBPath: dbPath})
+}
+
+func handle(t *testing.T, e *chattest.Env, in chat.Inbound) chat.Reply {
+	t.Helper()
+	r, err := e.Engine.Handle(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func decide(t *testing.T, e *chattest.Env, user, id, event string, approve bool) chat.Reply {
+	t.Helper()
+	r, err := e.Engine.Decide(context.Background(), chat.Inbound{ChatKey: "c1", UserKey: user, ID: event}, id, approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+const sendArgs = `{"to":"ana@example.com","subject":"Invoice","body":"Hi Ana,\nhere it is."}`
+
+// TEST: a destructive call is not run; the person is asked with a summary
+// built from the arguments; a stranger cannot answer; the owner's
+// approval runs it once with the stored arguments and the model answers
+// with its result; a second approval does nothing.
+func TestDestructiveCallWaitsForTheOwnersApproval(t *testing.T) {
+	o := &outbox{}
+	e := confirmEnv(t, o, chat.Config{}, "")
+	e.Model.Push(chattest.Step{Text: "I'll send it.", Calls: []chat.ToolCall{{Name: "mail_send", Arguments: sendArgs}}})
+	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "send Ana the invoice", ID: "ev1"})
+	if r.Ask == "" || !strings.Contains(r.Text, "Send an email to ana@example.com, subject 'Invoice'") || !strings.Contains(r.Text, "expires in 10 minutes") {
+		t.Fatalf("reply = %+v", r)
+	}
+	if len(o.all()) != 0 || len(e.Model.Requests()) != 1 {
+		t.Fatalf("the call ran (%v) or the model was asked again (%d)", o.all(), len(e.Model.Requests()))
+	}
+	st, err := e.Engine.Status(context.Background(), "c1")
+	if err != nil || len(st.Approvals) != 1 || st.Approvals[0].ID != r.Ask {
+		t.Fatalf("status approvals = %+v, %v", st.Approvals, err)
+	}
+	if got := decide(t, e, "u:mallory", r.Ask, "ev2", true); !strings.Contains(got.Text, "Only the person who asked") {
+		t.Fatalf("stranger = %+v", got)
+	}
+	if len(o.all()) != 0 {
+		t.Fatal("a stranger's approval ran the call")
+	}
+	e.Model.Text("Sent it to Ana.")
+	got := decide(t, e, "u:ana", r.Ask, "ev3", true)
+	if got.Text != "Sent it to Ana." {
+		t.Fatalf("after approval = %+v", got)
+	}
+	if sent := o.all(); len(sent) != 1 || sent[0] != "ana@example.com|Invoice|Hi Ana,\nhere it is." {
+		t.Fatalf("sent = %q", sent)
+	}
+	reqs := e.Model.Requests()
+	last := reqs[len(reqs)-1]
+	var sawResult, sawNote bool
+	for _, m := range last.Messages {
+		sawResult = sawResult || (m.Role == "tool" && m.Content == "sent to ana@example.com")
+		sawNote = sawNote || (m.Role == "user" && strings.HasPrefix(m.Content, "(Approved: Send an email"))
+	}
+	if !sawResult || !sawNote {
+		t.Fatalf("the model did not see the result and the approval: %+v", last.Messages)
+	}
+	if again := decide(t, e, "u:ana", r.Ask, "ev4", true); again.Text != "That request was already answered." || len(o.all()) != 1 {
+		t.Fatalf("second approval = %+v, sent %d", again, len(o.all()))
+	}
+	if st, _ := e.Engine.Status(context.Background(), "c1"); len(st.Approvals) != 0 {
+		t.Fatalf("still pending: %+v", st.Approvals)
+	}
+}
+
+func TestDenyAndExpiry(t *testing.T) {
+	o := &outbox{}
+	e := confirmEnv(t, o, chat.Config{}, "")
+	e.Model.Call("mail_send", sendArgs)
+	handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "send it", ID: "ev1"})
+	e.Model.Text("OK, I won't.")
+	if got := decide(t, e, "u:ana", "", "ev2", false); got.Text != "OK, I won't." {
+		t.Fatalf("deny = %+v", got)
+	}
+	if len(o.all()) != 0 {
+		t.Fatal("a denied call ran")
+	}
+	if !strings.Contains(toolResults(e.Model.Last(t))["call_1_0"], `"code":"denied"`) {
+		t.Fatalf("the model was not told: %v", toolResults(e.Model.Last(t)))
+	}
+	short := confirmEnv(t, o, chat.Config{ConfirmTTL: time.Millisecond}, "")
+	short.Model.Call("mail_send", sendArgs)
+	r := handle(t, short, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "send it", ID: "ev1"})
+	time.Sleep(5 * time.Millisecond)
+	if got := decide(t, short, "u:ana", r.Ask, "ev2", true); !strings.Contains(got.Text, "expired") || len(o.all()) != 0 {
+		t.Fatalf("late approval = %+v, sent %v", got, o.all())
+	}
+}
+
+// TEST: the question survives a restart, and /clear cancels it.
+func TestApprovalAcrossRestartAndClear(t *testing.T) {
+	o := &outbox{}
+	first := confirmEnv(t, o, chat.Config{}, "")
+	first.Model.Call("mail_send", sendArgs)
+	r := handle(t, first, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "send it", ID: "ev1"})
+	first.Store.Close()
+	second := confirmEnv(t, o, chat.Config{}, first.DBPath)
+	second.Model.Text("Done.")
+	if got := decide(t, second, "u:ana", r.Ask, "ev2", true); got.Text != "Done." || len(o.all()) != 1 {
+		t.Fatalf("after restart = %+v, sent %v", got, o.all())
+	}
+	second.Model.Call("mail_send", sendArgs)
+	r = handle(t, second, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "again", ID: "ev3"})
+	if _, err := second.Engine.Clear(context.Background(), "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := decide(t, second, "u:ana", r.Ask, "ev4", true); !strings.Contains(got.Text, "cleared") || len(o.all()) != 1 {
+		t.Fatalf("after /clear = %+v, sent %v", got, o.all())
+	}
+}
+
+// TEST: a scheduled run never waits: the call is refused with
+// needs_confirmation and the model carries on.
+func TestUnattendedTurnRefusesInsteadOfAsking(t *testing.T) {
+	o := &outbox{}
+	e := confirmEnv(t, o, chat.Config{}, "")
+	e.Model.Call("mail_send", sendArgs)
+	e.Model.Text("I could not send it without you.")
+	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "[task] send it", ID: "telegram:task:1:1", Unattended: true})
+	if r.Ask != "" || r.Text != "I could not send it without you." || len(o.all()) != 0 {
+		t.Fatalf("unattended = %+v, sent %v", r, o.all())
+	}
+	if got := toolResults(e.Model.Last(t))["call_1_0"]; !strings.Contains(got, `"code":"needs_confirmation"`) {
+		t.Fatalf("result = %s", got)
+	}
+}
+
+// TEST: tools.confirm levels and per-tool overrides.
+func TestConfirmPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy tools.Policy
+		tool   string
+		asks   bool
+	}{
+		{tools.Policy{}, "mail_send", true},
+		{tools.Policy{}, "mail_label", false},
+		{tools.Policy{Level: tools.ConfirmMutating}, "mail_label", true},
+		{tools.Policy{Level: tools.ConfirmMutating}, "mail_read", false},
+		{tools.Policy{Level: tools.ConfirmNone}, "mail_send", false},
+		{tools.Policy{Tools: map[string]string{"mail_send": tools.ConfirmNever}}, "mail_send", false},
+		{tools.Policy{Level: tools.ConfirmNone, Tools: map[string]string{"mail_read": tools.ConfirmAlways}}, "mail_read", true},
+	} {
+		o := &outbox{}
+		e := confirmEnv(t, o, chat.Config{Confirm: tc.policy}, "")
+		e.Model.Call(tc.tool, `{"to":"x@example.com","subject":"s","body":"b","text":"t"}`)
+		e.Model.Text("done")
+		r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "go", ID: "ev"})
+		if asked := r.Ask != ""; asked != tc.asks || asked == (len(o.all()) == 1) {
+			t.Errorf("%+v %s: asked %v, ran %v", tc.policy, tc.tool, asked, o.all())
+		}
+	}
+}
