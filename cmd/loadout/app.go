@@ -103,6 +103,8 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec := cfg.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.CatalogBudget = cfg.Tools.CatalogBudget
+	ec.Confirm = tools.Policy{Level: cfg.Tools.Confirm, Tools: cfg.Tools.ConfirmTools}
+	ec.ConfirmTTL = cfg.Tools.ConfirmTTL.Std()
 	ec.Model = cfg.model()
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log
 	if listing := a.skills.Listing(); listing != "" {

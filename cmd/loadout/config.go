@@ -17,6 +17,8 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/google/gmail"
+	"loadout/tools"
 	"loadout/tools/files"
 	"loadout/tools/guard"
 	"loadout/tools/mcp"
@@ -87,6 +89,12 @@ type ToolsConfig struct {
 	ManifestsDir string `yaml:"manifests_dir"`
 	// Admins are the user keys that may create tools from a chat.
 	Admins []string `yaml:"admins"`
+	// Confirm is which calls wait for the person's approval:
+	// destructive (default), mutating or none; ConfirmTools overrides it
+	// per tool (always or never); ConfirmTTL is how long a question waits.
+	Confirm      string            `yaml:"confirm"`
+	ConfirmTools map[string]string `yaml:"confirm_tools"`
+	ConfirmTTL   Duration          `yaml:"confirm_ttl"`
 }
 
 // WebConfig is the web tools: the guard's allowlist and the web
@@ -157,6 +165,15 @@ type GoogleConfig struct {
 	AuthURL   string `yaml:"auth_url"`
 	TokenURL  string `yaml:"token_url"`
 	RevokeURL string `yaml:"revoke_url"`
+	// Gmail is the Gmail group's own settings.
+	Gmail GmailConfig `yaml:"gmail"`
+}
+
+// GmailConfig is the Gmail group's settings.
+type GmailConfig struct {
+	// Send is "send" (the default) or "draft": sends and replies become
+	// drafts the person sends from Gmail.
+	Send string `yaml:"send"`
 }
 
 // Duration is a time.Duration written as "30s" or "2m" in YAML.
@@ -526,6 +543,13 @@ func (c Config) validate(set map[string]bool) error {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
 	errs = append(errs, c.MCP.Check()...)
+	if s := c.Google.Gmail.Send; s != "" && s != gmail.SendMail && s != gmail.SendDraft {
+		bad("google.gmail.send", `must be "send" or "draft", got %q`, s)
+	}
+	if err := (tools.Policy{Level: c.Tools.Confirm, Tools: c.Tools.ConfirmTools}).Check(); err != nil {
+		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
+	duration("tools.confirm_ttl", c.Tools.ConfirmTTL.Std(), time.Minute)
 	if c.Tools.CatalogBudget < 0 {
 		bad("tools.catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.Tools.CatalogBudget)
 	}

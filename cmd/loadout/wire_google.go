@@ -31,10 +31,14 @@ type googleGroup struct {
 	service google.Service
 }
 
-// googleGroups lists the Workspace groups loadout registers.
-func googleGroups() []googleGroup {
+// googleGroups lists the Workspace groups loadout registers, with their
+// settings from gc.
+func googleGroups(gc GoogleConfig) []googleGroup {
+	mail := func(c google.Client) (tools.Group, []tools.Tool) {
+		return gmail.New(gmail.Config{Client: c, Send: gc.Gmail.Send})
+	}
 	return []googleGroup{
-		{gmail.Group, gmail.Service()},
+		{mail, gmail.Service()},
 		{gmailsettings.Group, gmailsettings.Service()},
 		{drive.Group, drive.Service()},
 		{calendar.Group, calendar.Service()},
@@ -44,7 +48,7 @@ func googleGroups() []googleGroup {
 // googleScopes is the union of the groups' scopes: what /connect asks for.
 func googleScopes() []string {
 	var s []string
-	for _, g := range googleGroups() {
+	for _, g := range googleGroups(GoogleConfig{}) {
 		s = append(s, g.service.Scopes...)
 	}
 	return s
@@ -127,7 +131,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 			return err
 		}
 	}
-	for _, g := range googleGroups() {
+	for _, g := range googleGroups(gc) {
 		group, ts := g.build(client)
 		if err := reg.AddGroup(group, ts...); err != nil {
 			return err

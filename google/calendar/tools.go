@@ -2,6 +2,7 @@ package calendar
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -252,10 +253,34 @@ type createEventIn struct {
 	SendUpdates string   `json:"send_updates,omitempty" desc:"who is emailed; default all" enum:"all,external,none"`
 }
 
+// invites is the effect of a change that may email n attendees: it goes
+// to other people unless send_updates is none.
+func invites(n int, sendUpdates string) tools.Effect {
+	if n > 0 && sendUpdates != "none" {
+		return tools.EffectDestructive
+	}
+	return tools.EffectMutate
+}
+
 func (g *group) createEvent() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_create_event",
 		Description: "Create an event, timed or all-day, with attendees, reminders, recurrence and an optional Meet link.",
+		// Inviting people emails them: that waits for approval.
+		EffectFor: func(args json.RawMessage) tools.Effect {
+			var in createEventIn
+			_ = json.Unmarshal(args, &in)
+			return invites(len(in.Attendees), in.SendUpdates)
+		},
+		Summarize: func(args json.RawMessage) string {
+			var in createEventIn
+			_ = json.Unmarshal(args, &in)
+			s := fmt.Sprintf("Create the event '%s' at %s", tools.Shorten(in.Title, 80), in.Start)
+			if len(in.Attendees) > 0 {
+				s += " and invite " + tools.Shorten(strings.Join(in.Attendees, ", "), 120)
+			}
+			return s
+		},
 	}, func(ctx context.Context, in createEventIn) (any, error) {
 		calID := calendarID(in.CalendarID)
 		title := strings.TrimSpace(in.Title)
@@ -433,6 +458,34 @@ func (g *group) updateEvent() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_update_event",
 		Description: "Change an event: title, time, location, description, attendees, reminders or Meet link; fields not given stay as they are.",
+		// Changing who is invited, or when, emails the attendees.
+		EffectFor: func(args json.RawMessage) tools.Effect {
+			var in updateEventIn
+			_ = json.Unmarshal(args, &in)
+			n := len(in.AddAttendees) + len(in.RemoveAttendees)
+			if in.Start != "" || in.End != "" {
+				n++
+			}
+			return invites(n, in.SendUpdates)
+		},
+		Summarize: func(args json.RawMessage) string {
+			var in updateEventIn
+			_ = json.Unmarshal(args, &in)
+			s := "Change the calendar event " + in.EventID
+			if in.Start != "" {
+				s += ", to start at " + in.Start
+			}
+			if len(in.AddAttendees) > 0 {
+				s += ", invite " + tools.Shorten(strings.Join(in.AddAttendees, ", "), 100)
+			}
+			if len(in.RemoveAttendees) > 0 {
+				s += ", uninvite " + tools.Shorten(strings.Join(in.RemoveAttendees, ", "), 100)
+			}
+			if in.SendUpdates != "none" {
+				s += ", and email the attendees"
+			}
+			return s
+		},
 	}, func(ctx context.Context, in updateEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {
@@ -647,6 +700,16 @@ func (g *group) deleteEvent() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_delete_event",
 		Description: "Delete an event; attendees are told unless send_updates is none.",
+		Effect:      tools.EffectDestructive,
+		Summarize: func(args json.RawMessage) string {
+			var in deleteEventIn
+			_ = json.Unmarshal(args, &in)
+			s := "Delete the calendar event " + in.EventID
+			if in.SendUpdates != "none" {
+				s += " and tell its attendees"
+			}
+			return s
+		},
 	}, func(ctx context.Context, in deleteEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {

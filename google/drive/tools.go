@@ -2,6 +2,7 @@ package drive
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -469,6 +470,16 @@ func (g *group) share() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "drive_share",
 		Description: "Share a Drive file or folder with an email address or anyone with the link, as reader, commenter or writer.",
+		Effect:      tools.EffectDestructive,
+		Summarize: func(args json.RawMessage) string {
+			var in shareIn
+			_ = json.Unmarshal(args, &in)
+			who := in.Email
+			if in.AnyoneWithLink {
+				who = "anyone with the link"
+			}
+			return fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(who, 80), in.Role)
+		},
 	}, func(ctx context.Context, in shareIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
@@ -534,6 +545,12 @@ func (g *group) trash() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "drive_trash",
 		Description: "Move a Drive file or folder to the trash, where it can be restored for 30 days.",
+		Effect:      tools.EffectDestructive,
+		Summarize: func(args json.RawMessage) string {
+			var in idIn
+			_ = json.Unmarshal(args, &in)
+			return "Move the Drive file " + in.FileID + " to the trash"
+		},
 	}, func(ctx context.Context, in idIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {

@@ -26,10 +26,13 @@ type kit struct {
 	client *googletest.Client
 }
 
-func newKit(t *testing.T) *kit {
+func newKit(t *testing.T) *kit { return newKitSending(t, "") }
+
+// newKitSending is newKit with google.gmail.send set to send.
+func newKitSending(t *testing.T, send string) *kit {
 	f := googletest.NewAPI(t)
 	c := &googletest.Client{Endpoint: f.URL}
-	g, ts := gmail.New(gmail.Config{Client: c, Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
+	g, ts := gmail.New(gmail.Config{Client: c, Send: send, Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
 	k := &kit{f: f, tools: map[string]tools.Tool{}, group: g, client: c}
 	for _, tool := range ts {
 		k.tools[tool.Name] = tool

@@ -4,6 +4,7 @@ package gmail
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -36,7 +37,16 @@ type Config struct {
 	// Backoff retries temporary Google errors; the zero value is
 	// google.Retry's defaults.
 	Backoff backoff.Policy
+	// Send is SendMail (the default) or SendDraft: sends and replies
+	// become drafts the person sends from Gmail themselves.
+	Send string
 }
+
+// Modes of Config.Send (google.gmail.send).
+const (
+	SendMail  = "send"
+	SendDraft = "draft"
+)
 
 // Group returns the google_gmail group with default settings.
 func Group(c google.Client) (tools.Group, []tools.Tool) { return New(Config{Client: c}) }
@@ -47,6 +57,12 @@ const maxBody = 12000
 // New returns the google_gmail group and its tools.
 func New(cfg Config) (tools.Group, []tools.Tool) {
 	m := &mailbox{cfg: cfg}
+	// What goes to other people waits for the person's approval; in
+	// draft-only mode nothing does, and a draft is the person's own.
+	outbound := tools.EffectDestructive
+	if cfg.Send == SendDraft {
+		outbound = tools.EffectMutate
+	}
 	g := tools.Group{
 		Name:        GroupName,
 		DisplayName: "Google Gmail",
@@ -65,11 +81,13 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 		}, m.read),
 		tools.New(tools.Definition{
 			Name:        "gmail_send",
-			Description: "Send a new plain-text email from the person's account. Confirm recipients and content with the person first.",
+			Description: "Send a new plain-text email from the person's account.",
+			Effect:      outbound, Summarize: summarizeSend,
 		}, m.send),
 		tools.New(tools.Definition{
 			Name:        "gmail_reply",
-			Description: "Reply in the same thread to a message (to its sender, or to everyone with reply_all). Confirm the content with the person first.",
+			Description: "Reply in the same thread to a message (to its sender, or to everyone with reply_all).",
+			Effect:      outbound, Summarize: summarizeReply,
 		}, m.reply),
 		tools.New(tools.Definition{
 			Name:        "gmail_create_draft",
@@ -78,6 +96,8 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 		tools.New(tools.Definition{
 			Name:        "gmail_send_draft",
 			Description: "Send an existing draft by its draft id.",
+			Effect:      outbound,
+			Summarize:   func(args json.RawMessage) string { return "Send the Gmail draft " + field(args, "draft_id") },
 		}, m.sendDraft),
 		tools.New(tools.Definition{
 			Name:        "gmail_list_labels",
@@ -95,6 +115,12 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 		tools.New(tools.Definition{
 			Name:        "gmail_trash",
 			Description: "Move messages to the trash (Gmail deletes them after 30 days).",
+			Effect:      tools.EffectDestructive,
+			Summarize: func(args json.RawMessage) string {
+				var in idsIn
+				_ = json.Unmarshal(args, &in)
+				return fmt.Sprintf("Move %s to the Gmail trash (%s)", plural(len(in.MessageIDs), "message"), tools.Shorten(strings.Join(in.MessageIDs, ", "), 80))
+			},
 		}, m.trash),
 	}
 }
@@ -309,11 +335,70 @@ func (in sendIn) outgoing() (outgoing, error) {
 }
 
 func (m *mailbox) send(ctx context.Context, in sendIn) (any, error) {
+	if m.cfg.Send == SendDraft {
+		return m.draftInstead(ctx, draftIn{To: in.To, Cc: in.Cc, Bcc: in.Bcc, Subject: in.Subject, Body: in.Body})
+	}
 	out, err := in.outgoing()
 	if err != nil {
 		return nil, err
 	}
 	return m.sendMessage(ctx, &gmailapi.Message{Raw: out.raw()})
+}
+
+// draftInstead saves what would have been sent as a draft (draft-only
+// mode) and says so.
+func (m *mailbox) draftInstead(ctx context.Context, in draftIn) (any, error) {
+	res, err := m.createDraft(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	d := res.(draftOut)
+	d.Status = draftOnly
+	return d, nil
+}
+
+// summarizeSend is what the person approves for gmail_send.
+func summarizeSend(args json.RawMessage) string {
+	var in sendIn
+	_ = json.Unmarshal(args, &in)
+	s := "Send an email to " + tools.Shorten(in.To, 120)
+	if in.Cc != "" {
+		s += ", cc " + tools.Shorten(in.Cc, 80)
+	}
+	if in.Bcc != "" {
+		s += ", bcc " + tools.Shorten(in.Bcc, 80)
+	}
+	return s + fmt.Sprintf(", subject '%s', %s", tools.Shorten(in.Subject, 80), plural(tools.Lines(in.Body), "line"))
+}
+
+// summarizeReply is what the person approves for gmail_reply.
+func summarizeReply(args json.RawMessage) string {
+	var in replyIn
+	_ = json.Unmarshal(args, &in)
+	who := "its sender"
+	if in.ReplyAll {
+		who = "everyone on it"
+	}
+	s := fmt.Sprintf("Reply to message %s (to %s)", in.MessageID, who)
+	if in.Cc != "" {
+		s += ", cc " + tools.Shorten(in.Cc, 80)
+	}
+	return s + fmt.Sprintf(", %s: '%s'", plural(tools.Lines(in.Body), "line"), tools.Shorten(in.Body, 60))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// field is one string argument of a call, for a summary.
+func field(args json.RawMessage, name string) string {
+	var m map[string]any
+	_ = json.Unmarshal(args, &m)
+	s, _ := m[name].(string)
+	return s
 }
 
 func (m *mailbox) sendMessage(ctx context.Context, msg *gmailapi.Message) (any, error) {
@@ -409,6 +494,9 @@ func (m *mailbox) reply(ctx context.Context, in replyIn) (any, error) {
 		return nil, err
 	}
 	out.Body = in.Body
+	if m.cfg.Send == SendDraft {
+		return m.saveDraft(ctx, svc, out, thread, true)
+	}
 	return m.sendMessage(ctx, &gmailapi.Message{Raw: out.raw(), ThreadId: thread})
 }
 
@@ -459,8 +547,14 @@ func (m *mailbox) createDraft(ctx context.Context, in draftIn) (any, error) {
 		}
 	}
 	out.Body = in.Body
+	return m.saveDraft(ctx, svc, out, thread, false)
+}
+
+// saveDraft stores out as a draft in thread; instead says it stands in
+// for a send (draft-only mode).
+func (m *mailbox) saveDraft(ctx context.Context, svc *gmailapi.Service, out outgoing, thread string, instead bool) (any, error) {
 	var d *gmailapi.Draft
-	err = m.call(ctx, "the draft", func() (err error) {
+	err := m.call(ctx, "the draft", func() (err error) {
 		d, err = svc.Users.Drafts.Create("me", &gmailapi.Draft{Message: &gmailapi.Message{Raw: out.raw(), ThreadId: thread}}).Context(ctx).Do()
 		return err
 	})
@@ -472,14 +566,24 @@ func (m *mailbox) createDraft(ctx context.Context, in draftIn) (any, error) {
 		res.MessageID, res.ThreadID = d.Message.Id, d.Message.ThreadId
 	}
 	res.Link = "https://mail.google.com/mail/u/0/#drafts?compose=" + res.MessageID
+	if instead {
+		res.Status = draftOnly
+	}
 	return res, nil
 }
+
+// draftOnly is the status of a send that became a draft.
+const draftOnly = "saved as a draft, not sent: sending is turned off here (google.gmail.send: draft); the person sends it from Gmail"
 
 type sendDraftIn struct {
 	DraftID string `json:"draft_id" desc:"id from gmail_create_draft"`
 }
 
 func (m *mailbox) sendDraft(ctx context.Context, in sendDraftIn) (any, error) {
+	if m.cfg.Send == SendDraft {
+		return nil, &tools.Error{Code: "not_available", Message: "Sending is turned off here (google.gmail.send: draft): the draft stays in Gmail for the person to send.",
+			Suggestion: "Tell the person the draft is ready in Gmail."}
+	}
 	if err := required("draft_id", in.DraftID); err != nil {
 		return nil, err
 	}

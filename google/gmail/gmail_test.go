@@ -461,3 +461,58 @@ func TestGroupDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TEST: google.gmail.send: draft — a send and a reply become drafts,
+// nothing reaches messages.send, sending a draft is refused, and none of
+// them waits for approval (a draft goes to nobody).
+func TestDraftOnlyMode(t *testing.T) {
+	k := newKitSending(t, "draft")
+	k.f.On("POST /gmail/v1/users/me/drafts", 200, `{"id":"r-1","message":{"id":"m-1","threadId":"t-1"}}`)
+	k.f.On("GET /gmail/v1/users/me/messages/18c2a1f0b2d3e4f5", 200, origJSON)
+	k.f.On("GET /gmail/v1/users/me/profile", 200, `{"emailAddress":"ana@example.com"}`)
+	out := k.mustCall(t, "gmail_send", `{"to":"bob@example.com","subject":"Invoice","body":"Attached."}`)
+	if !strings.HasPrefix(out["status"].(string), "saved as a draft, not sent") || out["draft_id"] != "r-1" {
+		t.Fatalf("send = %v", out)
+	}
+	msg, text, _ := sentMIME(t, draftRaw(t, k.f.Last("POST /gmail/v1/users/me/drafts").Body))
+	if msg.Header.Get("To") != "<bob@example.com>" || text != "Attached." {
+		t.Fatalf("draft = %v %q", msg.Header, text)
+	}
+	out = k.mustCall(t, "gmail_reply", `{"message_id":"18c2a1f0b2d3e4f5","body":"Thanks!","reply_all":true}`)
+	if !strings.HasPrefix(out["status"].(string), "saved as a draft") {
+		t.Fatalf("reply = %v", out)
+	}
+	if _, err := k.call(t, "gmail_send_draft", `{"draft_id":"r-1"}`); err == nil || !strings.Contains(err.Error(), "google.gmail.send: draft") {
+		t.Fatalf("send_draft = %v", err)
+	}
+	if n := k.f.Count("POST /gmail/v1/users/me/messages/send") + k.f.Count("POST /gmail/v1/users/me/drafts/send"); n != 0 {
+		t.Fatalf("%d sends reached Gmail", n)
+	}
+	for _, name := range []string{"gmail_send", "gmail_reply"} {
+		if e := tools.EffectOf(k.tools[name].Definition, nil); e != tools.EffectMutate {
+			t.Errorf("%s effect in draft mode = %v", name, e)
+		}
+	}
+	normal := newKit(t)
+	for _, name := range []string{"gmail_send", "gmail_reply", "gmail_send_draft", "gmail_trash"} {
+		if e := tools.EffectOf(normal.tools[name].Definition, nil); e != tools.EffectDestructive {
+			t.Errorf("%s effect = %v", name, e)
+		}
+	}
+	if s := tools.Summary(normal.tools["gmail_send"].Definition, []byte(`{"to":"ana@example.com","subject":"Invoice","body":"a\nb\nc"}`)); s != "Send an email to ana@example.com, subject 'Invoice', 3 lines" {
+		t.Errorf("summary = %q", s)
+	}
+}
+
+// draftRaw turns a drafts.create body into the {"raw":…} shape sentMIME
+// reads.
+func draftRaw(t *testing.T, body string) string {
+	t.Helper()
+	var req struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	return string(req.Message)
+}

@@ -5,6 +5,7 @@ package gmailsettings
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -45,10 +46,20 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 			Description: "The person's Gmail settings: filters, vacation auto-reply, signature, forwarding addresses.",
 		}, []tools.Tool{
 			tools.New(tools.Definition{Name: "gmail_list_filters", Description: "List the mailbox's filters with their criteria and actions.", ReadOnly: true}, s.listFilters),
-			tools.New(tools.Definition{Name: "gmail_create_filter", Description: "Create a filter: match by from/to/subject/query, then label, archive, mark read, star, trash or forward."}, s.createFilter),
-			tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id."}, s.deleteFilter),
+			tools.New(tools.Definition{Name: "gmail_create_filter", Description: "Create a filter: match by from/to/subject/query, then label, archive, mark read, star, trash or forward.",
+				// Forwarding sends the person's mail to someone else.
+				EffectFor: func(args json.RawMessage) tools.Effect {
+					var in map[string]any
+					_ = json.Unmarshal(args, &in)
+					if f, _ := in["forward"].(string); f != "" {
+						return tools.EffectDestructive
+					}
+					return tools.EffectMutate
+				}}, s.createFilter),
+			tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive}, s.deleteFilter),
 			tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
-			tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off."}, s.setVacation),
+			tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",
+				Effect: tools.EffectDestructive}, s.setVacation),
 			tools.New(tools.Definition{Name: "gmail_get_signature", Description: "Show the signature of the default send-as address (or a given one).", ReadOnly: true}, s.getSignature),
 			tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one)."}, s.updateSignature),
 			tools.New(tools.Definition{Name: "gmail_list_forwarding_addresses", Description: "List the forwarding addresses and whether each is verified.", ReadOnly: true}, s.listForwarding),

@@ -28,6 +28,7 @@ type Spec struct {
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
 	ReadOnly    bool            `json:"read_only,omitempty"`
+	Effect      string          `json:"effect,omitempty"`
 	HTTP        HTTP            `json:"http"`
 }
 
@@ -119,6 +120,7 @@ type input struct {
 	URL         string            `json:"url,omitempty" desc:"the endpoint; GET adds arguments as query"`
 	Headers     map[string]string `json:"headers,omitempty" desc:"values only as ${VAR} of the operator's environment"`
 	ReadOnly    bool              `json:"read_only,omitempty"`
+	Effect      string            `json:"effect,omitempty" enum:"read-only,mutating,destructive" desc:"destructive if it sends, deletes, shares or pays"`
 }
 
 // envRef is the only form a header value may take.
@@ -219,6 +221,9 @@ func merge(s *Spec, in input) {
 	}
 	if in.ReadOnly {
 		s.ReadOnly = true
+	}
+	if in.Effect != "" {
+		s.Effect = in.Effect
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -268,7 +269,18 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "files",
 		Description: "Files in this chat's workspace: list, read, write, append, delete, send to the person.",
-		Timeout:     30 * time.Second,
+		EffectFor: func(args json.RawMessage) tools.Effect {
+			var in input
+			_ = json.Unmarshal(args, &in)
+			switch in.Action {
+			case "list", "read":
+				return tools.EffectRead
+			case "delete":
+				return tools.EffectDestructive
+			}
+			return tools.EffectMutate
+		},
+		Timeout: 30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey
 		if chatKey == "" {

@@ -51,6 +51,7 @@ type entry struct {
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 	ReadOnly    bool            `json:"read_only"`
+	Effect      string          `json:"effect"`
 	Timeout     string          `json:"timeout"`
 	HTTP        *struct {
 		Method  string            `json:"method"`
@@ -121,6 +122,26 @@ func Parse(raw []byte, group string, client *http.Client) (Loaded, error) {
 	return l, nil
 }
 
+// parseEffect reads a manifest's "effect": "read-only", "mutating" or
+// "destructive" (sends to other people, deletes, shares, spends money).
+// Without one, a read_only tool is read-only and any other mutating.
+func parseEffect(s string, readOnly bool) (tools.Effect, error) {
+	switch s {
+	case "":
+		if readOnly {
+			return tools.EffectRead, nil
+		}
+		return tools.EffectMutate, nil
+	case "read-only":
+		return tools.EffectRead, nil
+	case "mutating":
+		return tools.EffectMutate, nil
+	case "destructive":
+		return tools.EffectDestructive, nil
+	}
+	return 0, fmt.Errorf("effect must be read-only, mutating or destructive, got %q", s)
+}
+
 // displayName turns "my_tools" into "My Tools".
 func displayName(file string) string {
 	words := strings.FieldsFunc(file, func(r rune) bool { return r == '_' || r == '-' || r == ' ' })
@@ -149,6 +170,10 @@ func httpTool(e entry, client *http.Client) (tools.Tool, error) {
 	if method != http.MethodGet && method != http.MethodPost {
 		return tools.Tool{}, fmt.Errorf("http.method must be GET or POST")
 	}
+	effect, err := parseEffect(e.Effect, e.ReadOnly)
+	if err != nil {
+		return tools.Tool{}, err
+	}
 	var timeout time.Duration
 	if e.Timeout != "" {
 		if timeout, err = time.ParseDuration(e.Timeout); err != nil {
@@ -167,7 +192,7 @@ func httpTool(e entry, client *http.Client) (tools.Tool, error) {
 	return tools.Tool{
 		Definition: tools.Definition{
 			Name: e.Name, Description: e.Description, Parameters: params,
-			ReadOnly: e.ReadOnly, Timeout: timeout,
+			ReadOnly: e.ReadOnly, Effect: effect, Timeout: timeout,
 		},
 		Run: func(ctx context.Context, args json.RawMessage) (any, error) {
 			filled, rest, err := fill(target, slots, args)

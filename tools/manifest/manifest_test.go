@@ -69,6 +69,7 @@ func TestBadManifests(t *testing.T) {
 		`[{"name": "x", "description": "d", "http": {"url": "file:///etc/passwd"}}]`,
 		`[{"name": "x", "description": "d", "http": {"url": "http://a/", "method": "DELETE"}}]`,
 		`[{"description": "d", "http": {"url": "http://a/"}}]`,
+		`[{"name": "x", "description": "d", "effect": "harmless", "http": {"url": "http://a/"}}]`,
 	} {
 		if _, err := Parse([]byte(raw), "g", nil); err == nil {
 			t.Errorf("accepted %s", raw)
@@ -237,5 +238,22 @@ func TestURLTemplates(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`[{"name": "x", "description": "d", "http": {"method": "GET", "url": "http://a/{nope}"}}]`), "g", nil); err == nil || !strings.Contains(err.Error(), "{nope}") {
 		t.Errorf("an undeclared placeholder: %v", err)
+	}
+}
+
+// A manifest tool's effect decides whether the person approves its calls.
+func TestManifestEffects(t *testing.T) {
+	l, err := Parse([]byte(`[
+		{"name": "a_get", "description": "d", "read_only": true, "http": {"url": "http://a/"}},
+		{"name": "a_set", "description": "d", "http": {"url": "http://a/"}},
+		{"name": "a_pay", "description": "d", "effect": "destructive", "http": {"url": "http://a/"}}]`), "g", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]tools.Effect{"a_get": tools.EffectRead, "a_set": tools.EffectMutate, "a_pay": tools.EffectDestructive}
+	for _, tl := range l.Tools {
+		if got := tools.EffectOf(tl.Definition, nil); got != want[tl.Name] {
+			t.Errorf("%s: %v, want %v", tl.Name, got, want[tl.Name])
+		}
 	}
 }

@@ -419,12 +419,28 @@ func (c *Client) tool(t *sdk.Tool, names map[string]bool) tools.Tool {
 	}
 	def := tools.Definition{
 		Name: name, Description: desc, Parameters: params, Timeout: c.srv.Timeout,
-		ReadOnly: t.Annotations != nil && t.Annotations.ReadOnlyHint,
+		ReadOnly: t.Annotations != nil && t.Annotations.ReadOnlyHint, Effect: effect(t.Annotations),
 	}
 	remote := t.Name
 	return tools.Tool{Definition: def, Run: func(ctx context.Context, args json.RawMessage) (any, error) {
 		return c.call(ctx, remote, args)
 	}}
+}
+
+// effect is a tool's effect from its annotations: read-only when it says
+// so, destructive when it says so, mutating otherwise (no annotations
+// included: the hints are the server's claims, so an unknown tool is not
+// trusted to be harmless).
+func effect(a *sdk.ToolAnnotations) tools.Effect {
+	switch {
+	case a == nil:
+		return tools.EffectMutate
+	case a.ReadOnlyHint:
+		return tools.EffectRead
+	case a.DestructiveHint != nil && *a.DestructiveHint:
+		return tools.EffectDestructive
+	}
+	return tools.EffectMutate
 }
 
 // call runs the server's tool remote.

@@ -230,3 +230,23 @@ func TestToolNames(t *testing.T) {
 		}
 	}
 }
+
+// An MCP tool's effect comes from its annotations; without any it is not
+// trusted to be harmless.
+func TestEffectFromAnnotations(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		a    *sdk.ToolAnnotations
+		want tools.Effect
+	}{
+		{nil, tools.EffectMutate},
+		{&sdk.ToolAnnotations{ReadOnlyHint: true}, tools.EffectRead},
+		{&sdk.ToolAnnotations{DestructiveHint: &yes}, tools.EffectDestructive},
+		{&sdk.ToolAnnotations{DestructiveHint: &no}, tools.EffectMutate},
+		{&sdk.ToolAnnotations{}, tools.EffectMutate},
+	} {
+		if got := effect(tc.a); got != tc.want {
+			t.Errorf("effect(%+v) = %v, want %v", tc.a, got, tc.want)
+		}
+	}
+}

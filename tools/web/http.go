@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -44,7 +45,26 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "http_request",
 		Description: "Call a public HTTP API the person names; no redirects followed.",
-		Timeout:     cfg.Timeout + 5*time.Second,
+		// Anything but a read sends data somewhere on the person's behalf.
+		EffectFor: func(args json.RawMessage) tools.Effect {
+			var in httpInput
+			_ = json.Unmarshal(args, &in)
+			switch strings.ToUpper(in.Method) {
+			case http.MethodGet, http.MethodHead:
+				return tools.EffectMutate
+			}
+			return tools.EffectDestructive
+		},
+		Summarize: func(args json.RawMessage) string {
+			var in httpInput
+			_ = json.Unmarshal(args, &in)
+			s := strings.ToUpper(in.Method) + " " + tools.Shorten(in.URL, 160)
+			if in.Body != "" {
+				s += " with the body " + tools.Shorten(in.Body, 120)
+			}
+			return s
+		},
+		Timeout: cfg.Timeout + 5*time.Second,
 	}, func(ctx context.Context, in httpInput) (any, error) {
 		u, err := url.Parse(strings.TrimSpace(in.URL))
 		if err != nil || u.Host == "" {
