@@ -62,6 +62,9 @@ type Console struct {
 	// drafted is the streamed text printed so far of the answer on its
 	// way.
 	drafted string
+	// asking is the approval the last answer asked for: the next line
+	// "y" or "n" answers it.
+	asking string
 }
 
 // New returns a console over router that keeps its messages in inbox.
@@ -181,6 +184,41 @@ func (c *Console) Submit(ctx context.Context, chatKey, userKey, id, text string)
 	}
 	_, err := c.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: []byte(chatKey)})
 	return err
+}
+
+// Ask prints a question that waits for the person's approval and takes
+// the next line "y" or "n" as the answer.
+func (c *Console) Ask(ctx context.Context, route, draft []byte, part, id, _ string) error {
+	part = strings.TrimRight(part, "\n") + "\nApprove? [y/n] (or /approve, /deny later)"
+	var err error
+	if draft != nil {
+		err = c.Replace(ctx, route, draft, part)
+	} else {
+		err = c.Send(ctx, route, part)
+	}
+	c.mu.Lock()
+	c.asking = id
+	c.mu.Unlock()
+	return err
+}
+
+// answer turns a "y" or "n" typed after a question into /approve or
+// /deny of that question; any other line leaves it waiting.
+func (c *Console) answer(text string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.asking
+	c.asking = ""
+	if id == "" {
+		return text
+	}
+	switch strings.ToLower(text) {
+	case "y", "yes":
+		return "/approve " + id
+	case "n", "no":
+		return "/deny " + id
+	}
+	return text
 }
 
 // SendFile shows a file the assistant sends: in a terminal, its path.
@@ -319,6 +357,7 @@ func (c *Console) print(s string) {
 
 // handle delivers one message and waits for its answer to be printed.
 func (c *Console) handle(ctx context.Context, text string) {
+	text = c.answer(text)
 	c.seq++
 	id := "line:" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(c.seq)
 	err := c.pipe.Deliver(ctx, bridge.Pending{

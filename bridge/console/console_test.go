@@ -11,6 +11,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/console"
 	"loadout/chat/chattest"
+	"loadout/tools"
 )
 
 func TestConsoleREPL(t *testing.T) {
@@ -79,5 +80,48 @@ func TestConsoleStreamsTheAnswer(t *testing.T) {
 	}
 	if pieces < 2 {
 		t.Errorf("the answer came in %d writes %q, want it printed as it arrived", pieces, out.all)
+	}
+}
+
+// TEST: in the console a call that needs approval asks "Approve? [y/n]";
+// "n" denies it, and after a second request "y" runs it once with the
+// stored arguments.
+func TestConsoleApprovesWithYesOrNo(t *testing.T) {
+	var sent []string
+	var mu sync.Mutex
+	env := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+		return r.Add(tools.New(tools.Definition{Name: "mail_send", Description: "Send mail", Effect: tools.EffectDestructive},
+			func(ctx context.Context, in struct {
+				To string `json:"to"`
+			}) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				sent = append(sent, in.To)
+				return "sent", nil
+			}))
+	}})
+	env.Model.Call("mail_send", `{"to":"ana@example.com"}`)
+	env.Model.Text("Fine, not sent.")
+	env.Model.Call("mail_send", `{"to":"bob@example.com"}`)
+	env.Model.Text("Sent to Bob.")
+	var out bytes.Buffer
+	c := console.New(console.Config{
+		In:   strings.NewReader("mail Ana\nn\nmail Bob\ny\ny\n"),
+		Out:  &out,
+		User: "ana",
+	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"Run mail_send with to 'ana@example.com'\n", "Approve? [y/n]", "Fine, not sent.", "Sent to Bob."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 1 || sent[0] != "bob@example.com" {
+		t.Fatalf("sent = %v", sent)
 	}
 }
