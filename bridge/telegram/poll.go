@@ -76,7 +76,7 @@ func (a *Adapter) updates(ctx context.Context, offset int64) ([]update, error) {
 	rctx, cancel := context.WithTimeout(ctx, a.cfg.PollTimeout+15*time.Second)
 	defer cancel()
 	resp, err := a.api(rctx).Request(tgbotapi.UpdateConfig{
-		Offset: int(offset), Timeout: int(a.cfg.PollTimeout / time.Second), AllowedUpdates: []string{"message"},
+		Offset: int(offset), Timeout: int(a.cfg.PollTimeout / time.Second), AllowedUpdates: []string{"message", "callback_query"},
 	})
 	if err != nil {
 		return nil, err

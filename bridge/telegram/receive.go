@@ -16,8 +16,17 @@ import (
 // update is the part of a Telegram update the channel reads. Forum topic
 // fields are newer than the client library, so they are decoded here.
 type update struct {
-	UpdateID int64    `json:"update_id"`
-	Message  *message `json:"message"`
+	UpdateID int64          `json:"update_id"`
+	Message  *message       `json:"message"`
+	Callback *callbackQuery `json:"callback_query"`
+}
+
+// callbackQuery is a press of an inline keyboard button.
+type callbackQuery struct {
+	ID      string         `json:"id"`
+	From    *tgbotapi.User `json:"from"`
+	Message *message       `json:"message"`
+	Data    string         `json:"data"`
 }
 
 type message struct {
@@ -74,6 +83,9 @@ func (a *Adapter) fallback(u update) bridge.Pending {
 // allowed person. A stranger addressing the bot gets one refusal; their
 // text is never stored.
 func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (bridge.Pending, bool) {
+	if u.Callback != nil {
+		return a.judgeClick(ctx, u.Callback)
+	}
 	m := u.Message
 	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot {
 		return bridge.Pending{}, false

@@ -12,7 +12,7 @@ import (
 
 // setWebhook points Telegram at WebhookURL, retrying until it works.
 func (a *Adapter) setWebhook(ctx context.Context) {
-	p := tgbotapi.Params{"url": a.cfg.WebhookURL, "secret_token": a.cfg.WebhookSecret, "allowed_updates": `["message"]`}
+	p := tgbotapi.Params{"url": a.cfg.WebhookURL, "secret_token": a.cfg.WebhookSecret, "allowed_updates": `["message","callback_query"]`}
 	b := a.policy(0).New()
 	for {
 		_, err := a.call(ctx, "setWebhook", p)

@@ -88,6 +88,28 @@ type Sent struct {
 	Text      string
 	ParseMode string
 	ReplyTo   int
+	// Buttons are the inline keyboard's buttons, row after row, as
+	// text and callback data; an edit without reply_markup removes them.
+	Buttons []Button
+}
+
+// Button is one inline keyboard button.
+type Button struct {
+	Text string `json:"text"`
+	Data string `json:"callback_data"`
+}
+
+// buttons reads a reply_markup's inline keyboard.
+func buttons(markup string) []Button {
+	var m struct {
+		Keyboard [][]Button `json:"inline_keyboard"`
+	}
+	_ = json.Unmarshal([]byte(markup), &m)
+	var out []Button
+	for _, row := range m.Keyboard {
+		out = append(out, row...)
+	}
+	return out
 }
 
 // Call is any request the server received, accepted or not.
@@ -110,20 +132,21 @@ type Server struct {
 	srv  *httptest.Server
 	quit chan struct{}
 
-	mu      sync.Mutex
-	changed chan struct{}
-	nextID  int
-	nextMsg int
-	updates []json.RawMessage
-	ids     []int
-	calls   []Call
-	sent    []Sent
-	files   map[string]File // by file_id
-	uploads []Upload
-	fails   map[string][]failure
-	paused  map[string]chan struct{}
-	through map[string]int // calls of a held method still let through
-	waiting map[string]int
+	mu           sync.Mutex
+	changed      chan struct{}
+	nextID       int
+	nextMsg      int
+	nextCallback int
+	updates      []json.RawMessage
+	ids          []int
+	calls        []Call
+	sent         []Sent
+	files        map[string]File // by file_id
+	uploads      []Upload
+	fails        map[string][]failure
+	paused       map[string]chan struct{}
+	through      map[string]int // calls of a held method still let through
+	waiting      map[string]int
 }
 
 // New starts a server on 127.0.0.1, closed when the test ends.
@@ -190,6 +213,39 @@ func (s *Server) PushRaw(update string) int {
 	s.ids = append(s.ids, id)
 	s.notify()
 	return id
+}
+
+// Click queues a callback_query update: the person from pressing the
+// button with data under the bot's message msg in chat (thread, for a
+// forum topic), and returns the update id.
+func (s *Server) Click(from User, chat int64, thread, msg int, data string) int {
+	m := map[string]any{"message_id": msg, "date": time.Now().Unix(),
+		"chat": map[string]any{"id": chat, "type": "private"}, "text": "question",
+		"from": map[string]any{"id": BotID, "is_bot": true, "first_name": "loadout", "username": BotUserName}}
+	if thread != 0 {
+		m["message_thread_id"], m["is_topic_message"] = thread, true
+		m["chat"] = map[string]any{"id": chat, "type": "supergroup", "is_forum": true}
+	} else if chat != from.ID {
+		m["chat"] = map[string]any{"id": chat, "type": "group"}
+	}
+	s.mu.Lock()
+	s.nextCallback++
+	cb := fmt.Sprintf("cb%d", s.nextCallback)
+	for _, sent := range s.sent {
+		if sent.MessageID == msg {
+			// Telegram gives the text as the person sees it.
+			m["text"] = sent.Text
+			if v, err := CheckHTML(sent.Text); err == nil && strings.EqualFold(sent.ParseMode, "HTML") {
+				m["text"] = v
+			}
+		}
+	}
+	s.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"callback_query": map[string]any{
+		"id": cb, "data": data, "chat_instance": "ci", "message": m,
+		"from": map[string]any{"id": from.ID, "is_bot": false, "first_name": firstOr(from.FirstName, "Ana"), "username": from.UserName},
+	}})
+	return s.PushRaw(string(b))
 }
 
 // Update returns m as the JSON of an update with a new id, without
@@ -521,7 +577,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.notify()
 		s.mu.Unlock()
 		writeOK(w, map[string]any{"message_id": id, "date": time.Now().Unix(), "chat": map[string]any{"id": r.PostForm.Get("chat_id"), "type": "private"}})
-	case "sendChatAction", "setMyCommands", "setWebhook", "deleteWebhook":
+	case "sendChatAction", "setMyCommands", "setWebhook", "deleteWebhook", "answerCallbackQuery":
 		writeOK(w, true)
 	default:
 		writeErr(w, 404, "Not Found", 0)
@@ -575,7 +631,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	reply, _ := strconv.Atoi(f.Get("reply_to_message_id"))
 	s.mu.Lock()
 	id := s.nextMsg
-	s.sent = append(s.sent, Sent{MessageID: id, At: time.Now(), ChatID: chatID, ThreadID: thread, Text: text, ParseMode: f.Get("parse_mode"), ReplyTo: reply})
+	s.sent = append(s.sent, Sent{MessageID: id, At: time.Now(), ChatID: chatID, ThreadID: thread, Text: text, ParseMode: f.Get("parse_mode"), ReplyTo: reply,
+		Buttons: buttons(f.Get("reply_markup"))})
 	s.nextMsg++
 	s.notify()
 	s.mu.Unlock()
@@ -628,11 +685,11 @@ func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
 		if m.MessageID != id || m.ChatID != chatID {
 			continue
 		}
-		if m.Text == text && m.ParseMode == f.Get("parse_mode") {
+		if m.Text == text && m.ParseMode == f.Get("parse_mode") && len(m.Buttons) == len(buttons(f.Get("reply_markup"))) {
 			writeErr(w, 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message", 0)
 			return
 		}
-		m.Text, m.ParseMode = text, f.Get("parse_mode")
+		m.Text, m.ParseMode, m.Buttons = text, f.Get("parse_mode"), buttons(f.Get("reply_markup"))
 		m.Edits++
 		s.notify()
 		writeOK(w, map[string]any{"message_id": id, "date": time.Now().Unix(), "text": visible,

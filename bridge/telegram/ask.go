@@ -1,0 +1,120 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"loadout/bridge"
+	"loadout/chat"
+)
+
+// Callback data of the approval buttons: "ok:<approval id>:<user id>" or
+// "no:…", at most 64 bytes as Telegram allows. The user id is the only
+// person whose press counts; the engine checks it again.
+const (
+	dataApprove = "ok"
+	dataDeny    = "no"
+)
+
+// Ask sends a question that waits for the person's approval with Approve
+// and Deny buttons under it (editing the draft into it when there is
+// one).
+func (a *Adapter) Ask(ctx context.Context, route, draft []byte, part, id, user string) error {
+	var r routeInfo
+	if err := json.Unmarshal(route, &r); err != nil {
+		return fmt.Errorf("telegram: unreadable route: %w", err)
+	}
+	uid := strings.TrimPrefix(user, "telegram:")
+	kb, _ := json.Marshal(map[string]any{"inline_keyboard": [][]map[string]string{{
+		{"text": "Approve", "callback_data": dataApprove + ":" + id + ":" + uid},
+		{"text": "Deny", "callback_data": dataDeny + ":" + id + ":" + uid},
+	}}})
+	send := func(text, mode string) error {
+		p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "text": text, "reply_markup": string(kb)}
+		p.AddNonEmpty("parse_mode", mode)
+		p.AddBool("disable_web_page_preview", true)
+		method := "sendMessage"
+		if draft != nil {
+			method = "editMessageText"
+			p["message_id"] = string(draft)
+		} else {
+			p.AddNonZero("message_thread_id", r.ThreadID)
+			if r.ReplyTo != 0 {
+				p.AddNonZero("reply_to_message_id", r.ReplyTo)
+				p.AddBool("allow_sending_without_reply", true)
+			}
+		}
+		_, err := a.call(ctx, method, p)
+		return err
+	}
+	err := send(HTML(part), "HTML")
+	if isParseError(err) {
+		err = send(part, "")
+	}
+	if draft != nil && isGone(err) {
+		draft = nil
+		err = send(HTML(part), "HTML")
+	}
+	return err
+}
+
+// judgeClick turns a press of Approve or Deny into the chat's /approve or
+// /deny from the person who pressed. A press by anyone but the person
+// asked is refused there and then, and never reaches the chat. The
+// question's buttons are taken away once its person pressed one, and the
+// message says which.
+func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pending, bool) {
+	if q.From == nil || q.Message == nil || q.Message.Chat == nil {
+		return bridge.Pending{}, false
+	}
+	verb, rest, _ := strings.Cut(q.Data, ":")
+	id, owner, _ := strings.Cut(rest, ":")
+	if (verb != dataApprove && verb != dataDeny) || id == "" {
+		a.answerClick(ctx, q.ID, "", false)
+		return bridge.Pending{}, false
+	}
+	from := strconv.FormatInt(q.From.ID, 10)
+	if !a.allow.Allowed(from, q.From.UserName) || from != owner {
+		a.log.Warn("telegram: refused a button press by someone other than the person asked", "user_id", from, "chat_id", q.Message.Chat.ID)
+		a.answerClick(ctx, q.ID, "Only the person who asked can answer this.", true)
+		return bridge.Pending{}, false
+	}
+	command, chose := "/approve ", "Approve"
+	if verb == dataDeny {
+		command, chose = "/deny ", "Deny"
+	}
+	a.answerClick(ctx, q.ID, "You chose: "+chose, false)
+	r := routeInfo{ChatID: q.Message.Chat.ID}
+	chatKey := "telegram:" + strconv.FormatInt(q.Message.Chat.ID, 10)
+	if q.Message.IsTopicMessage && q.Message.MessageThreadID != 0 {
+		r.ThreadID = q.Message.MessageThreadID
+		chatKey += ":" + strconv.Itoa(q.Message.MessageThreadID)
+	}
+	// The buttons go: the question says what was chosen instead.
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(q.Message.Chat.ID, 10), "message_id": strconv.Itoa(q.Message.MessageID),
+		"text": strings.TrimSpace(q.Message.Text) + "\n\nYou chose: " + chose + "."}
+	if _, err := a.call(ctx, "editMessageText", p); err != nil && ctx.Err() == nil {
+		a.optionalFailed("editMessageText", err)
+	}
+	return bridge.Pending{
+		ID:      "callback:" + q.ID,
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + from, Text: command + id},
+		Route:   r.encode(),
+	}, true
+}
+
+// answerClick answers a button press, as Telegram asks every bot to, with
+// an optional note (an alert when alert is set).
+func (a *Adapter) answerClick(ctx context.Context, id, text string, alert bool) {
+	p := tgbotapi.Params{"callback_query_id": id}
+	p.AddNonEmpty("text", text)
+	p.AddBool("show_alert", alert)
+	if _, err := a.request(ctx, "answerCallbackQuery", p); err != nil && ctx.Err() == nil {
+		a.optionalFailed("answerCallbackQuery", err)
+	}
+}

@@ -1,0 +1,100 @@
+package telegram
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"loadout/bridge/telegram/telegramtest"
+	"loadout/chat/chattest"
+	"loadout/google/gmail"
+	"loadout/google/googletest"
+	"loadout/tools"
+)
+
+// TEST: the model calls gmail_send in a group chat. The fake Google sees
+// no send; Ana sees the summary with Approve and Deny; Bea (allowed, but
+// not the one asked) is refused at her press; after a restart Ana's
+// Approve sends exactly once with the stored arguments, the question
+// loses its buttons and says what was chosen, and the model answers; a
+// second press does nothing.
+func TestApprovalButtons(t *testing.T) {
+	api := googletest.NewAPI(t)
+	api.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"m1","threadId":"t1","labelIds":["SENT"]}`)
+	h := newHarness(t, chattest.Options{Register: func(r *tools.Registry) error {
+		g, ts := gmail.New(gmail.Config{Client: &googletest.Client{Endpoint: api.URL}})
+		return r.AddGroup(g, ts...)
+	}})
+	cfg := h.config(nil)
+	_, stop := h.start(h.env, cfg)
+	h.env.Model.Call("load_tool_group", `{"group_name":"google_gmail"}`)
+	h.env.Model.Call("gmail_send", `{"to":"bob@example.com","subject":"Invoice","body":"Hi Bob,\nthe invoice."}`)
+	h.tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", Text: "@loadout_bot email Bob the invoice"})
+	sent := h.tg.WaitSent(t, 1)
+	q := sent[0]
+	if !strings.Contains(q.Text, "Send an email to bob@example.com, subject &#39;Invoice&#39;, 2 lines") && !strings.Contains(q.Text, "Send an email to bob@example.com, subject 'Invoice', 2 lines") {
+		t.Fatalf("question = %q", q.Text)
+	}
+	if len(q.Buttons) != 2 || q.Buttons[0].Text != "Approve" || q.Buttons[1].Text != "Deny" || !strings.HasSuffix(q.Buttons[0].Data, ":42") {
+		t.Fatalf("buttons = %+v", q.Buttons)
+	}
+	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 0 {
+		t.Fatalf("Gmail saw %d sends before approval", n)
+	}
+	approve := q.Buttons[0].Data
+
+	// Bea presses Approve: refused at the press.
+	h.tg.Click(byName, group, 0, q.MessageID, approve)
+	h.tg.WaitFor(t, "Bea's press answered", func() bool {
+		for _, c := range h.tg.Calls("answerCallbackQuery") {
+			if c.Params.Get("show_alert") == "true" && strings.Contains(c.Params.Get("text"), "Only the person who asked") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A restart between the question and the answer.
+	stop()
+	_, stop = h.start(h.env, cfg)
+	defer stop()
+	h.env.Model.Text("Sent it to Bob.")
+	h.tg.Click(ana, group, 0, q.MessageID, approve)
+	sent = h.tg.WaitSent(t, 2)
+	if !strings.Contains(sent[1].Text, "Sent it to Bob.") {
+		t.Fatalf("answer = %q", sent[1].Text)
+	}
+	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 1 {
+		t.Fatalf("Gmail saw %d sends", n)
+	}
+	var req struct {
+		Raw string `json:"raw"`
+	}
+	_ = json.Unmarshal([]byte(api.Last("POST /gmail/v1/users/me/messages/send").Body), &req)
+	raw, _ := base64.URLEncoding.DecodeString(req.Raw)
+	if !strings.Contains(string(raw), "To: <bob@example.com>") || !strings.Contains(string(raw), "Subject: Invoice") {
+		t.Fatalf("sent message = %q", raw)
+	}
+	h.tg.WaitFor(t, "the question edited", func() bool {
+		for _, m := range h.tg.Sent() {
+			if m.MessageID == q.MessageID {
+				return len(m.Buttons) == 0 && strings.HasSuffix(m.Text, "You chose: Approve.")
+			}
+		}
+		return false
+	})
+	// A second press: nothing is sent again.
+	h.tg.Click(ana, group, 0, q.MessageID, approve)
+	sent = h.tg.WaitSent(t, 3)
+	if !strings.Contains(sent[2].Text, "already answered") {
+		t.Fatalf("second press = %q", sent[2].Text)
+	}
+	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 1 {
+		t.Fatalf("Gmail saw %d sends after a double press", n)
+	}
+	if got := fmt.Sprint(len(h.env.Model.Requests())); got != "3" {
+		t.Fatalf("model requests = %s", got)
+	}
+}
