@@ -456,9 +456,16 @@ func startEvents(t *testing.T) *eventsServer {
 	// auth.test has been answered; events are refused until its answer is
 	// read.
 	eventually(t, "the adapter to know its workspace", h.adapter.identified)
+	return serveEvents(t, h)
+}
+
+// serveEvents serves h's Events API, slash command and interactivity
+// endpoints as loadout mounts them.
+func serveEvents(t *testing.T, h *harness) *eventsServer {
 	mux := http.NewServeMux()
 	mux.Handle("POST /slack/events", h.adapter.EventsHandler())
 	mux.Handle("POST /slack/commands", h.adapter.CommandsHandler())
+	mux.Handle("POST /slack/interactivity", h.adapter.InteractivityHandler())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &eventsServer{h, srv.URL}
@@ -473,7 +480,7 @@ func (e *eventsServer) post(t *testing.T, path string, body []byte, h http.Heade
 	for k, v := range h {
 		req.Header[k] = v
 	}
-	if path == "/slack/commands" {
+	if path == "/slack/commands" || path == "/slack/interactivity" {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	} else {
 		req.Header.Set("Content-Type", "application/json")

@@ -73,8 +73,12 @@ func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, evt so
 		}
 		a.ack(ctx, sm, evt)
 	case socketmode.EventTypeInteractive:
-		// No interactive components are offered yet; acknowledge so
-		// Slack does not retry.
+		if cb, ok := evt.Data.(slackapi.InteractionCallback); ok {
+			if err := a.interaction(ctx, cb); err != nil {
+				a.log.Error("slack button press not stored; leaving it for Slack to deliver again", "err", err)
+				return
+			}
+		}
 		a.ack(ctx, sm, evt)
 	}
 }

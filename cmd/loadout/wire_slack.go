@@ -28,6 +28,7 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	if c.Mode == slack.ModeEvents {
 		a.mux.Handle("POST /slack/events", adapter.EventsHandler())
 		a.mux.Handle("POST /slack/commands", adapter.CommandsHandler())
+		a.mux.Handle("POST /slack/interactivity", adapter.InteractivityHandler())
 	}
 	a.outbox.Add("slack", adapter.Notify)
 	return "slack", adapter, nil

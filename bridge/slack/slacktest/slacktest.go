@@ -146,6 +146,19 @@ func (s *Server) Message(channel, ts string) (string, bool) {
 	return text, ok
 }
 
+// TSOf is the ts of the bot's message in channel whose text is text, or
+// "".
+func (s *Server) TSOf(channel, text string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, t := range s.messages {
+		if c, ts, _ := strings.Cut(key, "/"); c == channel && t == text {
+			return ts
+		}
+	}
+	return ""
+}
+
 // ResponseURL returns a response URL for a slash command.
 func (s *Server) ResponseURL(id string) string { return s.URL + "/response/" + id }
 
@@ -741,6 +754,32 @@ func SlashCommand(channel, user, text, responseURL string) map[string]string {
 	return map[string]string{"command": "/loadout", "text": text, "team_id": TeamID, "channel_id": channel,
 		"user_id": user, "user_name": "someone", "response_url": responseURL,
 		"trigger_id": fmt.Sprintf("1.2.%d", triggers.Add(1)), "api_app_id": "A0001"}
+}
+
+// BlockAction is the payload of a block_actions interaction: user
+// pressed the button actionID (with value) under the bot's message ts in
+// channel (in thread, when not ""), whose text was text.
+func BlockAction(user, channel, thread, ts, text, actionID, value string) map[string]any {
+	container := map[string]any{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false}
+	msg := map[string]any{"type": "message", "ts": ts, "text": text, "user": BotUserID}
+	if thread != "" {
+		container["thread_ts"] = thread
+		msg["thread_ts"] = thread
+	}
+	return map[string]any{
+		"type": "block_actions", "trigger_id": fmt.Sprintf("9.8.%d", triggers.Add(1)), "api_app_id": "A0001",
+		"team": map[string]any{"id": TeamID}, "user": map[string]any{"id": user, "team_id": TeamID},
+		"channel": map[string]any{"id": channel}, "container": container, "message": msg,
+		"actions": []map[string]any{{"type": "button", "action_id": actionID, "block_id": "loadout_approval", "value": value,
+			"action_ts": fmt.Sprintf("1700000001.%06d", triggers.Add(1))}},
+	}
+}
+
+// Interactivity encodes an interaction payload as Slack posts it to an
+// interactivity request URL.
+func Interactivity(payload map[string]any) []byte {
+	b, _ := json.Marshal(payload)
+	return []byte(url.Values{"payload": {string(b)}}.Encode())
 }
 
 // Form encodes a slash command payload as Slack posts it.

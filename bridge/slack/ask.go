@@ -1,0 +1,183 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	slackapi "github.com/slack-go/slack"
+
+	"loadout/bridge"
+	"loadout/chat"
+)
+
+// Action ids of the approval buttons; a button's value is
+// "<approval id>:<team>:<user>", the only person whose press counts (the
+// engine checks it again).
+const (
+	actionApprove = "loadout_approve"
+	actionDeny    = "loadout_deny"
+)
+
+// askBlocks is a question with Approve and Deny buttons.
+func askBlocks(body, id, user string) []slackapi.Block {
+	value := id + ":" + strings.TrimPrefix(user, "slack:")
+	return []slackapi.Block{
+		slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, body, false, false), nil, nil),
+		slackapi.NewActionBlock("loadout_approval",
+			slackapi.NewButtonBlockElement(actionApprove, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Approve", false, false)).WithStyle(slackapi.StylePrimary),
+			slackapi.NewButtonBlockElement(actionDeny, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Deny", false, false)).WithStyle(slackapi.StyleDanger)),
+	}
+}
+
+// Ask posts a question that waits for the person's approval with Approve
+// and Deny buttons (updating the draft into it when there is one; as the
+// slash command's private answer when it came from one).
+func (a *Adapter) Ask(ctx context.Context, raw, draft []byte, part, id, user string) error {
+	var r route
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("slack: unreadable route: %w", err)
+	}
+	body := Mrkdwn(part)
+	blocks := askBlocks(body, id, user)
+	switch {
+	case r.Ephemeral && r.ResponseURL != "":
+		return a.retry(ctx, "response_url", func(ctx context.Context) error {
+			return slackapi.PostWebhookCustomHTTPContext(ctx, r.ResponseURL, a.cfg.HTTPClient,
+				&slackapi.WebhookMessage{Text: body, Blocks: &slackapi.Blocks{BlockSet: blocks}, ResponseType: slackapi.ResponseTypeEphemeral})
+		})
+	case r.Ephemeral:
+		return a.retry(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+			_, err := a.api.PostEphemeralContext(ctx, r.Channel, r.User, slackapi.MsgOptionText(body, false), slackapi.MsgOptionBlocks(blocks...))
+			return err
+		})
+	case draft != nil:
+		err := a.retry(ctx, "chat.update", func(ctx context.Context) error {
+			_, _, _, err := a.api.UpdateMessageContext(ctx, r.Channel, string(draft), slackapi.MsgOptionText(body, false), slackapi.MsgOptionBlocks(blocks...))
+			return err
+		})
+		if !slackError(err, "message_not_found") {
+			return err
+		}
+	}
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(body, false), slackapi.MsgOptionBlocks(blocks...)}
+	if r.Thread != "" {
+		opts = append(opts, slackapi.MsgOptionTS(r.Thread))
+	}
+	return a.retry(ctx, "chat.postMessage", func(ctx context.Context) error {
+		_, _, err := a.api.PostMessageContext(ctx, r.Channel, opts...)
+		return err
+	})
+}
+
+// interaction handles a press of Approve or Deny, from Socket Mode or the
+// interactivity endpoint: the person asked gets their /approve or /deny
+// run in the chat, and the question shows what they chose instead of the
+// buttons; anyone else is told privately that it is not theirs to answer.
+// An error means the press was not stored.
+func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallback) error {
+	if cb.Type != slackapi.InteractionTypeBlockActions || !a.identified() {
+		if !a.identified() {
+			return errNotReady
+		}
+		return nil
+	}
+	for _, act := range cb.ActionCallback.BlockActions {
+		if act.ActionID != actionApprove && act.ActionID != actionDeny {
+			continue
+		}
+		id, owner, _ := strings.Cut(act.Value, ":")
+		team := cb.User.TeamID
+		if team == "" {
+			team = cb.Team.ID
+		}
+		channel := cb.Container.ChannelID
+		if channel == "" {
+			channel = cb.Channel.ID
+		}
+		if id == "" || channel == "" {
+			continue
+		}
+		if owner != team+":"+cb.User.ID || !a.allowed(team, cb.User.ID) {
+			a.log.Warn("slack: refused a button press by someone other than the person asked", "user_id", cb.User.ID, "slack_channel", channel)
+			a.whisper(ctx, channel, cb.User.ID, "Only the person who asked can answer this.")
+			continue
+		}
+		command, chose := "/approve ", "Approve"
+		if act.ActionID == actionDeny {
+			command, chose = "/deny ", "Deny"
+		}
+		thread := cb.Container.ThreadTs
+		if thread == "" {
+			thread = cb.Message.ThreadTimestamp
+		}
+		chatKey := "slack:" + cb.Team.ID + ":" + channel
+		r := route{Channel: channel, Thread: thread}
+		if !strings.HasPrefix(channel, "D") {
+			// A channel conversation is its thread.
+			chatKey += ":" + thread
+		}
+		event := "action:" + cb.Container.MessageTs + ":" + act.ActionTs
+		if _, err := a.pipe.Accept(ctx, bridge.Pending{ID: event,
+			Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + team + ":" + cb.User.ID, Text: command + id},
+			Route:   r.encode()}); err != nil {
+			return err
+		}
+		a.chosen(ctx, cb, channel, chose)
+	}
+	return nil
+}
+
+// chosen replaces the question's buttons with what the person chose.
+func (a *Adapter) chosen(ctx context.Context, cb slackapi.InteractionCallback, channel, chose string) {
+	ts := cb.Container.MessageTs
+	if ts == "" || cb.Container.IsEphemeral {
+		return
+	}
+	text := cb.Message.Text
+	blocks := []slackapi.Block{
+		slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, text, false, false), nil, nil),
+		slackapi.NewContextBlock("loadout_chosen", slackapi.NewTextBlockObject(slackapi.MarkdownType, "You chose: *"+chose+"*.", false, false)),
+	}
+	if _, _, _, err := a.api.UpdateMessageContext(ctx, channel, ts, slackapi.MsgOptionText(text+"\nYou chose: "+chose+".", false), slackapi.MsgOptionBlocks(blocks...)); err != nil && ctx.Err() == nil {
+		a.log.Warn("slack: could not take the buttons off a question", "err", err)
+	}
+}
+
+// whisper tells one person something only they see.
+func (a *Adapter) whisper(ctx context.Context, channel, user, text string) {
+	if _, err := a.api.PostEphemeralContext(ctx, channel, user, slackapi.MsgOptionText(text, false)); err != nil && ctx.Err() == nil {
+		a.log.Warn("slack: could not answer a button press", "err", err)
+	}
+}
+
+// InteractivityHandler serves button presses when Socket Mode is off
+// (mount it at /slack/interactivity, the app's Interactivity request
+// URL), with the same signature checks as EventsHandler. A press that
+// cannot be stored is answered 500, so Slack tries again.
+func (a *Adapter) InteractivityHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := a.verify(w, r)
+		if !ok {
+			return
+		}
+		form, err := url.ParseQuery(string(body))
+		var cb slackapi.InteractionCallback
+		if err == nil {
+			err = json.NewDecoder(bytes.NewReader([]byte(form.Get("payload")))).Decode(&cb)
+		}
+		if err != nil {
+			http.Error(w, "malformed interaction", http.StatusBadRequest)
+			return
+		}
+		if err := a.interaction(r.Context(), cb); err != nil {
+			a.refuse(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+}
