@@ -127,4 +127,3 @@ func TestApprovalOverTheInteractivityEndpoint(t *testing.T) {
 		t.Fatal("the model was not told it was denied")
 	}
 }
-
