@@ -680,3 +680,34 @@ func TestDraftCutByACrashIsReplacedAfterRestart(t *testing.T) {
 		t.Fatalf("messages %v, sent %q: the half-written draft was not replaced", msgs, out.got())
 	}
 }
+
+// A scheduled task's event (id task:…) is an unattended turn, every other
+// one is not; a question's last part goes out with its hint when the
+// outlet has no buttons.
+func TestPipelineMarksTasksUnattendedAndAsksWithoutButtons(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			mu.Lock()
+			seen[in.ID] = in.Unattended
+			mu.Unlock()
+			if in.Text == "ask" {
+				return bridge.WithAsk("Approve this?", "abc"), nil
+			}
+			return "ok", nil
+		})})
+	accept(t, p, pending(chat.TaskEventPrefix+"7:1700000000", "A", "run the report"))
+	accept(t, p, pending("ev1", "A", "ask"))
+	got := out.waitFor(t, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	if !seen["test:task:7:1700000000"] || seen["test:ev1"] {
+		t.Fatalf("unattended = %v", seen)
+	}
+	if got[1] != "A:Approve this?"+bridge.TextAskHint {
+		t.Fatalf("question sent as %q", got[1])
+	}
+}

@@ -203,15 +203,16 @@ func (c *Console) Ask(ctx context.Context, route, draft []byte, part, id, _ stri
 }
 
 // answer turns a "y" or "n" typed after a question into /approve or
-// /deny of that question; any other line leaves it waiting.
+// /deny of that question; a command (/status, say) keeps the question
+// for the next line, and any other message leaves it waiting.
 func (c *Console) answer(text string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := c.asking
-	c.asking = ""
-	if id == "" {
+	if id == "" || strings.HasPrefix(text, "/") {
 		return text
 	}
+	c.asking = ""
 	switch strings.ToLower(text) {
 	case "y", "yes":
 		return "/approve " + id

@@ -106,7 +106,7 @@ func TestConsoleApprovesWithYesOrNo(t *testing.T) {
 	env.Model.Text("Sent to Bob.")
 	var out bytes.Buffer
 	c := console.New(console.Config{
-		In:   strings.NewReader("mail Ana\nn\nmail Bob\ny\ny\n"),
+		In:   strings.NewReader("mail Ana\n/status\nn\nmail Bob\ny\ny\n"),
 		Out:  &out,
 		User: "ana",
 	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
@@ -114,7 +114,8 @@ func TestConsoleApprovesWithYesOrNo(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"Run mail_send with to 'ana@example.com'\n", "Approve? [y/n]", "Fine, not sent.", "Sent to Bob."} {
+	for _, want := range []string{"Run mail_send with to 'ana@example.com'\n", "Approve? [y/n]", "Fine, not sent.", "Sent to Bob.",
+		"Waiting for your approval (until "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
