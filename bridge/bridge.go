@@ -161,7 +161,14 @@ func ParseCommand(text string) (name, args string, ok bool) {
 	return strings.ToLower(head), strings.TrimSpace(rest), true
 }
 
-func (r *Router) start(ctx context.Context, in chat.Inbound, _ string) (string, error) {
+func (r *Router) start(ctx context.Context, in chat.Inbound, args string) (string, error) {
+	// A deep link's payload (Telegram's t.me/<bot>?start=connect) runs
+	// what it names.
+	if strings.TrimSpace(args) == "connect" {
+		if c, ok := r.commands["connect"]; ok {
+			return c.Run(ctx, in, "google")
+		}
+	}
 	help, _ := r.help(ctx, in, "")
 	name, err := r.engine.Name(ctx, in.ChatKey)
 	if err != nil {

@@ -205,6 +205,17 @@ func (a *Adapter) Ready() bool {
 	return a.ready
 }
 
+// UserName is the bot's @username without the @, once Run has reached the
+// Bot API; "" before.
+func (a *Adapter) UserName() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bot == nil {
+		return ""
+	}
+	return a.bot.Self.UserName
+}
+
 // WebhookPath is the path of WebhookURL, where ServeHTTP must be mounted.
 func (a *Adapter) WebhookPath() string {
 	u, err := url.Parse(a.cfg.WebhookURL)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/google"
@@ -69,6 +70,8 @@ type app struct {
 	scheduler *schedule.Scheduler
 	// mcp are the MCP servers' clients.
 	mcp []*mcp.Client
+	// tgBot is the Telegram channel, when it is on.
+	tgBot *telegram.Adapter
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz

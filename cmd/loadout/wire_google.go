@@ -168,6 +168,11 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			if !strings.EqualFold(strings.TrimSpace(args), "google") {
 				return "Usage: /connect google", nil
 			}
+			if !privateChat(in.ChatKey) {
+				// Whoever opens a link consents for the person who asked:
+				// it never goes where others can open it.
+				return a.connectPrivately(in.ChatKey), nil
+			}
 			link, err := acc.AuthURL(in.UserKey, in.ChatKey)
 			if err != nil {
 				a.log.Error("google: connect link", "err", err)
@@ -197,6 +202,41 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			return "Your Google account is disconnected and my access to it is revoked.", nil
 		}})
 	return nil
+}
+
+// privateChat reports whether only the person and loadout see the chat
+// chatKey names: a Telegram private chat (a positive chat id), a Slack
+// direct message (a "D…" conversation), the console. Anything else, and
+// anything not known, counts as shared.
+func privateChat(chatKey string) bool {
+	parts := strings.Split(chatKey, ":")
+	switch parts[0] {
+	case "console":
+		return true
+	case "telegram":
+		return len(parts) == 2 && parts[1] != "" && parts[1][0] != '-'
+	case "slack":
+		return len(parts) == 3 && strings.HasPrefix(parts[2], "D")
+	}
+	return false
+}
+
+// connectPrivately tells a person who asked for a sign-in link in a
+// shared chat where to get it instead.
+func (a *app) connectPrivately(chatKey string) string {
+	const why = "To keep your account safe, I only send Google sign-in links in a private chat: anyone who opened one here could connect their own account in your name."
+	switch {
+	case strings.HasPrefix(chatKey, "telegram:"):
+		if a.tgBot != nil {
+			if name := a.tgBot.UserName(); name != "" {
+				return why + " Open https://t.me/" + name + "?start=connect and press Start."
+			}
+		}
+		return why + " Open a private chat with me and send /connect google there."
+	case strings.HasPrefix(chatKey, "slack:"):
+		return why + " Open a direct message with me (under Apps) and send connect google there."
+	}
+	return why + " Send /connect google in a private chat with me."
 }
 
 // googleCommand runs `loadout google login -user KEY`: the loopback flow

@@ -109,6 +109,84 @@ func (f *gmailFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// googleApp runs an app with Google set up against a fake OAuth server
+// and a fake Workspace API served by api.
+func googleApp(t *testing.T, model *chattest.ModelServer, oauth *googletest.OAuthServer, api http.Handler) (a *app, base string) {
+	t.Helper()
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base = "http://" + ln.Addr().String()
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "sk-test"
+	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	cfg.Google = GoogleConfig{
+		ClientID: "id.apps.googleusercontent.com", ClientSecret: "GOCSPX-secret",
+		RedirectURL: base + "/oauth/google/callback", Endpoint: srv.URL,
+		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
+		AuthURL:  oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
+	}
+	a, err = newApp(context.Background(), cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.db.Close() }) // after the server stops
+	startRun(t, a, ln, nil)
+	return a, base
+}
+
+// ask runs text through a's router as in.
+func ask(t *testing.T, a *app, in chat.Inbound, text string) string {
+	t.Helper()
+	in.Text = text
+	reply, err := a.router.Handle(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply
+}
+
+// Found by probing: /connect google in a group posted the sign-in link
+// where every member could open it, and whoever consented bound their
+// own mailbox to the person who asked. A link is only ever sent in a
+// private chat; elsewhere the person is told where to go.
+func TestConnectLinkIsNeverPostedWhereOthersSeeIt(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
+	a, _ := googleApp(t, model, oauth, &gmailFake{})
+	for _, in := range []chat.Inbound{
+		{ChatKey: "telegram:-100123", UserKey: "telegram:42"},
+		{ChatKey: "telegram:-100123:7", UserKey: "telegram:42"},
+		{ChatKey: "slack:T1:C1:1700000000.000100", UserKey: "slack:T1:U1"},
+		{ChatKey: "slack:T1:C1", UserKey: "slack:T1:U1"},
+	} {
+		reply := ask(t, a, in, "/connect google")
+		if strings.Contains(reply, oauth.AuthURL()) || strings.Contains(reply, "state=") {
+			t.Errorf("%s: the link was posted: %q", in.ChatKey, reply)
+		}
+		if !strings.Contains(reply, "private") {
+			t.Errorf("%s: the person is not told where to connect: %q", in.ChatKey, reply)
+		}
+	}
+	for _, in := range []chat.Inbound{
+		{ChatKey: "telegram:42", UserKey: "telegram:42"},
+		{ChatKey: "slack:T1:D1", UserKey: "slack:T1:U1"},
+	} {
+		if reply := ask(t, a, in, "/connect google"); !strings.Contains(reply, oauth.AuthURL()) {
+			t.Errorf("%s: no link in a private chat: %q", in.ChatKey, reply)
+		}
+	}
+	// Telegram's deep link from the group opens the private chat with
+	// /start connect, which answers with the link.
+	if reply := ask(t, a, chat.Inbound{ChatKey: "telegram:42", UserKey: "telegram:42"}, "/start connect"); !strings.Contains(reply, oauth.AuthURL()) {
+		t.Errorf("/start connect: %q", reply)
+	}
+}
+
 func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	model := chattest.NewModelServer(t)
 	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
@@ -168,7 +246,9 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 		t.Fatalf("before connecting: %s", last)
 	}
 
-	reply := say(ana, "/connect google")
+	// The link comes in Ana's private chat (never in the group).
+	private := chat.Inbound{ChatKey: "telegram:42", UserKey: "telegram:42"}
+	reply := say(private, "/connect google")
 	link := reply[strings.LastIndex(reply, "\n")+1:]
 	u, err := url.Parse(link)
 	if err != nil || !strings.HasPrefix(link, oauth.AuthURL()) {
@@ -198,7 +278,7 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 		t.Fatalf("callback = %d", res)
 	}
 	// The chat that asked is told, through the channel that owns it.
-	if len(told) != 1 || !strings.HasPrefix(told[0], "telegram:-100: ") || !strings.Contains(told[0], "connected") {
+	if len(told) != 1 || !strings.HasPrefix(told[0], "telegram:42: ") || !strings.Contains(told[0], "connected") {
 		t.Fatalf("chat notices = %q", told)
 	}
 	if res := httpGet(t, back); res != http.StatusBadRequest {

@@ -30,6 +30,7 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
 	tc.Files = a.workspaces
 	ad := telegram.New(tc, a.router, a.db)
+	a.tgBot = ad
 	a.outbox.AddFiles("telegram", ad.SendFile)
 	a.outbox.AddSubmit("telegram", ad.Submit)
 	if c.Mode == telegram.ModeWebhook {
