@@ -51,6 +51,14 @@ type Router struct {
 	now      func() time.Time
 	commands map[string]Command
 	order    []string
+	// statuses add lines to /status (the connected Google account).
+	statuses []func(ctx context.Context, in chat.Inbound) (string, error)
+}
+
+// AddStatus adds a line to /status: f's answer for the person asking, ""
+// for none. Call it before channels start.
+func (r *Router) AddStatus(f func(ctx context.Context, in chat.Inbound) (string, error)) {
+	r.statuses = append(r.statuses, f)
 }
 
 // NewRouter returns a router with the built-in commands. name is the
@@ -226,6 +234,15 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 		head = "No conversation yet: send a message to start one."
 	}
 	waiting := ""
+	for _, f := range r.statuses {
+		line, err := f(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		if line != "" {
+			waiting += "\n" + line
+		}
+	}
 	for _, a := range s.Approvals {
 		waiting += fmt.Sprintf("\nWaiting for your approval (until %s): %s — /approve %s or /deny %s",
 			a.ExpiresAt.UTC().Format("15:04 UTC"), a.Summary, a.ID, a.ID)

@@ -100,6 +100,8 @@ type pending struct {
 
 // account is what is sealed and stored per person.
 type account struct {
+	// Email is the Google account's address, from the sign-in's ID token.
+	Email        string        `json:"email,omitempty"`
 	Token        *oauth2.Token `json:"token,omitempty"`
 	Scopes       []string      `json:"scopes"`
 	Disconnected bool          `json:"disconnected,omitempty"`
@@ -112,6 +114,9 @@ type Connection struct {
 	UserKey string
 	ChatKey string
 	Scopes  []string
+	// Email is the connected account's address ("" if Google did not
+	// say).
+	Email string
 }
 
 // Errors of the connect flow.
@@ -160,7 +165,8 @@ func New(cfg Config) (*Accounts, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg.Scopes = uniqueSorted(cfg.Scopes)
+	// openid and email make Google say which account was connected.
+	cfg.Scopes = uniqueSorted(append(slices.Clone(cfg.Scopes), "openid", "email"))
 	return &Accounts{
 		cfg: cfg,
 		oauth: oauth2.Config{
@@ -255,11 +261,44 @@ func (a *Accounts) Finish(ctx context.Context, state, code string) (Connection, 
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		scopes = uniqueSorted(strings.Fields(s))
 	}
-	acct := account{Token: stripExtra(tok), Scopes: scopes, ConnectedAt: a.cfg.Now().UTC()}
+	email := idTokenEmail(tok)
+	acct := account{Email: email, Token: stripExtra(tok), Scopes: scopes, ConnectedAt: a.cfg.Now().UTC()}
 	if err := a.save(ctx, p.userKey, acct); err != nil {
 		return Connection{}, err
 	}
-	return Connection{UserKey: p.userKey, ChatKey: p.chatKey, Scopes: scopes}, nil
+	return Connection{UserKey: p.userKey, ChatKey: p.chatKey, Scopes: scopes, Email: email}, nil
+}
+
+// idTokenEmail is the email claim of the ID token that came with tok from
+// Google's token endpoint (over TLS, from Google itself, so its payload is
+// read without checking the signature); "" when there is none.
+func idTokenEmail(tok *oauth2.Token) string {
+	raw, _ := tok.Extra("id_token").(string)
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Email string `json:"email"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return ""
+	}
+	return claims.Email
+}
+
+// Account says which Google account userKey connected ("" when none is,
+// or Google did not say) and when.
+func (a *Accounts) Account(ctx context.Context, userKey string) (email string, connected bool, at time.Time, err error) {
+	acct, ok, err := a.load(ctx, userKey)
+	if err != nil || !ok || acct.Disconnected {
+		return "", false, time.Time{}, err
+	}
+	return acct.Email, true, acct.ConnectedAt, nil
 }
 
 // Connected reports whether userKey has a usable account.

@@ -187,10 +187,12 @@ func TestConnectThroughCallbackStoresTokenAndTellsChat(t *testing.T) {
 	}
 	u, _ := url.Parse(link)
 	q := u.Query()
-	if q.Get("scope") != scopeModify || q.Get("prompt") != "consent" || len(q.Get("state")) < 40 {
+	// The groups' scopes, and openid email to learn which account it is.
+	if q.Get("scope") != "email "+scopeModify+" openid" || q.Get("prompt") != "consent" || len(q.Get("state")) < 40 {
 		t.Fatalf("link = %s", link)
 	}
 	e.api.own("ana-access", "ana@example.com")
+	e.oauth.Emails = map[string]string{"ana-access": "ana@example.com"}
 	back := e.oauth.Approve(t, link, "ana-access", "ana-refresh", "")
 	res, body := get(t, back)
 	if res.StatusCode != http.StatusOK || strings.Contains(body, "ana-access") {
@@ -198,7 +200,7 @@ func TestConnectThroughCallbackStoresTokenAndTellsChat(t *testing.T) {
 	}
 	select {
 	case n := <-e.notices:
-		if n[0] != "telegram:42" || n[1] != google.TextConnected {
+		if n[0] != "telegram:42" || n[1] != google.ConnectedText("ana@example.com") || !strings.Contains(n[1], "ana@example.com is connected") {
 			t.Fatalf("notice = %q", n)
 		}
 	case <-time.After(10 * time.Second):
@@ -209,6 +211,9 @@ func TestConnectThroughCallbackStoresTokenAndTellsChat(t *testing.T) {
 	}
 	if ok, _ := e.acc.Connected(context.Background(), "telegram:42"); !ok {
 		t.Fatal("not connected after callback")
+	}
+	if email, ok, _, err := e.acc.Account(context.Background(), "telegram:42"); !ok || err != nil || email != "ana@example.com" {
+		t.Fatalf("account = %q, %v, %v", email, ok, err)
 	}
 }
 

@@ -25,6 +25,15 @@ func (f NotifierFunc) Notify(ctx context.Context, chatKey, text string) error {
 	return f(ctx, chatKey, text)
 }
 
+// ConnectedText tells a person which Google account was connected, so a
+// wrong one is seen at once.
+func ConnectedText(email string) string {
+	if email == "" {
+		return TextConnected
+	}
+	return "Your Google account " + email + " is connected. You can ask me about your mail, files and calendar now. If that is not your account, send /disconnect google."
+}
+
 // Sentences of the connect flow.
 const (
 	TextConnected = "Your Google account is connected. You can ask me about your mail, files and calendar now."
@@ -72,7 +81,7 @@ func (a *Accounts) callback(w http.ResponseWriter, r *http.Request, n Notifier, 
 		return
 	}
 	a.cfg.Logger.Info("google: account connected", "user", c.UserKey)
-	told := a.notify(r.Context(), n, c.ChatKey, TextConnected)
+	told := a.notify(r.Context(), n, c.ChatKey, ConnectedText(c.Email))
 	msg := "You can close this page and go back to the chat; your next message can use Google."
 	if told {
 		msg = "You can close this page; I've also said so in the chat."

@@ -184,6 +184,18 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			}
 			return text, nil
 		}})
+	a.router.AddStatus(func(ctx context.Context, in chat.Inbound) (string, error) {
+		email, ok, at, err := acc.Account(ctx, in.UserKey)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok:
+			return "Google account: not connected (/connect google in a private chat)", nil
+		case email == "":
+			return "Google account: connected on " + at.Format("2006-01-02"), nil
+		}
+		return "Google account: " + email + " (connected on " + at.Format("2006-01-02") + ")", nil
+	})
 	a.router.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account",
 		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {
 			if !strings.EqualFold(strings.TrimSpace(args), "google") {

@@ -284,6 +284,16 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	if res := httpGet(t, back); res != http.StatusBadRequest {
 		t.Fatalf("reused state = %d", res)
 	}
+	// Ana is told privately which account it was, and /status shows it.
+	if !strings.Contains(told[0], "ana-access@example.com is connected") {
+		t.Fatalf("notice does not name the account: %q", told[0])
+	}
+	if st := say(ana, "/status"); !strings.Contains(st, "Google account: ana-access@example.com (connected on ") {
+		t.Fatalf("/status = %q", st)
+	}
+	if st := say(chat.Inbound{ChatKey: "telegram:-100", UserKey: "telegram:7"}, "/status"); !strings.Contains(st, "Google account: not connected") {
+		t.Fatalf("/status of someone else = %q", st)
+	}
 
 	model.Call("gmail_search", `{"query":"is:unread"}`)
 	model.Text("One unread mail: Invoice 42 from Bob.")

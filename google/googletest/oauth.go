@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -22,6 +24,9 @@ type OAuthServer struct {
 	// ExpiresIn is the lifetime in seconds of the access tokens it issues;
 	// zero means 3599. Below 10, oauth2 treats a token as stale at once.
 	ExpiresIn int
+
+	// Emails names the account of an access token in the ID token.
+	Emails map[string]string
 
 	srv       *httptest.Server
 	mu        sync.Mutex
@@ -48,6 +53,15 @@ func NewOAuthServer(t testing.TB, clientID string) *OAuthServer {
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// email is the address of the account whose access token is access:
+// Emails[access] when set, else <access>@example.com.
+func (s *OAuthServer) email(access string) string {
+	if e := s.Emails[access]; e != "" {
+		return e
+	}
+	return access + "@example.com"
 }
 
 // AuthURL, TokenURL and RevokeURL are the endpoints to configure.
@@ -144,10 +158,19 @@ func (s *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 			oauthError(w, "redirect_uri_mismatch", "Bad Request")
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{
+		out := map[string]any{
 			"access_token": g.access, "expires_in": s.expiresIn(), "refresh_token": g.refresh,
 			"scope": g.scope, "token_type": "Bearer",
-		})
+		}
+		if slices.Contains(strings.Fields(g.scope), "email") {
+			// As Google does for openid email: an ID token naming the
+			// account.
+			enc := base64.RawURLEncoding.EncodeToString
+			claims, _ := json.Marshal(map[string]any{"iss": "https://accounts.google.com", "aud": s.ClientID,
+				"sub": "1000" + g.access, "email": s.email(g.access), "email_verified": true})
+			out["id_token"] = enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc(claims) + "." + enc([]byte("signature"))
+		}
+		json.NewEncoder(w).Encode(out)
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
 		if s.refused[rt] || rt == "" {
