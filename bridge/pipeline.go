@@ -125,11 +125,14 @@ type Pipeline struct {
 
 	pace *pacer
 
-	mu       sync.Mutex
-	out      Outlet
-	started  bool
-	stopped  bool
-	held     []job // accepted before Start finished resuming
+	mu      sync.Mutex
+	out     Outlet
+	started bool
+	stopped bool
+	held    []job // accepted before Start finished resuming
+	// resumed are the items Start took from the inbox: one whose Accept
+	// was still under way then must not be queued a second time.
+	resumed  map[int64]bool
 	queues   map[string][]job
 	active   map[int64]bool
 	attempts map[int64]int
@@ -210,7 +213,9 @@ func (p *Pipeline) Start(ctx context.Context) error {
 		p.log.Info("delivery: resuming messages left unfinished", "channel", p.cfg.Channel, "count", len(items))
 	}
 	p.mu.Lock()
+	p.resumed = make(map[int64]bool, len(items))
 	for _, it := range items {
+		p.resumed[it.Seq] = true
 		p.enqueue(job{it, true})
 	}
 	for _, j := range p.held {
@@ -306,9 +311,18 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 		done = make(chan error, 1)
 		p.waiters[it.Seq] = append(p.waiters[it.Seq], done)
 	}
-	if !p.started {
+	switch {
+	case !p.started:
 		p.held = append(p.held, job{it, false})
-	} else if !p.stopped {
+	case p.resumed[it.Seq]:
+		// Stored before Start read the inbox: Start has queued it, and
+		// it may be finished already.
+		delete(p.resumed, it.Seq)
+		if done != nil && !p.active[it.Seq] {
+			delete(p.waiters, it.Seq)
+			done <- nil
+		}
+	case !p.stopped:
 		p.enqueue(job{it, false})
 	}
 	return true, done, nil

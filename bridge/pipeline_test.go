@@ -711,3 +711,49 @@ func TestPipelineMarksTasksUnattendedAndAsksWithoutButtons(t *testing.T) {
 		t.Fatalf("question sent as %q", got[1])
 	}
 }
+
+// slowInbox lets a test hold Accept after the item is stored.
+type slowInbox struct {
+	bridge.Inbox
+	stored, release chan struct{}
+}
+
+func (s *slowInbox) Accept(ctx context.Context, channel string, p bridge.Pending, parts []string) (bridge.Item, bool, error) {
+	it, fresh, err := s.Inbox.Accept(ctx, channel, p, parts)
+	if p.ID == "notice" {
+		close(s.stored)
+		<-s.release
+	}
+	return it, fresh, err
+}
+
+// Found by a CI run: an event stored while the pipeline starts is in the
+// inbox Start resumes from, and was queued again when its Accept went on;
+// if the first run had finished by then, it was sent twice.
+func TestEventStoredDuringStartIsRunOnce(t *testing.T) {
+	db, _ := openStore(t)
+	in := &slowInbox{Inbox: db, stored: make(chan struct{}), release: make(chan struct{})}
+	out := &outlet{}
+	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: in, Outlet: out, Logger: quiet(),
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "answer", nil })})
+	t.Cleanup(p.Stop)
+	done := make(chan error, 1)
+	go func() {
+		// Deliver, as Notify does: it must not wait for ever either.
+		done <- p.Deliver(context.Background(), bridge.Pending{ID: "notice", Inbound: chat.Inbound{ChatKey: "A"}, Route: []byte("A"), Reply: "hello"})
+	}()
+	<-in.stored
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, 1) // resumed from the inbox and sent
+	close(in.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The chat's next event goes after anything queued before it.
+	accept(t, p, pending("next", "A", "hi"))
+	if got := out.waitFor(t, 2); !slices.Equal(got, []string{"A:hello", "A:answer"}) {
+		t.Fatalf("sent %q", got)
+	}
+}
