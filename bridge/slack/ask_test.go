@@ -17,8 +17,8 @@ import (
 // gmailOn registers the Gmail group against a fake Google.
 func gmailOn(api *googletest.API) func(r *tools.Registry) error {
 	return func(r *tools.Registry) error {
-		g, ts := gmail.New(gmail.Config{Client: &googletest.Client{Endpoint: api.URL}})
-		return r.AddGroup(g, ts...)
+		g := gmail.New(&googletest.Client{Endpoint: api.URL}, gmail.Options{})
+		return r.AddGroup(g.Group, g.Tools...)
 	}
 }
 

@@ -24,8 +24,8 @@ func TestApprovalButtons(t *testing.T) {
 	api := googletest.NewAPI(t)
 	api.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"m1","threadId":"t1","labelIds":["SENT"]}`)
 	h := newHarness(t, chattest.Options{Register: func(r *tools.Registry) error {
-		g, ts := gmail.New(gmail.Config{Client: &googletest.Client{Endpoint: api.URL}})
-		return r.AddGroup(g, ts...)
+		g := gmail.New(&googletest.Client{Endpoint: api.URL}, gmail.Options{})
+		return r.AddGroup(g.Group, g.Tools...)
 	}})
 	cfg := h.config(nil)
 	_, stop := h.start(h.env, cfg)

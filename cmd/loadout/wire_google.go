@@ -25,31 +25,22 @@ import (
 
 var _ google.TokenStore = (*store.DB)(nil)
 
-// googleGroup is one Workspace group and the API service it uses.
-type googleGroup struct {
-	build   func(google.Client) (tools.Group, []tools.Tool)
-	service google.Service
-}
-
-// googleGroups lists the Workspace groups loadout registers, with their
-// settings from gc.
-func googleGroups(gc GoogleConfig) []googleGroup {
-	mail := func(c google.Client) (tools.Group, []tools.Tool) {
-		return gmail.New(gmail.Config{Client: c, Send: gc.Gmail.Send})
-	}
-	return []googleGroup{
-		{mail, gmail.Service()},
-		{gmailsettings.Group, gmailsettings.Service()},
-		{drive.Group, drive.Service()},
-		{calendar.Group, calendar.Service()},
+// googleGroups lists the Workspace groups loadout registers, each made
+// with its settings from gc: adding a group is one line here.
+func googleGroups(gc GoogleConfig) []func(google.Client) google.Group {
+	return []func(google.Client) google.Group{
+		func(c google.Client) google.Group { return gmail.New(c, gmail.Options{Send: gc.Gmail.Send}) },
+		func(c google.Client) google.Group { return gmailsettings.New(c, gmailsettings.Options{}) },
+		func(c google.Client) google.Group { return drive.New(c, drive.Options{}) },
+		func(c google.Client) google.Group { return calendar.New(c, calendar.Options{}) },
 	}
 }
 
 // googleScopes is the union of the groups' scopes: what /connect asks for.
 func googleScopes() []string {
 	var s []string
-	for _, g := range googleGroups(GoogleConfig{}) {
-		s = append(s, g.service.Scopes...)
+	for _, build := range googleGroups(GoogleConfig{}) {
+		s = append(s, build(unconfigured{}).Scopes...)
 	}
 	return s
 }
@@ -131,9 +122,9 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 			return err
 		}
 	}
-	for _, g := range googleGroups(gc) {
-		group, ts := g.build(client)
-		if err := reg.AddGroup(group, ts...); err != nil {
+	for _, build := range googleGroups(gc) {
+		g := build(client)
+		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
 			return err
 		}
 	}

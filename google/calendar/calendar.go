@@ -37,43 +37,33 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Group returns the google_calendar group and its tools with default
-// options.
-func Group(c google.Client) (tools.Group, []tools.Tool) { return GroupWith(c, Options{}) }
-
-// GroupWith returns the google_calendar group and its tools. Every tool
-// acts as the calling person through c; a person without a connected
+// New returns the google_calendar group, its tools and scopes. Every
+// tool acts as the calling person through c; a person without a connected
 // account gets a not_connected error. An invalid o.TimeZone is ignored.
-func GroupWith(c google.Client, o Options) (tools.Group, []tools.Tool) {
+func New(c google.Client, o Options) google.Group {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if _, err := loadZone(o.TimeZone); err != nil {
 		o.TimeZone = ""
 	}
-	g := &group{client: c, opts: o}
-	return tools.Group{
+	g := &group{opts: o, api: google.API[gcal.Service]{Client: c, Service: Service(), New: gcal.NewService, Backoff: o.Backoff, Map: mapError}}
+	return google.Group{
+		Group: tools.Group{
 			Name:        "google_calendar",
 			DisplayName: "Google Calendar",
 			Description: "List, create, update and delete events in the person's Google Calendar, and check free/busy times.",
-		}, []tools.Tool{
+		},
+		Tools: []tools.Tool{
 			g.listCalendars(), g.listEvents(), g.getEvent(), g.createEvent(), g.updateEvent(), g.deleteEvent(), g.freebusy(),
-		}
+		},
+		Scopes: Service().Scopes,
+	}
 }
 
 type group struct {
-	client google.Client
-	opts   Options
-}
-
-// service builds a Calendar client acting as the caller.
-func (g *group) service(ctx context.Context) (*gcal.Service, error) {
-	return google.NewService(ctx, g.client, Service(), "calendar: new service", gcal.NewService)
-}
-
-// call runs fn with retries and maps its final error for what.
-func (g *group) call(ctx context.Context, what string, fn func() error) error {
-	return mapError(google.Retry(ctx, g.opts.Backoff, fn), what)
+	opts Options
+	api  google.API[gcal.Service]
 }
 
 // mapError is google.MapError with 410 Gone (a deleted event) reported as
@@ -94,7 +84,7 @@ func (g *group) zoneFor(ctx context.Context, svc *gcal.Service, calID, name stri
 		name = g.opts.TimeZone
 	}
 	if name == "" {
-		err := g.call(ctx, calendarWhat(calID), func() error {
+		err := g.api.Call(ctx, calendarWhat(calID), func() error {
 			c, err := svc.Calendars.Get(calID).Context(ctx).Fields("timeZone").Do()
 			if err == nil {
 				name = c.TimeZone
@@ -115,11 +105,6 @@ func (g *group) zoneFor(ctx context.Context, svc *gcal.Service, calID, name stri
 func calendarWhat(id string) string { return fmt.Sprintf("the calendar '%s'", id) }
 
 func eventWhat(id string) string { return fmt.Sprintf("the event '%s'", id) }
-
-func invalid(param, msg string) *tools.Error {
-	return &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("parameter '%s' %s", param, msg),
-		Suggestion: "Fix that argument and call the tool again."}
-}
 
 // loadZone loads an IANA zone; "" is an error, and so is "Local".
 func loadZone(name string) (*time.Location, error) {
@@ -161,7 +146,7 @@ func sendUpdates(s string) (string, error) {
 	case "none":
 		return "none", nil
 	}
-	return "", invalid("send_updates", "must be all, external or none")
+	return "", google.Invalid("send_updates", "must be all, external or none")
 }
 
 // moment is a time argument as the model gave it.
@@ -187,7 +172,7 @@ func parseMoment(param, s string) (moment, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return moment{t: t, date: true, local: true}, nil
 	}
-	return moment{}, invalid(param, fmt.Sprintf("'%s' %s", s, timeHelp))
+	return moment{}, google.Invalid(param, fmt.Sprintf("'%s' %s", s, timeHelp))
 }
 
 // in returns the moment as an instant, reading a local one in loc.

@@ -20,7 +20,8 @@ const user = "telegram:1"
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g, ts := calendar.GroupWith(c, calendar.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, Now: clock})
+	cg := calendar.New(c, calendar.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, Now: clock})
+	g, ts := cg.Group, cg.Tools
 	return googletest.Call(t, g, ts, user, name, args)
 }
 
@@ -85,7 +86,8 @@ const teamSync = `{
 }`
 
 func TestGroupDefinition(t *testing.T) {
-	g, ts := calendar.Group(&googletest.Client{})
+	cg := calendar.New(&googletest.Client{}, calendar.Options{})
+	g, ts := cg.Group, cg.Tools
 	if g.Name != "google_calendar" || g.DisplayName == "" || g.Description == "" {
 		t.Fatalf("group = %+v", g)
 	}

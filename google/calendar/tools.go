@@ -33,7 +33,7 @@ func (g *group) listCalendars() tools.Tool {
 		Description: "List the person's calendars with their ids, names, access roles and time zones.",
 		ReadOnly:    true,
 	}, func(ctx context.Context, _ noInput) (any, error) {
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -41,7 +41,7 @@ func (g *group) listCalendars() tools.Tool {
 		token := ""
 		for page := 0; page < 4; page++ {
 			var res *gcal.CalendarList
-			err = g.call(ctx, "the calendar list", func() error {
+			err = g.api.Call(ctx, "the calendar list", func() error {
 				c := svc.CalendarList.List().Context(ctx).MaxResults(250).
 					Fields("nextPageToken", "items(id,summary,summaryOverride,primary,accessRole,timeZone)")
 				if token != "" {
@@ -106,7 +106,7 @@ func (g *group) resolveRange(ctx context.Context, svc *gcal.Service, calID, zone
 		}
 	}
 	if !end.After(start) {
-		return time.Time{}, time.Time{}, nil, invalid("to", "must be after 'from' (which defaults to now)")
+		return time.Time{}, time.Time{}, nil, google.Invalid("to", "must be after 'from' (which defaults to now)")
 	}
 	return start, end, loc, nil
 }
@@ -153,9 +153,9 @@ func (g *group) listEvents() tools.Tool {
 		case size == 0:
 			size = 50
 		case size < 1 || size > 250:
-			return nil, invalid("max_results", "must be between 1 and 250")
+			return nil, google.Invalid("max_results", "must be between 1 and 250")
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func (g *group) listEvents() tools.Tool {
 			return nil, err
 		}
 		var res *gcal.Events
-		err = g.call(ctx, calendarWhat(calID), func() error {
+		err = g.api.Call(ctx, calendarWhat(calID), func() error {
 			c := svc.Events.List(calID).Context(ctx).SingleEvents(true).OrderBy("startTime").
 				TimeMin(start.Format(time.RFC3339)).TimeMax(end.Format(time.RFC3339)).MaxResults(int64(size)).
 				Fields("timeZone", "nextPageToken", "items("+eventFields+")")
@@ -212,18 +212,18 @@ func (g *group) getEvent() tools.Tool {
 	}, func(ctx context.Context, in getEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {
-			return nil, invalid("event_id", "is empty")
+			return nil, google.Invalid("event_id", "is empty")
 		}
 		zone, err := zoneParam(in.TimeZone)
 		if err != nil {
 			return nil, err
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
 		var e *gcal.Event
-		err = g.call(ctx, eventWhat(id), func() error {
+		err = g.api.Call(ctx, eventWhat(id), func() error {
 			c := svc.Events.Get(calID, id).Context(ctx)
 			if zone != "" {
 				c.TimeZone(zone)
@@ -285,7 +285,7 @@ func (g *group) createEvent() tools.Tool {
 		calID := calendarID(in.CalendarID)
 		title := strings.TrimSpace(in.Title)
 		if title == "" {
-			return nil, invalid("title", "is empty")
+			return nil, google.Invalid("title", "is empty")
 		}
 		zone, err := zoneParam(in.TimeZone)
 		if err != nil {
@@ -302,7 +302,7 @@ func (g *group) createEvent() tools.Tool {
 				return nil, err
 			}
 			if m.date != start.date {
-				return nil, invalid("end", "must be a date when start is a date, and a time when start is a time")
+				return nil, google.Invalid("end", "must be a date when start is a date, and a time when start is a time")
 			}
 			end = &m
 		}
@@ -320,9 +320,9 @@ func (g *group) createEvent() tools.Tool {
 		}
 		rrule := strings.TrimSpace(in.Recurrence)
 		if rrule != "" && !strings.HasPrefix(rrule, "RRULE:") {
-			return nil, invalid("recurrence", "must start with RRULE:, e.g. RRULE:FREQ=WEEKLY;COUNT=4")
+			return nil, google.Invalid("recurrence", "must start with RRULE:, e.g. RRULE:FREQ=WEEKLY;COUNT=4")
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -339,7 +339,7 @@ func (g *group) createEvent() tools.Tool {
 				last = *end
 			}
 			if last.t.Before(start.t) {
-				return nil, invalid("end", "must not be before start")
+				return nil, google.Invalid("end", "must not be before start")
 			}
 			ev.Start = &gcal.EventDateTime{Date: start.day()}
 			ev.End = &gcal.EventDateTime{Date: last.t.AddDate(0, 0, 1).Format(time.DateOnly)}
@@ -358,7 +358,7 @@ func (g *group) createEvent() tools.Tool {
 				e = end.in(loc)
 			}
 			if !e.After(s) {
-				return nil, invalid("end", "must be after start")
+				return nil, google.Invalid("end", "must be after start")
 			}
 			ev.Start, ev.End = timed(s, loc), timed(e, loc)
 		}
@@ -412,7 +412,7 @@ func attendeeList(param string, in []string) ([]string, error) {
 		s = strings.TrimSpace(s)
 		a, err := mail.ParseAddress(s)
 		if err != nil || a.Address != s {
-			return nil, invalid(param, fmt.Sprintf("has '%s', which is not an email address", s))
+			return nil, google.Invalid(param, fmt.Sprintf("has '%s', which is not an email address", s))
 		}
 		out = append(out, s)
 	}
@@ -426,12 +426,12 @@ func reminderList(minutes []int) (*gcal.EventReminders, error) {
 		return nil, nil
 	}
 	if len(minutes) > 5 {
-		return nil, invalid("reminders", "may hold at most 5 reminders")
+		return nil, google.Invalid("reminders", "may hold at most 5 reminders")
 	}
 	r := &gcal.EventReminders{ForceSendFields: []string{"UseDefault", "Overrides"}, Overrides: []*gcal.EventReminder{}}
 	for _, m := range minutes {
 		if m < 0 || m > 40320 {
-			return nil, invalid("reminders", "minutes must be between 0 and 40320 (4 weeks)")
+			return nil, google.Invalid("reminders", "minutes must be between 0 and 40320 (4 weeks)")
 		}
 		r.Overrides = append(r.Overrides, &gcal.EventReminder{Method: "popup", Minutes: int64(m), ForceSendFields: []string{"Minutes"}})
 	}
@@ -489,7 +489,7 @@ func (g *group) updateEvent() tools.Tool {
 	}, func(ctx context.Context, in updateEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {
-			return nil, invalid("event_id", "is empty")
+			return nil, google.Invalid("event_id", "is empty")
 		}
 		zone, err := zoneParam(in.TimeZone)
 		if err != nil {
@@ -527,19 +527,19 @@ func (g *group) updateEvent() tools.Tool {
 			return nil, err
 		}
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-			return nil, invalid("title", "is empty")
+			return nil, google.Invalid("title", "is empty")
 		}
 		if in.Title == nil && in.Location == nil && in.Description == nil && start == nil && end == nil &&
 			len(add) == 0 && len(remove) == 0 && reminders == nil && !in.Meet {
 			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Nothing to change was given.",
 				Suggestion: "Call calendar_update_event again with the fields to change."}
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
 		var old *gcal.Event
-		err = g.call(ctx, eventWhat(id), func() error {
+		err = g.api.Call(ctx, eventWhat(id), func() error {
 			old, err = svc.Events.Get(calID, id).Context(ctx).Do()
 			return err
 		})
@@ -576,7 +576,7 @@ func (g *group) updateEvent() tools.Tool {
 			c.ConferenceDataVersion(1)
 		}
 		var out *gcal.Event
-		err = g.call(ctx, eventWhat(id), func() error {
+		err = g.api.Call(ctx, eventWhat(id), func() error {
 			out, err = c.Context(ctx).Do()
 			return err
 		})
@@ -599,7 +599,7 @@ func (g *group) reschedule(ctx context.Context, svc *gcal.Service, calID, zone s
 		allDay = start.date
 	}
 	if end != nil && end.date != allDay {
-		return invalid("end", "must be a date for an all-day event and a time otherwise")
+		return google.Invalid("end", "must be a date for an all-day event and a time otherwise")
 	}
 	if allDay {
 		var first, last time.Time
@@ -622,7 +622,7 @@ func (g *group) reschedule(ctx context.Context, svc *gcal.Service, calID, zone s
 			last = first
 		}
 		if last.Before(first) {
-			return invalid("end", "must not be before start")
+			return google.Invalid("end", "must not be before start")
 		}
 		patch.Start = &gcal.EventDateTime{Date: first.Format(time.DateOnly), NullFields: []string{"DateTime", "TimeZone"}}
 		patch.End = &gcal.EventDateTime{Date: last.AddDate(0, 0, 1).Format(time.DateOnly), NullFields: []string{"DateTime", "TimeZone"}}
@@ -656,7 +656,7 @@ func (g *group) reschedule(ctx context.Context, svc *gcal.Service, calID, zone s
 		e = end.in(loc)
 	}
 	if !e.After(s) {
-		return invalid("end", "must be after start")
+		return google.Invalid("end", "must be after start")
 	}
 	patch.Start, patch.End = timed(s, loc), timed(e, loc)
 	patch.Start.NullFields = []string{"Date"}
@@ -713,17 +713,17 @@ func (g *group) deleteEvent() tools.Tool {
 	}, func(ctx context.Context, in deleteEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {
-			return nil, invalid("event_id", "is empty")
+			return nil, google.Invalid("event_id", "is empty")
 		}
 		updates, err := sendUpdates(in.SendUpdates)
 		if err != nil {
 			return nil, err
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
-		err = g.call(ctx, eventWhat(id), func() error {
+		err = g.api.Call(ctx, eventWhat(id), func() error {
 			return svc.Events.Delete(calID, id).Context(ctx).SendUpdates(updates).Do()
 		})
 		if err != nil {
@@ -771,9 +771,9 @@ func (g *group) freebusy() tools.Tool {
 			ids = []string{"primary"}
 		}
 		if len(ids) > 50 {
-			return nil, invalid("calendars", "may hold at most 50 calendars")
+			return nil, google.Invalid("calendars", "may hold at most 50 calendars")
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -789,7 +789,7 @@ func (g *group) freebusy() tools.Tool {
 			req.Items = append(req.Items, &gcal.FreeBusyRequestItem{Id: id})
 		}
 		var res *gcal.FreeBusyResponse
-		err = g.call(ctx, "free/busy information", func() error {
+		err = g.api.Call(ctx, "free/busy information", func() error {
 			res, err = svc.Freebusy.Query(req).Context(ctx).Do()
 			return err
 		})

@@ -3,7 +3,6 @@
 package drive
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,58 +31,28 @@ type Options struct {
 	MaxReadChars int
 }
 
-// Group returns the google_drive group and its tools with default options.
-func Group(c google.Client) (tools.Group, []tools.Tool) { return GroupWith(c, Options{}) }
-
-// GroupWith returns the google_drive group and its tools. Every tool acts
-// as the calling person through c; a person without a connected account
-// gets a not_connected error.
-func GroupWith(c google.Client, o Options) (tools.Group, []tools.Tool) {
+// New returns the google_drive group, its tools and scopes. Every tool
+// acts as the calling person through c; a person without a connected
+// account gets a not_connected error.
+func New(c google.Client, o Options) google.Group {
 	if o.MaxReadChars <= 0 {
 		o.MaxReadChars = 100000
 	}
-	g := &group{client: c, opts: o}
-	return tools.Group{
+	g := &group{opts: o, api: google.API[gdrive.Service]{Client: c, Service: Service(), New: gdrive.NewService, Backoff: o.Backoff, Map: mapError}}
+	return google.Group{
+		Group: tools.Group{
 			Name:        "google_drive",
 			DisplayName: "Google Drive",
 			Description: "Search, read, create, move, share and trash files and folders in the person's Google Drive.",
-		}, []tools.Tool{
-			g.search(), g.get(), g.read(), g.createFile(), g.createFolder(), g.move(), g.share(), g.trash(),
-		}
+		},
+		Tools:  []tools.Tool{g.search(), g.get(), g.read(), g.createFile(), g.createFolder(), g.move(), g.share(), g.trash()},
+		Scopes: Service().Scopes,
+	}
 }
 
 type group struct {
-	client google.Client
-	opts   Options
-}
-
-// service builds a Drive client acting as the caller.
-func (g *group) service(ctx context.Context) (*gdrive.Service, error) {
-	return google.NewService(ctx, g.client, Service(), "drive: new service", gdrive.NewService)
-}
-
-// fetch builds a Drive client acting as the caller and runs fn on it with
-// g.call.
-func fetch[T any](ctx context.Context, g *group, what string, fn func(*gdrive.Service) (T, error)) (T, error) {
-	var res, zero T
-	svc, err := g.service(ctx)
-	if err != nil {
-		return zero, err
-	}
-	err = g.call(ctx, what, func() error {
-		var err error
-		res, err = fn(svc)
-		return err
-	})
-	if err != nil {
-		return zero, err
-	}
-	return res, nil
-}
-
-// call runs fn with retries and maps its final error for what.
-func (g *group) call(ctx context.Context, what string, fn func() error) error {
-	return mapError(google.Retry(ctx, g.opts.Backoff, fn), what)
+	opts Options
+	api  google.API[gdrive.Service]
 }
 
 // mapError is google.MapError with Drive's export size limit (a 403 that
@@ -100,11 +69,6 @@ func mapError(err error, what string) error {
 		}
 	}
 	return google.MapError(err, what)
-}
-
-func invalid(param, msg string) *tools.Error {
-	return &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("parameter '%s' %s", param, msg),
-		Suggestion: "Fix that argument and call the tool again."}
 }
 
 func fileWhat(id string) string { return fmt.Sprintf("the file '%s'", id) }

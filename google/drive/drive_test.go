@@ -23,7 +23,8 @@ const user = "telegram:1"
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g, ts := drive.GroupWith(c, drive.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, MaxReadChars: 50})
+	dg := drive.New(c, drive.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, MaxReadChars: 50})
+	g, ts := dg.Group, dg.Tools
 	return googletest.Call(t, g, ts, user, name, args)
 }
 
@@ -34,7 +35,8 @@ var (
 )
 
 func TestGroupDefinition(t *testing.T) {
-	g, ts := drive.Group(&googletest.Client{})
+	dg := drive.New(&googletest.Client{}, drive.Options{})
+	g, ts := dg.Group, dg.Tools
 	if g.Name != "google_drive" || g.DisplayName == "" || g.Description == "" {
 		t.Fatalf("group = %+v", g)
 	}

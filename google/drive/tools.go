@@ -50,7 +50,7 @@ func (g *group) search() tools.Tool {
 		if in.Type != "" {
 			c := typeQuery(in.Type)
 			if c == "" {
-				return nil, invalid("type", "must be one of "+friendlyTypes)
+				return nil, google.Invalid("type", "must be one of "+friendlyTypes)
 			}
 			q = append(q, c)
 		}
@@ -62,14 +62,14 @@ func (g *group) search() tools.Tool {
 		case size == 0:
 			size = 20
 		case size < 1 || size > 100:
-			return nil, invalid("max_results", "must be between 1 and 100")
+			return nil, google.Invalid("max_results", "must be between 1 and 100")
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
 		var res *gdrive.FileList
-		err = g.call(ctx, "the Drive search", func() error {
+		err = g.api.Call(ctx, "the Drive search", func() error {
 			c := svc.Files.List().Context(ctx).Q(strings.Join(q, " and ")).PageSize(int64(size)).
 				SupportsAllDrives(true).IncludeItemsFromAllDrives(true).
 				Fields("nextPageToken", "files("+fileFields+")")
@@ -126,9 +126,9 @@ func (g *group) get() tools.Tool {
 	}, func(ctx context.Context, in idIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
-			return nil, invalid("file_id", "is empty")
+			return nil, google.Invalid("file_id", "is empty")
 		}
-		f, err := fetch(ctx, g, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
+		f, err := google.Do(ctx, g.api, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
 			return svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields(
 				fileFields + ",createdTime,owners(displayName,emailAddress),description,shared,trashed," +
 					"permissions(id,type,role,emailAddress,domain),shortcutDetails").Do()
@@ -220,25 +220,25 @@ func (g *group) read() tools.Tool {
 	}, func(ctx context.Context, in readIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
-			return nil, invalid("file_id", "is empty")
+			return nil, google.Invalid("file_id", "is empty")
 		}
 		limit := in.MaxChars
 		switch {
 		case limit == 0:
 			limit = g.opts.MaxReadChars
 		case limit < 1 || limit > g.opts.MaxReadChars:
-			return nil, invalid("max_chars", fmt.Sprintf("must be between 1 and %d", g.opts.MaxReadChars))
+			return nil, google.Invalid("max_chars", fmt.Sprintf("must be between 1 and %d", g.opts.MaxReadChars))
 		}
 		if in.Offset < 0 {
-			return nil, invalid("offset", "must not be negative")
+			return nil, google.Invalid("offset", "must not be negative")
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
 		var f *gdrive.File
 		for hop := 0; ; hop++ {
-			err = g.call(ctx, fileWhat(id), func() error {
+			err = g.api.Call(ctx, fileWhat(id), func() error {
 				f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType,size,shortcutDetails").Do()
 				return err
 			})
@@ -259,7 +259,7 @@ func (g *group) read() tools.Tool {
 		}
 		var text string
 		var more bool
-		err = g.call(ctx, fileWhat(id), func() error {
+		err = g.api.Call(ctx, fileWhat(id), func() error {
 			var resp *http.Response
 			if export != "" {
 				resp, err = svc.Files.Export(id, export).Context(ctx).Download()
@@ -333,7 +333,7 @@ func (g *group) createFile() tools.Tool {
 	}, func(ctx context.Context, in createFileIn) (any, error) {
 		name := strings.TrimSpace(in.Name)
 		if name == "" {
-			return nil, invalid("name", "is empty")
+			return nil, google.Invalid("name", "is empty")
 		}
 		media := strings.TrimSpace(in.MimeType)
 		if media == "" {
@@ -342,7 +342,7 @@ func (g *group) createFile() tools.Tool {
 				media = "text/csv"
 			}
 		} else if mt, _, err := mime.ParseMediaType(media); err != nil || !strings.Contains(mt, "/") {
-			return nil, invalid("mime_type", "must be a MIME type such as text/plain or text/markdown")
+			return nil, google.Invalid("mime_type", "must be a MIME type such as text/plain or text/markdown")
 		}
 		meta := &gdrive.File{Name: name}
 		switch in.ConvertTo {
@@ -351,12 +351,12 @@ func (g *group) createFile() tools.Tool {
 		case "document", "spreadsheet":
 			meta.MimeType = googleApps + in.ConvertTo
 		default:
-			return nil, invalid("convert_to", "must be document or spreadsheet")
+			return nil, google.Invalid("convert_to", "must be document or spreadsheet")
 		}
 		if s := strings.TrimSpace(in.FolderID); s != "" {
 			meta.Parents = []string{s}
 		}
-		f, err := fetch(ctx, g, "the new file", func(svc *gdrive.Service) (*gdrive.File, error) {
+		f, err := google.Do(ctx, g.api, "the new file", func(svc *gdrive.Service) (*gdrive.File, error) {
 			return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).
 				Media(strings.NewReader(in.Content), googleapi.ContentType(media)).Do()
 		})
@@ -379,13 +379,13 @@ func (g *group) createFolder() tools.Tool {
 	}, func(ctx context.Context, in createFolderIn) (any, error) {
 		name := strings.TrimSpace(in.Name)
 		if name == "" {
-			return nil, invalid("name", "is empty")
+			return nil, google.Invalid("name", "is empty")
 		}
 		meta := &gdrive.File{Name: name, MimeType: mimeFolder}
 		if s := strings.TrimSpace(in.ParentID); s != "" {
 			meta.Parents = []string{s}
 		}
-		f, err := fetch(ctx, g, "the new folder", func(svc *gdrive.Service) (*gdrive.File, error) {
+		f, err := google.Do(ctx, g.api, "the new folder", func(svc *gdrive.Service) (*gdrive.File, error) {
 			return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).Do()
 		})
 		if err != nil {
@@ -408,21 +408,21 @@ func (g *group) move() tools.Tool {
 	}, func(ctx context.Context, in moveIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
-			return nil, invalid("file_id", "is empty")
+			return nil, google.Invalid("file_id", "is empty")
 		}
 		folder, name := strings.TrimSpace(in.FolderID), strings.TrimSpace(in.Name)
 		if folder == "" && name == "" {
 			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give folder_id, name or both.",
 				Suggestion: "Call drive_move again with the target folder_id and/or the new name."}
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
 		var old []string
 		if folder != "" {
 			var f *gdrive.File
-			err = g.call(ctx, fileWhat(id), func() error {
+			err = g.api.Call(ctx, fileWhat(id), func() error {
 				f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("parents").Do()
 				return err
 			})
@@ -432,7 +432,7 @@ func (g *group) move() tools.Tool {
 			old = f.Parents
 		}
 		var f *gdrive.File
-		err = g.call(ctx, fileWhat(id), func() error {
+		err = g.api.Call(ctx, fileWhat(id), func() error {
 			c := svc.Files.Update(id, &gdrive.File{Name: name}).Context(ctx).SupportsAllDrives(true).Fields(fileFields)
 			if folder != "" {
 				c.AddParents(folder)
@@ -483,22 +483,22 @@ func (g *group) share() tools.Tool {
 	}, func(ctx context.Context, in shareIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
-			return nil, invalid("file_id", "is empty")
+			return nil, google.Invalid("file_id", "is empty")
 		}
 		switch in.Role {
 		case "reader", "commenter", "writer":
 		default:
-			return nil, invalid("role", "must be reader, commenter or writer")
+			return nil, google.Invalid("role", "must be reader, commenter or writer")
 		}
 		email := strings.TrimSpace(in.Email)
 		perm := &gdrive.Permission{Role: in.Role}
 		switch {
 		case email != "" && in.AnyoneWithLink:
-			return nil, invalid("email", "cannot be combined with anyone_with_link")
+			return nil, google.Invalid("email", "cannot be combined with anyone_with_link")
 		case email != "":
 			a, err := mail.ParseAddress(email)
 			if err != nil || a.Address != email {
-				return nil, invalid("email", fmt.Sprintf("'%s' is not an email address", email))
+				return nil, google.Invalid("email", fmt.Sprintf("'%s' is not an email address", email))
 			}
 			perm.Type, perm.EmailAddress = "user", email
 		case in.AnyoneWithLink:
@@ -507,12 +507,12 @@ func (g *group) share() tools.Tool {
 			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give email or anyone_with_link.",
 				Suggestion: "Call drive_share again with the person's email address."}
 		}
-		svc, err := g.service(ctx)
+		svc, err := g.api.Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
 		var p *gdrive.Permission
-		err = g.call(ctx, fileWhat(id), func() error {
+		err = g.api.Call(ctx, fileWhat(id), func() error {
 			c := svc.Permissions.Create(id, perm).Context(ctx).SupportsAllDrives(true).Fields("id,type,role,emailAddress")
 			if perm.Type == "user" {
 				notify := in.Notify == nil || *in.Notify
@@ -554,9 +554,9 @@ func (g *group) trash() tools.Tool {
 	}, func(ctx context.Context, in idIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
-			return nil, invalid("file_id", "is empty")
+			return nil, google.Invalid("file_id", "is empty")
 		}
-		f, err := fetch(ctx, g, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
+		f, err := google.Do(ctx, g.api, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
 			return svc.Files.Update(id, &gdrive.File{Trashed: true}).Context(ctx).SupportsAllDrives(true).Fields("id,name,trashed").Do()
 		})
 		if err != nil {
@@ -570,20 +570,20 @@ func (g *group) trash() tools.Tool {
 // in ctx, for other groups (pdf) that take a Drive file id. It returns
 // the file's name and its type.
 func Download(ctx context.Context, c google.Client, fileID string, max int64) (name, mimeType string, data []byte, err error) {
-	g := &group{client: c, opts: Options{}}
-	svc, err := g.service(ctx)
+	g := &group{api: google.API[gdrive.Service]{Client: c, Service: Service(), New: gdrive.NewService, Map: mapError}}
+	svc, err := g.api.Connect(ctx)
 	if err != nil {
 		return "", "", nil, err
 	}
 	var f *gdrive.File
-	err = g.call(ctx, fileWhat(fileID), func() error {
+	err = g.api.Call(ctx, fileWhat(fileID), func() error {
 		f, err = svc.Files.Get(fileID).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType,size").Do()
 		return err
 	})
 	if err != nil {
 		return "", "", nil, err
 	}
-	err = g.call(ctx, fileWhat(fileID), func() error {
+	err = g.api.Call(ctx, fileWhat(fileID), func() error {
 		resp, err := svc.Files.Get(fileID).Context(ctx).SupportsAllDrives(true).Download()
 		if err != nil {
 			return err

@@ -61,7 +61,8 @@ func TestEngineTurnLoadsGmailAndSearchesAsTheSender(t *testing.T) {
 
 	var acc *google.Accounts
 	env := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
-		g, ts := gmail.New(gmail.Config{Client: lazyClient{&acc}})
+		mg := gmail.New(lazyClient{&acc}, gmail.Options{})
+		g, ts := mg.Group, mg.Tools
 		return r.AddGroup(g, ts...)
 	}})
 	var err error

@@ -32,7 +32,8 @@ func newKit(t *testing.T) *kit { return newKitSending(t, "") }
 func newKitSending(t *testing.T, send string) *kit {
 	f := googletest.NewAPI(t)
 	c := &googletest.Client{Endpoint: f.URL}
-	g, ts := gmail.New(gmail.Config{Client: c, Send: send, Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
+	mg := gmail.New(c, gmail.Options{Send: send, Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
+	g, ts := mg.Group, mg.Tools
 	k := &kit{f: f, tools: map[string]tools.Tool{}, group: g, client: c}
 	for _, tool := range ts {
 		k.tools[tool.Name] = tool

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	gmailapi "google.golang.org/api/gmail/v1"
-	"google.golang.org/api/googleapi"
 
 	"loadout/bridge/backoff"
 	"loadout/google"
@@ -30,10 +29,8 @@ func Service() google.Service {
 	return google.Service{Path: "", Scopes: []string{gmailapi.GmailModifyScope}}
 }
 
-// Config configures the group.
-type Config struct {
-	// Client gives API options acting as the caller (required).
-	Client google.Client
+// Options tunes the group. The zero value is the default.
+type Options struct {
 	// Backoff retries temporary Google errors; the zero value is
 	// google.Retry's defaults.
 	Backoff backoff.Policy
@@ -42,25 +39,23 @@ type Config struct {
 	Send string
 }
 
-// Modes of Config.Send (google.gmail.send).
+// Modes of Options.Send (google.gmail.send).
 const (
 	SendMail  = "send"
 	SendDraft = "draft"
 )
 
-// Group returns the google_gmail group with default settings.
-func Group(c google.Client) (tools.Group, []tools.Tool) { return New(Config{Client: c}) }
-
 // maxBody caps the text of a message returned by gmail_read.
 const maxBody = 12000
 
-// New returns the google_gmail group and its tools.
-func New(cfg Config) (tools.Group, []tools.Tool) {
-	m := &mailbox{cfg: cfg}
+// New returns the google_gmail group, its tools and scopes, acting as the
+// calling person through c.
+func New(c google.Client, o Options) google.Group {
+	m := &mailbox{mode: o.Send, api: google.API[gmailapi.Service]{Client: c, Service: Service(), New: gmailapi.NewService, Backoff: o.Backoff}}
 	// What goes to other people waits for the person's approval; in
 	// draft-only mode nothing does, and a draft is the person's own.
 	outbound := tools.EffectDestructive
-	if cfg.Send == SendDraft {
+	if o.Send == SendDraft {
 		outbound = tools.EffectMutate
 	}
 	g := tools.Group{
@@ -68,7 +63,7 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 		DisplayName: "Google Gmail",
 		Description: "The person's own Gmail: search and read mail, send and reply, drafts, labels, archive and trash.",
 	}
-	return g, []tools.Tool{
+	return google.Group{Group: g, Scopes: Service().Scopes, Tools: []tools.Tool{
 		tools.New(tools.Definition{
 			Name:        "gmail_search",
 			Description: "Search the person's mail with Gmail query syntax (from:, to:, subject:, is:unread, has:attachment, newer_than:7d, label:, in:inbox). Returns ids, senders, subjects, dates and snippets.",
@@ -122,39 +117,13 @@ func New(cfg Config) (tools.Group, []tools.Tool) {
 				return fmt.Sprintf("Move %s to the Gmail trash (%s)", plural(len(in.MessageIDs), "message"), tools.Shorten(strings.Join(in.MessageIDs, ", "), 80))
 			},
 		}, m.trash),
-	}
+	}}
 }
 
-type mailbox struct{ cfg Config }
-
-func (m *mailbox) service(ctx context.Context) (*gmailapi.Service, error) {
-	return google.NewService(ctx, m.cfg.Client, Service(), "gmail: client", gmailapi.NewService)
+type mailbox struct {
+	mode string // Options.Send
+	api  google.API[gmailapi.Service]
 }
-
-// call runs fn with retries and maps the final error for the model.
-func (m *mailbox) call(ctx context.Context, what string, fn func() error) error {
-	return google.MapError(google.Retry(ctx, m.cfg.Backoff, fn), what)
-}
-
-// callOnce is call for sending: a 5xx may have sent the mail already, so
-// only rate limits (which Google refused before doing anything) are retried.
-func (m *mailbox) callOnce(ctx context.Context, what string, fn func() error) error {
-	var last error
-	err := google.Retry(ctx, m.cfg.Backoff, func() error {
-		last = fn()
-		var ge *googleapi.Error
-		if errors.As(last, &ge) && ge.Code >= 500 {
-			return errNoRetry
-		}
-		return last
-	})
-	if errors.Is(err, errNoRetry) {
-		err = last
-	}
-	return google.MapError(err, what)
-}
-
-var errNoRetry = errors.New("not retried")
 
 // summary is a message as a search lists it.
 type summary struct {
@@ -222,12 +191,12 @@ func (m *mailbox) search(ctx context.Context, in searchIn) (any, error) {
 	if q == "" {
 		q = "in:inbox"
 	}
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var list *gmailapi.ListMessagesResponse
-	err = m.call(ctx, "the search", func() error {
+	err = m.api.Call(ctx, "the search", func() error {
 		c := svc.Users.Messages.List("me").Q(q).MaxResults(int64(in.MaxResults)).Context(ctx)
 		if in.PageToken != "" {
 			c = c.PageToken(in.PageToken)
@@ -241,7 +210,7 @@ func (m *mailbox) search(ctx context.Context, in searchIn) (any, error) {
 	out := searchOut{Messages: []summary{}, NextPageToken: list.NextPageToken, Estimate: list.ResultSizeEstimate}
 	for _, ref := range list.Messages {
 		var msg *gmailapi.Message
-		err := m.call(ctx, "message "+ref.Id, func() error {
+		err := m.api.Call(ctx, "message "+ref.Id, func() error {
 			msg, err = svc.Users.Messages.Get("me", ref.Id).Format("metadata").
 				MetadataHeaders("From", "To", "Subject", "Date").Context(ctx).Do()
 			return err
@@ -272,15 +241,15 @@ type readOut struct {
 }
 
 func (m *mailbox) read(ctx context.Context, in readIn) (any, error) {
-	if err := required("message_id", in.MessageID); err != nil {
+	if err := google.Required("message_id", in.MessageID); err != nil {
 		return nil, err
 	}
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var msg *gmailapi.Message
-	err = m.call(ctx, "message "+in.MessageID, func() error {
+	err = m.api.Call(ctx, "message "+in.MessageID, func() error {
 		msg, err = svc.Users.Messages.Get("me", in.MessageID).Format("full").Context(ctx).Do()
 		return err
 	})
@@ -335,7 +304,7 @@ func (in sendIn) outgoing() (outgoing, error) {
 }
 
 func (m *mailbox) send(ctx context.Context, in sendIn) (any, error) {
-	if m.cfg.Send == SendDraft {
+	if m.mode == SendDraft {
 		return m.draftInstead(ctx, draftIn{To: in.To, Cc: in.Cc, Bcc: in.Bcc, Subject: in.Subject, Body: in.Body})
 	}
 	out, err := in.outgoing()
@@ -402,12 +371,12 @@ func field(args json.RawMessage, name string) string {
 }
 
 func (m *mailbox) sendMessage(ctx context.Context, msg *gmailapi.Message) (any, error) {
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var sent *gmailapi.Message
-	err = m.callOnce(ctx, "the message", func() error {
+	err = m.api.CallOnce(ctx, "the message", func() error {
 		sent, err = svc.Users.Messages.Send("me", msg).Context(ctx).Do()
 		return err
 	})
@@ -428,7 +397,7 @@ type replyIn struct {
 // it with the thread id.
 func (m *mailbox) replyTo(ctx context.Context, svc *gmailapi.Service, messageID string, replyAll bool, extraCc string) (outgoing, string, error) {
 	var orig *gmailapi.Message
-	err := m.call(ctx, "message "+messageID, func() (err error) {
+	err := m.api.Call(ctx, "message "+messageID, func() (err error) {
 		orig, err = svc.Users.Messages.Get("me", messageID).Format("metadata").
 			MetadataHeaders("From", "To", "Cc", "Reply-To", "Subject", "Message-ID", "References").Context(ctx).Do()
 		return err
@@ -449,7 +418,7 @@ func (m *mailbox) replyTo(ctx context.Context, svc *gmailapi.Service, messageID 
 	var cc []*mail.Address
 	if replyAll {
 		var me *gmailapi.Profile
-		if err := m.call(ctx, "the mailbox profile", func() (err error) {
+		if err := m.api.Call(ctx, "the mailbox profile", func() (err error) {
 			me, err = svc.Users.GetProfile("me").Context(ctx).Do()
 			return err
 		}); err != nil {
@@ -482,10 +451,10 @@ func (m *mailbox) replyTo(ctx context.Context, svc *gmailapi.Service, messageID 
 }
 
 func (m *mailbox) reply(ctx context.Context, in replyIn) (any, error) {
-	if err := required("message_id", in.MessageID); err != nil {
+	if err := google.Required("message_id", in.MessageID); err != nil {
 		return nil, err
 	}
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +463,7 @@ func (m *mailbox) reply(ctx context.Context, in replyIn) (any, error) {
 		return nil, err
 	}
 	out.Body = in.Body
-	if m.cfg.Send == SendDraft {
+	if m.mode == SendDraft {
 		return m.saveDraft(ctx, svc, out, thread, true)
 	}
 	return m.sendMessage(ctx, &gmailapi.Message{Raw: out.raw(), ThreadId: thread})
@@ -518,7 +487,7 @@ type draftOut struct {
 }
 
 func (m *mailbox) createDraft(ctx context.Context, in draftIn) (any, error) {
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +523,7 @@ func (m *mailbox) createDraft(ctx context.Context, in draftIn) (any, error) {
 // for a send (draft-only mode).
 func (m *mailbox) saveDraft(ctx context.Context, svc *gmailapi.Service, out outgoing, thread string, instead bool) (any, error) {
 	var d *gmailapi.Draft
-	err := m.call(ctx, "the draft", func() (err error) {
+	err := m.api.Call(ctx, "the draft", func() (err error) {
 		d, err = svc.Users.Drafts.Create("me", &gmailapi.Draft{Message: &gmailapi.Message{Raw: out.raw(), ThreadId: thread}}).Context(ctx).Do()
 		return err
 	})
@@ -580,19 +549,19 @@ type sendDraftIn struct {
 }
 
 func (m *mailbox) sendDraft(ctx context.Context, in sendDraftIn) (any, error) {
-	if m.cfg.Send == SendDraft {
+	if m.mode == SendDraft {
 		return nil, &tools.Error{Code: "not_available", Message: "Sending is turned off here (google.gmail.send: draft): the draft stays in Gmail for the person to send.",
 			Suggestion: "Tell the person the draft is ready in Gmail."}
 	}
-	if err := required("draft_id", in.DraftID); err != nil {
+	if err := google.Required("draft_id", in.DraftID); err != nil {
 		return nil, err
 	}
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var sent *gmailapi.Message
-	err = m.callOnce(ctx, "draft "+in.DraftID, func() (err error) {
+	err = m.api.CallOnce(ctx, "draft "+in.DraftID, func() (err error) {
 		sent, err = svc.Users.Drafts.Send("me", &gmailapi.Draft{Id: in.DraftID}).Context(ctx).Do()
 		return err
 	})
@@ -610,7 +579,7 @@ type label struct {
 
 func (m *mailbox) labels(ctx context.Context, svc *gmailapi.Service) ([]label, error) {
 	var res *gmailapi.ListLabelsResponse
-	err := m.call(ctx, "the labels", func() (err error) {
+	err := m.api.Call(ctx, "the labels", func() (err error) {
 		res, err = svc.Users.Labels.List("me").Context(ctx).Do()
 		return err
 	})
@@ -625,7 +594,7 @@ func (m *mailbox) labels(ctx context.Context, svc *gmailapi.Service) ([]label, e
 }
 
 func (m *mailbox) listLabels(ctx context.Context, _ struct{}) (any, error) {
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +650,7 @@ func (m *mailbox) modifyLabels(ctx context.Context, in modifyIn) (any, error) {
 	if err := requiredIDs(in.MessageIDs); err != nil {
 		return nil, err
 	}
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -704,7 +673,7 @@ func (m *mailbox) modifyLabels(ctx context.Context, in modifyIn) (any, error) {
 }
 
 func (m *mailbox) batchModify(ctx context.Context, svc *gmailapi.Service, ids, add, remove []string) error {
-	return m.call(ctx, "the messages", func() error {
+	return m.api.Call(ctx, "the messages", func() error {
 		return svc.Users.Messages.BatchModify("me", &gmailapi.BatchModifyMessagesRequest{
 			Ids: ids, AddLabelIds: add, RemoveLabelIds: remove,
 		}).Context(ctx).Do()
@@ -719,7 +688,7 @@ func (m *mailbox) archive(ctx context.Context, in idsIn) (any, error) {
 	if err := requiredIDs(in.MessageIDs); err != nil {
 		return nil, err
 	}
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -733,13 +702,13 @@ func (m *mailbox) trash(ctx context.Context, in idsIn) (any, error) {
 	if err := requiredIDs(in.MessageIDs); err != nil {
 		return nil, err
 	}
-	svc, err := m.service(ctx)
+	svc, err := m.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var done []string
 	for _, id := range in.MessageIDs {
-		err := m.call(ctx, "message "+id, func() error {
+		err := m.api.Call(ctx, "message "+id, func() error {
 			_, err := svc.Users.Messages.Trash("me", id).Context(ctx).Do()
 			return err
 		})
@@ -753,13 +722,6 @@ func (m *mailbox) trash(ctx context.Context, in idsIn) (any, error) {
 		done = append(done, id)
 	}
 	return map[string]any{"status": "trashed", "messages": len(done)}, nil
-}
-
-func required(name, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return &tools.Error{Code: tools.CodeMissingParameter, Message: name + " is required."}
-	}
-	return nil
 }
 
 func requiredIDs(ids []string) error {

@@ -26,54 +26,44 @@ func Service() google.Service {
 	return google.Service{Path: "", Scopes: []string{gmailapi.GmailSettingsBasicScope, gmailapi.GmailLabelsScope}}
 }
 
-// Config configures the group.
-type Config struct {
-	// Client gives API options acting as the caller (required).
-	Client google.Client
+// Options tunes the group. The zero value is the default.
+type Options struct {
 	// Backoff retries temporary Google errors.
 	Backoff backoff.Policy
 }
 
-// Group returns the google_gmail_settings group with default settings.
-func Group(c google.Client) (tools.Group, []tools.Tool) { return New(Config{Client: c}) }
-
-// New returns the google_gmail_settings group and its tools.
-func New(cfg Config) (tools.Group, []tools.Tool) {
-	s := &settings{cfg: cfg}
-	return tools.Group{
-			Name:        GroupName,
-			DisplayName: "Google Gmail settings",
-			Description: "The person's Gmail settings: filters, vacation auto-reply, signature, forwarding addresses.",
-		}, []tools.Tool{
-			tools.New(tools.Definition{Name: "gmail_list_filters", Description: "List the mailbox's filters with their criteria and actions.", ReadOnly: true}, s.listFilters),
-			tools.New(tools.Definition{Name: "gmail_create_filter", Description: "Create a filter: match by from/to/subject/query, then label, archive, mark read, star, trash or forward.",
-				// Forwarding sends the person's mail to someone else.
-				EffectFor: func(args json.RawMessage) tools.Effect {
-					var in map[string]any
-					_ = json.Unmarshal(args, &in)
-					if f, _ := in["forward"].(string); f != "" {
-						return tools.EffectDestructive
-					}
-					return tools.EffectMutate
-				}}, s.createFilter),
-			tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive}, s.deleteFilter),
-			tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
-			tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",
-				Effect: tools.EffectDestructive}, s.setVacation),
-			tools.New(tools.Definition{Name: "gmail_get_signature", Description: "Show the signature of the default send-as address (or a given one).", ReadOnly: true}, s.getSignature),
-			tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one)."}, s.updateSignature),
-			tools.New(tools.Definition{Name: "gmail_list_forwarding_addresses", Description: "List the forwarding addresses and whether each is verified.", ReadOnly: true}, s.listForwarding),
-		}
+// New returns the google_gmail_settings group, its tools and scopes,
+// acting as the calling person through c.
+func New(c google.Client, o Options) google.Group {
+	s := &settings{api: google.API[gmailapi.Service]{Client: c, Service: Service(), New: gmailapi.NewService, Backoff: o.Backoff}}
+	return google.Group{Group: tools.Group{
+		Name:        GroupName,
+		DisplayName: "Google Gmail settings",
+		Description: "The person's Gmail settings: filters, vacation auto-reply, signature, forwarding addresses.",
+	}, Scopes: Service().Scopes, Tools: []tools.Tool{
+		tools.New(tools.Definition{Name: "gmail_list_filters", Description: "List the mailbox's filters with their criteria and actions.", ReadOnly: true}, s.listFilters),
+		tools.New(tools.Definition{Name: "gmail_create_filter", Description: "Create a filter: match by from/to/subject/query, then label, archive, mark read, star, trash or forward.",
+			// Forwarding sends the person's mail to someone else.
+			EffectFor: func(args json.RawMessage) tools.Effect {
+				var in map[string]any
+				_ = json.Unmarshal(args, &in)
+				if f, _ := in["forward"].(string); f != "" {
+					return tools.EffectDestructive
+				}
+				return tools.EffectMutate
+			}}, s.createFilter),
+		tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive}, s.deleteFilter),
+		tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
+		tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",
+			Effect: tools.EffectDestructive}, s.setVacation),
+		tools.New(tools.Definition{Name: "gmail_get_signature", Description: "Show the signature of the default send-as address (or a given one).", ReadOnly: true}, s.getSignature),
+		tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one)."}, s.updateSignature),
+		tools.New(tools.Definition{Name: "gmail_list_forwarding_addresses", Description: "List the forwarding addresses and whether each is verified.", ReadOnly: true}, s.listForwarding),
+	}}
 }
 
-type settings struct{ cfg Config }
-
-func (s *settings) service(ctx context.Context) (*gmailapi.Service, error) {
-	return google.NewService(ctx, s.cfg.Client, Service(), "gmail settings: client", gmailapi.NewService)
-}
-
-func (s *settings) call(ctx context.Context, what string, fn func() error) error {
-	return google.MapError(google.Retry(ctx, s.cfg.Backoff, fn), what)
+type settings struct {
+	api google.API[gmailapi.Service]
 }
 
 type filter struct {
@@ -142,7 +132,7 @@ func nameOf(id string, names map[string]string) string {
 // labelNames maps label ids to names; nil on failure (ids are shown then).
 func (s *settings) labels(ctx context.Context, svc *gmailapi.Service) ([]*gmailapi.Label, error) {
 	var res *gmailapi.ListLabelsResponse
-	err := s.call(ctx, "the labels", func() (err error) {
+	err := s.api.Call(ctx, "the labels", func() (err error) {
 		res, err = svc.Users.Labels.List("me").Context(ctx).Do()
 		return err
 	})
@@ -153,12 +143,12 @@ func (s *settings) labels(ctx context.Context, svc *gmailapi.Service) ([]*gmaila
 }
 
 func (s *settings) listFilters(ctx context.Context, _ struct{}) (any, error) {
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var res *gmailapi.ListFiltersResponse
-	if err := s.call(ctx, "the filters", func() (err error) {
+	if err := s.api.Call(ctx, "the filters", func() (err error) {
 		res, err = svc.Users.Settings.Filters.List("me").Context(ctx).Do()
 		return err
 	}); err != nil {
@@ -213,7 +203,7 @@ func (s *settings) createFilter(ctx context.Context, in createFilterIn) (any, er
 	if in.Trash {
 		act.AddLabelIds = append(act.AddLabelIds, "TRASH")
 	}
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +241,7 @@ func (s *settings) createFilter(ctx context.Context, in createFilterIn) (any, er
 		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "A filter needs an action: add_labels, archive, mark_read, star, trash or forward."}
 	}
 	var f *gmailapi.Filter
-	if err := s.call(ctx, "the filter", func() (err error) {
+	if err := s.api.Call(ctx, "the filter", func() (err error) {
 		f, err = svc.Users.Settings.Filters.Create("me", &gmailapi.Filter{Criteria: crit, Action: act}).Context(ctx).Do()
 		return err
 	}); err != nil {
@@ -268,11 +258,11 @@ func (s *settings) deleteFilter(ctx context.Context, in deleteFilterIn) (any, er
 	if strings.TrimSpace(in.FilterID) == "" {
 		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "filter_id is required.", Suggestion: "List the filters first."}
 	}
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.call(ctx, "filter "+in.FilterID, func() error {
+	if err := s.api.Call(ctx, "filter "+in.FilterID, func() error {
 		return svc.Users.Settings.Filters.Delete("me", in.FilterID).Context(ctx).Do()
 	}); err != nil {
 		return nil, err
@@ -291,12 +281,12 @@ type vacation struct {
 }
 
 func (s *settings) getVacation(ctx context.Context, _ struct{}) (any, error) {
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var v *gmailapi.VacationSettings
-	if err := s.call(ctx, "the vacation responder", func() (err error) {
+	if err := s.api.Call(ctx, "the vacation responder", func() (err error) {
 		v, err = svc.Users.Settings.GetVacation("me").Context(ctx).Do()
 		return err
 	}); err != nil {
@@ -354,11 +344,11 @@ func (s *settings) setVacation(ctx context.Context, in setVacationIn) (any, erro
 	if v.StartTime > 0 && v.EndTime > 0 && v.EndTime <= v.StartTime {
 		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: "end must be after start."}
 	}
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.call(ctx, "the vacation responder", func() (err error) {
+	if err := s.api.Call(ctx, "the vacation responder", func() (err error) {
 		v, err = svc.Users.Settings.UpdateVacation("me", v).Context(ctx).Do()
 		return err
 	}); err != nil {
@@ -378,7 +368,7 @@ type signatureIn struct {
 // sendAs finds the given address, or the default one.
 func (s *settings) sendAs(ctx context.Context, svc *gmailapi.Service, email string) (*gmailapi.SendAs, error) {
 	var res *gmailapi.ListSendAsResponse
-	if err := s.call(ctx, "the send-as addresses", func() (err error) {
+	if err := s.api.Call(ctx, "the send-as addresses", func() (err error) {
 		res, err = svc.Users.Settings.SendAs.List("me").Context(ctx).Do()
 		return err
 	}); err != nil {
@@ -399,7 +389,7 @@ func (s *settings) sendAs(ctx context.Context, svc *gmailapi.Service, email stri
 }
 
 func (s *settings) getSignature(ctx context.Context, in signatureIn) (any, error) {
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +406,7 @@ type updateSignatureIn struct {
 }
 
 func (s *settings) updateSignature(ctx context.Context, in updateSignatureIn) (any, error) {
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -425,7 +415,7 @@ func (s *settings) updateSignature(ctx context.Context, in updateSignatureIn) (a
 		return nil, err
 	}
 	var res *gmailapi.SendAs
-	if err := s.call(ctx, "the signature", func() (err error) {
+	if err := s.api.Call(ctx, "the signature", func() (err error) {
 		res, err = svc.Users.Settings.SendAs.Patch("me", a.SendAsEmail, &gmailapi.SendAs{Signature: in.Signature, ForceSendFields: []string{"Signature"}}).Context(ctx).Do()
 		return err
 	}); err != nil {
@@ -435,12 +425,12 @@ func (s *settings) updateSignature(ctx context.Context, in updateSignatureIn) (a
 }
 
 func (s *settings) listForwarding(ctx context.Context, _ struct{}) (any, error) {
-	svc, err := s.service(ctx)
+	svc, err := s.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var res *gmailapi.ListForwardingAddressesResponse
-	if err := s.call(ctx, "the forwarding addresses", func() (err error) {
+	if err := s.api.Call(ctx, "the forwarding addresses", func() (err error) {
 		res, err = svc.Users.Settings.ForwardingAddresses.List("me").Context(ctx).Do()
 		return err
 	}); err != nil {

@@ -23,7 +23,8 @@ type kit struct {
 func newKit(t *testing.T) *kit {
 	api := googletest.NewAPI(t)
 	c := &googletest.Client{Endpoint: api.URL}
-	g, ts := gmailsettings.New(gmailsettings.Config{Client: c, Backoff: backoff.Policy{Attempts: 2, Initial: time.Millisecond}})
+	sg := gmailsettings.New(c, gmailsettings.Options{Backoff: backoff.Policy{Attempts: 2, Initial: time.Millisecond}})
+	g, ts := sg.Group, sg.Tools
 	k := &kit{api: api, client: c, group: g, tools: map[string]tools.Tool{}}
 	for _, tl := range ts {
 		k.tools[tl.Name] = tl
