@@ -44,6 +44,17 @@ type TokenStore interface {
 	DeleteGoogleToken(ctx context.Context, userKey string) error
 }
 
+// StateStore keeps pending connect links (sealed) so they survive a
+// restart; a TokenStore that is one is used for them, else they live in
+// memory.
+type StateStore interface {
+	// SaveGoogleState stores a link's sealed state until expires.
+	SaveGoogleState(ctx context.Context, state string, sealed []byte, expires time.Time) error
+	// TakeGoogleState removes and returns a link's sealed state, or nil
+	// when there is none (never issued, or taken already).
+	TakeGoogleState(ctx context.Context, state string) ([]byte, time.Time, error)
+}
+
 // Config configures Accounts. Zero values are the documented defaults.
 type Config struct {
 	// ClientID and ClientSecret identify the OAuth client (required).
@@ -92,10 +103,11 @@ var _ Client = (*Accounts)(nil)
 
 // pending is a connect link that has not come back yet.
 type pending struct {
-	userKey, chatKey string
-	verifier         string
-	redirectURL      string
-	expires          time.Time
+	UserKey     string    `json:"user"`
+	ChatKey     string    `json:"chat"`
+	Verifier    string    `json:"verifier"`
+	RedirectURL string    `json:"redirect"`
+	Expires     time.Time `json:"expires"`
 }
 
 // account is what is sealed and stored per person.
@@ -204,14 +216,10 @@ func (a *Accounts) start(userKey, chatKey, redirectURL string) (string, error) {
 	state := base64.RawURLEncoding.EncodeToString(b)
 	verifier := oauth2.GenerateVerifier()
 	now := a.cfg.Now()
-	a.mu.Lock()
-	for s, p := range a.states {
-		if now.After(p.expires) {
-			delete(a.states, s)
-		}
+	p := pending{UserKey: userKey, ChatKey: chatKey, Verifier: verifier, RedirectURL: redirectURL, Expires: now.Add(StateTTL)}
+	if err := a.keep(state, p); err != nil {
+		return "", err
 	}
-	a.states[state] = pending{userKey: userKey, chatKey: chatKey, verifier: verifier, redirectURL: redirectURL, expires: now.Add(StateTTL)}
-	a.mu.Unlock()
 	conf := a.oauth
 	conf.RedirectURL = redirectURL
 	return conf.AuthCodeURL(state, oauth2.AccessTypeOffline, oauth2.S256ChallengeOption(verifier),
@@ -222,24 +230,76 @@ func (a *Accounts) start(userKey, chatKey, redirectURL string) (string, error) {
 // take removes state and returns what it was issued for. A state is
 // consumed even when it has expired.
 func (a *Accounts) take(state string) (pending, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p, ok := a.states[state]
-	if !ok || state == "" {
+	if state == "" {
 		return pending{}, ErrUnknownState
 	}
-	delete(a.states, state)
-	if a.cfg.Now().After(p.expires) {
+	var p pending
+	if ss, ok := a.cfg.Store.(StateStore); ok {
+		sealed, _, err := ss.TakeGoogleState(context.Background(), state)
+		if err != nil {
+			return pending{}, fmt.Errorf("google: read the connect link: %w", err)
+		}
+		if sealed == nil {
+			return pending{}, ErrUnknownState
+		}
+		plain, err := a.sealer.open(stateAD+state, sealed)
+		if err == nil {
+			err = json.Unmarshal(plain, &p)
+		}
+		if err != nil {
+			return pending{}, ErrUnknownState
+		}
+	} else {
+		a.mu.Lock()
+		var ok bool
+		p, ok = a.states[state]
+		delete(a.states, state)
+		a.mu.Unlock()
+		if !ok {
+			return pending{}, ErrUnknownState
+		}
+	}
+	if a.cfg.Now().After(p.Expires) {
 		return pending{}, ErrStateExpired
 	}
 	return p, nil
+}
+
+// stateAD binds a sealed link to its state, so one link's record cannot
+// stand in for another's.
+const stateAD = "state:"
+
+// keep stores a pending link: sealed in the store when it keeps them,
+// else in memory (expired ones are dropped as new ones come).
+func (a *Accounts) keep(state string, p pending) error {
+	if ss, ok := a.cfg.Store.(StateStore); ok {
+		plain, _ := json.Marshal(p) // strings and a time always encode
+		sealed, err := a.sealer.seal(stateAD+state, plain)
+		if err != nil {
+			return err
+		}
+		if err := ss.SaveGoogleState(context.Background(), state, sealed, p.Expires); err != nil {
+			return fmt.Errorf("google: store the connect link: %w", err)
+		}
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.cfg.Now()
+	for s, old := range a.states {
+		if now.After(old.Expires) {
+			delete(a.states, s)
+		}
+	}
+	a.states[state] = p
+	return nil
 }
 
 // Cancel consumes state after Google reported an error (the person
 // declined); it returns the flow's connection details.
 func (a *Accounts) Cancel(state string) (Connection, error) {
 	p, err := a.take(state)
-	return Connection{UserKey: p.userKey, ChatKey: p.chatKey}, err
+	return Connection{UserKey: p.UserKey, ChatKey: p.ChatKey}, err
 }
 
 // Finish completes a connect flow: it checks and consumes state, exchanges
@@ -252,8 +312,8 @@ func (a *Accounts) Finish(ctx context.Context, state, code string) (Connection, 
 		return Connection{}, err
 	}
 	conf := a.oauth
-	conf.RedirectURL = p.redirectURL
-	tok, err := conf.Exchange(a.httpContext(ctx), code, oauth2.VerifierOption(p.verifier))
+	conf.RedirectURL = p.RedirectURL
+	tok, err := conf.Exchange(a.httpContext(ctx), code, oauth2.VerifierOption(p.Verifier))
 	if err != nil {
 		return Connection{}, fmt.Errorf("google: exchange code: %w", err)
 	}
@@ -263,10 +323,10 @@ func (a *Accounts) Finish(ctx context.Context, state, code string) (Connection, 
 	}
 	email := idTokenEmail(tok)
 	acct := account{Email: email, Token: stripExtra(tok), Scopes: scopes, ConnectedAt: a.cfg.Now().UTC()}
-	if err := a.save(ctx, p.userKey, acct); err != nil {
+	if err := a.save(ctx, p.UserKey, acct); err != nil {
 		return Connection{}, err
 	}
-	return Connection{UserKey: p.userKey, ChatKey: p.chatKey, Scopes: scopes, Email: email}, nil
+	return Connection{UserKey: p.UserKey, ChatKey: p.ChatKey, Scopes: scopes, Email: email}, nil
 }
 
 // idTokenEmail is the email claim of the ID token that came with tok from

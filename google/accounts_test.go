@@ -577,3 +577,36 @@ func TestParseCredentials(t *testing.T) {
 		t.Fatal("service account accepted")
 	}
 }
+
+// A /connect google link outlives a restart: it is kept sealed in the
+// store, still once only and for ten minutes.
+func TestConnectLinkSurvivesARestart(t *testing.T) {
+	e := newEnv(t)
+	link, err := e.acc.AuthURL("telegram:42", "telegram:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(link)
+	state := u.Query().Get("state")
+	var sealed []byte
+	e.db.Gorm().Raw("SELECT sealed FROM google_states WHERE state = ?", state).Scan(&sealed)
+	if len(sealed) == 0 || strings.Contains(string(sealed), "telegram:42") {
+		t.Fatalf("the pending link is not stored sealed: %q", sealed)
+	}
+	restarted := e.accounts("")
+	back := e.oauth.Approve(t, link, "ana-access", "ana-refresh", "")
+	bu, _ := url.Parse(back)
+	c, err := restarted.Finish(context.Background(), bu.Query().Get("state"), bu.Query().Get("code"))
+	if err != nil || c.UserKey != "telegram:42" {
+		t.Fatalf("after a restart: %+v, %v", c, err)
+	}
+	if _, err := restarted.Finish(context.Background(), state, "code"); !errors.Is(err, google.ErrUnknownState) {
+		t.Fatalf("used twice: %v", err)
+	}
+	late, _ := e.acc.AuthURL("telegram:42", "telegram:42")
+	lu, _ := url.Parse(late)
+	e.now.Add(google.StateTTL + time.Second)
+	if _, err := e.accounts("").Finish(context.Background(), lu.Query().Get("state"), "code"); !errors.Is(err, google.ErrStateExpired) {
+		t.Fatalf("expired: %v", err)
+	}
+}

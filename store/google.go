@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -40,4 +41,33 @@ func (d *DB) SaveGoogleToken(ctx context.Context, userKey string, sealed []byte)
 // DeleteGoogleToken removes the Google account of userKey, if any.
 func (d *DB) DeleteGoogleToken(ctx context.Context, userKey string) error {
 	return d.db.WithContext(ctx).Where("user_key = ?", userKey).Delete(&googleToken{}).Error
+}
+
+// googleState is a /connect google link that has not come back yet,
+// sealed by the google package, so it survives a restart.
+type googleState struct {
+	State   string `gorm:"primaryKey"`
+	Sealed  []byte `gorm:"not null"`
+	Expires int64  `gorm:"not null;index"`
+}
+
+// SaveGoogleState stores a pending connect link until expires, and
+// forgets the expired ones.
+func (d *DB) SaveGoogleState(ctx context.Context, state string, sealed []byte, expires time.Time) error {
+	db := d.db.WithContext(ctx)
+	if err := db.Where("expires < ?", d.now().Unix()).Delete(&googleState{}).Error; err != nil {
+		return err
+	}
+	return db.Create(&googleState{State: state, Sealed: sealed, Expires: expires.Unix()}).Error
+}
+
+// TakeGoogleState removes a pending connect link and returns it: once
+// only, whoever asks first. It returns nil when there is none.
+func (d *DB) TakeGoogleState(ctx context.Context, state string) ([]byte, time.Time, error) {
+	var row googleState
+	res := d.db.WithContext(ctx).Clauses(clause.Returning{}).Where("state = ?", state).Delete(&row)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return nil, time.Time{}, res.Error
+	}
+	return row.Sealed, time.Unix(row.Expires, 0), nil
 }
