@@ -427,18 +427,26 @@ func (a *Accounts) Options(ctx context.Context, svc Service) ([]option.ClientOpt
 	if err != nil {
 		return nil, err
 	}
+	if ok && acct.Disconnected {
+		return nil, expired()
+	}
 	if !ok || acct.Token == nil {
 		return nil, NotConnected("")
 	}
-	if acct.Disconnected {
-		return nil, NotConnected(" any more (Google refused to renew its access)")
-	}
 	for _, s := range svc.Scopes {
 		if !slices.Contains(acct.Scopes, s) {
+			// Unticked on the consent screen, or the group was turned on
+			// after the person connected: asking again adds it
+			// (include_granted_scopes keeps what was granted).
+			group := svc.Group
+			if group == "" {
+				group = "this tool group"
+			}
 			return nil, &tools.Error{
-				Code:       tools.CodeNotConnected,
-				Message:    "The person's Google account was connected without the permission this needs (" + s + ").",
-				Suggestion: "Ask the person to send /connect google again and allow every permission asked for, then try again.",
+				Code:       tools.CodePermission,
+				Message:    fmt.Sprintf("The person's Google account has not granted %s the permission it needs (%s).", group, s),
+				Suggestion: "Ask the person to send /connect google again in a private chat and allow what it asks for, then try again.",
+				Details:    map[string]any{"group": group, "scope": s},
 			}
 		}
 	}
@@ -454,6 +462,15 @@ func (a *Accounts) Options(ctx context.Context, svc Service) ([]option.ClientOpt
 		opts = append(opts, e)
 	}
 	return opts, nil
+}
+
+// expired is the error once Google refused to renew an account's access
+// (invalid_grant): revoked, a changed password, or the 7-day limit of apps
+// in Google's Testing publishing status.
+func expired() *tools.Error {
+	e := NotConnected(" any more: Google refused to renew its access")
+	e.Suggestion = "Ask the person to send /connect google again in a private chat. If this happens every week, the owner's Google OAuth app is in Testing status, whose sign-ins last 7 days (see the README)."
+	return e
 }
 
 // savingSource persists a token when the wrapped source refreshed it, and
@@ -482,7 +499,7 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 				s.a.cfg.Logger.Error("google: mark account disconnected", "user", s.user, "err", serr)
 			}
 			s.a.cfg.Logger.Warn("google: refresh refused, account marked disconnected", "user", s.user)
-			return nil, NotConnected(" any more (Google refused to renew its access)")
+			return nil, expired()
 		}
 		return nil, fmt.Errorf("google: refresh token: %w", err)
 	}

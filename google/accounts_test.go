@@ -343,15 +343,21 @@ func errString(err error) string {
 	return err.Error()
 }
 
-func TestMissingScopeIsNotConnected(t *testing.T) {
+// A scope unticked on the consent screen (or a group turned on after the
+// person connected) is permission, naming the group and asking for
+// /connect google again; the rest of the account works.
+func TestMissingScopeIsPermission(t *testing.T) {
 	e := newEnv(t)
 	link, _ := e.acc.AuthURL("telegram:5", "telegram:5")
 	back := e.oauth.Approve(t, link, "x-access", "x-refresh", "https://www.googleapis.com/auth/drive")
 	if res, _ := get(t, back); res.StatusCode != http.StatusOK {
 		t.Fatal(res.StatusCode)
 	}
-	_, err := e.acc.Options(as("telegram:5"), gmailSvc)
-	if code(err) != tools.CodeNotConnected || !strings.Contains(err.Error(), "permission") {
+	svc := gmailSvc
+	svc.Group = "google_gmail"
+	_, err := e.acc.Options(as("telegram:5"), svc)
+	var te *tools.Error
+	if code(err) != tools.CodePermission || !strings.Contains(err.Error(), "google_gmail") || !errors.As(err, &te) || !strings.Contains(te.Suggestion, "/connect google again") {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := e.acc.Options(as("telegram:5"), google.Service{Path: "drive/v3/", Scopes: []string{"https://www.googleapis.com/auth/drive"}}); err != nil {
@@ -405,8 +411,11 @@ func TestRefusedRefreshMarksDisconnected(t *testing.T) {
 	if ok, _ := e.acc.Connected(context.Background(), "telegram:42"); ok {
 		t.Fatal("still connected")
 	}
-	// Later calls fail fast without asking Google again.
-	if _, err := e.acc.Options(as("telegram:42"), gmailSvc); code(err) != tools.CodeNotConnected {
+	// Later calls fail fast without asking Google again, and the model
+	// is told to have the person reconnect (and why it may be weekly).
+	_, err = e.acc.Options(as("telegram:42"), gmailSvc)
+	var te *tools.Error
+	if code(err) != tools.CodeNotConnected || !errors.As(err, &te) || !strings.Contains(te.Suggestion, "/connect google again") || !strings.Contains(te.Suggestion, "Testing status") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -21,6 +21,8 @@ import (
 
 // Service names one Google API for Client.Options.
 type Service struct {
+	// Group is the tool group that uses it, named in errors.
+	Group string
 	// Path is the service's base path below google.endpoint when an
 	// endpoint override is set: "" for Gmail (its paths start with
 	// gmail/v1/), "drive/v3/", "calendar/v3/".
@@ -72,7 +74,7 @@ func NotConnected(reason string) *tools.Error {
 	return &tools.Error{
 		Code:       tools.CodeNotConnected,
 		Message:    "The person's Google account is not connected" + reason + ".",
-		Suggestion: "Ask the person to send /connect google and follow the link, then try again.",
+		Suggestion: "Ask the person to send /connect google in a private chat with you and follow the link, then try again.",
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -165,6 +166,9 @@ type GoogleConfig struct {
 	AuthURL   string `yaml:"auth_url"`
 	TokenURL  string `yaml:"token_url"`
 	RevokeURL string `yaml:"revoke_url"`
+	// Groups are the Workspace groups offered; empty means all. Consent
+	// asks only for their scopes.
+	Groups []string `yaml:"groups"`
 	// Gmail is the Gmail group's own settings.
 	Gmail GmailConfig `yaml:"gmail"`
 }
@@ -543,6 +547,11 @@ func (c Config) validate(set map[string]bool) error {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
 	errs = append(errs, c.MCP.Check()...)
+	for _, g := range c.Google.Groups {
+		if !slices.Contains(googleGroupNames(), g) {
+			bad("google.groups", "%q is not a Workspace group; known: %s", g, strings.Join(googleGroupNames(), ", "))
+		}
+	}
 	if s := c.Google.Gmail.Send; s != "" && s != gmail.SendMail && s != gmail.SendDraft {
 		bad("google.gmail.send", `must be "send" or "draft", got %q`, s)
 	}

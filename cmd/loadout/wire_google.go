@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 
 	"google.golang.org/api/option"
@@ -25,9 +26,30 @@ import (
 
 var _ google.TokenStore = (*store.DB)(nil)
 
-// googleGroups lists the Workspace groups loadout registers, each made
-// with its settings from gc: adding a group is one line here.
+// googleGroups lists the Workspace groups loadout registers: those
+// google.groups names (all when it is empty), each made with its settings
+// from gc.
 func googleGroups(gc GoogleConfig) []func(google.Client) google.Group {
+	var out []func(google.Client) google.Group
+	for _, build := range allGoogleGroups(gc) {
+		if len(gc.Groups) == 0 || slices.Contains(gc.Groups, build(unconfigured{}).Name) {
+			out = append(out, build)
+		}
+	}
+	return out
+}
+
+// googleGroupNames are the names google.groups may list.
+func googleGroupNames() []string {
+	var names []string
+	for _, build := range allGoogleGroups(GoogleConfig{}) {
+		names = append(names, build(unconfigured{}).Name)
+	}
+	return names
+}
+
+// allGoogleGroups is every Workspace group: adding one is one line here.
+func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 	return []func(google.Client) google.Group{
 		func(c google.Client) google.Group { return gmail.New(c, gmail.Options{Send: gc.Gmail.Send}) },
 		func(c google.Client) google.Group { return gmailsettings.New(c, gmailsettings.Options{}) },
@@ -36,10 +58,11 @@ func googleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 	}
 }
 
-// googleScopes is the union of the groups' scopes: what /connect asks for.
-func googleScopes() []string {
+// googleScopes is the union of the enabled groups' scopes: what /connect
+// asks for.
+func googleScopes(gc GoogleConfig) []string {
 	var s []string
-	for _, build := range googleGroups(GoogleConfig{}) {
+	for _, build := range googleGroups(gc) {
 		s = append(s, build(unconfigured{}).Scopes...)
 	}
 	return s
@@ -86,7 +109,7 @@ func (a *app) googleAccounts() (*google.Accounts, error) {
 		return nil, fmt.Errorf("google.token_key: %w", err)
 	}
 	acc, err := google.New(google.Config{
-		ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: googleScopes(),
+		ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: googleScopes(gc),
 		Key: key, Store: a.db, Endpoint: gc.Endpoint,
 		AuthURL: authURL, TokenURL: tokenURL, RevokeURL: gc.RevokeURL, Logger: a.log,
 	})

@@ -410,3 +410,26 @@ func TestGoogleLoginCommand(t *testing.T) {
 		t.Fatalf("connected = %v, %v", ok, err)
 	}
 }
+
+// google.groups chooses the Workspace groups: only they are registered
+// and consent asks only for their scopes; a name that is no group stops
+// start-up naming the key.
+func TestGoogleGroupsChooseGroupsAndScopes(t *testing.T) {
+	if _, err := parseConfig([]byte("google:\n  groups: [google_drive, google_mail]\n"), env(nil)); err == nil ||
+		!strings.Contains(err.Error(), `google.groups: "google_mail" is not a Workspace group`) {
+		t.Fatalf("bad name: %v", err)
+	}
+	cfg, err := parseConfig([]byte("google:\n  groups: [google_drive]\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := googleScopes(cfg.Google); !slices.Equal(got, []string{"https://www.googleapis.com/auth/drive"}) {
+		t.Fatalf("scopes = %v", got)
+	}
+	if n := len(googleGroups(cfg.Google)); n != 1 {
+		t.Fatalf("%d groups", n)
+	}
+	if all := googleScopes(GoogleConfig{}); len(all) < 4 {
+		t.Fatalf("all scopes = %v", all)
+	}
+}

@@ -23,7 +23,7 @@ import (
 // Service returns the Calendar API as the group asks google.Client for
 // it: path calendar/v3/ and the full Calendar scope.
 func Service() google.Service {
-	return google.Service{Path: "calendar/v3/", Scopes: []string{gcal.CalendarScope}}
+	return google.Service{Group: "google_calendar", Path: "calendar/v3/", Scopes: []string{gcal.CalendarScope}}
 }
 
 // Options tunes the group. The zero value is the default.

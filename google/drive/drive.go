@@ -19,7 +19,7 @@ import (
 // Service returns the Drive API as the group asks google.Client for it:
 // path drive/v3/ and the full Drive scope.
 func Service() google.Service {
-	return google.Service{Path: "drive/v3/", Scopes: []string{gdrive.DriveScope}}
+	return google.Service{Group: "google_drive", Path: "drive/v3/", Scopes: []string{gdrive.DriveScope}}
 }
 
 // Options tunes the group. The zero value is the default.

@@ -26,7 +26,7 @@ const GroupName = "google_gmail"
 // Service is the Gmail API with the scope the group needs: gmail.modify
 // covers reading, sending, drafts, labels and trash (not deleting forever).
 func Service() google.Service {
-	return google.Service{Path: "", Scopes: []string{gmailapi.GmailModifyScope}}
+	return google.Service{Group: GroupName, Path: "", Scopes: []string{gmailapi.GmailModifyScope}}
 }
 
 // Options tunes the group. The zero value is the default.

@@ -23,7 +23,7 @@ const GroupName = "google_gmail_settings"
 // Service is the Gmail API with the scopes the group needs: basic
 // settings, and labels to turn label names in filters into ids.
 func Service() google.Service {
-	return google.Service{Path: "", Scopes: []string{gmailapi.GmailSettingsBasicScope, gmailapi.GmailLabelsScope}}
+	return google.Service{Group: GroupName, Path: "", Scopes: []string{gmailapi.GmailSettingsBasicScope, gmailapi.GmailLabelsScope}}
 }
 
 // Options tunes the group. The zero value is the default.
