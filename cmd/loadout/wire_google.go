@@ -20,6 +20,7 @@ import (
 	"loadout/google/drive"
 	"loadout/google/gmail"
 	"loadout/google/gmailsettings"
+	"loadout/google/tasks"
 	"loadout/store"
 	"loadout/tools"
 )
@@ -55,6 +56,7 @@ func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 		func(c google.Client) google.Group { return gmailsettings.New(c, gmailsettings.Options{}) },
 		func(c google.Client) google.Group { return drive.New(c, drive.Options{}) },
 		func(c google.Client) google.Group { return calendar.New(c, calendar.Options{}) },
+		func(c google.Client) google.Group { return tasks.New(c, tasks.Options{}) },
 	}
 }
 
