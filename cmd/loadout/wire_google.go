@@ -17,6 +17,7 @@ import (
 	"loadout/chat"
 	"loadout/google"
 	"loadout/google/calendar"
+	"loadout/google/contacts"
 	"loadout/google/drive"
 	"loadout/google/gmail"
 	"loadout/google/gmailsettings"
@@ -56,6 +57,7 @@ func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 		func(c google.Client) google.Group { return gmailsettings.New(c, gmailsettings.Options{}) },
 		func(c google.Client) google.Group { return drive.New(c, drive.Options{}) },
 		func(c google.Client) google.Group { return calendar.New(c, calendar.Options{}) },
+		func(c google.Client) google.Group { return contacts.New(c, contacts.Options{}) },
 		func(c google.Client) google.Group { return tasks.New(c, tasks.Options{}) },
 	}
 }
