@@ -18,6 +18,7 @@ import (
 	"loadout/google"
 	"loadout/google/calendar"
 	"loadout/google/contacts"
+	"loadout/google/docs"
 	"loadout/google/drive"
 	"loadout/google/gmail"
 	"loadout/google/gmailsettings"
@@ -58,6 +59,7 @@ func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 		func(c google.Client) google.Group { return drive.New(c, drive.Options{}) },
 		func(c google.Client) google.Group { return calendar.New(c, calendar.Options{}) },
 		func(c google.Client) google.Group { return contacts.New(c, contacts.Options{}) },
+		func(c google.Client) google.Group { return docs.New(c, docs.Options{}) },
 		func(c google.Client) google.Group { return tasks.New(c, tasks.Options{}) },
 	}
 }
