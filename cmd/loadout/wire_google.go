@@ -22,6 +22,7 @@ import (
 	"loadout/google/drive"
 	"loadout/google/gmail"
 	"loadout/google/gmailsettings"
+	"loadout/google/sheets"
 	"loadout/google/tasks"
 	"loadout/store"
 	"loadout/tools"
@@ -60,6 +61,7 @@ func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 		func(c google.Client) google.Group { return calendar.New(c, calendar.Options{}) },
 		func(c google.Client) google.Group { return contacts.New(c, contacts.Options{}) },
 		func(c google.Client) google.Group { return docs.New(c, docs.Options{}) },
+		func(c google.Client) google.Group { return sheets.New(c, sheets.Options{}) },
 		func(c google.Client) google.Group { return tasks.New(c, tasks.Options{}) },
 	}
 }
