@@ -23,6 +23,7 @@ import (
 	"loadout/google/gmail"
 	"loadout/google/gmailsettings"
 	"loadout/google/sheets"
+	"loadout/google/slides"
 	"loadout/google/tasks"
 	"loadout/store"
 	"loadout/tools"
@@ -62,6 +63,7 @@ func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 		func(c google.Client) google.Group { return contacts.New(c, contacts.Options{}) },
 		func(c google.Client) google.Group { return docs.New(c, docs.Options{}) },
 		func(c google.Client) google.Group { return sheets.New(c, sheets.Options{}) },
+		func(c google.Client) google.Group { return slides.New(c, slides.Options{}) },
 		func(c google.Client) google.Group { return tasks.New(c, tasks.Options{}) },
 	}
 }
