@@ -20,6 +20,7 @@ import (
 	"loadout/google/contacts"
 	"loadout/google/docs"
 	"loadout/google/drive"
+	"loadout/google/forms"
 	"loadout/google/gmail"
 	"loadout/google/gmailsettings"
 	"loadout/google/sheets"
@@ -64,6 +65,7 @@ func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 		func(c google.Client) google.Group { return docs.New(c, docs.Options{}) },
 		func(c google.Client) google.Group { return sheets.New(c, sheets.Options{}) },
 		func(c google.Client) google.Group { return slides.New(c, slides.Options{}) },
+		func(c google.Client) google.Group { return forms.New(c, forms.Options{}) },
 		func(c google.Client) google.Group { return tasks.New(c, tasks.Options{}) },
 	}
 }
