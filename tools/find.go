@@ -194,7 +194,8 @@ func (ix *searchIndex) build() {
 // commonest words and JSON Schema's own.
 func searchWords(text string) []string {
 	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	text = strings.NewReplacer("to-do", "todo", "to do list", "todo list").Replace(strings.ToLower(text))
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if stop[w] || len(w) < 2 {
 			continue
 		}
@@ -243,7 +244,9 @@ var synonyms = map[string][]string{
 	"name": {"agent", "config"}, "rename": {"agent", "config"}, "disable": {"tool", "settings"}, "enable": {"tool", "settings"},
 	"file": {"files", "drive"}, "save": {"write", "files"}, "upload": {"create", "file", "drive"}, "attachment": {"files"},
 	"delete": {"trash"}, "invoice": {"search"}, "find": {"search"}, "look": {"search"}, "detail": {"get"}, "show": {"get", "read"},
-	"tool": {"custom", "manage"}, "new": {"create"},
+	"tool": {"custom", "manage"}, "new": {"create"}, "todo": {"task", "tasks"}, "survey": {"form"}, "questionnaire": {"form"},
+	"deck": {"presentation", "slides"}, "presentation": {"slides"}, "phone": {"contact"}, "address": {"contact"},
+	"cell": {"sheet", "range"}, "row": {"sheet", "range"}, "tab": {"sheet"}, "done": {"complete"},
 }
 
 // expand weighs a query's words, adding their synonyms at half weight.

@@ -469,7 +469,7 @@ type shareOut struct {
 func (g *group) share() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "drive_share",
-		Description: "Share a Drive file or folder with an email address or anyone with the link, as reader, commenter or writer.",
+		Description: "Share a Drive file or folder (a doc, sheet, slides, anything) with an email address or anyone with the link, as reader, commenter or writer.",
 		Effect:      tools.EffectDestructive,
 		Summarize: func(args json.RawMessage) string {
 			var in shareIn

@@ -268,7 +268,7 @@ type done struct {
 func (w *Workspaces) Tool(sender Sender) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "files",
-		Description: "Files in this chat's workspace: list, read, write, append, delete, send to the person.",
+		Description: "Files in this chat's workspace, such as those the person sent: list, read, write, append, delete, send to the person.",
 		EffectFor: func(args json.RawMessage) tools.Effect {
 			var in input
 			_ = json.Unmarshal(args, &in)
