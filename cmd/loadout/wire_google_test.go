@@ -433,3 +433,56 @@ func TestGoogleGroupsChooseGroupsAndScopes(t *testing.T) {
 		t.Fatalf("all scopes = %v", all)
 	}
 }
+
+// tasksFake answers the Tasks API for the mailbox whose bearer token it
+// knows.
+type tasksFake struct{}
+
+func (f *tasksFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Authorization") != "Bearer ana-access" {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"code":401,"message":"Request had invalid authentication credentials."}}`)
+		return
+	}
+	if r.URL.Path == "/tasks/v1/lists/@default/tasks" && r.Method == http.MethodGet {
+		io.WriteString(w, `{"items":[{"id":"t1","title":"Pay rent","due":"2026-03-14T00:00:00.000Z","status":"needsAction"}]}`)
+		return
+	}
+	w.WriteHeader(http.StatusNotFound)
+	io.WriteString(w, `{"error":{"code":404,"message":"Not Found"}}`)
+}
+
+// End to end with one of the newer groups: a person connects through the
+// configured auth_url and token_url (an httptest OAuth server), the model
+// loads google_tasks and lists the tasks as that person, and
+// /disconnect revokes the grant at the configured revoke_url.
+func TestConnectThenUseTasksThenRevoke(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
+	a, base := googleApp(t, model, oauth, &tasksFake{})
+	ana := chat.Inbound{ChatKey: "telegram:42", UserKey: "telegram:42"}
+	reply := ask(t, a, ana, "/connect google")
+	link := reply[strings.LastIndex(reply, "\n")+1:]
+	if !strings.HasPrefix(link, oauth.AuthURL()) || !strings.Contains(link, "auth%2Ftasks") {
+		t.Fatalf("link = %q", link)
+	}
+	if res := httpGet(t, oauth.Approve(t, link, "ana-access", "ana-refresh", "")); res != http.StatusOK {
+		t.Fatalf("callback = %d (base %s)", res, base)
+	}
+	model.Call("load_tool_group", `{"group_name":"google_tasks"}`)
+	model.Call("tasks_list", `{}`)
+	model.Text("One task: pay rent by the 14th.")
+	if got := ask(t, a, ana, "what's on my to-do list?"); got != "One task: pay rent by the 14th." {
+		t.Fatalf("reply = %q", got)
+	}
+	if last := lastToolResult(model); !strings.Contains(last, `"title":"Pay rent"`) || !strings.Contains(last, `"due":"2026-03-14"`) {
+		t.Fatalf("tasks_list gave %s", last)
+	}
+	if got := ask(t, a, ana, "/disconnect google"); !strings.Contains(got, "revoked") {
+		t.Fatalf("/disconnect = %q", got)
+	}
+	if r := oauth.Revoked(); len(r) != 1 || r[0] != "ana-refresh" {
+		t.Fatalf("revoked = %v", r)
+	}
+}
