@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -35,9 +36,9 @@ var _ google.TokenStore = (*store.DB)(nil)
 // googleGroups lists the Workspace groups loadout registers: those
 // google.groups names (all when it is empty), each made with its settings
 // from gc.
-func googleGroups(gc GoogleConfig) []func(google.Client) google.Group {
+func googleGroups(gc GoogleConfig, deps googleDeps) []func(google.Client) google.Group {
 	var out []func(google.Client) google.Group
-	for _, build := range allGoogleGroups(gc) {
+	for _, build := range allGoogleGroups(gc, deps) {
 		if len(gc.Groups) == 0 || slices.Contains(gc.Groups, build(unconfigured{}).Name) {
 			out = append(out, build)
 		}
@@ -45,21 +46,36 @@ func googleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 	return out
 }
 
+// googleDeps are what Workspace groups use of the rest of loadout.
+type googleDeps struct {
+	// save keeps a file in the calling chat's workspace (Drive exports).
+	save func(ctx context.Context, name string, data []byte) (string, error)
+}
+
+// saveExport keeps an exported file in the calling chat's workspace.
+func (a *app) saveExport(ctx context.Context, name string, data []byte) (string, error) {
+	if a.workspaces == nil {
+		return "", &tools.Error{Code: "not_available", Message: "This chat has no files here."}
+	}
+	saved, _, err := a.workspaces.Save(ctx, tools.CallerFrom(ctx).ChatKey, name, bytes.NewReader(data))
+	return saved, err
+}
+
 // googleGroupNames are the names google.groups may list.
 func googleGroupNames() []string {
 	var names []string
-	for _, build := range allGoogleGroups(GoogleConfig{}) {
+	for _, build := range allGoogleGroups(GoogleConfig{}, googleDeps{}) {
 		names = append(names, build(unconfigured{}).Name)
 	}
 	return names
 }
 
 // allGoogleGroups is every Workspace group: adding one is one line here.
-func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
+func allGoogleGroups(gc GoogleConfig, deps googleDeps) []func(google.Client) google.Group {
 	return []func(google.Client) google.Group{
 		func(c google.Client) google.Group { return gmail.New(c, gmail.Options{Send: gc.Gmail.Send}) },
 		func(c google.Client) google.Group { return gmailsettings.New(c, gmailsettings.Options{}) },
-		func(c google.Client) google.Group { return drive.New(c, drive.Options{}) },
+		func(c google.Client) google.Group { return drive.New(c, drive.Options{Save: deps.save}) },
 		func(c google.Client) google.Group { return calendar.New(c, calendar.Options{}) },
 		func(c google.Client) google.Group { return contacts.New(c, contacts.Options{}) },
 		func(c google.Client) google.Group { return docs.New(c, docs.Options{}) },
@@ -74,7 +90,7 @@ func allGoogleGroups(gc GoogleConfig) []func(google.Client) google.Group {
 // asks for.
 func googleScopes(gc GoogleConfig) []string {
 	var s []string
-	for _, build := range googleGroups(gc) {
+	for _, build := range googleGroups(gc, googleDeps{}) {
 		s = append(s, build(unconfigured{}).Scopes...)
 	}
 	return s
@@ -157,7 +173,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 			return err
 		}
 	}
-	for _, build := range googleGroups(gc) {
+	for _, build := range googleGroups(gc, googleDeps{save: a.saveExport}) {
 		g := build(client)
 		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
 			return err

@@ -426,7 +426,7 @@ func TestGoogleGroupsChooseGroupsAndScopes(t *testing.T) {
 	if got := googleScopes(cfg.Google); !slices.Equal(got, []string{"https://www.googleapis.com/auth/drive"}) {
 		t.Fatalf("scopes = %v", got)
 	}
-	if n := len(googleGroups(cfg.Google)); n != 1 {
+	if n := len(googleGroups(cfg.Google, googleDeps{})); n != 1 {
 		t.Fatalf("%d groups", n)
 	}
 	if all := googleScopes(GoogleConfig{}); len(all) < 4 {

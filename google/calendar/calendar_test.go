@@ -446,3 +446,21 @@ func TestNotConnected(t *testing.T) {
 		wantError(t, run(t, c, call[0], call[1]), tools.CodeNotConnected, "/connect google")
 	}
 }
+
+// A series' recurrence rule can be changed, or removed with "".
+func TestUpdateEventRecurrence(t *testing.T) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) { return 200, teamSync })
+	var bodies []map[string]any
+	f.Handle("PATCH /calendar/v3/calendars/primary/events/ev1", func(r googletest.Request) (int, string) {
+		bodies = append(bodies, jsonBody(t, r))
+		return 200, teamSync
+	})
+	decode(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","recurrence":"RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=6"}`))
+	decode(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","recurrence":""}`))
+	check(t, "new rule", bodies[0]["recurrence"], []any{"RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=6"})
+	if v, ok := bodies[1]["recurrence"]; !ok || v != nil {
+		t.Errorf("stopping the series sent recurrence %v (present %v)", v, ok)
+	}
+	wantError(t, run(t, f.Client(), "calendar_update_event", `{"event_id":"ev1","recurrence":"weekly"}`), tools.CodeInvalidArgument, "RRULE:")
+}

@@ -452,6 +452,7 @@ type updateEventIn struct {
 	Reminders       []int    `json:"reminders,omitempty" desc:"replace popup reminders, minutes before; [] for none"`
 	Meet            bool     `json:"meet,omitempty" desc:"add a Google Meet link"`
 	SendUpdates     string   `json:"send_updates,omitempty" desc:"who is emailed; default all" enum:"all,external,none"`
+	Recurrence      *string  `json:"recurrence,omitempty" desc:"new RRULE, e.g. RRULE:FREQ=WEEKLY;COUNT=4; \"\" ends the repeating"`
 }
 
 func (g *group) updateEvent() tools.Tool {
@@ -529,8 +530,18 @@ func (g *group) updateEvent() tools.Tool {
 		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
 			return nil, google.Invalid("title", "is empty")
 		}
+		var rrule []string
+		if in.Recurrence != nil {
+			r := strings.TrimSpace(*in.Recurrence)
+			if r != "" && !strings.HasPrefix(r, "RRULE:") {
+				return nil, google.Invalid("recurrence", "must start with RRULE:, e.g. RRULE:FREQ=WEEKLY;COUNT=4, or be \"\" to stop repeating")
+			}
+			if r != "" {
+				rrule = []string{r}
+			}
+		}
 		if in.Title == nil && in.Location == nil && in.Description == nil && start == nil && end == nil &&
-			len(add) == 0 && len(remove) == 0 && reminders == nil && !in.Meet {
+			len(add) == 0 && len(remove) == 0 && reminders == nil && !in.Meet && in.Recurrence == nil {
 			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Nothing to change was given.",
 				Suggestion: "Call calendar_update_event again with the fields to change."}
 		}
@@ -557,6 +568,14 @@ func (g *group) updateEvent() tools.Tool {
 		if in.Description != nil {
 			patch.Description = *in.Description
 			patch.ForceSendFields = append(patch.ForceSendFields, "Description")
+		}
+		if in.Recurrence != nil {
+			// The series' rule; an empty list ends the repeating.
+			patch.Recurrence = rrule
+			patch.ForceSendFields = append(patch.ForceSendFields, "Recurrence")
+			if rrule == nil {
+				patch.NullFields = append(patch.NullFields, "Recurrence")
+			}
 		}
 		if start != nil || end != nil {
 			if err := g.reschedule(ctx, svc, calID, zone, old, patch, start, end); err != nil {

@@ -3,6 +3,7 @@
 package drive
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,6 +30,10 @@ type Options struct {
 	// MaxReadChars caps what drive_read returns in one call; zero means
 	// 100,000 characters.
 	MaxReadChars int
+	// Save, when set, keeps a PDF or Office export in the calling chat's
+	// files and returns the name it got there; without it those exports
+	// are refused.
+	Save func(ctx context.Context, name string, data []byte) (string, error)
 }
 
 // New returns the google_drive group, its tools and scopes. Every tool
@@ -45,7 +50,7 @@ func New(c google.Client, o Options) google.Group {
 			DisplayName: "Google Drive",
 			Description: "Search, read, create, move, share and trash files and folders in the person's Google Drive.",
 		},
-		Tools:  []tools.Tool{g.search(), g.get(), g.read(), g.createFile(), g.createFolder(), g.move(), g.share(), g.trash()},
+		Tools:  []tools.Tool{g.search(), g.get(), g.read(), g.export(), g.createFile(), g.createFolder(), g.move(), g.share(), g.unshare(), g.trash()},
 		Scopes: Service().Scopes,
 	}
 }

@@ -47,7 +47,7 @@ func TestGroupDefinition(t *testing.T) {
 		readOnly[tl.Name] = tl.ReadOnly
 	}
 	check(t, "tools", strings.Join(names, " "),
-		"drive_search drive_get drive_read drive_create_file drive_create_folder drive_move drive_share drive_trash")
+		"drive_search drive_get drive_read drive_export drive_create_file drive_create_folder drive_move drive_share drive_unshare drive_trash")
 	if !readOnly["drive_search"] || !readOnly["drive_read"] || readOnly["drive_trash"] || readOnly["drive_share"] {
 		t.Errorf("read-only flags = %v", readOnly)
 	}
@@ -417,4 +417,47 @@ func TestDownloadForOtherGroups(t *testing.T) {
 	if _, _, _, err := drive.Download(ctx, f.Client(), "pdf1", 5); err == nil || !strings.Contains(err.Error(), "larger than 5") {
 		t.Errorf("over the cap: %v", err)
 	}
+}
+
+func TestUnshare(t *testing.T) {
+	f := googletest.NewStrictAPI(t, user)
+	f.On("GET /drive/v3/files/d1/permissions", 200, `{"permissions":[
+		{"id":"p0","type":"user","role":"owner","emailAddress":"ana@example.com"},
+		{"id":"p1","type":"user","role":"writer","emailAddress":"Bea@Example.com"},
+		{"id":"p2","type":"anyone","role":"reader"}]}`)
+	f.On("DELETE /drive/v3/files/d1/permissions/p1", 204, ``)
+	f.On("DELETE /drive/v3/files/d1/permissions/p2", 204, ``)
+	check(t, "by email", decode(t, run(t, f.Client(), "drive_unshare", `{"file_id":"d1","email":"bea@example.com"}`))["removed"], 1)
+	check(t, "by link", decode(t, run(t, f.Client(), "drive_unshare", `{"file_id":"d1","anyone_with_link":true}`))["removed"], 1)
+	check(t, "deletes", []int{f.Count("DELETE /drive/v3/files/d1/permissions/p1"), f.Count("DELETE /drive/v3/files/d1/permissions/p2")}, []int{1, 1})
+	wantError(t, run(t, f.Client(), "drive_unshare", `{"file_id":"d1","email":"ana@example.com"}`), tools.CodeNotFound, "owners cannot be removed")
+	wantError(t, run(t, f.Client(), "drive_unshare", `{"file_id":"d1"}`), tools.CodeMissingParameter, "email")
+}
+
+func TestExport(t *testing.T) {
+	f := googletest.NewStrictAPI(t, user)
+	f.On("GET /drive/v3/files/doc1", 200, `{"id":"doc1","name":"Plan / Q3","mimeType":"application/vnd.google-apps.document"}`)
+	f.On("GET /drive/v3/files/pic", 200, `{"id":"pic","name":"cat.png","mimeType":"image/png"}`)
+	f.Handle("GET /drive/v3/files/doc1/export", func(r googletest.Request) (int, string) {
+		if r.Query.Get("mimeType") == "application/pdf" {
+			return 200, "%PDF-1.4 fake"
+		}
+		check(t, "export mime", r.Query.Get("mimeType"), "text/markdown")
+		return 200, "# Plan\n\nShip it."
+	})
+	out := decode(t, run(t, f.Client(), "drive_export", `{"file_id":"doc1","format":"markdown"}`))
+	check(t, "markdown", out["content"], "# Plan\n\nShip it.")
+
+	var saved []string
+	dg := drive.New(f.Client(), drive.Options{Save: func(ctx context.Context, name string, data []byte) (string, error) {
+		saved = append(saved, name+"="+string(data)+"@"+tools.CallerFrom(ctx).ChatKey)
+		return name, nil
+	}})
+	out = decode(t, googletest.Call(t, dg.Group, dg.Tools, user, "drive_export", `{"file_id":"doc1","format":"pdf"}`))
+	check(t, "saved", saved, []string{"Plan _ Q3.pdf=%PDF-1.4 fake@" + user})
+	check(t, "file", out["file"], "Plan _ Q3.pdf")
+
+	wantError(t, run(t, f.Client(), "drive_export", `{"file_id":"doc1","format":"pdf"}`), "not_available", "text, markdown and csv")
+	wantError(t, run(t, f.Client(), "drive_export", `{"file_id":"doc1","format":"csv"}`), tools.CodeInvalidArgument, "docx, markdown, pdf, text")
+	wantError(t, run(t, f.Client(), "drive_export", `{"file_id":"pic","format":"pdf"}`), tools.CodeInvalidArgument, "only Google Docs, Sheets and Slides")
 }

@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/mail"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -288,7 +290,7 @@ func (g *group) read() tools.Tool {
 			out.Note = fmt.Sprintf("Only %d characters are shown; call again with offset %d for more.", utf8.RuneCountInString(text), out.NextOffset)
 		}
 		if f.MimeType == mimeSpreadsheet {
-			out.Note = strings.TrimSpace("Only the first sheet is exported as CSV. " + out.Note)
+			out.Note = strings.TrimSpace("Only the first sheet is exported as CSV; sheets_read (group google_sheets) reads any sheet. " + out.Note)
 		}
 		return out, nil
 	})
@@ -599,4 +601,174 @@ func Download(ctx context.Context, c google.Client, fileID string, max int64) (n
 		return "", "", nil, &tools.Error{Code: "too_large", Message: fmt.Sprintf("'%s' is larger than %d bytes.", f.Name, max)}
 	}
 	return f.Name, f.MimeType, data, nil
+}
+
+type unshareIn struct {
+	FileID         string `json:"file_id" desc:"Drive file or folder id"`
+	Email          string `json:"email,omitempty" desc:"the person or group to take access from"`
+	AnyoneWithLink bool   `json:"anyone_with_link,omitempty" desc:"stop sharing with anyone who has the link"`
+}
+
+func (g *group) unshare() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_unshare",
+		Description: "Stop sharing a Drive file or folder with an email address, or with anyone who has the link.",
+		Effect:      tools.EffectDestructive,
+		Summarize: func(args json.RawMessage) string {
+			var in unshareIn
+			_ = json.Unmarshal(args, &in)
+			who := in.Email
+			if in.AnyoneWithLink {
+				who = "anyone with the link"
+			}
+			return fmt.Sprintf("Take away %s's access to the Drive file %s", tools.Shorten(who, 80), in.FileID)
+		},
+	}, func(ctx context.Context, in unshareIn) (any, error) {
+		id := strings.TrimSpace(in.FileID)
+		email := strings.ToLower(strings.TrimSpace(in.Email))
+		switch {
+		case id == "":
+			return nil, google.Invalid("file_id", "is empty")
+		case email != "" && in.AnyoneWithLink:
+			return nil, google.Invalid("email", "cannot be combined with anyone_with_link")
+		case email == "" && !in.AnyoneWithLink:
+			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give email or anyone_with_link."}
+		}
+		svc, err := g.api.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var perms *gdrive.PermissionList
+		if err := g.api.Call(ctx, fileWhat(id), func() (err error) {
+			perms, err = svc.Permissions.List(id).Context(ctx).SupportsAllDrives(true).Fields("permissions(id,type,role,emailAddress)").Do()
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		var removed []string
+		for _, p := range perms.Permissions {
+			match := (in.AnyoneWithLink && p.Type == "anyone") || (email != "" && strings.ToLower(p.EmailAddress) == email)
+			if !match || p.Role == "owner" {
+				continue
+			}
+			if err := g.api.Call(ctx, fileWhat(id), func() error {
+				return svc.Permissions.Delete(id, p.Id).Context(ctx).SupportsAllDrives(true).Do()
+			}); err != nil {
+				return nil, err
+			}
+			removed = append(removed, p.Role)
+		}
+		if len(removed) == 0 {
+			who := email
+			if in.AnyoneWithLink {
+				who = "anyone with the link"
+			}
+			return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("The file is not shared with %s (owners cannot be removed).", who),
+				Suggestion: "Check who has access with drive_get."}
+		}
+		return map[string]any{"status": "unshared", "file_id": id, "removed": len(removed)}, nil
+	})
+}
+
+// exports are the formats drive_export makes of Google's own files.
+var exports = map[string]map[string]string{
+	mimeDocument:     {"text": "text/plain", "markdown": "text/markdown", "pdf": "application/pdf", "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
+	mimeSpreadsheet:  {"csv": "text/csv", "pdf": "application/pdf", "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
+	mimePresentation: {"text": "text/plain", "pdf": "application/pdf", "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
+}
+
+type exportIn struct {
+	FileID string `json:"file_id"`
+	Format string `json:"format" enum:"text,markdown,csv,pdf,docx,xlsx,pptx" desc:"text/markdown/csv come back as text; the others are saved in the chat's files"`
+}
+
+func (g *group) export() tools.Tool {
+	return tools.New(tools.Definition{
+		Name:        "drive_export",
+		Description: "Export a Google Doc, Sheet or Slides as text, Markdown or CSV, or as PDF or Office into the chat's files.",
+		Timeout:     90 * time.Second,
+	}, func(ctx context.Context, in exportIn) (any, error) {
+		id := strings.TrimSpace(in.FileID)
+		if id == "" {
+			return nil, google.Invalid("file_id", "is empty")
+		}
+		svc, err := g.api.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var f *gdrive.File
+		if err := g.api.Call(ctx, fileWhat(id), func() (err error) {
+			f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType").Do()
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		formats, ok := exports[f.MimeType]
+		if !ok {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is a %s file; only Google Docs, Sheets and Slides can be exported.", f.Name, friendlyType(f.MimeType)),
+				Suggestion: "Read it with drive_read, or give the person its link."}
+		}
+		mime, ok := formats[in.Format]
+		if !ok {
+			allowed := make([]string, 0, len(formats))
+			for k := range formats {
+				allowed = append(allowed, k)
+			}
+			sort.Strings(allowed)
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("A %s cannot be exported as %s.", friendlyType(f.MimeType), in.Format),
+				Suggestion: "Use one of: " + strings.Join(allowed, ", "), Details: map[string]any{"allowed_values": allowed}}
+		}
+		textual := in.Format == "text" || in.Format == "markdown" || in.Format == "csv"
+		if !textual && g.opts.Save == nil {
+			return nil, &tools.Error{Code: "not_available", Message: "Files cannot be saved here, so only text, markdown and csv exports work."}
+		}
+		var data []byte
+		if err := g.api.Call(ctx, fileWhat(id), func() error {
+			resp, err := svc.Files.Export(id, mime).Context(ctx).Download()
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			data, err = io.ReadAll(io.LimitReader(resp.Body, maxExport+1))
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if len(data) > maxExport {
+			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The export of '%s' is larger than %d MB.", f.Name, maxExport>>20)}
+		}
+		if textual {
+			text, more, _ := readChars(bytes.NewReader(data), 0, g.opts.MaxReadChars)
+			out := map[string]any{"file_id": f.Id, "name": f.Name, "format": in.Format, "content": text}
+			if more {
+				out["note"] = fmt.Sprintf("Only the first %d characters are shown; drive_read reads on with offset.", g.opts.MaxReadChars)
+			}
+			return out, nil
+		}
+		name := exportName(f.Name, in.Format)
+		saved, err := g.opts.Save(ctx, name, data)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"status": "exported", "file": saved, "bytes": len(data),
+			"note": "Saved in this chat's files; send it to the person with the files tool (action send)."}, nil
+	})
+}
+
+// maxExport bounds an export's size (Google's own limit is 10 MB).
+const maxExport = 20 << 20
+
+// exportName is a file name for an export: the file's name without
+// characters a path cannot hold, and the format's extension.
+func exportName(name, format string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 || r < ' ' {
+			return '_'
+		}
+		return r
+	}, strings.TrimSpace(name))
+	if clean == "" || clean == "." || clean == ".." {
+		clean = "export"
+	}
+	return clean + "." + format
 }
