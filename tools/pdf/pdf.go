@@ -224,6 +224,29 @@ func safely(name string, fn func() (any, error)) (out any, err error) {
 	return fn()
 }
 
+// Text is the text of the PDF data (named name in errors), page after
+// page, at most maxChars characters of it (and a note when there was
+// more), read as pdf_text reads it: the page tree's walk is bounded, so a
+// hostile file cannot hold the caller. Other parts that meet PDFs (web
+// pages, mail attachments) read them through it.
+func Text(data []byte, name string, maxChars int) (string, error) {
+	r, err := open(data, name)
+	if err != nil {
+		return "", err
+	}
+	g := &group{cfg: Config{MaxChars: maxChars}}
+	out, err := safely(name, func() (any, error) { return g.extract(r, name, textIn{}) })
+	if err != nil {
+		return "", err
+	}
+	t := out.(textOut)
+	text := t.Text
+	if t.Note != "" {
+		text = strings.TrimSpace(text + "\n[" + t.Note + "]")
+	}
+	return text, nil
+}
+
 func (g *group) text(ctx context.Context, in textIn) (any, error) {
 	data, name, err := g.load(ctx, in.source)
 	if err != nil {

@@ -19,10 +19,10 @@ import (
 
 	readability "codeberg.org/readeck/go-readability/v2"
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
-	"github.com/ledongthuc/pdf"
 
 	"loadout/tools"
 	"loadout/tools/guard"
+	pdfpkg "loadout/tools/pdf"
 )
 
 // Config configures the web tools. The zero value fetches through a
@@ -232,6 +232,10 @@ func toText(ctype string, body []byte, base *url.URL) (title, text string, err e
 		return htmlText(body, base)
 	case ctype == "application/pdf":
 		text, err := pdfText(body)
+		var te *tools.Error
+		if errors.As(err, &te) {
+			return "", "", te
+		}
 		if err != nil {
 			return "", "", &tools.Error{Code: tools.CodeInvalidArgument, Message: "The PDF could not be read: " + err.Error()}
 		}
@@ -271,21 +275,14 @@ func htmlText(body []byte, base *url.URL) (string, string, error) {
 	return title, strings.TrimSpace(md), nil
 }
 
+// pdfText is a PDF's text, read with the pdf group's bounded reader.
 func pdfText(body []byte) (string, error) {
-	r, err := pdf.NewReader(bytes.NewReader(body), int64(len(body)))
-	if err != nil {
-		return "", err
-	}
-	tr, err := r.GetPlainText()
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	if _, err := io.Copy(&b, tr); err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(b.String()), nil
+	return pdfpkg.Text(body, "the PDF", maxPDFChars)
 }
+
+// maxPDFChars bounds the text taken from a fetched PDF; the result is cut
+// again to web.max_chars.
+const maxPDFChars = 200000
 
 // readCapped reads at most limit bytes and reports whether there was more.
 func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
