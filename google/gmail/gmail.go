@@ -4,6 +4,7 @@ package gmail
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/tools"
+	"loadout/tools/pdf"
 )
 
 // GroupName is the group's name for load_tool_group.
@@ -71,7 +73,7 @@ func New(c google.Client, o Options) google.Group {
 		}, m.search),
 		tools.New(tools.Definition{
 			Name:        "gmail_read",
-			Description: "Read one message: headers, text body (HTML turned into text) and attachment list.",
+			Description: "Read one message: headers, text body (HTML turned into text) and attachment list; or one attachment's content.",
 			ReadOnly:    true,
 		}, m.read),
 		tools.New(tools.Definition{
@@ -228,7 +230,8 @@ func (m *mailbox) search(ctx context.Context, in searchIn) (any, error) {
 }
 
 type readIn struct {
-	MessageID string `json:"message_id" desc:"id from gmail_search"`
+	MessageID  string `json:"message_id" desc:"id from gmail_search"`
+	Attachment string `json:"attachment,omitempty" desc:"read this attachment (its filename or attachment_id) instead of the message"`
 }
 
 type readOut struct {
@@ -258,6 +261,9 @@ func (m *mailbox) read(ctx context.Context, in readIn) (any, error) {
 	}
 	var ps parts
 	ps.walk(msg.Payload)
+	if in.Attachment != "" {
+		return m.readAttachment(ctx, svc, in.MessageID, in.Attachment, ps.attachments)
+	}
 	out := readOut{
 		summary: summarize(msg), Cc: headerOf(msg.Payload, "Cc"), ReplyTo: headerOf(msg.Payload, "Reply-To"),
 		Body: ps.text(), Attachments: ps.attachments,
@@ -266,6 +272,83 @@ func (m *mailbox) read(ctx context.Context, in readIn) (any, error) {
 	if r := []rune(out.Body); len(r) > maxBody {
 		out.Body, out.Truncated = string(r[:maxBody]), true
 	}
+	return out, nil
+}
+
+// maxAttachment is the largest attachment read; maxAttachmentChars caps
+// the text returned from one.
+const (
+	maxAttachment      = 20 << 20
+	maxAttachmentChars = 30000
+)
+
+// attachmentOut is an attachment as gmail_read returns it: text types as
+// text, PDFs as their text, anything else described.
+type attachmentOut struct {
+	Filename  string `json:"filename"`
+	MimeType  string `json:"mime_type"`
+	Size      int64  `json:"size"`
+	Text      string `json:"text,omitempty"`
+	Truncated bool   `json:"text_truncated,omitempty"`
+	Note      string `json:"note,omitempty"`
+}
+
+// readAttachment reads the attachment of message id named by want (its
+// filename, case aside, or its attachment id).
+func (m *mailbox) readAttachment(ctx context.Context, svc *gmailapi.Service, id, want string, atts []attachment) (any, error) {
+	var a *attachment
+	for i := range atts {
+		if atts[i].AttachmentID == want || strings.EqualFold(atts[i].Filename, want) {
+			a = &atts[i]
+			break
+		}
+	}
+	if a == nil {
+		names := make([]string, len(atts))
+		for i, at := range atts {
+			names[i] = at.Filename
+		}
+		return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("Message %s has no attachment '%s'.", id, want),
+			Suggestion: "Use one of its attachments: " + strings.Join(names, ", "), Details: map[string]any{"attachments": names}}
+	}
+	out := attachmentOut{Filename: a.Filename, MimeType: a.MimeType, Size: a.Size}
+	mt := strings.ToLower(a.MimeType)
+	textual := strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+xml") || strings.HasSuffix(mt, "/xml") || mt == "application/csv"
+	isPDF := mt == "application/pdf" || strings.HasSuffix(strings.ToLower(a.Filename), ".pdf")
+	switch {
+	case !textual && !isPDF:
+		out.Note = "Not a text or PDF file, so only its description is shown."
+		return out, nil
+	case a.Size > maxAttachment:
+		out.Note = fmt.Sprintf("Larger than %d MB, so it is not read here.", maxAttachment>>20)
+		return out, nil
+	}
+	var body *gmailapi.MessagePartBody
+	if err := m.api.Call(ctx, "attachment "+a.Filename, func() (err error) {
+		body, err = svc.Users.Messages.Attachments.Get("me", id, a.AttachmentID).Context(ctx).Do()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	data, err := base64.URLEncoding.DecodeString(body.Data)
+	if err != nil {
+		data, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(body.Data, "="))
+	}
+	if err != nil {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The attachment '%s' could not be decoded.", a.Filename)}
+	}
+	var text string
+	if isPDF {
+		if text, err = pdf.Text(data, a.Filename, maxAttachmentChars); err != nil {
+			return nil, err
+		}
+	} else {
+		text = strings.ToValidUTF8(string(data), "\uFFFD")
+	}
+	if r := []rune(text); len(r) > maxAttachmentChars {
+		text, out.Truncated = string(r[:maxAttachmentChars]), true
+	}
+	out.Text = text
 	return out, nil
 }
 

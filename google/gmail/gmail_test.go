@@ -14,6 +14,7 @@ import (
 
 	"loadout/google/googletest"
 	"loadout/tools"
+	"loadout/tools/pdf/pdftest"
 )
 
 const listJSON = `{
@@ -515,4 +516,36 @@ func draftRaw(t *testing.T, body string) string {
 		t.Fatal(err)
 	}
 	return string(req.Message)
+}
+
+// gmail_read with attachment reads one: a text type as text, a PDF as its
+// text, anything else only described; an unknown name lists the ones
+// there are.
+func TestReadAttachment(t *testing.T) {
+	k := newKit(t)
+	k.f.On("GET /gmail/v1/users/me/messages/m1", 200, `{"id":"m1","threadId":"t1","payload":{"mimeType":"multipart/mixed","headers":[{"name":"Subject","value":"Files"}],"parts":[
+		{"mimeType":"text/plain","body":{"data":"`+base64.URLEncoding.EncodeToString([]byte("See attached."))+`"}},
+		{"mimeType":"text/csv","filename":"totals.csv","body":{"attachmentId":"a1","size":20}},
+		{"mimeType":"application/pdf","filename":"Invoice.pdf","body":{"attachmentId":"a2","size":900}},
+		{"mimeType":"image/png","filename":"logo.png","body":{"attachmentId":"a3","size":5000}}]}}`)
+	k.f.On("GET /gmail/v1/users/me/messages/m1/attachments/a1", 200, `{"size":20,"data":"`+base64.URLEncoding.EncodeToString([]byte("month,total\nmarch,42\n"))+`"}`)
+	k.f.On("GET /gmail/v1/users/me/messages/m1/attachments/a2", 200, `{"size":900,"data":"`+base64.URLEncoding.EncodeToString(pdftest.Document("", "Amount due 42 EUR"))+`"}`)
+	out := k.mustCall(t, "gmail_read", `{"message_id":"m1","attachment":"totals.csv"}`)
+	if out["text"] != "month,total\nmarch,42\n" || out["mime_type"] != "text/csv" {
+		t.Fatalf("csv = %v", out)
+	}
+	out = k.mustCall(t, "gmail_read", `{"message_id":"m1","attachment":"invoice.PDF"}`)
+	if text, _ := out["text"].(string); !strings.Contains(text, "Amount due 42 EUR") {
+		t.Fatalf("pdf = %v", out)
+	}
+	out = k.mustCall(t, "gmail_read", `{"message_id":"m1","attachment":"a3"}`)
+	if out["text"] != nil || !strings.Contains(out["note"].(string), "only its description") || out["size"] != float64(5000) {
+		t.Fatalf("png = %v", out)
+	}
+	if k.f.Count("GET /gmail/v1/users/me/messages/m1/attachments/a3") != 0 {
+		t.Fatal("an image was downloaded")
+	}
+	if _, err := k.call(t, "gmail_read", `{"message_id":"m1","attachment":"nope.txt"}`); errCode(err) != tools.CodeNotFound || !strings.Contains(err.Error(), "no attachment 'nope.txt'") {
+		t.Fatalf("unknown attachment: %v", err)
+	}
 }
