@@ -356,8 +356,9 @@ type sendIn struct {
 	To      string `json:"to" desc:"recipients, comma-separated: 'ana@example.com, Bob Ng <bob@example.com>'"`
 	Cc      string `json:"cc,omitempty" desc:"comma-separated"`
 	Bcc     string `json:"bcc,omitempty" desc:"comma-separated"`
-	Subject string `json:"subject"`
-	Body    string `json:"body" desc:"plain text"`
+	Subject  string `json:"subject"`
+	Body     string `json:"body" desc:"plain text, or Markdown with markdown: true"`
+	Markdown bool   `json:"markdown,omitempty" desc:"also send the body as HTML rendered from its Markdown"`
 }
 
 type sentOut struct {
@@ -383,12 +384,12 @@ func (in sendIn) outgoing() (outgoing, error) {
 	if len(to)+len(cc)+len(bcc) == 0 {
 		return outgoing{}, &tools.Error{Code: tools.CodeMissingParameter, Message: "to: at least one recipient is needed."}
 	}
-	return outgoing{To: to, Cc: cc, Bcc: bcc, Subject: in.Subject, Body: in.Body}, nil
+	return outgoing{To: to, Cc: cc, Bcc: bcc, Subject: in.Subject, Body: in.Body, Markdown: in.Markdown}, nil
 }
 
 func (m *mailbox) send(ctx context.Context, in sendIn) (any, error) {
 	if m.mode == SendDraft {
-		return m.draftInstead(ctx, draftIn{To: in.To, Cc: in.Cc, Bcc: in.Bcc, Subject: in.Subject, Body: in.Body})
+		return m.draftInstead(ctx, draftIn{To: in.To, Cc: in.Cc, Bcc: in.Bcc, Subject: in.Subject, Body: in.Body, Markdown: in.Markdown})
 	}
 	out, err := in.outgoing()
 	if err != nil {
@@ -471,7 +472,8 @@ func (m *mailbox) sendMessage(ctx context.Context, msg *gmailapi.Message) (any, 
 
 type replyIn struct {
 	MessageID string `json:"message_id" desc:"the message to answer"`
-	Body      string `json:"body" desc:"plain text of the reply"`
+	Body      string `json:"body" desc:"plain text of the reply, or Markdown with markdown: true"`
+	Markdown  bool   `json:"markdown,omitempty" desc:"also send the body as HTML rendered from its Markdown"`
 	ReplyAll  bool   `json:"reply_all,omitempty" desc:"also address the original To and Cc recipients"`
 	Cc        string `json:"cc,omitempty" desc:"extra recipients, comma-separated"`
 }
@@ -545,7 +547,7 @@ func (m *mailbox) reply(ctx context.Context, in replyIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Body = in.Body
+	out.Body, out.Markdown = in.Body, in.Markdown
 	if m.mode == SendDraft {
 		return m.saveDraft(ctx, svc, out, thread, true)
 	}
@@ -557,7 +559,8 @@ type draftIn struct {
 	Cc               string `json:"cc,omitempty"`
 	Bcc              string `json:"bcc,omitempty"`
 	Subject          string `json:"subject,omitempty" desc:"not needed for a reply"`
-	Body             string `json:"body" desc:"plain text"`
+	Body             string `json:"body" desc:"plain text, or Markdown with markdown: true"`
+	Markdown         bool   `json:"markdown,omitempty" desc:"also as HTML rendered from the Markdown"`
 	ReplyToMessageID string `json:"reply_to_message_id,omitempty" desc:"make the draft a reply in this message's thread"`
 }
 
@@ -598,7 +601,7 @@ func (m *mailbox) createDraft(ctx context.Context, in draftIn) (any, error) {
 			return nil, err
 		}
 	}
-	out.Body = in.Body
+	out.Body, out.Markdown = in.Body, in.Markdown
 	return m.saveDraft(ctx, svc, out, thread, false)
 }
 

@@ -1,10 +1,12 @@
 package gmail_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"mime"
+	"mime/multipart"
 	"mime/quotedprintable"
 	"net/http"
 	"net/mail"
@@ -547,5 +549,49 @@ func TestReadAttachment(t *testing.T) {
 	}
 	if _, err := k.call(t, "gmail_read", `{"message_id":"m1","attachment":"nope.txt"}`); errCode(err) != tools.CodeNotFound || !strings.Contains(err.Error(), "no attachment 'nope.txt'") {
 		t.Fatalf("unknown attachment: %v", err)
+	}
+}
+
+// With markdown: true a send carries the text and its HTML rendering as
+// multipart/alternative.
+func TestSendMarkdownAsHTMLAlternative(t *testing.T) {
+	k := newKit(t)
+	k.f.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"s1","threadId":"s1"}`)
+	k.mustCall(t, "gmail_send", `{"to":"bob@example.com","subject":"Plan","body":"Hi **Bob**,\n\n- ship on *Friday*\n- see [the doc](https://example.com/doc)","markdown":true}`)
+	var req map[string]any
+	json.Unmarshal([]byte(k.f.Last("POST /gmail/v1/users/me/messages/send").Body), &req)
+	raw, err := base64.URLEncoding.DecodeString(req["raw"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/alternative" {
+		t.Fatalf("Content-Type = %q, %v", msg.Header.Get("Content-Type"), err)
+	}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	got := map[string]string{}
+	for {
+		p, err := r.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(quotedprintable.NewReader(p))
+		ct, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		got[ct] = string(body)
+	}
+	if !strings.Contains(got["text/plain"], "Hi **Bob**") {
+		t.Errorf("text part = %q", got["text/plain"])
+	}
+	for _, want := range []string{"<strong>Bob</strong>", "<li>ship on <em>Friday</em></li>", `<a href="https://example.com/doc">the doc</a>`} {
+		if !strings.Contains(got["text/html"], want) {
+			t.Errorf("html part lacks %q:\n%s", want, got["text/html"])
+		}
 	}
 }

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"mime"
+	"mime/multipart"
 	"mime/quotedprintable"
 	"net/mail"
+	"net/textproto"
 	"strings"
 
 	"loadout/tools"
+
+	"github.com/yuin/goldmark"
 )
 
 // outgoing is a plain-text message to compose.
@@ -17,6 +22,9 @@ type outgoing struct {
 	To, Cc, Bcc []*mail.Address
 	Subject     string
 	Body        string
+	// Markdown sends Body as text/plain and, rendered from its Markdown,
+	// as text/html: multipart/alternative.
+	Markdown bool
 	// InReplyTo and References thread a reply (Message-ID values).
 	InReplyTo  string
 	References string
@@ -61,14 +69,43 @@ func (m outgoing) bytes() []byte {
 	header("In-Reply-To", oneLine(m.InReplyTo))
 	header("References", oneLine(m.References))
 	header("MIME-Version", "1.0")
-	header("Content-Type", `text/plain; charset="UTF-8"`)
-	header("Content-Transfer-Encoding", "quoted-printable")
+	if !m.Markdown {
+		writePart(&b, "text/plain", m.Body)
+		return b.Bytes()
+	}
+	var html bytes.Buffer
+	html.WriteString("<!doctype html><html><body>")
+	if err := goldmark.Convert([]byte(m.Body), &html); err != nil {
+		// A body goldmark cannot render goes as plain text only.
+		writePart(&b, "text/plain", m.Body)
+		return b.Bytes()
+	}
+	html.WriteString("</body></html>")
+	w := multipart.NewWriter(&b)
+	header("Content-Type", `multipart/alternative; boundary="`+w.Boundary()+`"`)
 	b.WriteString("\r\n")
-	qp := quotedprintable.NewWriter(&b)
-	body := strings.ReplaceAll(strings.ReplaceAll(m.Body, "\r\n", "\n"), "\n", "\r\n")
-	qp.Write([]byte(body))
-	qp.Close()
+	for _, p := range []struct{ typ, body string }{{"text/plain", m.Body}, {"text/html", html.String()}} {
+		pw, _ := w.CreatePart(textproto.MIMEHeader{
+			"Content-Type":              {p.typ + `; charset="UTF-8"`},
+			"Content-Transfer-Encoding": {"quoted-printable"},
+		})
+		writeBody(pw, p.body)
+	}
+	w.Close()
 	return b.Bytes()
+}
+
+// writePart writes the content headers of a single-part body and the body.
+func writePart(b *bytes.Buffer, typ, body string) {
+	fmt.Fprintf(b, "Content-Type: %s; charset=\"UTF-8\"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n", typ)
+	writeBody(b, body)
+}
+
+// writeBody writes body quoted-printable with CRLF line ends.
+func writeBody(w io.Writer, body string) {
+	qp := quotedprintable.NewWriter(w)
+	qp.Write([]byte(strings.ReplaceAll(strings.ReplaceAll(body, "\r\n", "\n"), "\n", "\r\n")))
+	qp.Close()
 }
 
 func joinAddresses(list []*mail.Address) string {
