@@ -392,17 +392,21 @@ func (a *Adapter) allowed(team, user string) bool {
 	return false
 }
 
-// commandWord lets a message that is only a command's name ("clear") run
-// the command: Slack's composer takes a leading slash for its own
-// commands.
+// commandWord lets a message that is only a command's name ("clear"), or
+// a command with its one argument ("connect google"), run the command:
+// Slack's composer takes a leading slash for its own commands.
 func (a *Adapter) commandWord(text string) string {
-	word := strings.ToLower(strings.TrimSpace(text))
-	if word == "" || strings.ContainsAny(word, " \n\t") {
+	words := strings.Fields(strings.ToLower(text))
+	if len(words) == 0 || len(words) > 2 {
 		return text
 	}
 	for _, c := range a.router.Commands() {
-		if c.Name == word {
-			return "/" + word
+		if c.Name != words[0] {
+			continue
+		}
+		// "clear", or a command with its one argument: "connect google".
+		if len(words) == 1 || strings.EqualFold(c.Args, words[1]) {
+			return "/" + strings.Join(words, " ")
 		}
 	}
 	return text
