@@ -353,9 +353,9 @@ func (m *mailbox) readAttachment(ctx context.Context, svc *gmailapi.Service, id,
 }
 
 type sendIn struct {
-	To      string `json:"to" desc:"recipients, comma-separated: 'ana@example.com, Bob Ng <bob@example.com>'"`
-	Cc      string `json:"cc,omitempty" desc:"comma-separated"`
-	Bcc     string `json:"bcc,omitempty" desc:"comma-separated"`
+	To       string `json:"to" desc:"recipients, comma-separated: 'ana@example.com, Bob Ng <bob@example.com>'"`
+	Cc       string `json:"cc,omitempty" desc:"comma-separated"`
+	Bcc      string `json:"bcc,omitempty" desc:"comma-separated"`
 	Subject  string `json:"subject"`
 	Body     string `json:"body" desc:"plain text, or Markdown with markdown: true"`
 	Markdown bool   `json:"markdown,omitempty" desc:"also send the body as HTML rendered from its Markdown"`
