@@ -464,7 +464,8 @@ func TestConnectThenUseTasksThenRevoke(t *testing.T) {
 	ana := chat.Inbound{ChatKey: "telegram:42", UserKey: "telegram:42"}
 	reply := ask(t, a, ana, "/connect google")
 	link := reply[strings.LastIndex(reply, "\n")+1:]
-	if !strings.HasPrefix(link, oauth.AuthURL()) || !strings.Contains(link, "auth%2Ftasks") {
+	// Incremental: what was granted before stays granted.
+	if !strings.HasPrefix(link, oauth.AuthURL()) || !strings.Contains(link, "auth%2Ftasks") || !strings.Contains(link, "include_granted_scopes=true") {
 		t.Fatalf("link = %q", link)
 	}
 	if res := httpGet(t, oauth.Approve(t, link, "ana-access", "ana-refresh", "")); res != http.StatusOK {
