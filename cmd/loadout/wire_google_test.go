@@ -191,30 +191,7 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	model := chattest.NewModelServer(t)
 	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
 	fake := &gmailFake{}
-	api := httptest.NewServer(fake)
-	t.Cleanup(api.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-
-	cfg, _ := parseConfig(nil, env(nil))
-	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "sk-test"
-	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
-	cfg.Google = GoogleConfig{
-		ClientID: "id.apps.googleusercontent.com", ClientSecret: "GOCSPX-secret",
-		RedirectURL: base + "/oauth/google/callback", Endpoint: api.URL,
-		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
-		AuthURL:  oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
-	}
-	a, err := newApp(context.Background(), cfg, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.db.Close() }) // after the server stops
-	startRun(t, a, ln, nil)
+	a, base := googleApp(t, model, oauth, fake)
 
 	var names []string
 	for _, g := range a.reg.Groups() {

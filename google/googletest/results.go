@@ -35,6 +35,16 @@ func Decode(t testing.TB, r tools.Result) map[string]any {
 	return m
 }
 
+// Body decodes a request's JSON body.
+func Body(t testing.TB, r Request) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
+		t.Fatalf("body is not JSON: %v: %s", err, r.Body)
+	}
+	return m
+}
+
 // WantError fails the test unless r is an error with code whose content
 // contains the given text.
 func WantError(t testing.TB, r tools.Result, code, contains string) {

@@ -1,7 +1,6 @@
 package sheets_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -23,16 +22,8 @@ func run(t *testing.T, c google.Client, name, args string) tools.Result {
 var (
 	decode = googletest.Decode
 	check  = googletest.Check
+	body   = googletest.Body
 )
-
-func body(t *testing.T, r googletest.Request) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
-		t.Fatalf("body %q: %v", r.Body, err)
-	}
-	return m
-}
 
 func TestCreateAndInfoListEverySheet(t *testing.T) {
 	f := googletest.NewStrictAPI(t, user)

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"loadout/tools"
 	"loadout/tools/guard"
+	"loadout/tools/pdf/pdftest"
 )
 
 // run calls a tool through the executor, as the engine does.
@@ -61,7 +61,7 @@ const article = `<!doctype html><html><head><title>Tea guide</title></head><body
 </article><footer>Copyright Tea Shop</footer></body></html>`
 
 func TestFetchTurnsPagesIntoText(t *testing.T) {
-	pdfDoc := minimalPDF("Hello from a PDF")
+	pdfDoc := pdftest.Document("", "Hello from a PDF")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/tea":
@@ -286,31 +286,4 @@ func TestHTTPRequest(t *testing.T) {
 			t.Errorf("%s: %+v", bad, r)
 		}
 	}
-}
-
-// minimalPDF writes a one-page PDF showing text, with a correct
-// cross-reference table.
-func minimalPDF(text string) []byte {
-	stream := fmt.Sprintf("BT /F1 24 Tf 72 700 Td (%s) Tj ET", text)
-	objs := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream),
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
 }
