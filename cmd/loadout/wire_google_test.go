@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -462,5 +464,45 @@ func TestConnectThenUseTasksThenRevoke(t *testing.T) {
 	}
 	if r := oauth.Revoked(); len(r) != 1 || r[0] != "ana-refresh" {
 		t.Fatalf("revoked = %v", r)
+	}
+}
+
+// google.credentials_file is enough: its client, and its auth_uri and
+// token_uri, drive the connect flow.
+func TestCredentialsFileEndpointsAreUsed(t *testing.T) {
+	model := chattest.NewModelServer(t)
+	oauth := googletest.NewOAuthServer(t, "file-client.apps.googleusercontent.com")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	creds := filepath.Join(t.TempDir(), "client_secret.json")
+	if err := os.WriteFile(creds, []byte(fmt.Sprintf(`{"web":{"client_id":"file-client.apps.googleusercontent.com","client_secret":"GOCSPX-f",
+		"auth_uri":%q,"token_uri":%q,"redirect_uris":[%q]}}`, oauth.AuthURL(), oauth.TokenURL(), base+"/oauth/google/callback")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := parseConfig(nil, env(nil))
+	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
+	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "sk-test"
+	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	cfg.Google = GoogleConfig{CredentialsFile: creds, TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)), RevokeURL: oauth.RevokeURL()}
+	a, err := newApp(context.Background(), cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.db.Close() })
+	startRun(t, a, ln, nil)
+	ana := chat.Inbound{ChatKey: "telegram:42", UserKey: "telegram:42"}
+	reply := ask(t, a, ana, "/connect google")
+	link := reply[strings.LastIndex(reply, "\n")+1:]
+	if !strings.HasPrefix(link, oauth.AuthURL()+"?") || !strings.Contains(link, "client_id=file-client") {
+		t.Fatalf("link = %q", link)
+	}
+	if res := httpGet(t, oauth.Approve(t, link, "ana-access", "ana-refresh", "")); res != http.StatusOK {
+		t.Fatalf("callback = %d: the code was not exchanged at the file's token_uri", res)
+	}
+	if st := ask(t, a, ana, "/status"); !strings.Contains(st, "Google account: ana-access@example.com") {
+		t.Fatalf("/status = %q", st)
 	}
 }
