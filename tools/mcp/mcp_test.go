@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -248,5 +250,50 @@ func TestEffectFromAnnotations(t *testing.T) {
 		if got := effect(tc.a); got != tc.want {
 			t.Errorf("effect(%+v) = %v, want %v", tc.a, got, tc.want)
 		}
+	}
+}
+
+// A streamable-HTTP server: the configured headers go with every request
+// (a server that checks its token refuses without them), and its tools
+// work like a stdio server's.
+func TestStreamableHTTPServerWithHeaders(t *testing.T) {
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcptest.NewServer() }, nil)
+	var seen atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t0k" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		seen.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	reg := newRegistry(t)
+	c := New(Server{Name: "remote", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer t0k"}}, quiet)
+	if err := Register(context.Background(), reg, c); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if r := run(t, reg, "remote_add", `{"a":4,"b":5}`); !strings.HasPrefix(r.Content, "4 + 5 = 9") {
+		t.Fatalf("add over HTTP = %+v", r)
+	}
+	if seen.Load() == 0 {
+		t.Fatal("no request carried the header")
+	}
+
+	// Without the header the server refuses: the group says it was not
+	// reachable and a load reports unavailable.
+	reg2 := newRegistry(t)
+	bad := New(Server{Name: "nokey", URL: srv.URL}, quiet)
+	if err := Register(context.Background(), reg2, bad); err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if g, _ := reg2.Group("mcp_nokey"); !strings.Contains(g.Description, "not reachable at start") {
+		t.Fatalf("group = %+v", g)
+	}
+	if r := run(t, reg2, "load_tool_group", `{"group_name":"mcp_nokey"}`); r.Code != tools.CodeUnavailable {
+		t.Fatalf("load = %+v", r)
 	}
 }
