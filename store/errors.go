@@ -30,7 +30,7 @@ func kind(err error) error {
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return &kindError{chat.ErrNotFound, err}
-	case busy(err):
+	case busy(err), pgTransient(err):
 		return &kindError{chat.ErrTransient, err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &kindError{chat.ErrTransient, err}

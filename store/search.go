@@ -92,6 +92,16 @@ func match(q string) string {
 	return strings.Join(terms, " OR ")
 }
 
+// tsquery is a PostgreSQL tsquery for any of q's words, each quoted, so
+// nothing in q is read as query syntax.
+func tsquery(q string) string {
+	terms := tools.SearchTerms(q)
+	for i, t := range terms {
+		terms[i] = "'" + strings.ReplaceAll(t, "'", "''") + "'"
+	}
+	return strings.Join(terms, " | ")
+}
+
 // likeAny is the fallback's condition on column: any of q's words.
 func likeAny(column, q string) (string, []any) {
 	var conds []string
@@ -127,10 +137,14 @@ func (d *DB) SearchMemories(ctx context.Context, userKey, query string, limit in
 	}
 	var rows []memoryRow
 	var err error
-	if d.fts {
+	switch {
+	case d.pg:
+		err = d.db.WithContext(ctx).Raw(`SELECT id, user_key, text, created_at FROM memories, to_tsquery('simple', ?) q
+			WHERE user_key = ? AND text_tsv @@ q ORDER BY ts_rank(text_tsv, q) DESC, id DESC LIMIT ?`, tsquery(query), userKey, limit).Scan(&rows).Error
+	case d.fts:
 		err = d.db.WithContext(ctx).Raw(`SELECT m.id, m.user_key, m.text, m.created_at FROM memories_fts f JOIN memories m ON m.id = f.rowid
 			WHERE memories_fts MATCH ? AND m.user_key = ? ORDER BY f.rank LIMIT ?`, match(query), userKey, limit).Scan(&rows).Error
-	} else {
+	default:
 		cond, args := likeAny("text", query)
 		err = d.db.WithContext(ctx).Where("user_key = ? AND "+cond, append([]any{userKey}, args...)...).Order("id DESC").Limit(limit).Find(&rows).Error
 	}
@@ -174,11 +188,17 @@ func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int
 	}
 	var rows []row
 	var err error
-	if d.fts {
+	switch {
+	case d.pg:
+		err = d.db.WithContext(ctx).Raw(`SELECT m.session_id, m.created_at, m.role,
+				ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=6, ShortWord=1') AS snippet
+			FROM messages m JOIN sessions s ON s.id = m.session_id, to_tsquery('simple', ?) q
+			WHERE s.chat_key = ? AND m.text_tsv @@ q ORDER BY ts_rank(m.text_tsv, q) DESC, m.id DESC LIMIT ?`, tsquery(query), chatKey, limit).Scan(&rows).Error
+	case d.fts:
 		err = d.db.WithContext(ctx).Raw(`SELECT m.session_id, m.created_at, m.role, snippet(messages_fts, 0, '[', ']', '…', 16) AS snippet
 			FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
 			WHERE messages_fts MATCH ? AND s.chat_key = ? ORDER BY f.rank LIMIT ?`, match(query), chatKey, limit).Scan(&rows).Error
-	} else {
+	default:
 		cond, args := likeAny("m.text", query)
 		err = d.db.WithContext(ctx).Raw(`SELECT m.session_id, m.created_at, m.role, substr(m.text, 1, 200) AS snippet
 			FROM messages m JOIN sessions s ON s.id = m.session_id

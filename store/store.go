@@ -33,6 +33,8 @@ type DB struct {
 	now func() time.Time
 	// fts is set when SQLite has FTS5 and the search indexes exist.
 	fts bool
+	// pg is set for PostgreSQL, whose full-text search is tsvector.
+	pg bool
 }
 
 // session is a chat's conversation from open until /clear.

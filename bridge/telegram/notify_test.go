@@ -15,7 +15,8 @@ func TestNotifySendsToChatAndTopic(t *testing.T) {
 		t.Fatalf("before Run: %v", err)
 	}
 	a, _ = h.start(h.env, h.config(nil))
-	eventually(t, "connect", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.bot != nil })
+	// Notify needs the channel ready: connected and its inbox resumed.
+	eventually(t, "ready", a.Ready)
 	if err := a.Notify(context.Background(), "telegram:-100:7", "Your **Google** account is connected."); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func NewEnv(t testing.TB, o Options) *Env {
 	if o.Config.Logger == nil {
 		o.Config.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	db, err := store.Open(o.DBPath)
+	db, err := store.OpenTest(o.DBPath)
 	if err != nil {
 		t.Fatal(err)
 	}

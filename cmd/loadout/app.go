@@ -90,9 +90,9 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(cfg.Store.Path)
+	db, err := cfg.Store.open()
 	if err != nil {
-		return nil, fmt.Errorf("%w (store.path)", err)
+		return nil, err
 	}
 	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db), listAll: listAll}
 	a.reg, err = a.registry(ctx)

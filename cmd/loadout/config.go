@@ -19,6 +19,7 @@ import (
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/google/gmail"
+	"loadout/store"
 	"loadout/tools"
 	"loadout/tools/files"
 	"loadout/tools/guard"
@@ -75,9 +76,32 @@ type LLMConfig struct {
 	Vision bool `yaml:"vision"`
 }
 
-// StoreConfig is the SQLite file.
+// StoreConfig is the database: a SQLite file (the default) or a
+// PostgreSQL server.
 type StoreConfig struct {
+	// Driver is "sqlite" (default) or "postgres".
+	Driver string `yaml:"driver"`
+	// Path is the SQLite file; with postgres, workspace files and the
+	// console's history still go beside it.
 	Path string `yaml:"path"`
+	// DSN is the PostgreSQL connection URL.
+	DSN string `yaml:"dsn"`
+}
+
+// open opens the configured database; an error names the key to fix.
+func (c StoreConfig) open() (*store.DB, error) {
+	if c.Driver == "postgres" {
+		db, err := store.OpenPostgres(c.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("%w (store.dsn)", err)
+		}
+		return db, nil
+	}
+	db, err := store.Open(c.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (store.path)", err)
+	}
+	return db, nil
 }
 
 // ToolsConfig controls which schemas the model sees.
@@ -542,6 +566,15 @@ func (c Config) validate(set map[string]bool) error {
 	}
 	if c.Store.Path == "" {
 		bad("store.path", "must not be empty")
+	}
+	switch c.Store.Driver {
+	case "", "sqlite":
+	case "postgres":
+		if c.Store.DSN == "" {
+			bad("store.dsn", "must be set with store.driver postgres, e.g. postgres://loadout@127.0.0.1:5432/loadout")
+		}
+	default:
+		bad("store.driver", `must be "sqlite" or "postgres", got %q`, c.Store.Driver)
 	}
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)

@@ -306,3 +306,16 @@ func TestMCPServersConfig(t *testing.T) {
 		t.Fatalf("server = %+v", s)
 	}
 }
+
+func TestStoreDriverConfig(t *testing.T) {
+	if _, err := parseConfig([]byte("store:\n  driver: mysql\n"), env(nil)); err == nil || !strings.Contains(err.Error(), `store.driver: must be "sqlite" or "postgres"`) {
+		t.Fatalf("unknown driver: %v", err)
+	}
+	if _, err := parseConfig([]byte("store:\n  driver: postgres\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "store.dsn: must be set") {
+		t.Fatalf("no dsn: %v", err)
+	}
+	cfg, err := parseConfig([]byte("store:\n  driver: postgres\n  dsn: ${DB_URL}\n"), env(map[string]string{"DB_URL": "postgres://u@h/db"}))
+	if err != nil || cfg.Store.DSN != "postgres://u@h/db" {
+		t.Fatalf("dsn from the environment: %+v, %v", cfg.Store, err)
+	}
+}

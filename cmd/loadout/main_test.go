@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"loadout/chat/chattest"
+	"loadout/store"
 )
 
 // writeConfig writes a config that points at the fake model and a temp DB.
@@ -183,5 +184,32 @@ func TestManifestGroupsAreRegistered(t *testing.T) {
 	_, err = runCLI(t, "", "-config", cfgPath, "tools")
 	if err == nil || !strings.Contains(err.Error(), "group clash") || !strings.Contains(err.Error(), "group weather") {
 		t.Fatalf("collision error = %v", err)
+	}
+}
+
+// With store.driver postgres (LOADOUT_TEST_DSN names a server) a
+// conversation is kept there: a second `loadout chat` finds it.
+func TestChatOnPostgres(t *testing.T) {
+	if os.Getenv(store.TestDSNVar) == "" {
+		t.Skip("set " + store.TestDSNVar + " to a PostgreSQL server to run this")
+	}
+	model := chattest.NewModelServer(t)
+	dir := t.TempDir()
+	dsn, err := store.TestDSN(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\n  model: fake\nstore:\n  driver: postgres\n  path: %s\n  dsn: %q\nlog:\n  level: error\n",
+		model.URL, filepath.Join(dir, "data", "x.db"), dsn)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model.Text("Hello, Ana.")
+	if out, err := runCLI(t, "my name is Ana\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "Hello, Ana.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := runCLI(t, "/status\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "Messages: 2") {
+		t.Fatalf("second run: %v\n%s", err, out)
 	}
 }

@@ -302,9 +302,9 @@ func googleLogin(ctx context.Context, cfg Config, log *slog.Logger, user string,
 	if !cfg.Google.configured() {
 		return errors.New("google: not configured: set google.client_id and google.client_secret (or google.credentials_file)")
 	}
-	db, err := store.Open(cfg.Store.Path)
+	db, err := cfg.Store.open()
 	if err != nil {
-		return fmt.Errorf("%w (store.path)", err)
+		return err
 	}
 	defer db.Close()
 	a := &app{cfg: cfg, log: log, db: db}

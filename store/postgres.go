@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// OpenPostgres opens the PostgreSQL database dsn (a postgres:// URL or
+// key=value string) and migrates its schema. Several processes may start
+// on one database at once: migration runs under an advisory lock.
+func OpenPostgres(dsn string) (*DB, error) {
+	g, err := gorm.Open(postgres.Open(dsn), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open PostgreSQL: %w", err)
+	}
+	if sqlDB, err := g.DB(); err == nil {
+		sqlDB.SetMaxOpenConns(pgConns)
+		sqlDB.SetMaxIdleConns(pgConns)
+	}
+	if err := migratePostgres(g); err != nil {
+		if sqlDB, err := g.DB(); err == nil {
+			sqlDB.Close()
+		}
+		return nil, fmt.Errorf("store: migrate PostgreSQL: %w", err)
+	}
+	return &DB{db: g, pg: true, now: func() time.Time { return time.Now().UTC() }}, nil
+}
+
+// pgConns bounds the connections to PostgreSQL, which, unlike SQLite,
+// runs writers side by side.
+const pgConns = 16
+
+// migrateLock is the advisory lock key held while migrating.
+const migrateLock = 0x6c6f61646f7574 // "loadout"
+
+// migratePostgres brings the schema to this build's under an advisory
+// lock, so replicas starting together migrate one after the other.
+func migratePostgres(g *gorm.DB) error {
+	return g.Connection(func(c *gorm.DB) error {
+		if err := c.Exec("SELECT pg_advisory_lock(?)", migrateLock).Error; err != nil {
+			return err
+		}
+		defer c.Exec("SELECT pg_advisory_unlock(?)", migrateLock)
+		if err := c.AutoMigrate(models()...); err != nil {
+			return err
+		}
+		// The loaded-groups query reads ids too: the index carries them,
+		// as SQLite's does (its rowid), so the query never visits rows.
+		var def string
+		if err := c.Raw(`SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'idx_messages_loaded'`).Scan(&def).Error; err != nil {
+			return err
+		}
+		if !strings.Contains(def, "INCLUDE") {
+			if err := c.Exec(`DROP INDEX IF EXISTS idx_messages_loaded`).Error; err != nil {
+				return err
+			}
+			if err := c.Exec(`CREATE INDEX idx_messages_loaded ON messages (session_id, tool_name, status, group_name) INCLUDE (id)`).Error; err != nil {
+				return err
+			}
+		}
+		for _, s := range []string{
+			// At most one open session per chat.
+			`CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL`,
+			`CREATE INDEX IF NOT EXISTS idx_inbox_open ON inbox_items(channel, seq) WHERE state IN ('pending', 'answered')`,
+			// Full-text search: a generated tsvector column with a GIN
+			// index, what FTS5 is on SQLite.
+			`ALTER TABLE memories ADD COLUMN IF NOT EXISTS text_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED`,
+			`CREATE INDEX IF NOT EXISTS idx_memories_tsv ON memories USING GIN (text_tsv)`,
+			`ALTER TABLE messages ADD COLUMN IF NOT EXISTS text_tsv tsvector GENERATED ALWAYS AS (
+				CASE WHEN role IN ('user', 'assistant') THEN to_tsvector('simple', text) END) STORED`,
+			`CREATE INDEX IF NOT EXISTS idx_messages_tsv ON messages USING GIN (text_tsv)`,
+		} {
+			if err := c.Exec(s).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// pgTransient reports a PostgreSQL error that may pass when tried again:
+// a serialization failure, a deadlock, a connection lost or refused.
+func pgTransient(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "40001", "40P01", "57P03", "53300":
+			return true
+		}
+		return len(pe.Code) == 2+3 && pe.Code[:2] == "08"
+	}
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || errors.Is(err, context.DeadlineExceeded)
+}
