@@ -84,7 +84,7 @@ func (f handlerFunc) Handle(ctx context.Context, in chat.Inbound) (string, error
 func openStore(t *testing.T) (*store.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "loadout.db")
-	db, err := store.Open(path)
+	db, err := store.OpenTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestPipelineResumesAtFirstUnsentPart(t *testing.T) {
 		t.Fatalf("after the stop: %s with %d sent, want answered with 1", state, sent)
 	}
 
-	db2, err := store.Open(path)
+	db2, err := store.OpenTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func (c *loadCountingStore) LoadedGroups(ctx context.Context, sessionID int64) (
 // asked once, at the first message, and the group loaded then is offered
 // on the next message without asking again.
 func TestWarmTurnsTakeLoadedGroupsFromTheCache(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "x.db"))
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "x.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestWarmTurnsTakeLoadedGroupsFromTheCache(t *testing.T) {
 // With Config.Images set, the pictures named in the message go to the
 // model as image input with that message only; the history keeps its text.
 func TestPicturesGoWithTheirMessage(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "x.db"))
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "x.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestCustomTools(t *testing.T) {
 	}))
 	defer api.Close()
 	t.Setenv("STOCK_KEY", "k-123")
-	db, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestSearchHistoryTool(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "h.db"))
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "h.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

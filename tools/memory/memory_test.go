@@ -14,7 +14,7 @@ import (
 )
 
 func setup(t *testing.T, cfg memory.Config) (*store.DB, func(user, args string) tools.Result) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "m.db"))
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

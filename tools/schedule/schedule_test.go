@@ -55,7 +55,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, path string, c *clock, in *inbox) *rig {
-	db, err := store.Open(path)
+	db, err := store.OpenTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
