@@ -757,3 +757,36 @@ func TestEventStoredDuringStartIsRunOnce(t *testing.T) {
 		t.Fatalf("sent %q", got)
 	}
 }
+
+// Two replicas on one database: an event delivered to both (a Slack
+// retry that reached the other one) is taken by one only — the inbox's
+// unique constraint decides, not process memory — and answered once.
+func TestTwoReplicasTakeAnEventOnce(t *testing.T) {
+	db1, path := openStore(t)
+	db2, err := store.OpenTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	var calls atomic.Int32
+	h := handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		calls.Add(1)
+		return "answered", nil
+	})
+	out1, out2 := &outlet{}, &outlet{}
+	p1 := newPipeline(t, bridge.PipelineConfig{Inbox: db1, Outlet: out1, Handler: h})
+	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out2, Handler: h})
+	fresh1, err1 := p1.Accept(context.Background(), pending("ev1", "A", "hi"))
+	fresh2, err2 := p2.Accept(context.Background(), pending("ev1", "A", "hi"))
+	if err1 != nil || err2 != nil || fresh1 == fresh2 {
+		t.Fatalf("Accept = %v %v / %v %v: exactly one replica must take it", fresh1, err1, fresh2, err2)
+	}
+	taker := out1
+	if fresh2 {
+		taker = out2
+	}
+	taker.waitFor(t, 1)
+	if n := calls.Load(); n != 1 || len(out1.got())+len(out2.got()) != 1 {
+		t.Fatalf("answered %d times, sent %v and %v", n, out1.got(), out2.got())
+	}
+}
