@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -99,6 +101,13 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools.ConfirmTools)) {
+		if _, ok := a.reg.Tool(name); !ok {
+			// A warning, not an error: an MCP server down at start lists
+			// its tools later.
+			log.Warn("tools.confirm_tools names a tool that is not registered (yet); check the spelling", "tool", name)
+		}
 	}
 	oc := cfg.LLM.Config
 	oc.Logger = log
