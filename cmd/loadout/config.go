@@ -51,6 +51,7 @@ type Config struct {
 	PDF       pdf.Config      `yaml:"pdf"`
 	Scheduler schedule.Config `yaml:"scheduler"`
 	MCP       mcp.Config      `yaml:"mcp"`
+	Cluster   ClusterConfig   `yaml:"cluster"`
 	HTTP      HTTPConfig      `yaml:"http"`
 	Log       LogConfig       `yaml:"log"`
 	Console   ConsoleConfig   `yaml:"console"`
@@ -202,6 +203,14 @@ type GmailConfig struct {
 	// Send is "send" (the default) or "draft": sends and replies become
 	// drafts the person sends from Gmail.
 	Send string `yaml:"send"`
+}
+
+// ClusterConfig is how processes sharing a database split the duties only
+// one may perform.
+type ClusterConfig struct {
+	// Lease is how long a duty's lease lasts unless renewed: how soon
+	// another process takes over a dead one's duty.
+	Lease Duration `yaml:"lease"`
 }
 
 // Duration is a time.Duration written as "30s" or "2m" in YAML.
@@ -592,6 +601,7 @@ func (c Config) validate(set map[string]bool) error {
 		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	duration("tools.confirm_ttl", c.Tools.ConfirmTTL.Std(), time.Minute)
+	duration("cluster.lease", c.Cluster.Lease.Std(), 3*time.Second)
 	if c.Tools.CatalogBudget < 0 {
 		bad("tools.catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.Tools.CatalogBudget)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/cluster"
 	"loadout/tools"
 )
 
@@ -108,7 +109,10 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) err
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		a.scheduler.Run(ctx)
+		// One process runs the scheduler when several share a database.
+		lease := &cluster.Lease{Store: a.db, Name: "scheduler", Holder: cluster.Holder(),
+			TTL: a.cfg.Cluster.Lease.Std(), Logger: a.log}
+		lease.Run(ctx, func(ctx context.Context) { a.scheduler.Run(ctx) })
 	}()
 	wg.Add(1)
 	go func() {

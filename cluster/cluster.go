@@ -1,0 +1,104 @@
+// Package cluster runs the duties only one loadout process may perform
+// at a time when several share a database — polling Telegram, keeping a
+// Slack Socket Mode connection, running the scheduler — under a lease
+// kept in the database: one process holds it and renews it; when that
+// process dies, another takes it over once it expires.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Store keeps the leases.
+type Store interface {
+	TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	ReleaseLease(ctx context.Context, name, holder string) error
+}
+
+// DefaultTTL is how long a lease lasts unless renewed (cluster.lease):
+// how soon another process takes over a dead one's duty.
+const DefaultTTL = 15 * time.Second
+
+// Holder names this process for the leases it holds: host, pid and a
+// random part, so a restarted process is a new holder.
+func Holder() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Lease is one duty's lease.
+type Lease struct {
+	Store  Store
+	Name   string
+	Holder string
+	// TTL is the lease's length; it is tried and renewed every TTL/3.
+	TTL    time.Duration
+	Logger *slog.Logger
+}
+
+// Run performs duty while this process holds the lease: it tries to take
+// the lease every TTL/3; once it has it, it renews it every TTL/3 and
+// cancels duty's context as soon as a renewal fails (the duty is then
+// another's after the lease expires). It returns once ctx ends and duty
+// has returned, giving the lease up.
+func (l *Lease) Run(ctx context.Context, duty func(ctx context.Context)) {
+	ttl := l.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	log := l.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("lease", l.Name)
+	every := ttl / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if ok, err := l.Store.TakeLease(ctx, l.Name, l.Holder, ttl); err != nil && ctx.Err() == nil {
+			log.Warn("cluster: could not take a lease; trying again", "err", err)
+		} else if ok {
+			log.Info("cluster: this process holds the lease")
+			l.hold(ctx, ttl, t, duty, log)
+		}
+		select {
+		case <-ctx.Done():
+			// Given up so another process need not wait for it to expire.
+			_ = l.Store.ReleaseLease(context.WithoutCancel(ctx), l.Name, l.Holder)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// hold runs duty while the lease is renewed.
+func (l *Lease) hold(ctx context.Context, ttl time.Duration, t *time.Ticker, duty func(ctx context.Context), log *slog.Logger) {
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); duty(dctx) }()
+	defer func() { cancel(); <-done }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case <-t.C:
+			ok, err := l.Store.TakeLease(ctx, l.Name, l.Holder, ttl)
+			if err != nil || !ok {
+				if ctx.Err() == nil {
+					log.Warn("cluster: lost the lease; the duty stops here", "err", err)
+				}
+				return
+			}
+		}
+	}
+}

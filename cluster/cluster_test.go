@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"loadout/store"
+)
+
+// running records which process performs the duty, and fails the test
+// if two ever do at once.
+type running struct {
+	mu    sync.Mutex
+	now   string
+	order []string
+	t     *testing.T
+}
+
+func (r *running) duty(name string) func(ctx context.Context) {
+	return func(ctx context.Context) {
+		r.mu.Lock()
+		if r.now != "" {
+			r.t.Errorf("%s started the duty while %s performs it", name, r.now)
+		}
+		r.now = name
+		r.order = append(r.order, name)
+		r.mu.Unlock()
+		<-ctx.Done()
+		r.mu.Lock()
+		r.now = ""
+		r.mu.Unlock()
+	}
+}
+
+func (r *running) who() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.now
+}
+
+// dying is a process that dies: it never gives its lease up.
+type dying struct{ Store }
+
+func (dying) ReleaseLease(context.Context, string, string) error { return nil }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Two processes on one database (a file, or a PostgreSQL schema with
+// LOADOUT_TEST_DSN): one performs the duty; when it stops cleanly the
+// other takes over at once, and when it dies, once the lease expires.
+func TestOneProcessPerformsTheDuty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	open := func() *store.DB {
+		db, err := store.OpenTest(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const ttl = 300 * time.Millisecond
+	r := &running{t: t}
+	start := func(s Store, name string) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		l := &Lease{Store: s, Name: "scheduler", Holder: name, TTL: ttl, Logger: quiet}
+		go func() { defer close(done); l.Run(ctx, r.duty(name)) }()
+		return func() { cancel(); <-done }
+	}
+	stopA := start(open(), "a")
+	waitFor(t, "a to take the duty", func() bool { return r.who() == "a" })
+	// b dies rather than stopping: it never gives its lease up.
+	stopB := start(dying{open()}, "b")
+	defer stopB()
+	time.Sleep(2 * ttl)
+	if r.who() != "a" {
+		t.Fatalf("the duty moved while a held it: %q", r.who())
+	}
+	stopA() // a stops cleanly and gives the lease up
+	waitFor(t, "b to take over", func() bool { return r.who() == "b" })
+
+	// c takes over from b once b's lease expires.
+	stopC := start(open(), "c")
+	defer stopC()
+	stopB()
+	waitFor(t, "c to take over", func() bool { return r.who() == "c" })
+	if want := []string{"a", "b", "c"}; len(r.order) != 3 || r.order[0] != "a" || r.order[1] != "b" || r.order[2] != "c" {
+		t.Fatalf("order = %v, want %v", r.order, want)
+	}
+}
+
+// A dead holder's lease is taken only once it has expired.
+func TestDeadHolderIsWaitedOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := store.OpenTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	const ttl = 400 * time.Millisecond
+	if ok, err := (dying{db}).TakeLease(ctx, "telegram", "dead", ttl); !ok || err != nil {
+		t.Fatalf("take = %v, %v", ok, err)
+	}
+	died := time.Now()
+	if ok, _ := db.TakeLease(ctx, "telegram", "alive", ttl); ok {
+		t.Fatal("a live lease was taken")
+	}
+	if ok, _ := db.TakeLease(ctx, "telegram", "dead", ttl); !ok {
+		t.Fatal("the holder could not renew")
+	}
+	waitFor(t, "the lease to expire", func() bool {
+		ok, _ := db.TakeLease(ctx, "telegram", "alive", ttl)
+		return ok
+	})
+	if d := time.Since(died); d < ttl {
+		t.Fatalf("taken after %s, before it expired", d)
+	}
+}
