@@ -39,6 +39,21 @@ type Indicator interface {
 	Working(ctx context.Context, route []byte) (stop func())
 }
 
+// Exclusive runs a duty only one process may perform at a time when
+// several share a database (polling Telegram, a Slack Socket Mode
+// connection): run is called while this process holds the duty, and its
+// context ends when the duty is lost. It returns when ctx ends, or with
+// run's error. A nil Exclusive runs the duty at once.
+type Exclusive func(ctx context.Context, duty string, run func(ctx context.Context) error) error
+
+// Do runs duty exclusively, or at once when e is nil.
+func (e Exclusive) Do(ctx context.Context, duty string, run func(ctx context.Context) error) error {
+	if e == nil {
+		return run(ctx)
+	}
+	return e(ctx, duty, run)
+}
+
 // Asker is an optional Outlet feature: it sends the last part of an
 // answer that asks the person to approve a call (approval id) with
 // Approve and Deny buttons that only user (the asker's user key) may use,

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"loadout/bridge"
 )
 
 // Store keeps the leases.
@@ -32,6 +34,25 @@ func Holder() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Exclusive is a bridge.Exclusive over leases in s held as holder: a
+// duty runs while this process holds the lease named after it; an error
+// of the duty stops it and is returned.
+func Exclusive(s Store, holder string, ttl time.Duration, log *slog.Logger) bridge.Exclusive {
+	return func(ctx context.Context, duty string, run func(ctx context.Context) error) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var dutyErr error
+		l := &Lease{Store: s, Name: duty, Holder: holder, TTL: ttl, Logger: log}
+		l.Run(ctx, func(ctx context.Context) {
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				dutyErr = err
+				cancel()
+			}
+		})
+		return dutyErr
+	}
 }
 
 // Lease is one duty's lease.

@@ -63,6 +63,9 @@ type Config struct {
 	// ShutdownGrace is how long in-flight turns may run after ctx is
 	// cancelled; default 30s.
 	ShutdownGrace time.Duration `yaml:"-"`
+	// Exclusive, when set, keeps the Socket Mode connection to one
+	// process of those sharing the database.
+	Exclusive bridge.Exclusive `yaml:"-"`
 	// Attempts is how often a Web API call is tried when Slack is busy or
 	// unreachable; default 5.
 	Attempts int `yaml:"attempts"`
@@ -190,7 +193,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	return a.runSocket(ctx)
+	return a.cfg.Exclusive.Do(ctx, "slack socket mode", a.runSocket)
 }
 
 // identify learns the bot's user id and workspace. While Slack is

@@ -84,6 +84,9 @@ type Config struct {
 	// ShutdownGrace is how long in-flight turns may run after Run's context
 	// is cancelled; default 30s.
 	ShutdownGrace time.Duration `yaml:"-"`
+	// Exclusive, when set, keeps polling to one process of those sharing
+	// the database (Telegram allows one getUpdates per bot).
+	Exclusive bridge.Exclusive `yaml:"-"`
 	// TypingInterval is how often "typing…" is renewed; default 4s.
 	TypingInterval time.Duration `yaml:"typing_interval"`
 	// MaxBackoff caps the wait between retries after errors; default 1m.
@@ -259,11 +262,13 @@ func (a *Adapter) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	if _, err := a.request(ctx, "deleteWebhook", tgbotapi.Params{}); err != nil {
-		a.optionalFailed("deleteWebhook", err)
-	}
-	a.poll(ctx)
-	return nil
+	return a.cfg.Exclusive.Do(ctx, "telegram polling", func(ctx context.Context) error {
+		if _, err := a.request(ctx, "deleteWebhook", tgbotapi.Params{}); err != nil {
+			a.optionalFailed("deleteWebhook", err)
+		}
+		a.poll(ctx)
+		return nil
+	})
 }
 
 // connect calls getMe until it succeeds. It returns nil, nil when ctx is

@@ -22,6 +22,7 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/cluster"
 	"loadout/google"
 	"loadout/google/drive"
 	"loadout/store"
@@ -74,6 +75,9 @@ type app struct {
 	mcp []*mcp.Client
 	// tgBot is the Telegram channel, when it is on.
 	tgBot *telegram.Adapter
+	// exclusive runs the duties only one process sharing the database
+	// may perform, under leases in it.
+	exclusive bridge.Exclusive
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz
@@ -96,7 +100,8 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db), listAll: listAll}
+	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db), listAll: listAll,
+		exclusive: cluster.Exclusive(db, cluster.Holder(), cfg.Cluster.Lease.Std(), log)}
 	a.reg, err = a.registry(ctx)
 	if err != nil {
 		db.Close()

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"loadout/bridge"
-	"loadout/cluster"
 	"loadout/tools"
 )
 
@@ -110,9 +109,7 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) err
 	go func() {
 		defer wg.Done()
 		// One process runs the scheduler when several share a database.
-		lease := &cluster.Lease{Store: a.db, Name: "scheduler", Holder: cluster.Holder(),
-			TTL: a.cfg.Cluster.Lease.Std(), Logger: a.log}
-		lease.Run(ctx, func(ctx context.Context) { a.scheduler.Run(ctx) })
+		a.exclusive.Do(ctx, "scheduler", a.scheduler.Run)
 	}()
 	wg.Add(1)
 	go func() {

@@ -1,0 +1,39 @@
+package telegram
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"loadout/bridge/telegram/telegramtest"
+	"loadout/chat/chattest"
+	"loadout/cluster"
+)
+
+// Two processes with one bot on one database: only the lease holder calls
+// getUpdates (Telegram allows one); when it stops, the other takes the
+// polling over and answers.
+func TestOnlyOneProcessPolls(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := newHarness(t, chattest.Options{})
+	b := newHarness(t, chattest.Options{DBPath: a.env.DBPath})
+	exclusive := func(h *harness, holder string) Config {
+		return h.config(func(c *Config) { c.Exclusive = cluster.Exclusive(h.env.Store, holder, ttl, quiet) })
+	}
+	_, stopA := a.start(a.env, exclusive(a, "a"))
+	a.tg.WaitFor(t, "a to poll", func() bool { return len(a.tg.Calls("getUpdates")) > 0 })
+	adB, _ := b.start(b.env, exclusive(b, "b"))
+	eventually(t, "b to be ready", adB.Ready)
+	time.Sleep(3 * ttl)
+	if n := len(b.tg.Calls("getUpdates")); n != 0 {
+		t.Fatalf("b polled %d times while a held the lease", n)
+	}
+	stopA()
+	b.env.Model.Text("b here")
+	b.tg.Push(telegramtest.Message{From: ana, Text: "anyone?"})
+	if sent := b.tg.WaitSent(t, 1); sent[0].Text != "b here" {
+		t.Fatalf("b answered %q", sent[0].Text)
+	}
+}
