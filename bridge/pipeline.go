@@ -108,6 +108,27 @@ type PipelineConfig struct {
 	// answer's first part.
 	Stream     bool
 	DraftEvery time.Duration
+	// Claims, when set, hands a chat's events to one process at a time
+	// across the processes sharing the inbox: before running a chat's
+	// event the pipeline takes the chat's lease there, and then runs the
+	// chat's oldest unfinished event first, whichever process took it in.
+	// The Inbox must then be an OldestFinder. Holder names this process;
+	// ClaimTTL is how long a claim lasts unless renewed (default 15s).
+	Claims   Claims
+	Holder   string
+	ClaimTTL time.Duration
+}
+
+// Claims are leases shared by the processes of one database.
+type Claims interface {
+	TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	ReleaseLease(ctx context.Context, name, holder string) error
+}
+
+// OldestFinder is the Inbox feature claims need: a chat's oldest
+// unfinished item, whichever process took it in.
+type OldestFinder interface {
+	OldestUnfinished(ctx context.Context, channel, chatKey string) (Item, bool, error)
 }
 
 // DefaultMaxReply is the longest answer sent, in bytes.
@@ -436,8 +457,27 @@ func (p *Pipeline) drain(key string) {
 			err = p.ctx.Err() // cut at shutdown before it began
 		} else {
 			p.sem <- struct{}{}
-			err = p.run(p.ctx, out, j)
+			if p.cfg.Claims != nil {
+				err = p.claimed(p.ctx, out, j)
+			} else {
+				err = p.run(p.ctx, out, j)
+			}
 			<-p.sem
+		}
+		if errors.Is(err, errClaimed) {
+			// Another process has the chat: this event waits its turn.
+			p.mu.Lock()
+			delete(p.active, j.it.Seq)
+			p.mu.Unlock()
+			p.wg.Done()
+			time.AfterFunc(claimRetry, func() {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if !p.stopped {
+					p.enqueue(j)
+				}
+			})
+			continue
 		}
 		p.mu.Lock()
 		delete(p.active, j.it.Seq)
@@ -448,6 +488,65 @@ func (p *Pipeline) drain(key string) {
 			w <- err
 		}
 		p.wg.Done()
+	}
+}
+
+// errClaimed marks an event whose chat another process is serving.
+var errClaimed = errors.New("bridge: another process is answering this chat")
+
+// claimRetry is how soon an event whose chat another process serves is
+// tried again.
+const claimRetry = 100 * time.Millisecond
+
+// claimed runs j under its chat's claim: it takes the chat's lease, runs
+// the chat's unfinished events oldest first — those other processes took
+// in too, which a process that died left behind — up to and including j,
+// and gives the lease back. The lease is renewed while events run.
+func (p *Pipeline) claimed(ctx context.Context, out Outlet, j job) error {
+	ttl := p.cfg.ClaimTTL
+	if ttl <= 0 {
+		ttl = 15 * time.Second
+	}
+	name := "chat:" + p.cfg.Channel + ":" + j.it.Inbound.ChatKey
+	ok, err := p.cfg.Claims.TakeLease(ctx, name, p.cfg.Holder, ttl)
+	if err != nil {
+		p.log.Error("delivery: cannot claim the chat; trying again later", "chat", j.it.Inbound.ChatKey, "err", err)
+		return errLeft
+	}
+	if !ok {
+		return errClaimed
+	}
+	defer p.cfg.Claims.ReleaseLease(context.WithoutCancel(ctx), name, p.cfg.Holder)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if _, err := p.cfg.Claims.TakeLease(ctx, name, p.cfg.Holder, ttl); err != nil && ctx.Err() == nil {
+					p.log.Warn("delivery: could not renew a chat's claim", "chat", j.it.Inbound.ChatKey, "err", err)
+				}
+			}
+		}
+	}()
+	finder := p.cfg.Inbox.(OldestFinder)
+	for {
+		it, found, err := finder.OldestUnfinished(ctx, p.cfg.Channel, j.it.Inbound.ChatKey)
+		if err != nil {
+			return errLeft
+		}
+		if !found || it.Seq > j.it.Seq {
+			return nil // j was answered by another process
+		}
+		mine := it.Seq == j.it.Seq
+		// Another process may have begun it: its turn resumes.
+		if err := p.run(ctx, out, job{it: it, resume: j.resume || !mine || it.State != StatePending}); err != nil || mine {
+			return err
+		}
 	}
 }
 

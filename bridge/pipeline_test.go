@@ -790,3 +790,109 @@ func TestTwoReplicasTakeAnEventOnce(t *testing.T) {
 		t.Fatalf("answered %d times, sent %v and %v", n, out1.got(), out2.got())
 	}
 }
+
+// Two processes on one database receive the messages of one chat
+// interleaved (a load balancer in front of webhooks): with claims they
+// are answered one at a time, in arrival order, each once, whichever
+// process took each in.
+func TestClaimsKeepAChatInOrderAcrossProcesses(t *testing.T) {
+	db1, path := openStore(t)
+	db2, err := store.OpenTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	var mu sync.Mutex
+	var order []string
+	busy := false
+	h := handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		mu.Lock()
+		if busy {
+			t.Errorf("%q started while another turn of the chat ran", in.Text)
+		}
+		busy = true
+		order = append(order, in.Text)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		busy = false
+		mu.Unlock()
+		return "re " + in.Text, nil
+	})
+	out := &outlet{}
+	p1 := newPipeline(t, bridge.PipelineConfig{Inbox: db1, Outlet: out, Handler: h, Claims: db1, Holder: "one", ClaimTTL: time.Second})
+	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h, Claims: db2, Holder: "two", ClaimTTL: time.Second})
+	var want []string
+	for i := range 6 {
+		p := p1
+		if i%2 == 1 {
+			p = p2
+		}
+		text := fmt.Sprintf("m%d", i)
+		want = append(want, text)
+		accept(t, p, pending(fmt.Sprintf("ev%d", i), "A", text))
+	}
+	out.waitFor(t, 6)
+	waitUntil(t, "both processes to go quiet", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !busy
+	})
+	time.Sleep(200 * time.Millisecond) // a second answer would show here
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, want) {
+		t.Fatalf("turns ran in the order %v, want %v", order, want)
+	}
+	if got := out.got(); len(got) != 6 {
+		t.Fatalf("sent %v", got)
+	}
+}
+
+// keepsClaims is a process that dies: it never gives a claim back.
+type keepsClaims struct{ bridge.Claims }
+
+func (keepsClaims) ReleaseLease(context.Context, string, string) error { return nil }
+
+// A process that dies in the middle of a chat's turn leaves its claim to
+// expire; then another process resumes that turn before its own event.
+func TestClaimOfADeadProcessExpiresAndItsTurnIsResumed(t *testing.T) {
+	db1, path := openStore(t)
+	db2, err := store.OpenTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	var mu sync.Mutex
+	var order []string
+	var blocked atomic.Bool
+	h := handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		if in.Text == "m0" && blocked.CompareAndSwap(false, true) {
+			<-ctx.Done() // the first process dies here
+			return "", ctx.Err()
+		}
+		mu.Lock()
+		order = append(order, in.Text)
+		mu.Unlock()
+		return "re " + in.Text, nil
+	})
+	out := &outlet{}
+	p1 := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: db1, Outlet: out, Handler: h, Logger: quiet(),
+		Claims: keepsClaims{db1}, Holder: "one", ClaimTTL: 500 * time.Millisecond, ShutdownGrace: time.Millisecond})
+	if err := p1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accept(t, p1, pending("ev0", "A", "m0"))
+	waitUntil(t, "m0 to start", blocked.Load)
+	p1.Stop()
+	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h, Claims: db2, Holder: "two", ClaimTTL: 500 * time.Millisecond})
+	accept(t, p2, pending("ev1", "A", "m1"))
+	if got := out.waitFor(t, 2); !slices.Equal(got, []string{"A:re m0", "A:re m1"}) {
+		t.Fatalf("sent %v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, []string{"m0", "m1"}) {
+		t.Fatalf("order = %v", order)
+	}
+}

@@ -123,6 +123,18 @@ func (r inboxItem) item() bridge.Item {
 	return it
 }
 
+// OldestUnfinished returns the chat's oldest pending or answered item of
+// the channel, whichever process took it; false when there is none.
+func (d *DB) OldestUnfinished(ctx context.Context, channel, chatKey string) (bridge.Item, bool, error) {
+	var rows []inboxItem
+	err := d.db.WithContext(ctx).Where("channel = ? AND chat_key = ? AND state IN ?", channel, chatKey,
+		[]string{string(bridge.StatePending), string(bridge.StateAnswered)}).Order("seq").Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return bridge.Item{}, false, kind(err)
+	}
+	return rows[0].item(), true, nil
+}
+
 // Seen reports whether the channel holds an item with id.
 func (d *DB) Seen(ctx context.Context, channel, id string) (bool, error) {
 	var n int64

@@ -87,6 +87,11 @@ type Config struct {
 	// Exclusive, when set, keeps polling to one process of those sharing
 	// the database (Telegram allows one getUpdates per bot).
 	Exclusive bridge.Exclusive `yaml:"-"`
+	// Claims and Holder, when set, keep each chat's messages to one
+	// process at a time among those sharing the database (webhooks behind
+	// a load balancer); see bridge.PipelineConfig.
+	Claims bridge.Claims `yaml:"-"`
+	Holder string        `yaml:"-"`
 	// TypingInterval is how often "typing…" is renewed; default 4s.
 	TypingInterval time.Duration `yaml:"typing_interval"`
 	// MaxBackoff caps the wait between retries after errors; default 1m.
@@ -166,7 +171,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
 		ShutdownGrace: cfg.ShutdownGrace, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
-		Stream: cfg.Stream,
+		Stream: cfg.Stream, Claims: cfg.Claims, Holder: cfg.Holder,
 	})
 	return a
 }

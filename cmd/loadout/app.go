@@ -76,8 +76,9 @@ type app struct {
 	// tgBot is the Telegram channel, when it is on.
 	tgBot *telegram.Adapter
 	// exclusive runs the duties only one process sharing the database
-	// may perform, under leases in it.
+	// may perform, under leases in it; holder names this process there.
 	exclusive bridge.Exclusive
+	holder    string
 
 	mu    sync.Mutex
 	chans []namedRunner // running, for /readyz
@@ -101,7 +102,8 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 		return nil, err
 	}
 	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db), listAll: listAll,
-		exclusive: cluster.Exclusive(db, cluster.Holder(), cfg.Cluster.Lease.Std(), log)}
+		holder: cluster.Holder()}
+	a.exclusive = cluster.Exclusive(db, a.holder, cfg.Cluster.Lease.Std(), log)
 	a.reg, err = a.registry(ctx)
 	if err != nil {
 		db.Close()
@@ -276,6 +278,16 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	return reg, nil
+}
+
+// claims are the chat claims of processes sharing a PostgreSQL database,
+// which may all take webhook events; with SQLite one process serves the
+// file and keeps its chats' order in memory.
+func (a *app) claims() (bridge.Claims, string) {
+	if a.cfg.Store.Driver != "postgres" {
+		return nil, ""
+	}
+	return a.db, a.holder
 }
 
 // runMCP keeps the MCP servers running until ctx ends; the returned

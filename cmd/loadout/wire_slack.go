@@ -22,6 +22,7 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	sc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
 	sc.Logger, sc.Observer = a.log, a.metrics
 	sc.Exclusive = a.exclusive
+	sc.Claims, sc.Holder = a.claims()
 	sc.Files = a.workspaces
 	adapter := slack.New(sc, a.router, a.db)
 	a.outbox.AddFiles("slack", adapter.SendFile)
