@@ -263,3 +263,25 @@ func TestLoadedGroupsFollowLoadOrderAndUnloads(t *testing.T) {
 		}
 	}
 }
+
+// Processes starting together on one database migrate it one after the
+// other (PostgreSQL: under an advisory lock), and all open it.
+func TestConcurrentOpensMigrate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			db, err := OpenTest(path)
+			if err == nil {
+				_, err = db.OpenSession(context.Background(), "c")
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

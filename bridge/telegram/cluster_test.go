@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -11,20 +12,25 @@ import (
 	"loadout/cluster"
 )
 
+// dies is a process killed outright: it never gives its lease back.
+type dies struct{ cluster.Store }
+
+func (dies) ReleaseLease(context.Context, string, string) error { return nil }
+
 // Two processes with one bot on one database: only the lease holder calls
-// getUpdates (Telegram allows one); when it stops, the other takes the
-// polling over and answers.
+// getUpdates (Telegram allows one); when it is killed, the other takes
+// the polling over once the lease expires, and answers.
 func TestOnlyOneProcessPolls(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := newHarness(t, chattest.Options{})
 	b := newHarness(t, chattest.Options{DBPath: a.env.DBPath})
-	exclusive := func(h *harness, holder string) Config {
-		return h.config(func(c *Config) { c.Exclusive = cluster.Exclusive(h.env.Store, holder, ttl, quiet) })
+	exclusive := func(h *harness, s cluster.Store, holder string) Config {
+		return h.config(func(c *Config) { c.Exclusive = cluster.Exclusive(s, holder, ttl, quiet) })
 	}
-	_, stopA := a.start(a.env, exclusive(a, "a"))
+	_, stopA := a.start(a.env, exclusive(a, dies{a.env.Store}, "a"))
 	a.tg.WaitFor(t, "a to poll", func() bool { return len(a.tg.Calls("getUpdates")) > 0 })
-	adB, _ := b.start(b.env, exclusive(b, "b"))
+	adB, _ := b.start(b.env, exclusive(b, b.env.Store, "b"))
 	eventually(t, "b to be ready", adB.Ready)
 	time.Sleep(3 * ttl)
 	if n := len(b.tg.Calls("getUpdates")); n != 0 {
