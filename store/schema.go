@@ -38,7 +38,9 @@ func schemaStamp(fts bool) int32 {
 }
 
 // migrate brings the database's schema to this build's, unless its stamp
-// says it is there already.
+// says it is there already. It runs in one immediate transaction: a
+// second process starting on the same file waits for the first to finish
+// and then finds the stamp in place.
 func migrate(g *gorm.DB, fts bool) error {
 	stamp := schemaStamp(fts)
 	var have int32
@@ -48,18 +50,26 @@ func migrate(g *gorm.DB, fts bool) error {
 	if have == stamp {
 		return nil
 	}
-	if err := g.AutoMigrate(models()...); err != nil {
-		return err
-	}
-	// At most one open session per chat.
-	if err := g.Exec("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL").Error; err != nil {
-		return fmt.Errorf("index: %w", err)
-	}
-	if err := migrateInbox(g); err != nil {
-		return err
-	}
-	if err := searchSchema(g, fts); err != nil {
-		return err
-	}
-	return g.Exec(fmt.Sprintf("PRAGMA user_version = %d", stamp)).Error
+	return g.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Raw("PRAGMA user_version").Scan(&have).Error; err != nil {
+			return err
+		}
+		if have == stamp {
+			return nil // another process migrated it meanwhile
+		}
+		if err := tx.AutoMigrate(models()...); err != nil {
+			return err
+		}
+		// At most one open session per chat.
+		if err := tx.Exec("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL").Error; err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		if err := migrateInbox(tx); err != nil {
+			return err
+		}
+		if err := searchSchema(tx, fts); err != nil {
+			return err
+		}
+		return tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", stamp)).Error
+	})
 }

@@ -97,6 +97,22 @@ func Open(path string) (*DB, error) {
 	if !Available {
 		return nil, ErrNoSQLite
 	}
+	// Processes starting together on a new file meet SQLite's lock while
+	// one of them sets the file up: the others wait their turn.
+	for tries := 1; ; tries++ {
+		db, err := openSQLite(path)
+		if err == nil || !busy(err) || tries == openTries {
+			return db, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// openTries bounds the attempts to open a file another process is
+// setting up: ten seconds, SQLite's busy timeout here.
+const openTries = 100
+
+func openSQLite(path string) (*DB, error) {
 	if path != ":memory:" {
 		if dir := filepath.Dir(path); dir != "" {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -122,6 +138,9 @@ func Open(path string) (*DB, error) {
 	}
 	fts := fts5(g)
 	if err := migrate(g, fts); err != nil {
+		if sqlDB, e := g.DB(); e == nil {
+			sqlDB.Close()
+		}
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
 	return &DB{db: g, fts: fts, now: func() time.Time { return time.Now().UTC() }}, nil
