@@ -1,12 +1,14 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/url"
 	"os"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -45,6 +47,10 @@ func TestDSN(path string) (string, error) {
 	err = admin.Exec("CREATE SCHEMA IF NOT EXISTS " + schema).Error
 	if sqlDB, e := admin.DB(); e == nil {
 		sqlDB.Close()
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		err = nil // made at the same moment by another opener
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: create test schema: %w", err)
