@@ -40,10 +40,17 @@ func fts5(g *gorm.DB) bool {
 }
 
 // searchSchema creates the full-text indexes of memories and of the
-// people's and the assistant's messages, kept in step by triggers, and
-// fills them from the rows already there. Without FTS5 there are none,
-// and search falls back to a scan; a database that has them cannot be
-// used by such a build, since its triggers would fail every write.
+// people's and the assistant's messages and fills them from the rows
+// already there. Without FTS5 there are none, and search falls back to a
+// scan; a database that has them cannot be used by such a build, since
+// their triggers would fail every write.
+//
+// Memories are indexed by a trigger as they are written. Messages are
+// written on every turn, and indexing one at a time cost more than the
+// rest of the write, so they are taken in by indexMessages in batches:
+// search_marks holds the highest message id the index has seen, and the
+// delete trigger only tells the index about rows at or below it (an
+// external-content index must never be told to forget a row it lacks).
 func searchSchema(g *gorm.DB, fts bool) error {
 	var have int64
 	if err := g.Raw("SELECT count(*) FROM sqlite_master WHERE name IN ('memories_fts', 'messages_fts')").Scan(&have).Error; err != nil {
@@ -56,6 +63,12 @@ func searchSchema(g *gorm.DB, fts bool) error {
 		return nil
 	}
 	return g.Transaction(func(tx *gorm.DB) error {
+		// Older builds indexed every message by a trigger, so all rows
+		// there are in the index.
+		var perInsert int64
+		if err := tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_ai'").Scan(&perInsert).Error; err != nil {
+			return err
+		}
 		for _, s := range []string{
 			`CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(text, content='memories', content_rowid='id', tokenize='unicode61 remove_diacritics 2')`,
 			`CREATE TRIGGER IF NOT EXISTS memories_fts_ai AFTER INSERT ON memories BEGIN
@@ -63,23 +76,59 @@ func searchSchema(g *gorm.DB, fts bool) error {
 			`CREATE TRIGGER IF NOT EXISTS memories_fts_ad AFTER DELETE ON memories BEGIN
 				INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text); END`,
 			`CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2')`,
-			`CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages WHEN new.role IN ('user', 'assistant') AND new.text <> '' BEGIN
-				INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END`,
-			`CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages WHEN old.role IN ('user', 'assistant') AND old.text <> '' BEGIN
+			`CREATE TABLE IF NOT EXISTS search_marks (name TEXT PRIMARY KEY, through INTEGER NOT NULL)`,
+			`DROP TRIGGER IF EXISTS messages_fts_ai`,
+			`DROP TRIGGER IF EXISTS messages_fts_ad`,
+			`CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages
+				WHEN old.role IN ('user', 'assistant') AND old.text <> ''
+					AND old.id <= (SELECT through FROM search_marks WHERE name = 'messages') BEGIN
 				INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text); END`,
 		} {
 			if err := tx.Exec(s).Error; err != nil {
 				return err
 			}
 		}
-		if have > 0 {
-			return nil
+		mark := `INSERT OR REPLACE INTO search_marks(name, through) SELECT 'messages', COALESCE(MAX(id), 0) FROM messages`
+		switch {
+		case have == 0:
+			if err := tx.Exec(`INSERT INTO memories_fts(rowid, text) SELECT id, text FROM memories`).Error; err != nil {
+				return err
+			}
+			if err := tx.Exec(`INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE role IN ('user', 'assistant') AND text <> ''`).Error; err != nil {
+				return err
+			}
+		case perInsert == 0:
+			// Already kept in batches: the mark stands.
+			mark = `INSERT OR IGNORE INTO search_marks(name, through) VALUES ('messages', 0)`
 		}
-		if err := tx.Exec(`INSERT INTO memories_fts(rowid, text) SELECT id, text FROM memories`).Error; err != nil {
+		return tx.Exec(mark).Error
+	})
+}
+
+// indexMessages takes the messages written since the history index last
+// did into it, inside tx, which must be a write transaction: SQLite's one
+// writer at a time keeps another process from indexing the same rows.
+func (d *DB) indexMessages(tx *gorm.DB) error {
+	var through int64
+	if err := tx.Raw(`SELECT through FROM search_marks WHERE name = 'messages'`).Scan(&through).Error; err != nil {
+		return err
+	}
+	var last int64
+	if err := tx.Raw(`SELECT COALESCE(MAX(id), 0) FROM messages`).Scan(&last).Error; err != nil {
+		return err
+	}
+	if last > through {
+		if err := tx.Exec(`INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages
+			WHERE id > ? AND role IN ('user', 'assistant') AND text <> '' ORDER BY id`, through).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE role IN ('user', 'assistant') AND text <> ''`).Error
-	})
+		if err := tx.Exec(`UPDATE search_marks SET through = ? WHERE name = 'messages'`, last).Error; err != nil {
+			return err
+		}
+		through = last
+	}
+	d.indexed.Store(through)
+	return nil
 }
 
 // match is an FTS5 query for any of q's words, each quoted, so nothing in
@@ -195,6 +244,9 @@ func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int
 			FROM messages m JOIN sessions s ON s.id = m.session_id, to_tsquery('simple', ?) q
 			WHERE s.chat_key = ? AND m.text_tsv @@ q ORDER BY ts_rank(m.text_tsv, q) DESC, m.id DESC LIMIT ?`, tsquery(query), chatKey, limit).Scan(&rows).Error
 	case d.fts:
+		if err := d.db.WithContext(ctx).Transaction(d.indexMessages); err != nil {
+			return nil, kind(err)
+		}
 		err = d.db.WithContext(ctx).Raw(`SELECT m.session_id, m.created_at, m.role, snippet(messages_fts, 0, '[', ']', '…', 16) AS snippet
 			FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
 			WHERE messages_fts MATCH ? AND s.chat_key = ? ORDER BY f.rank LIMIT ?`, match(query), chatKey, limit).Scan(&rows).Error
@@ -214,3 +266,7 @@ func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int
 	}
 	return out, nil
 }
+
+// ftsBatch is how many messages wait for the history index before an
+// append takes them in.
+const ftsBatch = 32

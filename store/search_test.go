@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,4 +131,151 @@ func TestHistoryIndexIsBackfilled(t *testing.T) {
 	if hits, err := db.SearchHistory(ctx, "c", "invoice", 5); err != nil || len(hits) != 1 {
 		t.Fatalf("after migration: %+v %v", hits, err)
 	}
+}
+
+// ftsOnly opens a SQLite store with FTS5 or skips the test.
+func ftsOnly(t *testing.T) *DB {
+	t.Helper()
+	if os.Getenv(TestDSNVar) != "" {
+		t.Skip("SQLite's FTS5 index only")
+	}
+	db := open(t)
+	if !db.fts {
+		t.Skip("this build has no FTS5 (build with -tags sqlite_fts5)")
+	}
+	return db
+}
+
+// indexed is how many messages the full-text index holds.
+func indexed(t *testing.T, db *DB) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Gorm().Raw("SELECT count(*) FROM messages_fts_docsize").Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// soundIndex fails the test unless FTS5 finds its index consistent with
+// the messages.
+func soundIndex(t *testing.T, db *DB) {
+	t.Helper()
+	if err := db.Gorm().Exec("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)").Error; err != nil {
+		t.Fatalf("the history index is corrupt: %v", err)
+	}
+}
+
+// Messages are indexed in batches, not one write at a time; a search
+// first indexes what is waiting, so it finds a message at once.
+func TestHistoryIndexIsBuiltInBatches(t *testing.T) {
+	db := ftsOnly(t)
+	ctx := context.Background()
+	s, _ := db.OpenSession(ctx, "c")
+	say := func(text string) {
+		t.Helper()
+		if err := db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: text}}, chat.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say("the invoice from March")
+	say("lunch on Friday")
+	if n := indexed(t, db); n != 0 {
+		t.Errorf("indexed at once: %d messages", n)
+	}
+	hits, err := db.SearchHistory(ctx, "c", "invoice", 5)
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("search: %+v %v", hits, err)
+	}
+	if n := indexed(t, db); n != 2 {
+		t.Errorf("after a search %d messages are indexed, want 2", n)
+	}
+	for i := range ftsBatch {
+		say(fmt.Sprintf("note %d", i))
+	}
+	if n := indexed(t, db); n < ftsBatch {
+		t.Errorf("after %d more messages without a search only %d are indexed", ftsBatch, n)
+	}
+	soundIndex(t, db)
+	if hits, err := db.SearchHistory(ctx, "c", "note", 100); err != nil || len(hits) != ftsBatch {
+		t.Errorf("search found %d notes (%v), want %d", len(hits), err, ftsBatch)
+	}
+}
+
+// Deleting a message the index has not taken in yet leaves the index
+// sound: an external-content FTS5 index must never be told to forget a
+// row it does not hold.
+func TestDeletingAnUnindexedMessageKeepsTheIndexSound(t *testing.T) {
+	db := ftsOnly(t)
+	ctx := context.Background()
+	s, _ := db.OpenSession(ctx, "c")
+	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: "the budget for March"}}, chat.Usage{})
+	if _, err := db.SearchHistory(ctx, "c", "budget", 5); err != nil {
+		t.Fatal(err)
+	}
+	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: "the budget for April"}}, chat.Usage{})
+	if err := db.Gorm().Exec("DELETE FROM messages WHERE text = 'the budget for April'").Error; err != nil {
+		t.Fatal(err)
+	}
+	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleAssistant, Text: "the budget for May"}}, chat.Usage{})
+	if err := db.Gorm().Exec("DELETE FROM messages WHERE text = 'the budget for March'").Error; err != nil {
+		t.Fatal(err)
+	}
+	hits, err := db.SearchHistory(ctx, "c", "budget", 5)
+	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Snippet, "May") {
+		t.Fatalf("hits = %+v %v", hits, err)
+	}
+	soundIndex(t, db)
+}
+
+// A database whose index was kept by a trigger on every insert (as older
+// builds made it) loses the trigger and keeps its index: nothing is
+// indexed twice.
+func TestIndexTriggerOfOlderBuildsIsReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !db.fts {
+		db.Close()
+		t.Skip("this build has no FTS5")
+	}
+	ctx := context.Background()
+	s, _ := db.OpenSession(ctx, "c")
+	g := db.Gorm()
+	// As an older build left it: every insert indexed by a trigger.
+	for _, q := range []string{
+		"DROP TABLE search_marks",
+		`DROP TRIGGER messages_fts_ad`,
+		`CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages WHEN new.role IN ('user', 'assistant') AND new.text <> '' BEGIN
+			INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text); END`,
+		`CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages WHEN old.role IN ('user', 'assistant') AND old.text <> '' BEGIN
+			INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text); END`,
+		"PRAGMA user_version = 1",
+	} {
+		if err := g.Exec(q).Error; err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: "the invoice from March"}}, chat.Usage{})
+	db.Close()
+	db, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var triggers int64
+	db.Gorm().Raw("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_ai'").Scan(&triggers)
+	if triggers != 0 {
+		t.Error("the per-insert trigger is still there")
+	}
+	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: "another invoice"}}, chat.Usage{})
+	hits, err := db.SearchHistory(ctx, "c", "invoice", 5)
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("hits = %+v %v", hits, err)
+	}
+	if n := indexed(t, db); n != 2 {
+		t.Errorf("%d messages indexed, want 2", n)
+	}
+	soundIndex(t, db)
 }

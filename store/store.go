@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -35,6 +36,9 @@ type DB struct {
 	fts bool
 	// pg is set for PostgreSQL, whose full-text search is tsvector.
 	pg bool
+	// indexed is, as far as this process knows, the highest message id
+	// the history index holds (see indexMessages).
+	indexed atomic.Int64
 }
 
 // session is a chat's conversation from open until /clear.
@@ -113,6 +117,7 @@ func Open(path string) (*DB, error) {
 const openTries = 100
 
 func openSQLite(path string) (*DB, error) {
+	keepFreedMemory()
 	if path != ":memory:" {
 		if dir := filepath.Dir(path); dir != "" {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -266,6 +271,11 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 		}
 		if also != nil {
 			if err := also(tx); err != nil {
+				return err
+			}
+		}
+		if d.fts && len(rows) > 0 && rows[len(rows)-1].ID-d.indexed.Load() >= ftsBatch {
+			if err := d.indexMessages(tx); err != nil {
 				return err
 			}
 		}
