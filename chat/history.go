@@ -20,14 +20,15 @@ import (
 // history. The result is built in buf when it has room (buf's contents
 // are overwritten), else in one new allocation.
 func trimHistory(buf, h []Message, current, budget, maxChars int, head ...Message) []Message {
-	type unit struct {
-		at      int // index in h of the unit's first message
+	// A unit of tool calls with the results paired to them; the other
+	// units are single messages and need no record.
+	type callUnit struct {
+		at      int // index in h of the assistant message
 		calls   []ToolCall
 		results []Message
-		size    int // messages
 	}
-	var units []unit // newest first
-	used, count := 0, 0
+	var units []callUnit // newest first
+	used, count, first := 0, 0, -1
 	for i := len(h) - 1; i >= 0; {
 		j := i
 		for j >= 0 && h[j].Role == RoleTool {
@@ -36,11 +37,13 @@ func trimHistory(buf, h []Message, current, budget, maxChars int, head ...Messag
 		if j < 0 {
 			break // tool results whose call is before the window
 		}
-		m, results := h[j], h[j+1:i+1]
+		m, results := &h[j], h[j+1:i+1]
 		i = j - 1
-		u := unit{at: j, size: 1}
-		tokens := m.Tokens
-		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+		tokens, size := m.Tokens, 1
+		calls := m.Role == RoleAssistant && len(m.ToolCalls) > 0
+		var u callUnit
+		if calls {
+			u.at = j
 			u.calls, u.results = pairCalls(m.ToolCalls, results)
 			if len(u.calls) == 0 && m.Text == "" {
 				continue
@@ -52,17 +55,20 @@ func trimHistory(buf, h []Message, current, budget, maxChars int, head ...Messag
 				}
 				tokens += r.Tokens
 			}
-			u.size += len(u.results)
+			size += len(u.results)
 		}
 		// Tool messages after a message without calls are orphans, left out.
 		if j < current && used+tokens > budget {
 			break
 		}
 		used += tokens
-		count += u.size
-		units = append(units, u)
+		count += size
+		first = j
+		if calls {
+			units = append(units, u)
+		}
 	}
-	if len(units) == 0 {
+	if first < 0 {
 		return nil
 	}
 	out := buf[:0]
@@ -70,14 +76,24 @@ func trimHistory(buf, h []Message, current, budget, maxChars int, head ...Messag
 		out = make([]Message, 0, len(head)+count)
 	}
 	out = append(out, head...)
-	for k := len(units) - 1; k >= 0; k-- {
-		u := units[k]
-		m := h[u.at]
-		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
-			m.ToolCalls = u.calls
+	// Forwards over the same units: tool results come only with their
+	// calls, and a call unit left out above has no record.
+	next := len(units) - 1
+	for j := first; j < len(h); j++ {
+		switch m := &h[j]; {
+		case m.Role == RoleTool:
+		case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
+			if next < 0 || units[next].at != j {
+				continue
+			}
+			u := units[next]
+			next--
+			out = append(out, *m)
+			out[len(out)-1].ToolCalls = u.calls
+			out = append(out, u.results...)
+		default:
+			out = append(out, *m)
 		}
-		out = append(out, m)
-		out = append(out, u.results...)
 	}
 	return out
 }

@@ -125,9 +125,8 @@ func (d *DB) indexMessages(tx *gorm.DB) error {
 		if err := tx.Exec(`UPDATE search_marks SET through = ? WHERE name = 'messages'`, last).Error; err != nil {
 			return err
 		}
-		through = last
 	}
-	d.indexed.Store(through)
+	d.unindexed.Store(0)
 	return nil
 }
 

@@ -7,6 +7,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,9 +37,9 @@ type DB struct {
 	fts bool
 	// pg is set for PostgreSQL, whose full-text search is tsvector.
 	pg bool
-	// indexed is, as far as this process knows, the highest message id
-	// the history index holds (see indexMessages).
-	indexed atomic.Int64
+	// unindexed counts the messages this process wrote since it last
+	// brought the history index up to date (see indexMessages).
+	unindexed atomic.Int64
 }
 
 // session is a chat's conversation from open until /clear.
@@ -176,8 +177,8 @@ func (d *DB) Gorm() *gorm.DB { return d.db }
 // common case, an open session, is a plain read; only opening one takes
 // the write lock.
 func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, error) {
-	var s session
-	err := d.db.WithContext(ctx).Where("chat_key = ? AND closed_at IS NULL", chatKey).Take(&s).Error
+	// On every message: one query, scanned without gorm's reflection.
+	s, err := d.openSession(d.db.WithContext(ctx), chatKey)
 	if err == nil {
 		return s.domain(), nil
 	}
@@ -185,7 +186,7 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 		return chat.Session{}, kind(err)
 	}
 	err = d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Where("chat_key = ? AND closed_at IS NULL", chatKey).Take(&s).Error
+		s, err = d.openSession(tx, chatKey)
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			s = session{ChatKey: chatKey, OpenedAt: d.now()}
 			return tx.Create(&s).Error
@@ -196,6 +197,19 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 		return chat.Session{}, kind(err)
 	}
 	return s.domain(), nil
+}
+
+// openSession reads the chat's open session; gorm.ErrRecordNotFound when
+// it has none.
+func (d *DB) openSession(db *gorm.DB, chatKey string) (session, error) {
+	s := session{ChatKey: chatKey}
+	err := db.Raw(`SELECT id, opened_at, COALESCE(messages, 0), COALESCE(prompt_tokens, 0),
+		COALESCE(completion_tokens, 0), COALESCE(cached_tokens, 0) FROM sessions WHERE chat_key = ? AND closed_at IS NULL LIMIT 1`, chatKey).Row().
+		Scan(&s.ID, &s.OpenedAt, &s.Messages, &s.PromptTokens, &s.CompletionTokens, &s.CachedTokens)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, gorm.ErrRecordNotFound
+	}
+	return s, err
 }
 
 func (s session) domain() chat.Session {
@@ -226,7 +240,8 @@ func (d *DB) CloseSession(ctx context.Context, chatKey string) (bool, error) {
 // ErrNoSQLite is Open's error in a build without cgo.
 var ErrNoSQLite = errors.New("this build has no SQLite support: build with CGO_ENABLED=1 and a C compiler (gcc)")
 
-// appendBatch is how many messages one INSERT writes (17 variables each).
+// appendBatch is how many messages one INSERT writes (messageColumns
+// variables each).
 const appendBatch = 200
 
 // Append persists msgs in one transaction, records usage (one model
@@ -238,35 +253,34 @@ func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u
 
 // appendWith is Append with more work (also) in its transaction.
 func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, also func(tx *gorm.DB) error) error {
-	rows := make([]message, len(msgs))
+	// Written with plain SQL: this runs on every turn, and gorm's
+	// reflection over the rows cost as much as SQLite's own work.
+	args := make([]any, 0, len(msgs)*messageColumns)
 	now := d.now()
-	for i, m := range msgs {
-		rows[i] = message{
-			SessionID: sessionID, Role: string(m.Role), Text: m.Text,
-			ToolCallID: m.ToolCallID, ToolName: m.ToolName, Status: m.Status, Code: m.Code,
-			Arguments: m.Arguments, GroupName: m.Group, UserKey: m.UserKey, ExternalID: m.ExternalID, Tokens: m.Tokens,
-			CreatedAt: now,
-		}
-		if m.Role == chat.RoleAssistant {
-			// The round's model call: one assistant message per round.
-			rows[i].PromptTokens, rows[i].CompletionTokens, rows[i].CachedTokens = usage.PromptTokens, usage.CompletionTokens, usage.CachedTokens
-		}
+	for _, m := range msgs {
+		var calls string
 		if len(m.ToolCalls) > 0 {
 			b, err := json.Marshal(m.ToolCalls)
 			if err != nil {
 				return fmt.Errorf("encode tool calls: %w", err)
 			}
-			rows[i].ToolCalls = string(b)
+			calls = string(b)
 		}
+		var spent chat.Usage
+		if m.Role == chat.RoleAssistant {
+			// The round's model call: one assistant message per round.
+			spent = usage
+		}
+		args = append(args, sessionID, string(m.Role), m.Text, calls, m.ToolCallID, m.ToolName, m.Status,
+			m.Group, m.Code, m.Arguments, m.UserKey, m.ExternalID, m.Tokens,
+			spent.PromptTokens, spent.CompletionTokens, spent.CachedTokens, now)
 	}
 	return kind(d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if len(rows) > 0 {
-			// In batches: one INSERT of a huge round would pass SQLite's
-			// limit on bound variables.
-			for b := range slices.Chunk(rows, appendBatch) {
-				if err := tx.Create(&b).Error; err != nil {
-					return err
-				}
+		// In batches: one INSERT of a huge round would pass SQLite's
+		// limit on bound variables.
+		for b := range slices.Chunk(args, appendBatch*messageColumns) {
+			if err := tx.Exec(insertMessages(len(b)/messageColumns), b...).Error; err != nil {
+				return err
 			}
 		}
 		if also != nil {
@@ -274,18 +288,34 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 				return err
 			}
 		}
-		if d.fts && len(rows) > 0 && rows[len(rows)-1].ID-d.indexed.Load() >= ftsBatch {
+		if d.fts && d.unindexed.Add(int64(len(msgs))) >= ftsBatch {
 			if err := d.indexMessages(tx); err != nil {
 				return err
 			}
 		}
-		return tx.Model(&session{}).Where("id = ?", sessionID).Updates(map[string]any{
-			"messages":          gorm.Expr("messages + ?", len(rows)),
-			"prompt_tokens":     gorm.Expr("prompt_tokens + ?", usage.PromptTokens),
-			"completion_tokens": gorm.Expr("completion_tokens + ?", usage.CompletionTokens),
-			"cached_tokens":     gorm.Expr("cached_tokens + ?", usage.CachedTokens),
-		}).Error
+		return tx.Exec(`UPDATE sessions SET messages = messages + ?, prompt_tokens = prompt_tokens + ?,
+			completion_tokens = completion_tokens + ?, cached_tokens = cached_tokens + ? WHERE id = ?`,
+			len(msgs), usage.PromptTokens, usage.CompletionTokens, usage.CachedTokens, sessionID).Error
 	}))
+}
+
+// messageColumns is how many columns insertMessages writes a message to.
+const messageColumns = 17
+
+// insertMessages is the INSERT of n messages, each with messageColumns
+// values in the order appendWith gives them.
+func insertMessages(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO messages (session_id, role, text, tool_calls, tool_call_id, tool_name, status,
+		group_name, code, arguments, user_key, external_id, tokens,
+		prompt_tokens, completion_tokens, cached_tokens, created_at) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	}
+	return b.String()
 }
 
 // Recent returns up to limit of the session's latest messages, oldest first.
@@ -358,15 +388,22 @@ func (d *DB) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error
 
 // ChatSettings returns all settings of a chat.
 func (d *DB) ChatSettings(ctx context.Context, chatKey string) (map[string]string, error) {
-	var rows []chatSetting
-	if err := d.db.WithContext(ctx).Where("chat_key = ?", chatKey).Find(&rows).Error; err != nil {
+	// On every message: scanned without gorm's reflection.
+	rows, err := d.db.WithContext(ctx).Raw(`SELECT "key", "value" FROM chat_settings WHERE chat_key = ?`, chatKey).Rows()
+	if err != nil {
 		return nil, kind(err)
 	}
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		out[r.Key] = r.Value
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k string
+		var v sql.NullString
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, kind(err)
+		}
+		out[k] = v.String
 	}
-	return out, nil
+	return out, kind(rows.Err())
 }
 
 // SetChatSetting stores one setting of a chat; an empty value deletes it.
