@@ -1,0 +1,6 @@
+//go:build !cgo
+
+package store
+
+// keepFreedMemory has nothing to tune without cgo: there is no SQLite.
+func keepFreedMemory() {}
