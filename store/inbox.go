@@ -2,12 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"loadout/bridge"
 	"loadout/chat"
@@ -93,12 +94,17 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 		}
 		row.Parts, row.Text, row.State = string(b), "", string(bridge.StateAnswered)
 	}
-	res := d.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
-	if res.Error != nil {
-		return bridge.Item{}, false, kind(res.Error)
-	}
-	if res.RowsAffected == 1 {
+	// Plain SQL: this runs for every event.
+	err := d.db.WithContext(ctx).Raw(`INSERT INTO inbox_items (channel, event_id, chat_key, user_key, text, route,
+			parts, sent, state, draft, images, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
+		row.Channel, row.EventID, row.ChatKey, row.UserKey, row.Text, row.Route, row.Parts, row.State, row.Images,
+		row.CreatedAt, row.UpdatedAt).Row().Scan(&row.Seq)
+	if err == nil {
 		return row.item(), true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return bridge.Item{}, false, kind(err)
 	}
 	var old inboxItem
 	if err := d.db.WithContext(ctx).Where("channel = ? AND event_id = ?", channel, p.ID).Take(&old).Error; err != nil {
@@ -163,17 +169,17 @@ func (d *DB) Answer(ctx context.Context, seq int64, parts []string) error {
 	if err != nil {
 		return err
 	}
-	return d.updateItem(ctx, seq, map[string]any{"parts": string(b), "sent": 0, "state": string(bridge.StateAnswered)})
+	return d.updateItem(ctx, seq, "parts = ?, sent = 0, state = ?", string(b), string(bridge.StateAnswered))
 }
 
 // MarkSent records that n parts of an item were sent.
 func (d *DB) MarkSent(ctx context.Context, seq int64, n int) error {
-	return d.updateItem(ctx, seq, map[string]any{"sent": n})
+	return d.updateItem(ctx, seq, "sent = ?", n)
 }
 
 // Drafted records the reference of the draft shown for an item.
 func (d *DB) Drafted(ctx context.Context, seq int64, draft []byte) error {
-	return d.updateItem(ctx, seq, map[string]any{"draft": draft})
+	return d.updateItem(ctx, seq, "draft = ?", draft)
 }
 
 // Finish marks an item done or failed.
@@ -181,12 +187,13 @@ func (d *DB) Finish(ctx context.Context, seq int64, state bridge.State) error {
 	if state != bridge.StateDone && state != bridge.StateFailed {
 		return fmt.Errorf("store: finish item %d: %q is not a final state", seq, state)
 	}
-	return d.updateItem(ctx, seq, map[string]any{"state": string(state)})
+	return d.updateItem(ctx, seq, "state = ?", string(state))
 }
 
-func (d *DB) updateItem(ctx context.Context, seq int64, set map[string]any) error {
-	set["updated_at"] = d.now()
-	res := d.db.WithContext(ctx).Model(&inboxItem{}).Where("seq = ?", seq).Updates(set)
+// updateItem sets columns of an item (set is the SET list of a plain
+// UPDATE, args its values) and its updated_at.
+func (d *DB) updateItem(ctx context.Context, seq int64, set string, args ...any) error {
+	res := d.db.WithContext(ctx).Exec("UPDATE inbox_items SET "+set+", updated_at = ? WHERE seq = ?", append(args, d.now(), seq)...)
 	if res.Error != nil {
 		return kind(res.Error)
 	}
