@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -60,8 +61,18 @@ func (a *Adapter) poll(ctx context.Context) {
 		if errors.As(err, &te) && te.Code == http.StatusTooManyRequests {
 			wait = retryAfter(te)
 		}
-		if errors.As(err, &te) && te.Code == http.StatusConflict {
-			a.log.Error("telegram: getUpdates conflicts with a webhook or another running instance of this bot", "err", err)
+		if errors.As(err, &te) && te.Code == http.StatusConflict && strings.Contains(te.Message, "webhook") {
+			// A webhook left by a run in webhook mode. It is removed here,
+			// when it is in the way, not by a call at every start.
+			_, derr := a.request(ctx, "deleteWebhook", tgbotapi.Params{})
+			if derr == nil {
+				a.log.Info("telegram: removed the webhook an earlier run set, to poll for updates")
+				b.Reset()
+				continue
+			}
+			a.log.Warn("telegram: getUpdates conflicts with a webhook and removing it failed, retrying", "err", derr, "wait", wait)
+		} else if errors.As(err, &te) && te.Code == http.StatusConflict {
+			a.log.Error("telegram: getUpdates conflicts with another running instance of this bot", "err", err)
 		} else {
 			a.log.Warn("telegram: getUpdates failed, retrying", "err", err, "wait", wait)
 		}

@@ -268,9 +268,6 @@ func (a *Adapter) Run(ctx context.Context) error {
 		return nil
 	}
 	return a.cfg.Exclusive.Do(ctx, "telegram polling", func(ctx context.Context) error {
-		if _, err := a.request(ctx, "deleteWebhook", tgbotapi.Params{}); err != nil {
-			a.optionalFailed("deleteWebhook", err)
-		}
 		a.poll(ctx)
 		return nil
 	})

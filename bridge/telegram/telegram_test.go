@@ -355,7 +355,6 @@ func TestPollingSurvivesErrorsAndOptionalFailures(t *testing.T) {
 	h.env.Model.Text("still here")
 	h.tg.FailNext("getMe", 502, "Bad Gateway", 0)
 	h.tg.FailNext("setMyCommands", 404, "Not Found", 0)
-	h.tg.FailNext("deleteWebhook", 404, "Not Found", 0)
 	h.tg.FailNext("getUpdates", 502, "Bad Gateway", 0)
 	h.tg.FailNext("getUpdates", 500, "Internal Server Error", 0)
 	h.tg.FailNext("sendChatAction", 404, "Not Found", 0)
@@ -370,6 +369,42 @@ func TestPollingSurvivesErrorsAndOptionalFailures(t *testing.T) {
 	// The command menu is set beside polling, so its failure may be
 	// logged after the answer went out.
 	eventually(t, "the failed optional call to be logged", func() bool { return strings.Contains(h.logs.String(), "setMyCommands") })
+}
+
+// Polling asks for updates at once: it removes a webhook only when one is
+// in the way, instead of spending a round trip on deleteWebhook at every
+// start.
+func TestPollingStartsWithoutRemovingAWebhookThatIsNotThere(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	h.env.Model.Text("hello")
+	h.start(h.env, h.config(nil))
+	h.tg.Push(telegramtest.Message{From: ana, Text: "hi"})
+	h.tg.WaitSent(t, 1)
+	if n := len(h.tg.Calls("deleteWebhook")); n != 0 {
+		t.Fatalf("deleteWebhook called %d times with no webhook set", n)
+	}
+}
+
+// A webhook left by an earlier run in webhook mode makes getUpdates
+// conflict; polling removes it (trying again when that fails) and then
+// takes the updates.
+func TestPollingRemovesAWebhookLeftBehind(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	h.env.Model.Text("polling now")
+	h.tg.SetWebhook("https://old.example.com/telegram")
+	h.tg.FailNext("deleteWebhook", 502, "Bad Gateway", 0)
+	h.start(h.env, h.config(nil))
+	h.tg.Push(telegramtest.Message{From: ana, Text: "are you there?"})
+	if s := h.tg.WaitSent(t, 1); s[0].Text != "polling now" {
+		t.Fatalf("sent %q", s[0].Text)
+	}
+	if n := len(h.tg.Calls("deleteWebhook")); n != 2 {
+		t.Fatalf("deleteWebhook called %d times, want 2 (one failed)", n)
+	}
+	if strings.Contains(h.logs.String(), "another running instance") {
+		t.Fatalf("a webhook in the way was reported as another instance:\n%s", h.logs.String())
+	}
+	eventually(t, "the webhook's removal to be logged", func() bool { return strings.Contains(h.logs.String(), "removed the webhook") })
 }
 
 func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {

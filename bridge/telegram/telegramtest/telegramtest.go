@@ -147,6 +147,7 @@ type Server struct {
 	paused       map[string]chan struct{}
 	through      map[string]int // calls of a held method still let through
 	waiting      map[string]int
+	webhook      string // the URL setWebhook set, until deleteWebhook
 }
 
 // New starts a server on 127.0.0.1, closed when the test ends.
@@ -162,6 +163,14 @@ func New(t testing.TB) *Server {
 		s.srv.Close()
 	})
 	return s
+}
+
+// SetWebhook sets a webhook as an earlier run in webhook mode left it:
+// getUpdates conflicts until deleteWebhook.
+func (s *Server) SetWebhook(url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.webhook = url
 }
 
 // Uploads returns the files the bot sent.
@@ -577,7 +586,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.notify()
 		s.mu.Unlock()
 		writeOK(w, map[string]any{"message_id": id, "date": time.Now().Unix(), "chat": map[string]any{"id": r.PostForm.Get("chat_id"), "type": "private"}})
-	case "sendChatAction", "setMyCommands", "setWebhook", "deleteWebhook", "answerCallbackQuery":
+	case "setWebhook", "deleteWebhook":
+		s.mu.Lock()
+		s.webhook = r.PostForm.Get("url")
+		s.mu.Unlock()
+		writeOK(w, true)
+	case "sendChatAction", "setMyCommands", "answerCallbackQuery":
 		writeOK(w, true)
 	default:
 		writeErr(w, 404, "Not Found", 0)
@@ -585,6 +599,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	hooked := s.webhook != ""
+	s.mu.Unlock()
+	if hooked {
+		// What the Bot API answers while a webhook is set.
+		writeErr(w, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first", 0)
+		return
+	}
 	offset, _ := strconv.Atoi(r.PostForm.Get("offset"))
 	timeout, _ := strconv.Atoi(r.PostForm.Get("timeout"))
 	deadline := time.After(time.Duration(timeout) * time.Second)
