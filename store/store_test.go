@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +43,38 @@ func TestOpenCreatesDirectoryAndUsesWAL(t *testing.T) {
 	db.Gorm().Raw("PRAGMA busy_timeout").Scan(&busy)
 	if mode != "wal" || busy < 1000 {
 		t.Fatalf("journal_mode=%s busy_timeout=%d", mode, busy)
+	}
+}
+
+// Recent gives back every field the history uses as it was appended, and
+// an empty one as empty (the query reads empty text as NULL).
+func TestRecentReadsBackEveryField(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	s, err := db.OpenSession(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []chat.Message{
+		{Role: chat.RoleUser, Text: "hi ✓", UserKey: "telegram:1", ExternalID: "42", Tokens: 3},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "a", Name: "load_tool_group", Arguments: `{"group_name":"pdf"}`}}, Tokens: 9},
+		{Role: chat.RoleTool, ToolCallID: "a", ToolName: "load_tool_group", Status: tools.StatusSuccess, Group: "pdf", Text: "Loaded",
+			Arguments: `{"group_name":"pdf"}`, Tokens: 2},
+		{Role: chat.RoleTool, ToolCallID: "b", ToolName: "web", Status: tools.StatusError, Code: "timeout", Text: "{}", Tokens: 1},
+		{Role: chat.RoleAssistant, Text: "", Tokens: 0},
+	}
+	if err := db.Append(ctx, s.ID, want, chat.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Recent(ctx, s.ID, 10)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("Recent = %d messages, %v", len(got), err)
+	}
+	for i := range want {
+		got[i].ID = 0
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("message %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
 	}
 }
 
