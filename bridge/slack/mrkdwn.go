@@ -4,24 +4,27 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
+// The patterns are compiled on first use, not at every start of the
+// process.
 var (
-	mdHeading = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
-	mdQuote   = regexp.MustCompile(`^(\s*)>\s?(.*)$`)
-	mdBullet  = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
-	mdRule    = regexp.MustCompile(`^\s*([-*_])(\s*[-*_]){2,}\s*$`)
-	mdLink    = regexp.MustCompile(`\[([^\]\n]+)\]\(([^)\s]+)\)`)
-	mdBoldIt  = regexp.MustCompile(`\*\*\*([^*\n]+?)\*\*\*`)
-	mdBold    = regexp.MustCompile(`\*\*([^\n]+?)\*\*`)
-	mdBoldU   = regexp.MustCompile(`__([^_\n]+?)__`)
-	mdItalic  = regexp.MustCompile(`\*([^*\s](?:[^*\n]*[^*\s])?)\*`)
-	mdStrike  = regexp.MustCompile(`~~([^~\n]+?)~~`)
+	mdHeading = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`) })
+	mdQuote   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)>\s?(.*)$`) })
+	mdBullet  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`) })
+	mdRule    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([-*_])(\s*[-*_]){2,}\s*$`) })
+	mdLink    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]\n]+)\]\(([^)\s]+)\)`) })
+	mdBoldIt  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*\*\*([^*\n]+?)\*\*\*`) })
+	mdBold    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*\*([^\n]+?)\*\*`) })
+	mdBoldU   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`__([^_\n]+?)__`) })
+	mdItalic  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*([^*\s](?:[^*\n]*[^*\s])?)\*`) })
+	mdStrike  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`~~([^~\n]+?)~~`) })
 	// placeholderBytes are the bytes the converter marks text with; they
 	// are taken out of the input first (they mean nothing to Slack).
 	placeholderBytes = strings.NewReplacer("\x01", "", "\x02", "", "\x03", "", "\x04", "", "\x05", "")
 
-	slackRef = regexp.MustCompile(`<([^<>|]+)(?:\|([^<>]*))?>`)
+	slackRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<([^<>|]+)(?:\|([^<>]*))?>`) })
 )
 
 // boldMark stands for a bold asterisk while single asterisks are turned
@@ -66,20 +69,20 @@ func Mrkdwn(md string) string {
 }
 
 func mrkdwnLine(line string) string {
-	if mdRule.MatchString(line) {
+	if mdRule().MatchString(line) {
 		return "──────────"
 	}
-	if m := mdHeading.FindStringSubmatch(line); m != nil {
+	if m := mdHeading().FindStringSubmatch(line); m != nil {
 		text := strings.NewReplacer("**", "", "__", "").Replace(m[1])
 		if text == "" {
 			return ""
 		}
 		return "*" + inline(text) + "*"
 	}
-	if m := mdQuote.FindStringSubmatch(line); m != nil {
+	if m := mdQuote().FindStringSubmatch(line); m != nil {
 		return m[1] + ">" + " " + mrkdwnLine(m[2])
 	}
-	if m := mdBullet.FindStringSubmatch(line); m != nil {
+	if m := mdBullet().FindStringSubmatch(line); m != nil {
 		return m[1] + "• " + inline(m[2])
 	}
 	return inline(line)
@@ -144,16 +147,16 @@ func spans(s string) string {
 	}
 	s = escape(s)
 	var links []string
-	s = mdLink.ReplaceAllStringFunc(s, func(m string) string {
-		p := mdLink.FindStringSubmatch(m)
+	s = mdLink().ReplaceAllStringFunc(s, func(m string) string {
+		p := mdLink().FindStringSubmatch(m)
 		links = append(links, "<"+p[2]+"|"+strings.ReplaceAll(p[1], "|", "¦")+">")
 		return "\x02" + strconv.Itoa(len(links)-1) + "\x03"
 	})
-	s = mdBoldIt.ReplaceAllString(s, boldMark+"_${1}_"+boldMark)
-	s = mdBold.ReplaceAllString(s, boldMark+"${1}"+boldMark)
-	s = mdBoldU.ReplaceAllString(s, boldMark+"${1}"+boldMark)
-	s = mdItalic.ReplaceAllString(s, "_${1}_")
-	s = mdStrike.ReplaceAllString(s, "~${1}~")
+	s = mdBoldIt().ReplaceAllString(s, boldMark+"_${1}_"+boldMark)
+	s = mdBold().ReplaceAllString(s, boldMark+"${1}"+boldMark)
+	s = mdBoldU().ReplaceAllString(s, boldMark+"${1}"+boldMark)
+	s = mdItalic().ReplaceAllString(s, "_${1}_")
+	s = mdStrike().ReplaceAllString(s, "~${1}~")
 	s = strings.ReplaceAll(s, boldMark, "*")
 	return restore(s, '\x02', '\x03', links)
 }
@@ -169,8 +172,8 @@ var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // the bot's own mention (botUserID) is removed, other mentions, channels
 // and links become readable text, and entities are unescaped.
 func PlainText(text, botUserID string) string {
-	text = slackRef.ReplaceAllStringFunc(text, func(m string) string {
-		p := slackRef.FindStringSubmatch(m)
+	text = slackRef().ReplaceAllStringFunc(text, func(m string) string {
+		p := slackRef().FindStringSubmatch(m)
 		target, label := p[1], p[2]
 		switch {
 		case strings.HasPrefix(target, "@"):

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -48,15 +49,17 @@ func HTML(md string) string {
 	return strings.Join(out, "\n")
 }
 
+// The patterns are compiled on first use, not at every start of the
+// process.
 var (
-	headingRe = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`)
-	bulletRe  = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
-	langRe    = regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`)
+	headingRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`) })
+	bulletRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`) })
+	langRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,32}$`) })
 )
 
 func fenceLang(s string) string {
 	s = strings.TrimSpace(s)
-	if langRe.MatchString(s) {
+	if langRe().MatchString(s) {
 		return s
 	}
 	return ""
@@ -64,10 +67,10 @@ func fenceLang(s string) string {
 
 // blockLine renders one line outside code blocks.
 func blockLine(line string) string {
-	if m := headingRe.FindStringSubmatch(line); m != nil {
+	if m := headingRe().FindStringSubmatch(line); m != nil {
 		return "<b>" + inline(m[1]) + "</b>"
 	}
-	if m := bulletRe.FindStringSubmatch(line); m != nil && !isRule(line) {
+	if m := bulletRe().FindStringSubmatch(line); m != nil && !isRule(line) {
 		return m[1] + "• " + inline(m[2])
 	}
 	return inline(line)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
+	"sync"
 
 	xhtml "golang.org/x/net/html"
 	gmailapi "google.golang.org/api/gmail/v1"
@@ -74,9 +75,11 @@ func decodeData(s string) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
+// The patterns are compiled on first use, not at every start of the
+// process.
 var (
-	spaces    = regexp.MustCompile(`[ \t\f\v\x{00a0}]+`)
-	manyBlank = regexp.MustCompile(`\n{3,}`)
+	spaces    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[ \t\f\v\x{00a0}]+`) })
+	manyBlank = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n{3,}`) })
 )
 
 // normalize trims every line, collapses runs of spaces and blank lines.
@@ -84,9 +87,9 @@ func normalize(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimSpace(spaces.ReplaceAllString(l, " "))
+		lines[i] = strings.TrimSpace(spaces().ReplaceAllString(l, " "))
 	}
-	return strings.TrimSpace(manyBlank.ReplaceAllString(strings.Join(lines, "\n"), "\n\n"))
+	return strings.TrimSpace(manyBlank().ReplaceAllString(strings.Join(lines, "\n"), "\n\n"))
 }
 
 var blocks = map[string]bool{

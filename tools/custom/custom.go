@@ -124,7 +124,7 @@ type input struct {
 }
 
 // envRef is the only form a header value may take.
-var envRef = regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`)
+var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*\}$`) })
 
 // Tool is custom_tools.
 func (m *Manager) Tool() tools.Tool {
@@ -249,7 +249,7 @@ func (m *Manager) validate(s Spec) error {
 		}
 	}
 	for k, v := range s.HTTP.Headers {
-		if !envRef.MatchString(strings.TrimSpace(v)) {
+		if !envRef().MatchString(strings.TrimSpace(v)) {
 			return bad("headers."+k, "must be a ${VAR} reference to the operator's environment; secrets are never taken from a chat")
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -236,7 +237,7 @@ func sameHost(req *http.Request, via []*http.Request) error {
 
 // placeholder is a {name} in a URL's path, filled from the argument of
 // that name.
-var placeholder = regexp.MustCompile(`\{([a-zA-Z_][a-zA-Z0-9_]*)\}`)
+var placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{([a-zA-Z_][a-zA-Z0-9_]*)\}`) })
 
 // placeholders lists the {name}s in a URL path; each must be a declared,
 // required parameter, so a call always fills it.
@@ -247,7 +248,7 @@ func placeholders(path string, schema json.RawMessage) ([]string, error) {
 	}
 	json.Unmarshal(schema, &s) // closeSchema has checked it
 	var out []string
-	for _, m := range placeholder.FindAllStringSubmatch(path, -1) {
+	for _, m := range placeholder().FindAllStringSubmatch(path, -1) {
 		if _, ok := s.Properties[m[1]]; !ok || !slices.Contains(s.Required, m[1]) {
 			return nil, fmt.Errorf("{%s} must be a required parameter", m[1])
 		}
