@@ -45,6 +45,11 @@ func BenchmarkServeTelegram(b *testing.B) {
 	// it; an installed binary is read from disk. Evict it, so the
 	// process's resident file pages are those a deployed one maps.
 	evict(b, bin)
+	if *benchProfile != "" {
+		if err := os.MkdirAll(*benchProfile, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for i := 0; i < b.N; i++ {
 		r := runServe(b, bin, filepath.Join(dir, strconv.Itoa(i)))
 		b.ReportMetric(r.start.Seconds()*1000, "start-ms")
