@@ -168,7 +168,12 @@ type Pipeline struct {
 	held    []job // accepted before Start finished resuming
 	// resumed are the items Start took from the inbox: one whose Accept
 	// was still under way then must not be queued a second time.
-	resumed  map[int64]bool
+	resumed map[int64]bool
+	// ranSince collects, while the retry sweep reads the inbox, the
+	// events whose runs ended meanwhile: what the sweep read of them may
+	// be stale (pending, though answered and done since), so it does not
+	// queue them again.
+	ranSince map[int64]bool
 	queues   map[string][]job
 	active   map[int64]bool
 	attempts map[int64]int
@@ -481,6 +486,9 @@ func (p *Pipeline) drain(key string) {
 		}
 		p.mu.Lock()
 		delete(p.active, j.it.Seq)
+		if p.ranSince != nil {
+			p.ranSince[j.it.Seq] = true
+		}
 		ws := p.waiters[j.it.Seq]
 		delete(p.waiters, j.it.Seq)
 		p.mu.Unlock()
@@ -788,18 +796,27 @@ func (p *Pipeline) sweep() {
 			return
 		case <-t.C:
 		}
+		p.mu.Lock()
+		p.ranSince = map[int64]bool{}
+		p.mu.Unlock()
 		items, err := p.cfg.Inbox.Unfinished(p.ctx, p.cfg.Channel)
+		p.mu.Lock()
+		ran := p.ranSince
+		p.ranSince = nil
+		if err == nil && !p.stopped {
+			for _, it := range items {
+				// An event that ran while the inbox was read is left to the
+				// next sweep, which reads it as it is now.
+				if !ran[it.Seq] {
+					p.enqueue(job{it, true})
+				}
+			}
+		}
+		p.mu.Unlock()
 		if err != nil {
 			p.log.Warn("delivery: cannot read the inbox to retry messages", "channel", p.cfg.Channel, "err", err)
 			continue
 		}
-		p.mu.Lock()
-		if !p.stopped {
-			for _, it := range items {
-				p.enqueue(job{it, true})
-			}
-		}
-		p.mu.Unlock()
 		if time.Since(lastPrune) > time.Hour {
 			p.prune()
 			lastPrune = time.Now()

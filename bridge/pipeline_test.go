@@ -896,3 +896,56 @@ func TestClaimOfADeadProcessExpiresAndItsTurnIsResumed(t *testing.T) {
 		t.Fatalf("order = %v", order)
 	}
 }
+
+// sweepInbox lets a test hold the retry sweep's read of the inbox after
+// it has read, so what it read can go stale.
+type sweepInbox struct {
+	bridge.Inbox
+	armed         atomic.Bool
+	reads         atomic.Int32
+	read, release chan struct{}
+}
+
+func (s *sweepInbox) Unfinished(ctx context.Context, channel string) ([]bridge.Item, error) {
+	s.reads.Add(1)
+	items, err := s.Inbox.Unfinished(ctx, channel)
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.read)
+		<-s.release
+	}
+	return items, err
+}
+
+// Found by a CI run on PostgreSQL: the retry sweep read an event as
+// unfinished while its run was under way; the run finished before the
+// sweep queued what it had read, and the event ran a second time from
+// that stale copy, sending its answer twice.
+func TestSweepDoesNotRunAnEventFinishedSinceItRead(t *testing.T) {
+	db, _ := openStore(t)
+	in := &sweepInbox{Inbox: db, read: make(chan struct{}), release: make(chan struct{})}
+	out := &outlet{}
+	var calls atomic.Int32
+	turnStarted, finishTurn := make(chan struct{}), make(chan struct{})
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: in, Outlet: out, RetryEvery: 5 * time.Millisecond,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			if calls.Add(1) == 1 {
+				close(turnStarted)
+				<-finishTurn
+			}
+			return "the answer", nil
+		})})
+	accept(t, p, pending("ev", "A", "question"))
+	<-turnStarted
+	in.armed.Store(true)
+	<-in.read // the sweep has read the event as pending
+	close(finishTurn)
+	waitUntil(t, "the event done", func() bool { s, _ := itemState(t, db, "ev"); return s == "done" })
+	reads := in.reads.Load()
+	close(in.release)
+	// The sweep's next read means it has queued what the held one read.
+	waitUntil(t, "the next sweep", func() bool { return in.reads.Load() > reads })
+	p.Stop() // runs whatever is queued
+	if n := calls.Load(); n != 1 || len(out.got()) != 1 {
+		t.Fatalf("the turn ran %d times and sent %v, want once", n, out.got())
+	}
+}
