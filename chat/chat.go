@@ -51,8 +51,7 @@ type Message struct {
 	// ExternalID is the channel's id of a user message, when it has one.
 	ExternalID string
 	// Tokens is the message's token count as sent to the model.
-	Tokens    int
-	CreatedAt time.Time
+	Tokens int
 	// Images go with a user message to a model that reads images; they
 	// are sent with the turn's own message only, not kept in history.
 	Images []Image `json:"-"`

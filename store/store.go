@@ -322,9 +322,8 @@ func insertMessages(n int) string {
 // It scans rows directly: this runs on every message whose history is not
 // cached, so it avoids gorm's per-row reflection. Empty text columns come
 // back as NULL, which the driver reads with one call into SQLite instead of
-// three, and the messages' CreatedAt is left zero (the history needs no
-// times): a cold read of 400 rows spent most of its time in those calls
-// and in parsing the times.
+// three, and the times are not read (the history needs none): a cold read
+// of 400 rows spent most of its time in those calls and in parsing times.
 func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Message, error) {
 	rows, err := d.db.WithContext(ctx).Raw(`SELECT id, role, NULLIF(text, ''), NULLIF(tool_calls, ''),
 		NULLIF(tool_call_id, ''), NULLIF(tool_name, ''), NULLIF(status, ''), NULLIF(code, ''),
