@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,7 +61,11 @@ type ModelServer struct {
 	n        int
 	// firsts are when each streamed answer's first piece was written.
 	firsts []time.Time
+	conns  atomic.Int32
 }
+
+// Conns returns how many connections clients have opened to the server.
+func (s *ModelServer) Conns() int { return int(s.conns.Load()) }
 
 // FirstPieces returns when each streamed answer so far had its first
 // piece written, to measure how soon a channel shows it.
@@ -72,7 +78,13 @@ func (s *ModelServer) FirstPieces() []time.Time {
 // NewModelServer starts a server on 127.0.0.1, closed when the test ends.
 func NewModelServer(t testing.TB) *ModelServer {
 	s := &ModelServer{Fallback: "done"}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.srv.Start()
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.srv.Close)
 	return s

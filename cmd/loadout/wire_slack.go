@@ -24,6 +24,9 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	sc.Exclusive = a.exclusive
 	sc.Claims, sc.Holder = a.claims()
 	sc.Files = a.workspaces
+	if sc.HTTPClient == nil {
+		sc.HTTPClient = a.api
+	}
 	adapter := slack.New(sc, a.router, a.db)
 	a.outbox.AddFiles("slack", adapter.SendFile)
 	a.outbox.AddSubmit("slack", adapter.Submit)

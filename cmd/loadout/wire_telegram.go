@@ -31,6 +31,9 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	tc.Exclusive = a.exclusive
 	tc.Claims, tc.Holder = a.claims()
 	tc.Files = a.workspaces
+	if tc.HTTPClient == nil {
+		tc.HTTPClient = a.api
+	}
 	ad := telegram.New(tc, a.router, a.db)
 	a.tgBot = ad
 	a.outbox.AddFiles("telegram", ad.SendFile)

@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"loadout/bridge/telegram"
 	"loadout/bridge/telegram/telegramtest"
@@ -20,9 +23,15 @@ import (
 // a fake Bot API; it returns the HTTP address and a stop function.
 func serveTelegram(t *testing.T, tg *telegramtest.Server, model *chattest.ModelServer, extra string) (string, func()) {
 	t.Helper()
+	return serveTelegramFor(t, tg, model, `"42"`, extra)
+}
+
+// serveTelegramFor is serveTelegram allowing users, a YAML list's items.
+func serveTelegramFor(t *testing.T, tg *telegramtest.Server, model *chattest.ModelServer, users, extra string) (string, func()) {
+	t.Helper()
 	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  shutdown_grace: 5s\n"+
-		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n%s",
-		model.URL, filepath.Join(t.TempDir(), "loadout.db"), telegramtest.Token, tg.Endpoint(), extra)
+		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [%s]\n%s",
+		model.URL, filepath.Join(t.TempDir(), "loadout.db"), telegramtest.Token, tg.Endpoint(), users, extra)
 	cfg, err := parseConfig([]byte(raw), env(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +66,41 @@ func TestServeRunsTelegramBot(t *testing.T) {
 		t.Fatalf("sent %+v", sent[0])
 	}
 	stop()
+}
+
+// Found by counting connections on the serve benchmark: Go's default
+// transport keeps two idle connections per host, so with eight turns at
+// once most model calls and Bot API requests opened a new connection —
+// against a real API, a TLS handshake each. Five waves of eight chats
+// must reuse the connections the first wave opened.
+func TestConnectionsToTheModelAndTheBotAPIAreReused(t *testing.T) {
+	tg := telegramtest.New(t)
+	model := chattest.NewModelServer(t)
+	const chats, waves = 8, 5
+	ids := make([]string, chats)
+	for i := range ids {
+		ids[i] = strconv.Itoa(100 + i)
+	}
+	_, stop := serveTelegramFor(t, tg, model, strings.Join(ids, ", "), "")
+	defer stop()
+	for w := range waves {
+		for range chats {
+			// Slow enough that the wave's turns overlap.
+			model.Push(chattest.Step{Text: "ok", Delay: 50 * time.Millisecond})
+		}
+		for i := range chats {
+			tg.Push(telegramtest.Message{From: telegramtest.User{ID: int64(100 + i)}, Text: fmt.Sprintf("wave %d", w)})
+		}
+		tg.WaitSent(t, (w+1)*chats)
+	}
+	// One connection per turn that can run at once, and for the Bot API
+	// the long poll and the typing signs beside them.
+	if n := model.Conns(); n > chats+1 {
+		t.Errorf("%d connections to the model for %d turns, at most %d at once", n, chats*waves, chats)
+	}
+	if n := tg.Conns(); n > 2*chats {
+		t.Errorf("%d connections to the Bot API for %d answers", n, chats*waves)
+	}
 }
 
 func TestServeMountsTelegramWebhook(t *testing.T) {

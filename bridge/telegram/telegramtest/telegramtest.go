@@ -10,12 +10,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -148,7 +150,11 @@ type Server struct {
 	through      map[string]int // calls of a held method still let through
 	waiting      map[string]int
 	webhook      string // the URL setWebhook set, until deleteWebhook
+	conns        atomic.Int32
 }
+
+// Conns returns how many connections clients have opened to the server.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
 // New starts a server on 127.0.0.1, closed when the test ends.
 func New(t testing.TB) *Server {
@@ -156,7 +162,13 @@ func New(t testing.TB) *Server {
 		quit: make(chan struct{}), changed: make(chan struct{}), nextID: 1000, nextMsg: 1,
 		fails: map[string][]failure{}, paused: map[string]chan struct{}{}, through: map[string]int{}, waiting: map[string]int{},
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.srv.Start()
 	s.URL = s.srv.URL
 	t.Cleanup(func() {
 		close(s.quit)
