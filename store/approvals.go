@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"gorm.io/gorm"
@@ -96,10 +95,6 @@ func (d *DB) PendingApprovals(ctx context.Context, chatKey string) ([]chat.Appro
 // cancelApprovals cancels the chat's pending approvals (the conversation
 // is cleared).
 func cancelApprovals(tx *gorm.DB, chatKey string, now time.Time) error {
-	err := tx.Model(&approvalRow{}).Where("chat_key = ? AND status = ?", chatKey, chat.ApprovalPending).
+	return tx.Model(&approvalRow{}).Where("chat_key = ? AND status = ?", chatKey, chat.ApprovalPending).
 		Updates(map[string]any{"status": chat.ApprovalCancelled, "decided_at": &now}).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil
-	}
-	return err
 }

@@ -5,23 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // OpenPostgres opens the PostgreSQL database dsn (a postgres:// URL or
 // key=value string) and migrates its schema. Several processes may start
 // on one database at once: migration runs under an advisory lock.
 func OpenPostgres(dsn string) (*DB, error) {
-	g, err := gorm.Open(postgres.Open(dsn), &gorm.Config{
-		Logger:                 logger.Discard,
-		SkipDefaultTransaction: true,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
-	})
+	g, err := gorm.Open(postgres.Open(dsn), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("store: open PostgreSQL: %w", err)
 	}
@@ -35,7 +29,7 @@ func OpenPostgres(dsn string) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store: migrate PostgreSQL: %w", err)
 	}
-	return &DB{db: g, pg: true, now: func() time.Time { return time.Now().UTC() }}, nil
+	return &DB{db: g, pg: true, now: utcNow}, nil
 }
 
 // pgConns bounds the connections to PostgreSQL, which, unlike SQLite,

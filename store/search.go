@@ -109,12 +109,9 @@ func searchSchema(g *gorm.DB, fts bool) error {
 // did into it, inside tx, which must be a write transaction: SQLite's one
 // writer at a time keeps another process from indexing the same rows.
 func (d *DB) indexMessages(tx *gorm.DB) error {
-	var through int64
-	if err := tx.Raw(`SELECT through FROM search_marks WHERE name = 'messages'`).Scan(&through).Error; err != nil {
-		return err
-	}
-	var last int64
-	if err := tx.Raw(`SELECT COALESCE(MAX(id), 0) FROM messages`).Scan(&last).Error; err != nil {
+	var through, last int64
+	if err := tx.Raw(`SELECT through, (SELECT COALESCE(MAX(id), 0) FROM messages) FROM search_marks WHERE name = 'messages'`).
+		Row().Scan(&through, &last); err != nil {
 		return err
 	}
 	if last > through {

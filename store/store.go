@@ -127,11 +127,7 @@ func openSQLite(path string) (*DB, error) {
 		}
 	}
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
-	g, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
-		Logger:                 logger.Discard,
-		SkipDefaultTransaction: true,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
-	})
+	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -149,8 +145,16 @@ func openSQLite(path string) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
-	return &DB{db: g, fts: fts, now: func() time.Time { return time.Now().UTC() }}, nil
+	return &DB{db: g, fts: fts, now: utcNow}, nil
 }
+
+// gormConfig is how both drivers are opened: quiet, with no transaction
+// around single writes (the store opens its own), and times in UTC.
+func gormConfig() *gorm.Config {
+	return &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, NowFunc: utcNow}
+}
+
+func utcNow() time.Time { return time.Now().UTC() }
 
 // maxConns bounds the connections to the file. SQLite runs one writer at
 // a time, and every write makes the other connections drop their page
@@ -341,18 +345,18 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 	// would otherwise be allocated anew for each.
 	var (
 		id, tokens                                                            int64
-		role, text, calls, callID, tool, status, code, args, group, user, ext optional
+		role, text, calls, callID, tool, status, code, args, group, user, ext sql.NullString
 	)
 	dest := []any{&id, &role, &text, &calls, &callID, &tool, &status, &code, &args, &group, &user, &ext, &tokens}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		m := chat.Message{ID: id, Role: chat.Role(role), Text: string(text), ToolCallID: string(callID), ToolName: string(tool),
-			Status: string(status), Code: string(code), Arguments: string(args), Group: string(group), UserKey: string(user),
-			ExternalID: string(ext), Tokens: int(tokens)}
-		if calls != "" {
-			if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {
+		m := chat.Message{ID: id, Role: chat.Role(role.String), Text: text.String, ToolCallID: callID.String, ToolName: tool.String,
+			Status: status.String, Code: code.String, Arguments: args.String, Group: group.String, UserKey: user.String,
+			ExternalID: ext.String, Tokens: int(tokens)}
+		if calls.String != "" {
+			if err := json.Unmarshal([]byte(calls.String), &m.ToolCalls); err != nil {
 				return nil, fmt.Errorf("decode tool calls of message %d: %w", m.ID, err)
 			}
 		}
@@ -363,24 +367,6 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 	}
 	slices.Reverse(out)
 	return out, nil
-}
-
-// optional is a text column that may be NULL, read as "".
-type optional string
-
-// Scan implements sql.Scanner.
-func (o *optional) Scan(src any) error {
-	switch v := src.(type) {
-	case nil:
-		*o = ""
-	case string:
-		*o = optional(v)
-	case []byte:
-		*o = optional(v)
-	default:
-		return fmt.Errorf("text column holds %T", src)
-	}
-	return nil
 }
 
 // groupChanges are the tools whose successful results record group
