@@ -72,8 +72,13 @@ func (t *turn) holdRound(calls []tools.Call, results []tools.Result) *Approval {
 			CallID: r.CallID, Tool: r.Name, Arguments: canonicalJSON(calls[i].Arguments), Summary: r.Content,
 			Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl),
 		}
-		results[i].Content = fmt.Sprintf(`{"status":"pending_approval","message":%q,"suggestion":"Do not call it again. The person has been asked; its result arrives when they answer."}`,
-			"Waiting for the person to approve: "+a.Summary)
+		pending, _ := json.Marshal(struct {
+			Status     string `json:"status"`
+			Message    string `json:"message"`
+			Suggestion string `json:"suggestion"`
+		}{"pending_approval", "Waiting for the person to approve: " + a.Summary,
+			"Do not call it again. The person has been asked; its result arrives when they answer."})
+		results[i].Content = string(pending)
 	}
 	return a
 }
@@ -132,6 +137,39 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool
 	mine := a.DecidedBy == in.ID && in.ID != ""
 	switch {
 	case a.Status == ApprovalPending:
+		to := ApprovalDenied
+		switch {
+		case time.Now().After(a.ExpiresAt):
+			to = ApprovalExpired
+		case approve:
+			to = ApprovalRunning
+		}
+		var settings tools.Settings
+		if to == ApprovalRunning {
+			// Read before the call is marked running: a tool disabled in
+			// the chat since it asked does not run.
+			if settings, err = e.settings(ctx, a.ChatKey); err != nil {
+				return Reply{}, err
+			}
+		}
+		ok, err := e.store.Decide(ctx, a.ID, ApprovalPending, to, in.ID)
+		if err != nil {
+			return Reply{}, fmt.Errorf("decide approval %s: %w", a.ID, err)
+		}
+		if !ok {
+			return Reply{Text: msgAlready}, nil
+		}
+		a.Status = to
+		if to == ApprovalRunning {
+			res := e.runApproved(ctx, a, settings.Disabled)
+			if err := e.resolve(ctx, a, Message{Role: RoleTool, Text: res.Content, Status: res.Status, Code: res.Code}); err != nil {
+				return Reply{}, err
+			}
+			if _, err := e.store.Decide(context.WithoutCancel(ctx), a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {
+				return Reply{}, err
+			}
+			return e.Handle(ctx, note)
+		}
 	case mine && a.Status == ApprovalRunning:
 		// This event approved it and was cut while the call ran: whether
 		// it went through is unknown, and it is not run twice.
@@ -143,8 +181,9 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool
 			return Reply{}, err
 		}
 		return e.Handle(ctx, note)
-	case mine:
+	case mine && a.Status == ApprovalDone:
 		return e.Handle(ctx, note) // answered; the turn carries on
+	case mine:
 	case a.Status == ApprovalCancelled:
 		return Reply{Text: msgCancelled}, nil
 	case a.Status == ApprovalExpired:
@@ -152,40 +191,16 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool
 	default:
 		return Reply{Text: msgAlready}, nil
 	}
-	if time.Now().After(a.ExpiresAt) {
-		if ok, err := e.store.Decide(ctx, a.ID, ApprovalPending, ApprovalExpired, in.ID); err != nil || !ok {
-			return Reply{Text: msgAlready}, err
-		}
+	// Denied or expired by this event, now or by an earlier try of it
+	// that stopped before the outcome was recorded: recording it again
+	// is harmless, and the answer is the same both times.
+	if a.Status == ApprovalExpired {
 		err := e.resolve(ctx, a, failed(codeExpired, "The person did not answer in time, so this was not done: "+a.Summary,
 			"If it is still wanted, the person can ask again."))
 		return Reply{Text: msgExpired}, err
 	}
-	to := ApprovalRunning
-	if !approve {
-		to = ApprovalDenied
-	}
-	ok, err := e.store.Decide(ctx, a.ID, ApprovalPending, to, in.ID)
-	if err != nil {
-		return Reply{}, fmt.Errorf("decide approval %s: %w", a.ID, err)
-	}
-	if !ok {
-		return Reply{Text: msgAlready}, nil
-	}
-	if !approve {
-		if err := e.resolve(ctx, a, failed(codeDenied, "The person denied this, so it was not done: "+a.Summary,
-			"Do not try it again unless the person asks.")); err != nil {
-			return Reply{}, err
-		}
-		return e.Handle(ctx, note)
-	}
-	res := e.runApproved(ctx, in, a)
-	m := Message{Role: RoleTool, Text: res.Content, Status: res.Status, Code: res.Code}
-	m.Tokens = e.countMessage(m)
-	if err := e.store.Resolve(context.WithoutCancel(ctx), a.SessionID, a.CallID, m); err != nil {
-		return Reply{}, fmt.Errorf("record the result of approval %s: %w", a.ID, err)
-	}
-	e.cache.drop(a.SessionID)
-	if _, err := e.store.Decide(context.WithoutCancel(ctx), a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {
+	if err := e.resolve(ctx, a, failed(codeDenied, "The person denied this, so it was not done: "+a.Summary,
+		"Do not try it again unless the person asks.")); err != nil {
 		return Reply{}, err
 	}
 	return e.Handle(ctx, note)
@@ -193,10 +208,9 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool
 
 // runApproved runs an approved call with its stored arguments, through
 // the executor and its middleware, as the person who asked.
-func (e *Engine) runApproved(ctx context.Context, in Inbound, a Approval) tools.Result {
-	settings, _ := e.settings(ctx, in.ChatKey)
+func (e *Engine) runApproved(ctx context.Context, a Approval, disabled map[string]bool) tools.Result {
 	tctx := tools.WithCaller(ctx, tools.Caller{ChatKey: a.ChatKey, UserKey: a.UserKey, SessionID: a.SessionID,
-		Disabled: settings.Disabled, Approved: a.CallID})
+		Disabled: disabled, Approved: a.CallID})
 	return e.exec.Run(tctx, nil, []tools.Call{{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments}})[0]
 }
 
@@ -213,11 +227,6 @@ func (e *Engine) resolve(ctx context.Context, a Approval, m Message) error {
 func failed(code, message, suggestion string) Message {
 	te := &tools.Error{Code: code, Message: message, Suggestion: suggestion}
 	return Message{Role: RoleTool, Text: te.JSON(), Status: tools.StatusError, Code: code}
-}
-
-// Pending lists the chat's approvals still waiting, newest first.
-func (e *Engine) Pending(ctx context.Context, chatKey string) ([]Approval, error) {
-	return e.store.PendingApprovals(ctx, chatKey)
 }
 
 // askOf is the approval id an assistant message asks for, if any.

@@ -159,6 +159,78 @@ func TestDenyAndExpiry(t *testing.T) {
 }
 
 // TEST: the question survives a restart, and /clear cancels it.
+// An answer retried after it changed the approval's status but before
+// the outcome was recorded (a store error, a crash) records it then:
+// the held call's result never stays "pending", and an expired one is
+// answered the same way both times.
+func TestRetriedAnswerRecordsTheOutcome(t *testing.T) {
+	o := &outbox{}
+	e := confirmEnv(t, o, chat.Config{}, "")
+	e.Model.Call("mail_send", sendArgs)
+	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "send it", ID: "ev1"})
+	// The first try of ev2 denied it and stopped there.
+	if ok, err := e.Store.Decide(context.Background(), r.Ask, chat.ApprovalPending, chat.ApprovalDenied, "ev2"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	e.Model.Text("OK, I won't.")
+	if got := decide(t, e, "u:ana", r.Ask, "ev2", false); got.Text != "OK, I won't." {
+		t.Fatalf("retried deny = %+v", got)
+	}
+	if res := toolResults(e.Model.Last(t))["call_1_0"]; !strings.Contains(res, `"code":"denied"`) {
+		t.Fatalf("after the retry the model reads %q", res)
+	}
+
+	e.Model.Call("mail_send", sendArgs)
+	r = handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "send it again", ID: "ev3"})
+	if ok, err := e.Store.Decide(context.Background(), r.Ask, chat.ApprovalPending, chat.ApprovalExpired, "ev4"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	requests := len(e.Model.Requests())
+	if got := decide(t, e, "u:ana", r.Ask, "ev4", true); !strings.Contains(got.Text, "expired") || len(e.Model.Requests()) != requests {
+		t.Fatalf("retried expiry = %+v (%d model calls, %d before)", got, len(e.Model.Requests()), requests)
+	}
+	e.Model.Text("ok")
+	handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "and now?", ID: "ev5"})
+	expired := 0
+	for _, res := range toolResults(e.Model.Last(t)) {
+		if strings.Contains(res, `"code":"expired"`) {
+			expired++
+		}
+	}
+	if expired != 1 {
+		t.Fatalf("after the retried expiry the model reads %v", toolResults(e.Model.Last(t)))
+	}
+	if len(o.all()) != 0 {
+		t.Fatalf("sent %v", o.all())
+	}
+}
+
+// A tool disabled in the chat between the question and the approval does
+// not run; and the held call's pending result is valid JSON whatever the
+// summary holds (it is built from the model's arguments).
+func TestApprovedCallOfADisabledToolDoesNotRun(t *testing.T) {
+	o := &outbox{}
+	e := confirmEnv(t, o, chat.Config{}, "")
+	e.Model.Call("mail_send", `{"to":"ana@example.com","subject":"a\u0001b\"c","body":"x"}`)
+	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "send it", ID: "ev1"})
+	var pending string
+	e.Store.Gorm().Raw("SELECT text FROM messages WHERE role = 'tool'").Scan(&pending)
+	if !json.Valid([]byte(pending)) || !strings.Contains(pending, "pending_approval") {
+		t.Fatalf("pending result %q is not JSON", pending)
+	}
+	if err := e.Store.SetChatSetting(context.Background(), "c1", tools.SettingDisabledTools, "mail_send"); err != nil {
+		t.Fatal(err)
+	}
+	e.Model.Text("It is disabled.")
+	decide(t, e, "u:ana", r.Ask, "ev2", true)
+	if len(o.all()) != 0 {
+		t.Fatalf("a disabled tool ran: %v", o.all())
+	}
+	if res := toolResults(e.Model.Last(t))["call_1_0"]; !strings.Contains(res, "disabled in this chat") {
+		t.Fatalf("the model reads %q", res)
+	}
+}
+
 func TestApprovalAcrossRestartAndClear(t *testing.T) {
 	o := &outbox{}
 	first := confirmEnv(t, o, chat.Config{}, "")

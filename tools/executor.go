@@ -109,14 +109,16 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 			Suggestion: "Use only the tools in your tool list, or load a group from the Available Tool Groups with load_tool_group.",
 		})
 	}
+	// Checked with or without a catalog: a call approved after the tool
+	// was disabled comes without one.
+	if CallerFrom(ctx).Disabled[c.Name] {
+		return failure(&Error{
+			Code:       CodeNotFound,
+			Message:    fmt.Sprintf("Tool '%s' is disabled in this chat.", c.Name),
+			Suggestion: "Tell the person the tool is disabled; it can be enabled again with tool_settings in the config group.",
+		})
+	}
 	if cat != nil && !cat.Has(c.Name) {
-		if CallerFrom(ctx).Disabled[c.Name] {
-			return failure(&Error{
-				Code:       CodeNotFound,
-				Message:    fmt.Sprintf("Tool '%s' is disabled in this chat.", c.Name),
-				Suggestion: "Tell the person the tool is disabled; it can be enabled again with tool_settings in the config group.",
-			})
-		}
 		return failure(&Error{
 			Code:       CodeNotLoaded,
 			Message:    fmt.Sprintf("Tool '%s' belongs to group '%s', which is not loaded.", c.Name, e.Group),
