@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 )
 
 // Effect is what a call does to the world, which decides whether the
@@ -79,11 +78,13 @@ func (p Policy) Needs(d Definition, args json.RawMessage) bool {
 	case ConfirmNever:
 		return false
 	}
-	e := EffectOf(d, args)
-	switch p.Level {
-	case ConfirmNone:
+	// Before the effect, which may decode the arguments: this runs on
+	// every call.
+	if p.Level == ConfirmNone {
 		return false
-	case ConfirmMutating:
+	}
+	e := EffectOf(d, args)
+	if p.Level == ConfirmMutating {
 		return e >= EffectMutate
 	}
 	return e >= EffectDestructive
@@ -151,12 +152,7 @@ func Summary(d Definition, args json.RawMessage) string {
 // Shorten cuts s to at most n runes, marking the cut with "…", and puts
 // it on one line.
 func Shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return truncate(strings.Join(strings.Fields(s), " "), n)
 }
 
 // Lines counts the lines of a text the way a person would: "" is 0.

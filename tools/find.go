@@ -190,11 +190,14 @@ func (ix *searchIndex) build() {
 	ix.avgLen = math.Max(1, float64(total)/math.Max(1, float64(len(ix.docs))))
 }
 
+// compounds are written forms of one word, made one before splitting.
+var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list")
+
 // searchWords are text's lowercase words, lightly stemmed, without the
 // commonest words and JSON Schema's own.
 func searchWords(text string) []string {
 	var out []string
-	text = strings.NewReplacer("to-do", "todo", "to do list", "todo list").Replace(strings.ToLower(text))
+	text = compounds.Replace(strings.ToLower(text))
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if stop[w] || len(w) < 2 {
 			continue

@@ -525,11 +525,8 @@ func toolName(server, tool string) string {
 	return b.String()[:min(b.Len(), 64)]
 }
 
-// firstLine is s's first line, cut to max bytes.
+// firstLine is s's first line, cut to max characters (never inside one).
 func firstLine(s string, max int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return s
+	return tools.Shorten(s, max)
 }
