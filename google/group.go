@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
@@ -79,17 +80,27 @@ func (a API[S]) mapErr(err error, what string) error {
 // Do builds the service as the caller and runs fn on it with Call: the
 // whole of a one-request tool.
 func Do[S, T any](ctx context.Context, a API[S], what string, fn func(*S) (T, error)) (T, error) {
+	return do(ctx, a, a.Call, what, fn)
+}
+
+// DoOnce is Do with CallOnce: the whole of a one-request tool whose
+// request must not be sent twice (it creates something, or sends mail).
+func DoOnce[S, T any](ctx context.Context, a API[S], what string, fn func(*S) (T, error)) (T, error) {
+	return do(ctx, a, a.CallOnce, what, fn)
+}
+
+// do is Do and DoOnce, with call one of a's Call and CallOnce.
+func do[S, T any](ctx context.Context, a API[S], call func(context.Context, string, func() error) error,
+	what string, fn func(*S) (T, error)) (T, error) {
 	var res, zero T
 	svc, err := a.Connect(ctx)
 	if err != nil {
 		return zero, err
 	}
-	err = a.Call(ctx, what, func() error {
-		var err error
+	if err := call(ctx, what, func() (err error) {
 		res, err = fn(svc)
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return zero, err
 	}
 	return res, nil
@@ -102,11 +113,11 @@ func Invalid(param, msg string) *tools.Error {
 }
 
 // Required is the error for a missing argument, or nil when v has text.
+// Blank counts as missing the way the tools trim what they send, so a
+// value that passes is never sent empty.
 func Required(name, v string) error {
-	for _, r := range v {
-		if r != ' ' && r != '\t' && r != '\n' && r != '\r' {
-			return nil
-		}
+	if strings.TrimSpace(v) != "" {
+		return nil
 	}
 	return &tools.Error{Code: tools.CodeMissingParameter, Message: name + " is required."}
 }

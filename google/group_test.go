@@ -6,20 +6,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	gdrive "google.golang.org/api/drive/v3"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/googletest"
 	"loadout/tools"
 )
 
 // The shared call helper: Do builds the service as the caller, retries a
-// temporary error and maps the final one; CallOnce does not repeat a
-// request after a server error; a group's own mapping comes first; a
-// person without an account gets not_connected untouched.
+// temporary error and maps the final one; CallOnce and DoOnce do not
+// repeat a request after a server error; a group's own mapping comes
+// first; a person without an account gets not_connected untouched.
 func TestAPIHelpers(t *testing.T) {
 	f := googletest.NewAPI(t)
 	var n atomic.Int32
@@ -35,7 +33,7 @@ func TestAPIHelpers(t *testing.T) {
 		Client:  &googletest.Client{Endpoint: f.URL, Connected: map[string]bool{"telegram:42": true}},
 		Service: google.Service{Path: "drive/v3/", Scopes: []string{gdrive.DriveScope}},
 		New:     gdrive.NewService,
-		Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond},
+		Backoff: googletest.Backoff,
 	}
 	ctx := tools.WithCaller(context.Background(), tools.Caller{UserKey: "telegram:42"})
 	get := func(id string) (*gdrive.File, error) {
@@ -57,6 +55,12 @@ func TestAPIHelpers(t *testing.T) {
 	err = api.CallOnce(ctx, "the file 'f2'", func() error { return svc.Files.Delete("f2").Context(ctx).Do() })
 	if !errors.As(err, &te) || f.Count("DELETE /drive/v3/files/f2") != 1 {
 		t.Fatalf("CallOnce = %v after %d tries", err, f.Count("DELETE /drive/v3/files/f2"))
+	}
+	_, err = google.DoOnce(ctx, api, "the file 'f2'", func(s *gdrive.Service) (struct{}, error) {
+		return struct{}{}, s.Files.Delete("f2").Context(ctx).Do()
+	})
+	if !errors.As(err, &te) || f.Count("DELETE /drive/v3/files/f2") != 2 {
+		t.Fatalf("DoOnce = %v after %d tries in all", err, f.Count("DELETE /drive/v3/files/f2"))
 	}
 	own := api
 	own.Map = func(err error, what string) error { return &tools.Error{Code: "mine", Message: what} }

@@ -20,10 +20,13 @@ import (
 	"loadout/tools"
 )
 
+// GroupName is the group's name for load_tool_group.
+const GroupName = "google_calendar"
+
 // Service returns the Calendar API as the group asks google.Client for
 // it: path calendar/v3/ and the full Calendar scope.
 func Service() google.Service {
-	return google.Service{Group: "google_calendar", Path: "calendar/v3/", Scopes: []string{gcal.CalendarScope}}
+	return google.Service{Group: GroupName, Path: "calendar/v3/", Scopes: []string{gcal.CalendarScope}}
 }
 
 // Options tunes the group. The zero value is the default.
@@ -50,7 +53,7 @@ func New(c google.Client, o Options) google.Group {
 	g := &group{opts: o, api: google.API[gcal.Service]{Client: c, Service: Service(), New: gcal.NewService, Backoff: o.Backoff, Map: mapError}}
 	return google.Group{
 		Group: tools.Group{
-			Name:        "google_calendar",
+			Name:        GroupName,
 			DisplayName: "Google Calendar",
 			Description: "List, create, update and delete events in the person's Google Calendar, and check free/busy times.",
 		},

@@ -1,14 +1,12 @@
 package calendar_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/calendar"
 	"loadout/google/googletest"
@@ -20,29 +18,18 @@ const user = "telegram:1"
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	cg := calendar.New(c, calendar.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, Now: clock})
-	g, ts := cg.Group, cg.Tools
-	return googletest.Call(t, g, ts, user, name, args)
+	return googletest.Call(t, calendar.New(c, calendar.Options{Backoff: googletest.Backoff, Now: clock}), user, name, args)
 }
 
 var (
 	decode    = googletest.Decode
 	wantError = googletest.WantError
 	check     = googletest.Check
+	jsonBody  = googletest.Body
 )
 
 // clock is the tests' now: Monday 3 March 2025, 10:00 UTC.
 func clock() time.Time { return time.Date(2025, 3, 3, 10, 0, 0, 0, time.UTC) }
-
-// jsonBody decodes a request body.
-func jsonBody(t *testing.T, r googletest.Request) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(r.Body), &m); err != nil {
-		t.Fatalf("body is not JSON: %v: %s", err, r.Body)
-	}
-	return m
-}
 
 // path returns m's value at a dotted path.
 func path(m map[string]any, p string) any {

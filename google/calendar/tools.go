@@ -570,9 +570,8 @@ func (g *group) updateEvent() tools.Tool {
 			patch.ForceSendFields = append(patch.ForceSendFields, "Description")
 		}
 		if in.Recurrence != nil {
-			// The series' rule; an empty list ends the repeating.
+			// The series' new rule; null ends the repeating.
 			patch.Recurrence = rrule
-			patch.ForceSendFields = append(patch.ForceSendFields, "Recurrence")
 			if rrule == nil {
 				patch.NullFields = append(patch.NullFields, "Recurrence")
 			}

@@ -1,11 +1,8 @@
 package contacts_test
 
 import (
-	"encoding/json"
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/contacts"
 	"loadout/google/googletest"
@@ -16,13 +13,13 @@ const user = "telegram:1"
 
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g := contacts.New(c, contacts.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
-	return googletest.Call(t, g.Group, g.Tools, user, name, args)
+	return googletest.Call(t, contacts.New(c, contacts.Options{Backoff: googletest.Backoff}), user, name, args)
 }
 
 var (
 	decode = googletest.Decode
 	check  = googletest.Check
+	body   = googletest.Body
 )
 
 const ana = `{"resourceName":"people/c1","etag":"%EgcBAgkLLjc9GgQBAgUHIgxQ",
@@ -75,8 +72,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	f.On("DELETE /people/v1/people/c1:deleteContact", 200, `{}`)
 	out := decode(t, run(t, f.Client(), "contacts_create", `{"name":"Bob Ng","emails":["bob@example.com"],"notes":"plumber"}`))
 	check(t, "created", out["contact"], map[string]any{"resource_name": "people/c2", "name": "Bob Ng", "emails": []any{"bob@example.com"}})
-	var sent map[string]any
-	json.Unmarshal([]byte(f.Last("POST /people/v1/people:createContact").Body), &sent)
+	sent := body(t, f.Last("POST /people/v1/people:createContact"))
 	check(t, "create body", []any{sent["names"], sent["emailAddresses"], sent["biographies"]}, []any{
 		[]any{map[string]any{"unstructuredName": "Bob Ng"}}, []any{map[string]any{"value": "bob@example.com"}},
 		[]any{map[string]any{"value": "plumber", "contentType": "TEXT_PLAIN"}}})
@@ -85,7 +81,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 	decode(t, run(t, f.Client(), "contacts_update", `{"resource_name":"people/c1","phones":["+351 900 000 000"],"title":"Lead"}`))
 	r := f.Last("PATCH /people/v1/people/c1:updateContact")
 	check(t, "updatePersonFields", r.Query.Get("updatePersonFields"), "phoneNumbers,organizations")
-	json.Unmarshal([]byte(r.Body), &sent)
+	sent = body(t, r)
 	check(t, "update body", []any{sent["etag"], sent["phoneNumbers"], sent["organizations"]}, []any{"%EgcBAgkLLjc9GgQBAgUHIgxQ",
 		[]any{map[string]any{"value": "+351 900 000 000"}}, []any{map[string]any{"name": "Acme", "title": "Lead"}}})
 	googletest.WantError(t, run(t, f.Client(), "contacts_update", `{"resource_name":"people/c1"}`), tools.CodeMissingParameter, "Nothing to change")

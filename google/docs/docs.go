@@ -45,9 +45,8 @@ func New(c google.Client, o Options) google.Group {
 		o.MaxChars = 30000
 	}
 	g := &group{opts: o,
-		api:    google.API[gdocs.Service]{Client: c, Service: Service(), New: gdocs.NewService, Backoff: o.Backoff},
-		drive:  google.API[gdrive.Service]{Client: c, Service: CommentsService(), New: gdrive.NewService, Backoff: o.Backoff},
-		scopes: append(Service().Scopes, CommentsService().Scopes...)}
+		api:   google.API[gdocs.Service]{Client: c, Service: Service(), New: gdocs.NewService, Backoff: o.Backoff},
+		drive: google.API[gdrive.Service]{Client: c, Service: CommentsService(), New: gdrive.NewService, Backoff: o.Backoff}}
 	return google.Group{
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Docs",
 			Description: "The person's Google Docs: create, read as Markdown, append or insert under a heading, find and replace, comments."},
@@ -59,15 +58,14 @@ func New(c google.Client, o Options) google.Group {
 				Effect: tools.EffectMutate}, g.replace),
 			tools.New(tools.Definition{Name: "docs_comments", Description: "List a Google Doc's comments with the text they are on and their replies.", ReadOnly: true}, g.comments),
 		},
-		Scopes: g.scopes,
+		Scopes: append(Service().Scopes, CommentsService().Scopes...),
 	}
 }
 
 type group struct {
-	opts   Options
-	api    google.API[gdocs.Service]
-	drive  google.API[gdrive.Service]
-	scopes []string
+	opts  Options
+	api   google.API[gdocs.Service]
+	drive google.API[gdrive.Service]
 }
 
 func what(id string) string { return fmt.Sprintf("the document '%s'", id) }

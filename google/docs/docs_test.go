@@ -1,12 +1,9 @@
 package docs_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/docs"
 	"loadout/google/googletest"
@@ -17,13 +14,13 @@ const user = "telegram:1"
 
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g := docs.New(c, docs.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, MaxChars: 400})
-	return googletest.Call(t, g.Group, g.Tools, user, name, args)
+	return googletest.Call(t, docs.New(c, docs.Options{Backoff: googletest.Backoff, MaxChars: 400}), user, name, args)
 }
 
 var (
-	decode = googletest.Decode
-	check  = googletest.Check
+	decode   = googletest.Decode
+	check    = googletest.Check
+	requests = googletest.BatchRequests
 )
 
 // plan is a document with a title, headings, a bulleted and a numbered
@@ -92,17 +89,6 @@ func TestReadAsMarkdownInParts(t *testing.T) {
 	}
 }
 
-func requests(t *testing.T, body string) []map[string]any {
-	t.Helper()
-	var b struct {
-		Requests []map[string]any `json:"requests"`
-	}
-	if err := json.Unmarshal([]byte(body), &b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Requests
-}
-
 func TestCreateWriteReplace(t *testing.T) {
 	f := googletest.NewStrictAPI(t, user)
 	f.On("POST /docs/v1/documents", 200, `{"documentId":"d9","title":"Notes"}`)
@@ -112,19 +98,19 @@ func TestCreateWriteReplace(t *testing.T) {
 
 	out := decode(t, run(t, f.Client(), "docs_create", `{"title":"Notes","text":"First line"}`))
 	check(t, "created", []any{out["document_id"], out["link"]}, []any{"d9", "https://docs.google.com/document/d/d9/edit"})
-	r := requests(t, f.Last("POST /docs/v1/documents/d9:batchUpdate").Body)
+	r := requests(t, f.Last("POST /docs/v1/documents/d9:batchUpdate"))
 	check(t, "initial text", r[0]["insertText"], map[string]any{"text": "First line", "endOfSegmentLocation": map[string]any{}})
 
 	decode(t, run(t, f.Client(), "docs_write", `{"document_id":"d1","text":"More."}`))
-	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate").Body)
+	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate"))
 	check(t, "append", r[0]["insertText"], map[string]any{"text": "\nMore.", "endOfSegmentLocation": map[string]any{}})
 
 	decode(t, run(t, f.Client(), "docs_write", `{"document_id":"d1","text":"Hosting costs","after_heading":"  budget "}`))
-	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate").Body)
+	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate"))
 	check(t, "under a heading", r[0]["insertText"], map[string]any{"text": "Hosting costs\n", "location": map[string]any{"index": float64(70)}})
 
 	decode(t, run(t, f.Client(), "docs_write", `{"document_id":"d1","text":"Late","after_heading":"Risks"}`))
-	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate").Body)
+	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate"))
 	check(t, "under the last heading", []any{r[0]["insertText"], r[1]["updateParagraphStyle"]}, []any{
 		map[string]any{"text": "\nLate", "endOfSegmentLocation": map[string]any{}},
 		map[string]any{"fields": "namedStyleType", "paragraphStyle": map[string]any{"namedStyleType": "NORMAL_TEXT"},
@@ -134,7 +120,7 @@ func TestCreateWriteReplace(t *testing.T) {
 
 	out = decode(t, run(t, f.Client(), "docs_replace", `{"document_id":"d1","find":"2025","replace":"2026","match_case":true}`))
 	check(t, "occurrences", out["occurrences"], 3)
-	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate").Body)
+	r = requests(t, f.Last("POST /docs/v1/documents/d1:batchUpdate"))
 	check(t, "replace", r[0]["replaceAllText"], map[string]any{"replaceText": "2026", "containsText": map[string]any{"text": "2025", "matchCase": true}})
 }
 

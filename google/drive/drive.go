@@ -17,10 +17,13 @@ import (
 	"loadout/tools"
 )
 
+// GroupName is the group's name for load_tool_group.
+const GroupName = "google_drive"
+
 // Service returns the Drive API as the group asks google.Client for it:
 // path drive/v3/ and the full Drive scope.
 func Service() google.Service {
-	return google.Service{Group: "google_drive", Path: "drive/v3/", Scopes: []string{gdrive.DriveScope}}
+	return google.Service{Group: GroupName, Path: "drive/v3/", Scopes: []string{gdrive.DriveScope}}
 }
 
 // Options tunes the group. The zero value is the default.
@@ -43,10 +46,10 @@ func New(c google.Client, o Options) google.Group {
 	if o.MaxReadChars <= 0 {
 		o.MaxReadChars = 100000
 	}
-	g := &group{opts: o, api: google.API[gdrive.Service]{Client: c, Service: Service(), New: gdrive.NewService, Backoff: o.Backoff, Map: mapError}}
+	g := &group{opts: o, api: newAPI(c, o.Backoff)}
 	return google.Group{
 		Group: tools.Group{
-			Name:        "google_drive",
+			Name:        GroupName,
 			DisplayName: "Google Drive",
 			Description: "Search, read, create, move, share and trash files and folders in the person's Google Drive.",
 		},
@@ -58,6 +61,12 @@ func New(c google.Client, o Options) google.Group {
 type group struct {
 	opts Options
 	api  google.API[gdrive.Service]
+}
+
+// newAPI is the Drive API as the caller, with Drive's own error mapping:
+// the group's and Download's.
+func newAPI(c google.Client, b backoff.Policy) google.API[gdrive.Service] {
+	return google.API[gdrive.Service]{Client: c, Service: Service(), New: gdrive.NewService, Backoff: b, Map: mapError}
 }
 
 // mapError is google.MapError with Drive's export size limit (a 403 that

@@ -9,9 +9,7 @@ import (
 	"mime/multipart"
 	"strings"
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/drive"
 	"loadout/google/googletest"
@@ -23,9 +21,7 @@ const user = "telegram:1"
 // run calls one tool through a registry and executor, as the engine does.
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	dg := drive.New(c, drive.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, MaxReadChars: 50})
-	g, ts := dg.Group, dg.Tools
-	return googletest.Call(t, g, ts, user, name, args)
+	return googletest.Call(t, drive.New(c, drive.Options{Backoff: googletest.Backoff, MaxReadChars: 50}), user, name, args)
 }
 
 var (
@@ -417,6 +413,24 @@ func TestDownloadForOtherGroups(t *testing.T) {
 	if _, _, _, err := drive.Download(ctx, f.Client(), "pdf1", 5); err == nil || !strings.Contains(err.Error(), "larger than 5") {
 		t.Errorf("over the cap: %v", err)
 	}
+	// A file whose size Drive gives is not fetched when it is over the
+	// cap; one without a size is, and is cut at the cap.
+	f.Handle("GET /drive/v3/files/nosize", func(r googletest.Request) (int, string) {
+		if r.Query.Get("alt") == "media" {
+			return 200, "%PDF-1.4 bytes"
+		}
+		return 200, `{"id":"nosize","name":"scan.pdf","mimeType":"application/pdf"}`
+	})
+	if _, _, _, err := drive.Download(ctx, f.Client(), "nosize", 5); err == nil || !strings.Contains(err.Error(), "larger than 5") {
+		t.Errorf("over the cap without a size: %v", err)
+	}
+	media := map[string]int{}
+	for _, r := range f.Requests() {
+		if r.Query.Get("alt") == "media" {
+			media[r.Path]++
+		}
+	}
+	check(t, "downloads", media, map[string]int{"/drive/v3/files/pdf1": 1, "/drive/v3/files/nosize": 1})
 }
 
 func TestUnshare(t *testing.T) {
@@ -453,7 +467,7 @@ func TestExport(t *testing.T) {
 		saved = append(saved, name+"="+string(data)+"@"+tools.CallerFrom(ctx).ChatKey)
 		return name, nil
 	}})
-	out = decode(t, googletest.Call(t, dg.Group, dg.Tools, user, "drive_export", `{"file_id":"doc1","format":"pdf"}`))
+	out = decode(t, googletest.Call(t, dg, user, "drive_export", `{"file_id":"doc1","format":"pdf"}`))
 	check(t, "saved", saved, []string{"Plan _ Q3.pdf=%PDF-1.4 fake@" + user})
 	check(t, "file", out["file"], "Plan _ Q3.pdf")
 

@@ -17,6 +17,7 @@ import (
 	gdrive "google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
 
+	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/tools"
 )
@@ -476,11 +477,7 @@ func (g *group) share() tools.Tool {
 		Summarize: func(args json.RawMessage) string {
 			var in shareIn
 			_ = json.Unmarshal(args, &in)
-			who := in.Email
-			if in.AnyoneWithLink {
-				who = "anyone with the link"
-			}
-			return fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(who, 80), in.Role)
+			return fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.Role)
 		},
 	}, func(ctx context.Context, in shareIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
@@ -529,12 +526,16 @@ func (g *group) share() tools.Tool {
 		if err != nil {
 			return nil, err
 		}
-		who := p.EmailAddress
-		if p.Type == "anyone" {
-			who = "anyone with the link"
-		}
-		return shareOut{FileID: id, PermissionID: p.Id, Who: who, Role: p.Role}, nil
+		return shareOut{FileID: id, PermissionID: p.Id, Who: audience(p.EmailAddress, p.Type == "anyone"), Role: p.Role}, nil
 	})
+}
+
+// audience names whom a share reaches: anyone with the link, or email.
+func audience(email string, anyone bool) string {
+	if anyone {
+		return "anyone with the link"
+	}
+	return email
 }
 
 type trashOut struct {
@@ -572,20 +573,26 @@ func (g *group) trash() tools.Tool {
 // in ctx, for other groups (pdf) that take a Drive file id. It returns
 // the file's name and its type.
 func Download(ctx context.Context, c google.Client, fileID string, max int64) (name, mimeType string, data []byte, err error) {
-	g := &group{api: google.API[gdrive.Service]{Client: c, Service: Service(), New: gdrive.NewService, Map: mapError}}
-	svc, err := g.api.Connect(ctx)
+	api := newAPI(c, backoff.Policy{})
+	svc, err := api.Connect(ctx)
 	if err != nil {
 		return "", "", nil, err
 	}
 	var f *gdrive.File
-	err = g.api.Call(ctx, fileWhat(fileID), func() error {
+	err = api.Call(ctx, fileWhat(fileID), func() error {
 		f, err = svc.Files.Get(fileID).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType,size").Do()
 		return err
 	})
 	if err != nil {
 		return "", "", nil, err
 	}
-	err = g.api.Call(ctx, fileWhat(fileID), func() error {
+	tooLarge := &tools.Error{Code: "too_large", Message: fmt.Sprintf("'%s' is larger than %d bytes.", f.Name, max)}
+	// A stored file's size is known: one over the cap is not fetched at
+	// all. The read is capped still, for files Drive gives no size.
+	if f.Size > max {
+		return "", "", nil, tooLarge
+	}
+	err = api.Call(ctx, fileWhat(fileID), func() error {
 		resp, err := svc.Files.Get(fileID).Context(ctx).SupportsAllDrives(true).Download()
 		if err != nil {
 			return err
@@ -598,7 +605,7 @@ func Download(ctx context.Context, c google.Client, fileID string, max int64) (n
 		return "", "", nil, err
 	}
 	if int64(len(data)) > max {
-		return "", "", nil, &tools.Error{Code: "too_large", Message: fmt.Sprintf("'%s' is larger than %d bytes.", f.Name, max)}
+		return "", "", nil, tooLarge
 	}
 	return f.Name, f.MimeType, data, nil
 }
@@ -617,11 +624,7 @@ func (g *group) unshare() tools.Tool {
 		Summarize: func(args json.RawMessage) string {
 			var in unshareIn
 			_ = json.Unmarshal(args, &in)
-			who := in.Email
-			if in.AnyoneWithLink {
-				who = "anyone with the link"
-			}
-			return fmt.Sprintf("Take away %s's access to the Drive file %s", tools.Shorten(who, 80), in.FileID)
+			return fmt.Sprintf("Take away %s's access to the Drive file %s", tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.FileID)
 		},
 	}, func(ctx context.Context, in unshareIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
@@ -659,11 +662,7 @@ func (g *group) unshare() tools.Tool {
 			removed = append(removed, p.Role)
 		}
 		if len(removed) == 0 {
-			who := email
-			if in.AnyoneWithLink {
-				who = "anyone with the link"
-			}
-			return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("The file is not shared with %s (owners cannot be removed).", who),
+			return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("The file is not shared with %s (owners cannot be removed).", audience(email, in.AnyoneWithLink)),
 				Suggestion: "Check who has access with drive_get."}
 		}
 		return map[string]any{"status": "unshared", "file_id": id, "removed": len(removed)}, nil

@@ -102,17 +102,24 @@ type question struct {
 	Required   bool     `json:"required,omitempty"`
 }
 
-func (g *group) get(ctx context.Context, id string) (*gforms.Form, error) {
-	return google.Do(ctx, g.api, what(id), func(s *gforms.Service) (*gforms.Form, error) {
-		return s.Forms.Get(id).Context(ctx).Do()
+// get fetches a form through svc, which a tool builds once for all its
+// requests.
+func (g *group) get(ctx context.Context, svc *gforms.Service, id string) (*gforms.Form, error) {
+	var f *gforms.Form
+	err := g.api.Call(ctx, what(id), func() (err error) {
+		f, err = svc.Forms.Get(id).Context(ctx).Do()
+		return err
 	})
+	return f, err
 }
 
 func (g *group) read(ctx context.Context, in idIn) (any, error) {
 	if err := google.Required("form_id", in.FormID); err != nil {
 		return nil, err
 	}
-	f, err := g.get(ctx, in.FormID)
+	f, err := google.Do(ctx, g.api, what(in.FormID), func(s *gforms.Service) (*gforms.Form, error) {
+		return s.Forms.Get(in.FormID).Context(ctx).Do()
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -188,30 +195,39 @@ func (g *group) add(ctx context.Context, in addIn) (any, error) {
 	if len(in.Questions) == 0 {
 		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "questions needs at least one question."}
 	}
-	at := in.Index
-	if at == nil {
-		// After the last item: the form's current length.
-		f, err := g.get(ctx, in.FormID)
-		if err != nil {
-			return nil, err
-		}
-		n := int64(len(f.Items))
-		at = &n
-	}
+	// Every question is checked before anything is asked of Google.
 	var reqs []*gforms.Request
 	for i, nq := range in.Questions {
 		q, err := toQuestion(i, nq)
 		if err != nil {
 			return nil, err
 		}
-		loc := &gforms.Location{Index: *at + int64(i), ForceSendFields: []string{"Index"}}
-		reqs = append(reqs, &gforms.Request{CreateItem: &gforms.CreateItemRequest{Location: loc,
+		reqs = append(reqs, &gforms.Request{CreateItem: &gforms.CreateItemRequest{
 			Item: &gforms.Item{Title: strings.TrimSpace(nq.Title), QuestionItem: &gforms.QuestionItem{Question: q}}}})
 	}
-	res, err := google.Do(ctx, g.api, what(in.FormID), func(s *gforms.Service) (*gforms.BatchUpdateFormResponse, error) {
-		return s.Forms.BatchUpdate(in.FormID, &gforms.BatchUpdateFormRequest{Requests: reqs}).Context(ctx).Do()
-	})
+	svc, err := g.api.Connect(ctx)
 	if err != nil {
+		return nil, err
+	}
+	var at int64
+	if in.Index != nil {
+		at = *in.Index
+	} else {
+		// After the last item: the form's current length.
+		f, err := g.get(ctx, svc, in.FormID)
+		if err != nil {
+			return nil, err
+		}
+		at = int64(len(f.Items))
+	}
+	for i, r := range reqs {
+		r.CreateItem.Location = &gforms.Location{Index: at + int64(i), ForceSendFields: []string{"Index"}}
+	}
+	var res *gforms.BatchUpdateFormResponse
+	if err := g.api.Call(ctx, what(in.FormID), func() (err error) {
+		res, err = svc.Forms.BatchUpdate(in.FormID, &gforms.BatchUpdateFormRequest{Requests: reqs}).Context(ctx).Do()
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	var ids []string
@@ -284,8 +300,8 @@ func toResponse(r *gforms.FormResponse, titles map[string]string) response {
 }
 
 // titles maps a form's question ids to their titles.
-func (g *group) titles(ctx context.Context, id string) (map[string]string, error) {
-	f, err := g.get(ctx, id)
+func (g *group) titles(ctx context.Context, svc *gforms.Service, id string) (map[string]string, error) {
+	f, err := g.get(ctx, svc, id)
 	if err != nil {
 		return nil, err
 	}
@@ -305,18 +321,23 @@ func (g *group) responses(ctx context.Context, in responsesIn) (any, error) {
 	if err := google.Required("form_id", in.FormID); err != nil {
 		return nil, err
 	}
-	titles, err := g.titles(ctx, in.FormID)
+	svc, err := g.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := google.Do(ctx, g.api, what(in.FormID), func(s *gforms.Service) (*gforms.ListFormResponsesResponse, error) {
-		c := s.Forms.Responses.List(in.FormID).PageSize(50).Context(ctx)
+	titles, err := g.titles(ctx, svc, in.FormID)
+	if err != nil {
+		return nil, err
+	}
+	var res *gforms.ListFormResponsesResponse
+	if err := g.api.Call(ctx, what(in.FormID), func() (err error) {
+		c := svc.Forms.Responses.List(in.FormID).PageSize(50).Context(ctx)
 		if in.PageToken != "" {
 			c = c.PageToken(in.PageToken)
 		}
-		return c.Do()
-	})
-	if err != nil {
+		res, err = c.Do()
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	out := []response{}
@@ -342,14 +363,19 @@ func (g *group) response(ctx context.Context, in responseIn) (any, error) {
 	if err := google.Required("response_id", in.ResponseID); err != nil {
 		return nil, err
 	}
-	titles, err := g.titles(ctx, in.FormID)
+	svc, err := g.api.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r, err := google.Do(ctx, g.api, fmt.Sprintf("the response '%s'", in.ResponseID), func(s *gforms.Service) (*gforms.FormResponse, error) {
-		return s.Forms.Responses.Get(in.FormID, in.ResponseID).Context(ctx).Do()
-	})
+	titles, err := g.titles(ctx, svc, in.FormID)
 	if err != nil {
+		return nil, err
+	}
+	var r *gforms.FormResponse
+	if err := g.api.Call(ctx, fmt.Sprintf("the response '%s'", in.ResponseID), func() (err error) {
+		r, err = svc.Forms.Responses.Get(in.FormID, in.ResponseID).Context(ctx).Do()
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	return toResponse(r, titles), nil

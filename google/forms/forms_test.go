@@ -1,11 +1,8 @@
 package forms_test
 
 import (
-	"encoding/json"
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/forms"
 	"loadout/google/googletest"
@@ -16,13 +13,13 @@ const user = "telegram:1"
 
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g := forms.New(c, forms.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
-	return googletest.Call(t, g.Group, g.Tools, user, name, args)
+	return googletest.Call(t, forms.New(c, forms.Options{Backoff: googletest.Backoff}), user, name, args)
 }
 
 var (
 	decode = googletest.Decode
 	check  = googletest.Check
+	body   = googletest.Body
 )
 
 const survey = `{"formId":"f1","responderUri":"https://docs.google.com/forms/d/e/x/viewform","info":{"title":"Lunch","description":"Pick one"},
@@ -52,15 +49,14 @@ func TestCreateAndAddQuestions(t *testing.T) {
 	f.On("POST /forms/v1/forms/f1:batchUpdate", 200, `{"replies":[{"createItem":{"itemId":"n1"}},{"createItem":{"itemId":"n2"}}]}`)
 	out := decode(t, run(t, f.Client(), "forms_create", `{"title":"Poll","description":"Quick one"}`))
 	check(t, "created", []any{out["form_id"], out["edit_link"]}, []any{"f2", "https://docs.google.com/forms/d/f2/edit"})
-	var b map[string]any
-	json.Unmarshal([]byte(f.Last("POST /forms/v1/forms/f2:batchUpdate").Body), &b)
+	b := body(t, f.Last("POST /forms/v1/forms/f2:batchUpdate"))
 	check(t, "description", b["requests"], []any{map[string]any{"updateFormInfo": map[string]any{"info": map[string]any{"description": "Quick one"}, "updateMask": "description"}}})
 
 	out = decode(t, run(t, f.Client(), "forms_add_questions", `{"form_id":"f1","questions":[
 		{"title":"Drink","kind":"dropdown","options":["Water","Juice"],"required":true},
 		{"title":"Comments","kind":"paragraph"}]}`))
 	check(t, "ids", out["item_ids"], []any{"n1", "n2"})
-	json.Unmarshal([]byte(f.Last("POST /forms/v1/forms/f1:batchUpdate").Body), &b)
+	b = body(t, f.Last("POST /forms/v1/forms/f1:batchUpdate"))
 	check(t, "requests", b["requests"], []any{
 		map[string]any{"createItem": map[string]any{"location": map[string]any{"index": 4}, "item": map[string]any{"title": "Drink",
 			"questionItem": map[string]any{"question": map[string]any{"required": true, "choiceQuestion": map[string]any{"type": "DROP_DOWN",

@@ -63,14 +63,21 @@ func (ps *parts) text() string {
 	return normalize(b.String())
 }
 
-// decodeData decodes Gmail's base64url body data (padded or not).
-func decodeData(s string) string {
+// decodeBytes decodes Gmail's base64url data (padded or not): bodies and
+// attachments.
+func decodeBytes(s string) ([]byte, error) {
 	b, err := base64.URLEncoding.DecodeString(s)
 	if err != nil {
 		b, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
-		if err != nil {
-			return ""
-		}
+	}
+	return b, err
+}
+
+// decodeData decodes body data as text; "" when it is not base64url.
+func decodeData(s string) string {
+	b, err := decodeBytes(s)
+	if err != nil {
+		return ""
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }

@@ -8,9 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google/gmail"
 	"loadout/google/googletest"
 	"loadout/tools"
@@ -32,10 +30,9 @@ func newKit(t *testing.T) *kit { return newKitSending(t, "") }
 func newKitSending(t *testing.T, send string) *kit {
 	f := googletest.NewAPI(t)
 	c := &googletest.Client{Endpoint: f.URL}
-	mg := gmail.New(c, gmail.Options{Send: send, Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
-	g, ts := mg.Group, mg.Tools
-	k := &kit{f: f, tools: map[string]tools.Tool{}, group: g, client: c}
-	for _, tool := range ts {
+	mg := gmail.New(c, gmail.Options{Send: send, Backoff: googletest.Backoff})
+	k := &kit{f: f, tools: map[string]tools.Tool{}, group: mg.Group, client: c}
+	for _, tool := range mg.Tools {
 		k.tools[tool.Name] = tool
 	}
 	return k

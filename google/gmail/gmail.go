@@ -4,7 +4,6 @@ package gmail
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,6 +152,9 @@ func headerOf(p *gmailapi.MessagePart, name string) string {
 	return ""
 }
 
+// threadLink opens a thread in Gmail.
+func threadLink(id string) string { return "https://mail.google.com/mail/u/0/#all/" + id }
+
 func summarize(msg *gmailapi.Message) summary {
 	s := summary{
 		ID: msg.Id, ThreadID: msg.ThreadId,
@@ -160,7 +162,7 @@ func summarize(msg *gmailapi.Message) summary {
 		Subject: headerOf(msg.Payload, "Subject"),
 		Snippet: html.UnescapeString(msg.Snippet), Labels: msg.LabelIds,
 		Unread: slices.Contains(msg.LabelIds, "UNREAD"),
-		Link:   "https://mail.google.com/mail/u/0/#all/" + msg.ThreadId,
+		Link:   threadLink(msg.ThreadId),
 	}
 	if msg.InternalDate > 0 {
 		s.Date = time.UnixMilli(msg.InternalDate).UTC().Format(time.RFC3339)
@@ -330,10 +332,7 @@ func (m *mailbox) readAttachment(ctx context.Context, svc *gmailapi.Service, id,
 	}); err != nil {
 		return nil, err
 	}
-	data, err := base64.URLEncoding.DecodeString(body.Data)
-	if err != nil {
-		data, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(body.Data, "="))
-	}
+	data, err := decodeBytes(body.Data)
 	if err != nil {
 		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The attachment '%s' could not be decoded.", a.Filename)}
 	}
@@ -368,6 +367,12 @@ type sentOut struct {
 	Link     string `json:"link"`
 }
 
+// sentOf is a sent message as gmail_send, gmail_reply and
+// gmail_send_draft return it.
+func sentOf(msg *gmailapi.Message) sentOut {
+	return sentOut{Status: "sent", ID: msg.Id, ThreadID: msg.ThreadId, Link: threadLink(msg.ThreadId)}
+}
+
 func (in sendIn) outgoing() (outgoing, error) {
 	to, err := parseAddresses("to", in.To)
 	if err != nil {
@@ -389,19 +394,22 @@ func (in sendIn) outgoing() (outgoing, error) {
 
 func (m *mailbox) send(ctx context.Context, in sendIn) (any, error) {
 	if m.mode == SendDraft {
-		return m.draftInstead(ctx, draftIn{To: in.To, Cc: in.Cc, Bcc: in.Bcc, Subject: in.Subject, Body: in.Body, Markdown: in.Markdown})
+		return insteadOfSending(m.createDraft(ctx, draftIn{To: in.To, Cc: in.Cc, Bcc: in.Bcc, Subject: in.Subject, Body: in.Body, Markdown: in.Markdown}))
 	}
 	out, err := in.outgoing()
 	if err != nil {
 		return nil, err
 	}
-	return m.sendMessage(ctx, &gmailapi.Message{Raw: out.raw()})
+	svc, err := m.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.sendMessage(ctx, svc, &gmailapi.Message{Raw: out.raw()})
 }
 
-// draftInstead saves what would have been sent as a draft (draft-only
-// mode) and says so.
-func (m *mailbox) draftInstead(ctx context.Context, in draftIn) (any, error) {
-	res, err := m.createDraft(ctx, in)
+// insteadOfSending marks a draft saved in place of a send (draft-only
+// mode), so the model tells the person nothing was sent.
+func insteadOfSending(res any, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -454,20 +462,17 @@ func field(args json.RawMessage, name string) string {
 	return s
 }
 
-func (m *mailbox) sendMessage(ctx context.Context, msg *gmailapi.Message) (any, error) {
-	svc, err := m.api.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
+// sendMessage sends msg through svc, which gmail_reply has built already
+// to read the message it answers.
+func (m *mailbox) sendMessage(ctx context.Context, svc *gmailapi.Service, msg *gmailapi.Message) (any, error) {
 	var sent *gmailapi.Message
-	err = m.api.CallOnce(ctx, "the message", func() error {
+	if err := m.api.CallOnce(ctx, "the message", func() (err error) {
 		sent, err = svc.Users.Messages.Send("me", msg).Context(ctx).Do()
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
-	return sentOut{Status: "sent", ID: sent.Id, ThreadID: sent.ThreadId, Link: "https://mail.google.com/mail/u/0/#all/" + sent.ThreadId}, nil
+	return sentOf(sent), nil
 }
 
 type replyIn struct {
@@ -549,9 +554,9 @@ func (m *mailbox) reply(ctx context.Context, in replyIn) (any, error) {
 	}
 	out.Body, out.Markdown = in.Body, in.Markdown
 	if m.mode == SendDraft {
-		return m.saveDraft(ctx, svc, out, thread, true)
+		return insteadOfSending(m.saveDraft(ctx, svc, out, thread))
 	}
-	return m.sendMessage(ctx, &gmailapi.Message{Raw: out.raw(), ThreadId: thread})
+	return m.sendMessage(ctx, svc, &gmailapi.Message{Raw: out.raw(), ThreadId: thread})
 }
 
 type draftIn struct {
@@ -602,12 +607,11 @@ func (m *mailbox) createDraft(ctx context.Context, in draftIn) (any, error) {
 		}
 	}
 	out.Body, out.Markdown = in.Body, in.Markdown
-	return m.saveDraft(ctx, svc, out, thread, false)
+	return m.saveDraft(ctx, svc, out, thread)
 }
 
-// saveDraft stores out as a draft in thread; instead says it stands in
-// for a send (draft-only mode).
-func (m *mailbox) saveDraft(ctx context.Context, svc *gmailapi.Service, out outgoing, thread string, instead bool) (any, error) {
+// saveDraft stores out as a draft in thread.
+func (m *mailbox) saveDraft(ctx context.Context, svc *gmailapi.Service, out outgoing, thread string) (any, error) {
 	var d *gmailapi.Draft
 	err := m.api.Call(ctx, "the draft", func() (err error) {
 		d, err = svc.Users.Drafts.Create("me", &gmailapi.Draft{Message: &gmailapi.Message{Raw: out.raw(), ThreadId: thread}}).Context(ctx).Do()
@@ -621,9 +625,6 @@ func (m *mailbox) saveDraft(ctx context.Context, svc *gmailapi.Service, out outg
 		res.MessageID, res.ThreadID = d.Message.Id, d.Message.ThreadId
 	}
 	res.Link = "https://mail.google.com/mail/u/0/#drafts?compose=" + res.MessageID
-	if instead {
-		res.Status = draftOnly
-	}
 	return res, nil
 }
 
@@ -642,19 +643,13 @@ func (m *mailbox) sendDraft(ctx context.Context, in sendDraftIn) (any, error) {
 	if err := google.Required("draft_id", in.DraftID); err != nil {
 		return nil, err
 	}
-	svc, err := m.api.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var sent *gmailapi.Message
-	err = m.api.CallOnce(ctx, "draft "+in.DraftID, func() (err error) {
-		sent, err = svc.Users.Drafts.Send("me", &gmailapi.Draft{Id: in.DraftID}).Context(ctx).Do()
-		return err
+	sent, err := google.DoOnce(ctx, m.api, "draft "+in.DraftID, func(s *gmailapi.Service) (*gmailapi.Message, error) {
+		return s.Users.Drafts.Send("me", &gmailapi.Draft{Id: in.DraftID}).Context(ctx).Do()
 	})
 	if err != nil {
 		return nil, err
 	}
-	return sentOut{Status: "sent", ID: sent.Id, ThreadID: sent.ThreadId, Link: "https://mail.google.com/mail/u/0/#all/" + sent.ThreadId}, nil
+	return sentOf(sent), nil
 }
 
 type label struct {

@@ -129,7 +129,8 @@ func nameOf(id string, names map[string]string) string {
 	return id
 }
 
-// labelNames maps label ids to names; nil on failure (ids are shown then).
+// labels lists the mailbox's labels, to turn label names into ids and
+// back.
 func (s *settings) labels(ctx context.Context, svc *gmailapi.Service) ([]*gmailapi.Label, error) {
 	var res *gmailapi.ListLabelsResponse
 	err := s.api.Call(ctx, "the labels", func() (err error) {

@@ -24,9 +24,8 @@ func newKit(t *testing.T) *kit {
 	api := googletest.NewAPI(t)
 	c := &googletest.Client{Endpoint: api.URL}
 	sg := gmailsettings.New(c, gmailsettings.Options{Backoff: backoff.Policy{Attempts: 2, Initial: time.Millisecond}})
-	g, ts := sg.Group, sg.Tools
-	k := &kit{api: api, client: c, group: g, tools: map[string]tools.Tool{}}
-	for _, tl := range ts {
+	k := &kit{api: api, client: c, group: sg.Group, tools: map[string]tools.Tool{}}
+	for _, tl := range sg.Tools {
 		k.tools[tl.Name] = tl
 	}
 	return k

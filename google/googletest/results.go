@@ -6,16 +6,24 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"loadout/bridge/backoff"
+	"loadout/google"
 	"loadout/tools"
 )
 
+// Backoff is the retry policy of group tests: three tries a millisecond
+// apart, so a temporary error is retried (ErrorCase.Tries) without slowing
+// the tests down.
+var Backoff = backoff.Policy{Attempts: 3, Initial: time.Millisecond}
+
 // Call runs one tool of a group through a registry and executor, as the
 // engine does, acting for userKey.
-func Call(t testing.TB, g tools.Group, ts []tools.Tool, userKey, name, args string) tools.Result {
+func Call(t testing.TB, g google.Group, userKey, name, args string) tools.Result {
 	t.Helper()
 	reg := tools.NewRegistry()
-	if err := reg.AddGroup(g, ts...); err != nil {
+	if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
 		t.Fatal(err)
 	}
 	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: userKey, UserKey: userKey})
@@ -43,6 +51,18 @@ func Body(t testing.TB, r Request) map[string]any {
 		t.Fatalf("body is not JSON: %v: %s", err, r.Body)
 	}
 	return m
+}
+
+// BatchRequests decodes the requests of a batchUpdate call's body.
+func BatchRequests(t testing.TB, r Request) []map[string]any {
+	t.Helper()
+	var b struct {
+		Requests []map[string]any `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+		t.Fatalf("body is not a batch update: %v: %s", err, r.Body)
+	}
+	return b.Requests
 }
 
 // WantError fails the test unless r is an error with code whose content

@@ -116,15 +116,10 @@ func (g *group) create(ctx context.Context, in createIn) (any, error) {
 	for _, name := range in.Sheets {
 		sp.Sheets = append(sp.Sheets, &gsheets.Sheet{Properties: &gsheets.SheetProperties{Title: name}})
 	}
-	svc, err := g.api.Connect(ctx)
+	res, err := google.DoOnce(ctx, g.api, "the new spreadsheet", func(s *gsheets.Service) (*gsheets.Spreadsheet, error) {
+		return s.Spreadsheets.Create(sp).Context(ctx).Do()
+	})
 	if err != nil {
-		return nil, err
-	}
-	var res *gsheets.Spreadsheet
-	if err := g.api.CallOnce(ctx, "the new spreadsheet", func() (err error) {
-		res, err = svc.Spreadsheets.Create(sp).Context(ctx).Do()
-		return err
-	}); err != nil {
 		return nil, err
 	}
 	return map[string]any{"status": "created", "spreadsheet_id": res.SpreadsheetId, "link": link(res.SpreadsheetId), "sheets": toSheets(res.Sheets)}, nil

@@ -2,9 +2,7 @@ package sheets_test
 
 import (
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/googletest"
 	"loadout/google/sheets"
@@ -15,8 +13,7 @@ const user = "telegram:1"
 
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g := sheets.New(c, sheets.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}, MaxCells: 6})
-	return googletest.Call(t, g.Group, g.Tools, user, name, args)
+	return googletest.Call(t, sheets.New(c, sheets.Options{Backoff: googletest.Backoff, MaxCells: 6}), user, name, args)
 }
 
 var (

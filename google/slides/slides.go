@@ -72,15 +72,10 @@ func (g *group) create(ctx context.Context, in createIn) (any, error) {
 	if err := google.Required("title", in.Title); err != nil {
 		return nil, err
 	}
-	svc, err := g.api.Connect(ctx)
+	p, err := google.DoOnce(ctx, g.api, "the new presentation", func(s *gslides.Service) (*gslides.Presentation, error) {
+		return s.Presentations.Create(&gslides.Presentation{Title: strings.TrimSpace(in.Title)}).Context(ctx).Do()
+	})
 	if err != nil {
-		return nil, err
-	}
-	var p *gslides.Presentation
-	if err := g.api.CallOnce(ctx, "the new presentation", func() (err error) {
-		p, err = svc.Presentations.Create(&gslides.Presentation{Title: strings.TrimSpace(in.Title)}).Context(ctx).Do()
-		return err
-	}); err != nil {
 		return nil, err
 	}
 	return map[string]any{"status": "created", "presentation_id": p.PresentationId, "link": link(p.PresentationId), "slides": len(p.Slides)}, nil

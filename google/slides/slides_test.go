@@ -1,12 +1,9 @@
 package slides_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/googletest"
 	"loadout/google/slides"
@@ -17,25 +14,14 @@ const user = "telegram:1"
 
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g := slides.New(c, slides.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
-	return googletest.Call(t, g.Group, g.Tools, user, name, args)
+	return googletest.Call(t, slides.New(c, slides.Options{Backoff: googletest.Backoff}), user, name, args)
 }
 
 var (
-	decode = googletest.Decode
-	check  = googletest.Check
+	decode   = googletest.Decode
+	check    = googletest.Check
+	requests = googletest.BatchRequests
 )
-
-func requests(t *testing.T, r googletest.Request) []map[string]any {
-	t.Helper()
-	var b struct {
-		Requests []map[string]any `json:"requests"`
-	}
-	if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Requests
-}
 
 const deck = `{"presentationId":"p1","title":"Q1 review","slides":[
  {"objectId":"s1","pageElements":[

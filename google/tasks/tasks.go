@@ -41,7 +41,9 @@ func New(c google.Client, o Options) google.Group {
 		Tools: []tools.Tool{
 			tools.New(tools.Definition{Name: "tasks_lists", Description: "List, create or delete the person's task lists.",
 				EffectFor: func(args json.RawMessage) tools.Effect {
-					switch action(args) {
+					var in listsIn
+					_ = json.Unmarshal(args, &in)
+					switch in.Action {
 					case "list":
 						return tools.EffectRead
 					case "delete":
@@ -71,14 +73,6 @@ func New(c google.Client, o Options) google.Group {
 
 type group struct {
 	api google.API[gtasks.Service]
-}
-
-func action(args json.RawMessage) string {
-	var in struct {
-		Action string `json:"action"`
-	}
-	_ = json.Unmarshal(args, &in)
-	return in.Action
 }
 
 // taskList is a list as tools return it.
@@ -183,10 +177,10 @@ func taskWhat(id string) string { return fmt.Sprintf("the task '%s'", id) }
 // listOrDefault is the list a call names, or "@default", the person's
 // first list.
 func listOrDefault(id string) string {
-	if strings.TrimSpace(id) == "" {
-		return "@default"
+	if id = strings.TrimSpace(id); id != "" {
+		return id
 	}
-	return strings.TrimSpace(id)
+	return "@default"
 }
 
 type listIn struct {
@@ -285,14 +279,13 @@ func (g *group) update(ctx context.Context, in updateIn) (any, error) {
 		return nil, err
 	}
 	patch := &gtasks.Task{}
-	var null []string
 	if in.Title != nil {
 		patch.Title = *in.Title
 	}
 	if in.Notes != nil {
 		patch.Notes = *in.Notes
 		if *in.Notes == "" {
-			null = append(null, "Notes")
+			patch.NullFields = append(patch.NullFields, "Notes")
 		}
 	}
 	if in.Due != nil {
@@ -302,17 +295,17 @@ func (g *group) update(ctx context.Context, in updateIn) (any, error) {
 		}
 		patch.Due = due
 		if due == "" {
-			null = append(null, "Due")
+			patch.NullFields = append(patch.NullFields, "Due")
 		}
 	}
 	if in.Done != nil {
-		patch.Status = "needsAction"
-		null = append(null, "Completed")
-		if *in.Done {
-			patch.Status, null = "completed", null[:len(null)-1]
+		patch.Status = "completed"
+		if !*in.Done {
+			// Reopening a task clears when it was done.
+			patch.Status = "needsAction"
+			patch.NullFields = append(patch.NullFields, "Completed")
 		}
 	}
-	patch.NullFields = null
 	list := listOrDefault(in.ListID)
 	t, err := google.Do(ctx, g.api, taskWhat(in.TaskID), func(s *gtasks.Service) (*gtasks.Task, error) {
 		return s.Tasks.Patch(list, in.TaskID, patch).Context(ctx).Do()

@@ -2,9 +2,7 @@ package tasks_test
 
 import (
 	"testing"
-	"time"
 
-	"loadout/bridge/backoff"
 	"loadout/google"
 	"loadout/google/googletest"
 	"loadout/google/tasks"
@@ -15,8 +13,7 @@ const user = "telegram:1"
 
 func run(t *testing.T, c google.Client, name, args string) tools.Result {
 	t.Helper()
-	g := tasks.New(c, tasks.Options{Backoff: backoff.Policy{Attempts: 3, Initial: time.Millisecond}})
-	return googletest.Call(t, g.Group, g.Tools, user, name, args)
+	return googletest.Call(t, tasks.New(c, tasks.Options{Backoff: googletest.Backoff}), user, name, args)
 }
 
 var (
@@ -88,6 +85,15 @@ func TestCreateUpdateMoveDelete(t *testing.T) {
 	check(t, "patch", []any{b["status"], b["notes"], b["title"]}, []any{"completed", nil, nil})
 	if _, ok := b["notes"]; !ok {
 		t.Errorf("notes were not cleared: %v", b)
+	}
+	if _, ok := b["completed"]; ok {
+		t.Errorf("completing sent a completion time: %v", b)
+	}
+	// Reopening clears the completion time.
+	decode(t, run(t, f.Client(), "tasks_update", `{"task_id":"t3","done":false}`))
+	b = body(t, f.Last("PATCH /tasks/v1/lists/@default/tasks/t3"))
+	if v, ok := b["completed"]; b["status"] != "needsAction" || !ok || v != nil {
+		t.Errorf("reopening sent %v", b)
 	}
 
 	decode(t, run(t, f.Client(), "tasks_move", `{"task_id":"t3","previous":"t1"}`))
