@@ -82,7 +82,8 @@ func TestOneProcessPerformsTheDuty(t *testing.T) {
 		go func() { defer close(done); l.Run(ctx, r.duty(name)) }()
 		return func() { cancel(); <-done }
 	}
-	stopA := start(open(), "a")
+	dbA := open()
+	stopA := start(dbA, "a")
 	waitFor(t, "a to take the duty", func() bool { return r.who() == "a" })
 	// b dies rather than stopping: it never gives its lease up.
 	stopB := start(dying{open()}, "b")
@@ -92,6 +93,13 @@ func TestOneProcessPerformsTheDuty(t *testing.T) {
 		t.Fatalf("the duty moved while a held it: %q", r.who())
 	}
 	stopA() // a stops cleanly and gives the lease up
+	var holder string
+	if err := dbA.Gorm().Raw("SELECT holder FROM leases WHERE name = 'scheduler'").Scan(&holder).Error; err != nil {
+		t.Fatal(err)
+	}
+	if holder == "a" {
+		t.Fatal("a stopped cleanly but still holds the lease")
+	}
 	waitFor(t, "b to take over", func() bool { return r.who() == "b" })
 
 	// c takes over from b once b's lease expires.

@@ -207,19 +207,31 @@ func TestHistoryIndexIsBuiltInBatches(t *testing.T) {
 func TestDeletingAnUnindexedMessageKeepsTheIndexSound(t *testing.T) {
 	db := ftsOnly(t)
 	ctx := context.Background()
-	s, _ := db.OpenSession(ctx, "c")
-	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: "the budget for March"}}, chat.Usage{})
+	s, err := db.OpenSession(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(role chat.Role, text string) {
+		t.Helper()
+		if err := db.Append(ctx, s.ID, []chat.Message{{Role: role, Text: text}}, chat.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(text string) {
+		t.Helper()
+		res := db.Gorm().Exec("DELETE FROM messages WHERE text = ?", text)
+		if res.Error != nil || res.RowsAffected != 1 {
+			t.Fatalf("delete %q: %d rows, %v", text, res.RowsAffected, res.Error)
+		}
+	}
+	say(chat.RoleUser, "the budget for March")
 	if _, err := db.SearchHistory(ctx, "c", "budget", 5); err != nil {
 		t.Fatal(err)
 	}
-	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: "the budget for April"}}, chat.Usage{})
-	if err := db.Gorm().Exec("DELETE FROM messages WHERE text = 'the budget for April'").Error; err != nil {
-		t.Fatal(err)
-	}
-	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleAssistant, Text: "the budget for May"}}, chat.Usage{})
-	if err := db.Gorm().Exec("DELETE FROM messages WHERE text = 'the budget for March'").Error; err != nil {
-		t.Fatal(err)
-	}
+	say(chat.RoleUser, "the budget for April")
+	del("the budget for April")
+	say(chat.RoleAssistant, "the budget for May")
+	del("the budget for March")
 	hits, err := db.SearchHistory(ctx, "c", "budget", 5)
 	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Snippet, "May") {
 		t.Fatalf("hits = %+v %v", hits, err)

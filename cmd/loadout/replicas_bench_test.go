@@ -59,6 +59,7 @@ func runReplicas(b *testing.B, bin, dir string, replicas int) float64 {
 		users[i] = strconv.Itoa(1000 + i)
 	}
 	var addrs []string
+	var cmds []*exec.Cmd
 	for r := 0; r < replicas; r++ {
 		addr := freeAddr(b)
 		addrs = append(addrs, addr)
@@ -78,6 +79,7 @@ func runReplicas(b *testing.B, bin, dir string, replicas int) float64 {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
+		cmds = append(cmds, cmd)
 		b.Cleanup(func() {
 			cmd.Process.Signal(os.Interrupt)
 			cmd.Wait()
@@ -135,7 +137,12 @@ func runReplicas(b *testing.B, bin, dir string, replicas int) float64 {
 	wg.Wait()
 	tg.WaitFor(b, "every answer", func() bool { return len(tg.Sent()) >= total })
 	took := time.Since(began)
-	time.Sleep(300 * time.Millisecond)
+	// A stopped process has finished what it had queued: a second
+	// answer shows now.
+	for _, c := range cmds {
+		c.Process.Signal(os.Interrupt)
+		c.Wait()
+	}
 	if n := len(tg.Sent()); n != total {
 		b.Errorf("%d answers to %d messages", n, total)
 	}

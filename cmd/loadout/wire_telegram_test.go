@@ -81,7 +81,9 @@ func TestConnectionsToTheModelAndTheBotAPIAreReused(t *testing.T) {
 	for i := range ids {
 		ids[i] = strconv.Itoa(100 + i)
 	}
-	_, stop := serveTelegramFor(t, tg, model, strings.Join(ids, ", "), "")
+	// Without the per-chat send limit the waves follow each other at once.
+	_, stop := serveTelegramFor(t, tg, model, strings.Join(ids, ", "),
+		"  send_per_second: -1\n  send_per_chat_second: -1\n  send_per_group_minute: -1\n")
 	defer stop()
 	for w := range waves {
 		for range chats {

@@ -251,6 +251,9 @@ func TestManifestEffects(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]tools.Effect{"a_get": tools.EffectRead, "a_set": tools.EffectMutate, "a_pay": tools.EffectDestructive}
+	if len(l.Tools) != len(want) {
+		t.Fatalf("%d tools, want %d", len(l.Tools), len(want))
+	}
 	for _, tl := range l.Tools {
 		if got := tools.EffectOf(tl.Definition, nil); got != want[tl.Name] {
 			t.Errorf("%s: %v, want %v", tl.Name, got, want[tl.Name])
