@@ -53,11 +53,8 @@ func (t *turn) keepBudget(msgs []Message, at int) {
 	for i, m := range msgs {
 		note(len(t.history)+i, m, true)
 	}
+	// In load order, so a stable sort leaves ties in it.
 	candidates := slices.DeleteFunc(slices.Clone(t.loaded), func(g string) bool { return fresh[g] })
-	order := make(map[string]int, len(t.loaded))
-	for i, g := range t.loaded {
-		order[g] = i
-	}
 	slices.SortStableFunc(candidates, func(a, b string) int {
 		ua, oka := lastUse[a]
 		ub, okb := lastUse[b]
@@ -67,7 +64,7 @@ func (t *turn) keepBudget(msgs []Message, at int) {
 		if !okb {
 			ub = -1
 		}
-		return cmp.Or(cmp.Compare(ua, ub), cmp.Compare(order[a], order[b]))
+		return cmp.Compare(ua, ub)
 	})
 	var gone, changes []string
 	for _, g := range candidates {

@@ -379,8 +379,9 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			return Reply{}, err
 		}
 		if t.ask != nil {
-			// The turn ends with the question; the answer carries it on.
-			return Reply{Text: question(*t.ask, e.cfg.ConfirmTTL), Ask: t.ask.ID, Usage: t.usage}, nil
+			// The turn ends with the question runTools recorded; the
+			// answer carries it on.
+			return Reply{Text: t.history[len(t.history)-1].Text, Ask: t.ask.ID, Usage: t.usage}, nil
 		}
 		if stop != "" {
 			return t.finish(ctx, stop)
@@ -436,7 +437,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	msgs := []Message{asst}
 	stop := ""
 	settingsChanged := false
-	var changed []int // indexes in msgs of results that changed the groups
+	changed := -1 // index in msgs of the last result that changed the groups
 	for i, r := range results {
 		m := Message{
 			Role: RoleTool, Text: r.Content, ToolCallID: r.CallID, ToolName: r.Name,
@@ -449,7 +450,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 				// several); the store applies them again in order.
 				m.Group = strings.Join(r.Groups, ",")
 				t.loaded = tools.ApplyGroupChanges(t.loaded, r.Groups)
-				changed = append(changed, len(msgs))
+				changed = len(msgs)
 			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
 				settingsChanged = true
 			}
@@ -463,8 +464,8 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		msgs = append(msgs, m)
 	}
-	if len(changed) > 0 {
-		t.keepBudget(msgs, changed[len(changed)-1])
+	if changed >= 0 {
+		t.keepBudget(msgs, changed)
 	}
 	if ask != nil {
 		// The question is recorded with the round and the approval, in

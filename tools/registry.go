@@ -78,7 +78,11 @@ func (r *Registry) addGroup(g Group, ts ...Tool) error {
 		g.DisplayName = g.Name
 	}
 	r.groups[g.Name] = g
-	r.groupOrder = append(r.groupOrder, g.Name)
+	// A replaced group keeps its place, so the listing (and the system
+	// prompt that carries it) does not change.
+	if !slices.Contains(r.groupOrder, g.Name) {
+		r.groupOrder = append(r.groupOrder, g.Name)
+	}
 	for _, t := range ts {
 		t.Group = g.Name
 		if err := r.add(t); err != nil {
@@ -149,16 +153,10 @@ func (r *Registry) ReplaceGroup(g Group, ts ...Tool) error {
 		r.order = slices.DeleteFunc(r.order, func(n string) bool { return slices.Contains(saved.members[g.Name], n) })
 		delete(r.members, g.Name)
 		delete(r.groups, g.Name)
-		r.groupOrder = slices.DeleteFunc(r.groupOrder, func(n string) bool { return n == g.Name })
 	}
 	if err := r.addGroup(g, ts...); err != nil {
 		r.restore(saved)
 		return err
-	}
-	if at >= 0 {
-		// Back in its place, so the listing (and the system prompt that
-		// carries it) does not change for a replaced group.
-		r.groupOrder = slices.Insert(r.groupOrder[:len(r.groupOrder)-1], at, g.Name)
 	}
 	r.version++
 	return nil
