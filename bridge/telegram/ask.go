@@ -65,15 +65,13 @@ func (a *Adapter) Ask(ctx context.Context, route, draft []byte, part, id, user s
 
 // judgeClick turns a press of Approve or Deny into the chat's /approve or
 // /deny from the person who pressed. A press by anyone but the person
-// asked is refused there and then, and never reaches the chat. The
-// question's buttons are taken away once its person pressed one, and the
-// message says which.
+// asked is refused there and then, and never reaches the chat; an
+// accepted one is acknowledged by chosen once it is stored.
 func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pending, bool) {
 	if q.From == nil || q.Message == nil || q.Message.Chat == nil {
 		return bridge.Pending{}, false
 	}
-	verb, rest, _ := strings.Cut(q.Data, ":")
-	id, owner, _ := strings.Cut(rest, ":")
+	verb, id, owner := pressOf(q)
 	if (verb != dataApprove && verb != dataDeny) || id == "" {
 		a.answerClick(ctx, q.ID, "", false)
 		return bridge.Pending{}, false
@@ -84,28 +82,38 @@ func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pend
 		a.answerClick(ctx, q.ID, "Only the person who asked can answer this.", true)
 		return bridge.Pending{}, false
 	}
-	command, chose := "/approve ", "Approve"
+	command := "/approve "
 	if verb == dataDeny {
-		command, chose = "/deny ", "Deny"
+		command = "/deny "
 	}
-	a.answerClick(ctx, q.ID, "You chose: "+chose, false)
-	r := routeInfo{ChatID: q.Message.Chat.ID}
-	chatKey := "telegram:" + strconv.FormatInt(q.Message.Chat.ID, 10)
-	if q.Message.IsTopicMessage && q.Message.MessageThreadID != 0 {
-		r.ThreadID = q.Message.MessageThreadID
-		chatKey += ":" + strconv.Itoa(q.Message.MessageThreadID)
-	}
-	// The buttons go: the question says what was chosen instead.
-	p := tgbotapi.Params{"chat_id": strconv.FormatInt(q.Message.Chat.ID, 10), "message_id": strconv.Itoa(q.Message.MessageID),
-		"text": strings.TrimSpace(q.Message.Text) + "\n\nYou chose: " + chose + "."}
-	if _, err := a.call(ctx, "editMessageText", p); err != nil && ctx.Err() == nil {
-		a.optionalFailed("editMessageText", err)
-	}
+	r, chatKey := chatOf(q.Message)
 	return bridge.Pending{
 		ID:      "callback:" + q.ID,
 		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + from, Text: command + id},
 		Route:   r.encode(),
 	}, true
+}
+
+// pressOf reads a button's data: verb:approval:owner.
+func pressOf(q *callbackQuery) (verb, id, owner string) {
+	verb, rest, _ := strings.Cut(q.Data, ":")
+	id, owner, _ = strings.Cut(rest, ":")
+	return verb, id, owner
+}
+
+// chosen acknowledges a stored press: Telegram's spinner stops with what
+// was chosen, and the question loses its buttons and says it instead.
+func (a *Adapter) chosen(ctx context.Context, q *callbackQuery) {
+	chose := "Approve"
+	if verb, _, _ := pressOf(q); verb == dataDeny {
+		chose = "Deny"
+	}
+	a.answerClick(ctx, q.ID, "You chose: "+chose, false)
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(q.Message.Chat.ID, 10), "message_id": strconv.Itoa(q.Message.MessageID),
+		"text": strings.TrimSpace(q.Message.Text) + "\n\nYou chose: " + chose + "."}
+	if _, err := a.call(ctx, "editMessageText", p); err != nil && ctx.Err() == nil {
+		a.optionalFailed("editMessageText", err)
+	}
 }
 
 // answerClick answers a button press, as Telegram asks every bot to, with

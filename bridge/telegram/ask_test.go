@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -96,5 +98,50 @@ func TestApprovalButtons(t *testing.T) {
 	}
 	if got := fmt.Sprint(len(h.env.Model.Requests())); got != "3" {
 		t.Fatalf("model requests = %s", got)
+	}
+}
+
+// A press Telegram delivers twice (a webhook answer lost) is stored once,
+// and answered — "You chose", the buttons taken away — once, after it is
+// stored: acknowledging it before, a press that could not be stored
+// would have told the person their choice was taken.
+func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	a, _ := h.start(h.env, h.config(func(c *Config) {
+		c.Mode = ModeWebhook
+		c.WebhookURL = "https://bot.example.org/telegram/hook"
+		c.WebhookSecret = "s3cret"
+	}))
+	h.tg.WaitFor(t, "setWebhook", func() bool { return len(h.tg.Calls("setWebhook")) == 1 })
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	press := fmt.Sprintf(`{"update_id": 777, "callback_query": {"id": "cb1", "data": %q, "chat_instance": "ci",
+		"from": {"id": 42, "is_bot": false, "first_name": "Ana", "username": "ana"},
+		"message": {"message_id": 5, "date": 1, "chat": {"id": 42, "type": "private"}, "text": "question"}}}`, dataApprove+":a1b2:42")
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(press))
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("webhook answered %d", resp.StatusCode)
+		}
+	}
+	h.tg.WaitSent(t, 1) // the engine's answer to /approve (nothing is waiting)
+	a.pipe.Stop()       // whatever is queued has run
+	chose := 0
+	for _, c := range h.tg.Calls("answerCallbackQuery") {
+		if strings.Contains(c.Params.Get("text"), "You chose") {
+			chose++
+		}
+	}
+	if chose != 1 || len(h.tg.Calls("editMessageText")) != 1 {
+		t.Fatalf("the press was acknowledged %d times and its question edited %d times", chose, len(h.tg.Calls("editMessageText")))
+	}
+	if n := len(h.tg.Sent()); n != 1 {
+		t.Fatalf("%d answers to one press", n)
 	}
 }

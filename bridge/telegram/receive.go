@@ -57,11 +57,15 @@ func (a *Adapter) accept(ctx context.Context, ups []update) (int64, error) {
 	a.mu.Unlock()
 	var next int64
 	for _, u := range ups {
-		_, err := a.pipe.Receive(ctx, updateRef(u.UpdateID), a.fallback(u), func() (bridge.Pending, bool) {
+		accepted, err := a.pipe.Receive(ctx, updateRef(u.UpdateID), a.fallback(u), func() (bridge.Pending, bool) {
 			return a.judge(ctx, self, u)
 		})
 		if err != nil {
 			return 0, err
+		}
+		if accepted && u.Callback != nil {
+			// Once stored, and once only: a press delivered again is not.
+			a.chosen(ctx, u.Callback)
 		}
 		next = max(next, u.UpdateID+1)
 	}
@@ -77,6 +81,18 @@ func (a *Adapter) fallback(u update) bridge.Pending {
 	}
 	r := routeInfo{ChatID: m.Chat.ID}
 	return bridge.Pending{Inbound: chat.Inbound{ChatKey: "telegram:" + strconv.FormatInt(m.Chat.ID, 10)}, Route: r.encode()}
+}
+
+// chatOf is where a message was written: its route (the topic, in a
+// forum) and the chat key its conversation is kept under.
+func chatOf(m *message) (routeInfo, string) {
+	r := routeInfo{ChatID: m.Chat.ID}
+	chatKey := "telegram:" + strconv.FormatInt(m.Chat.ID, 10)
+	if m.IsTopicMessage && m.MessageThreadID != 0 {
+		r.ThreadID = m.MessageThreadID
+		chatKey += ":" + strconv.Itoa(m.MessageThreadID)
+	}
+	return r, chatKey
 }
 
 // judge decides whether an update is a message for the bot from an
@@ -101,12 +117,7 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (brid
 		return bridge.Pending{}, false
 	}
 	text := m.Text
-	r := routeInfo{ChatID: m.Chat.ID}
-	chatKey := "telegram:" + strconv.FormatInt(m.Chat.ID, 10)
-	if m.IsTopicMessage && m.MessageThreadID != 0 {
-		r.ThreadID = m.MessageThreadID
-		chatKey += ":" + strconv.Itoa(m.MessageThreadID)
-	}
+	r, chatKey := chatOf(m)
 	switch m.Chat.Type {
 	case "private":
 	case "group", "supergroup":
