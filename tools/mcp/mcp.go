@@ -117,8 +117,6 @@ type Client struct {
 	down   string // why there is no session, for the model and the log
 	listed bool   // the group holds the server's tools
 	desc   string // the group's line
-	// changed is signalled when the session is lost, to wake Run.
-	changed chan struct{}
 }
 
 // New returns the client of srv; Register adds its group to reg.
@@ -130,8 +128,7 @@ func New(srv Server, log *slog.Logger) *Client {
 		log = slog.Default()
 	}
 	return &Client{srv: srv, log: log.With("mcp", srv.Name), down: "not started",
-		policy:  backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2},
-		changed: make(chan struct{}, 1)}
+		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 }
 
 // GroupName is the group of the server.
@@ -349,7 +346,6 @@ func (c *Client) Run(ctx context.Context) {
 			return
 		case <-ended:
 			c.lost(s, "the server stopped")
-		case <-c.changed:
 		}
 	}
 }
@@ -360,7 +356,8 @@ func (c *Client) isListed() bool {
 	return c.listed
 }
 
-// lost forgets session s (if it is still the current one) and wakes Run.
+// lost forgets session s (if it is still the current one) and closes it,
+// which ends Run's wait on it.
 func (c *Client) lost(s *sdk.ClientSession, why string) {
 	c.mu.Lock()
 	if c.sess == s {
@@ -369,10 +366,6 @@ func (c *Client) lost(s *sdk.ClientSession, why string) {
 	}
 	c.mu.Unlock()
 	s.Close()
-	select {
-	case c.changed <- struct{}{}:
-	default:
-	}
 }
 
 // Close ends the session (and a stdio server's process).
