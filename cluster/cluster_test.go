@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,20 @@ type dying struct{ Store }
 
 func (dying) ReleaseLease(context.Context, string, string) error { return nil }
 
+// refusals counts the takes of a lease that another holds.
+type refusals struct {
+	Store
+	n *atomic.Int32
+}
+
+func (r refusals) TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	ok, err := r.Store.TakeLease(ctx, name, holder, ttl)
+	if err == nil && !ok {
+		r.n.Add(1)
+	}
+	return ok, err
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -86,9 +101,10 @@ func TestOneProcessPerformsTheDuty(t *testing.T) {
 	stopA := start(dbA, "a")
 	waitFor(t, "a to take the duty", func() bool { return r.who() == "a" })
 	// b dies rather than stopping: it never gives its lease up.
-	stopB := start(dying{open()}, "b")
+	var refused atomic.Int32
+	stopB := start(refusals{dying{open()}, &refused}, "b")
 	defer stopB()
-	time.Sleep(2 * ttl)
+	waitFor(t, "b to be refused the lease twice", func() bool { return refused.Load() >= 2 })
 	if r.who() != "a" {
 		t.Fatalf("the duty moved while a held it: %q", r.who())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,20 @@ import (
 type dies struct{ cluster.Store }
 
 func (dies) ReleaseLease(context.Context, string, string) error { return nil }
+
+// refusals counts the takes of a lease that another holds.
+type refusals struct {
+	cluster.Store
+	n *atomic.Int32
+}
+
+func (r refusals) TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	ok, err := r.Store.TakeLease(ctx, name, holder, ttl)
+	if err == nil && !ok {
+		r.n.Add(1)
+	}
+	return ok, err
+}
 
 // Two processes with one bot on one database: only the lease holder calls
 // getUpdates (Telegram allows one); when it is killed, the other takes
@@ -30,9 +45,11 @@ func TestOnlyOneProcessPolls(t *testing.T) {
 	}
 	_, stopA := a.start(a.env, exclusive(a, dies{a.env.Store}, "a"))
 	a.tg.WaitFor(t, "a to poll", func() bool { return len(a.tg.Calls("getUpdates")) > 0 })
-	adB, _ := b.start(b.env, exclusive(b, b.env.Store, "b"))
+	var refused atomic.Int32
+	adB, _ := b.start(b.env, exclusive(b, refusals{b.env.Store, &refused}, "b"))
 	eventually(t, "b to be ready", adB.Ready)
-	time.Sleep(3 * ttl)
+	// b has tried for the lease, and been refused it, twice.
+	eventually(t, "b to be refused the lease twice", func() bool { return refused.Load() >= 2 })
 	if n := len(b.tg.Calls("getUpdates")); n != 0 {
 		t.Fatalf("b polled %d times while a held the lease", n)
 	}
