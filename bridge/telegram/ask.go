@@ -34,33 +34,7 @@ func (a *Adapter) Ask(ctx context.Context, route, draft []byte, part, id, user s
 		{"text": "Approve", "callback_data": dataApprove + ":" + id + ":" + uid},
 		{"text": "Deny", "callback_data": dataDeny + ":" + id + ":" + uid},
 	}}})
-	send := func(text, mode string) error {
-		p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "text": text, "reply_markup": string(kb)}
-		p.AddNonEmpty("parse_mode", mode)
-		p.AddBool("disable_web_page_preview", true)
-		method := "sendMessage"
-		if draft != nil {
-			method = "editMessageText"
-			p["message_id"] = string(draft)
-		} else {
-			p.AddNonZero("message_thread_id", r.ThreadID)
-			if r.ReplyTo != 0 {
-				p.AddNonZero("reply_to_message_id", r.ReplyTo)
-				p.AddBool("allow_sending_without_reply", true)
-			}
-		}
-		_, err := a.call(ctx, method, p)
-		return err
-	}
-	err := send(HTML(part), "HTML")
-	if isParseError(err) {
-		err = send(part, "")
-	}
-	if draft != nil && isGone(err) {
-		draft = nil
-		err = send(HTML(part), "HTML")
-	}
-	return err
+	return a.deliver(ctx, r, draft, part, string(kb))
 }
 
 // judgeClick turns a press of Approve or Deny into the chat's /approve or

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -143,5 +144,22 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 	}
 	if n := len(h.tg.Sent()); n != 1 {
 		t.Fatalf("%d answers to one press", n)
+	}
+}
+
+// A question edited into its draft a second time (the pipeline resends
+// the last part after a crash) is not an error when Telegram says nothing
+// changed, as for any other edit.
+func TestQuestionEditedAgainIsNotAnError(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	a, _ := h.start(h.env, h.config(nil))
+	eventually(t, "the adapter to be ready", a.Ready)
+	h.tg.FailNext("editMessageText", 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same", 0)
+	route := routeInfo{ChatID: 42}.encode()
+	if err := a.Ask(context.Background(), route, []byte("5"), "Send it?", "a1", "telegram:42"); err != nil {
+		t.Fatalf("Ask = %v", err)
+	}
+	if n := len(h.tg.Calls("sendMessage")); n != 0 {
+		t.Fatalf("the question was sent again as a new message (%d)", n)
 	}
 }

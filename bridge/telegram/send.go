@@ -32,10 +32,28 @@ func (a *Adapter) Send(ctx context.Context, route []byte, part string) error {
 	if err := json.Unmarshal(route, &r); err != nil {
 		return fmt.Errorf("telegram: unreadable route: %w", err)
 	}
-	err := a.sendText(ctx, r, HTML(part), "HTML")
+	return a.deliver(ctx, r, nil, part, "")
+}
+
+// deliver puts part in the chat as Telegram HTML, with markup (buttons)
+// when given: as a new message, or by editing draft into it. Formatting
+// Telegram rejects goes again as plain text, and a draft that is gone
+// (deleted by the person) is replaced by a new message.
+func (a *Adapter) deliver(ctx context.Context, r routeInfo, draft []byte, part, markup string) error {
+	put := func(text, mode string) error {
+		if draft != nil {
+			return a.edit(ctx, r, draft, text, mode, markup)
+		}
+		_, err := a.post(ctx, r, text, mode, markup)
+		return err
+	}
+	err := put(HTML(part), "HTML")
 	if isParseError(err) {
 		a.log.Warn("telegram: formatting rejected; sending the text plain", "err", err)
-		err = a.sendText(ctx, r, part, "")
+		err = put(part, "")
+	}
+	if draft != nil && isGone(err) {
+		return a.deliver(ctx, r, nil, part, markup)
 	}
 	return err
 }
@@ -159,15 +177,11 @@ func chunks(md string, limit, size int) []string {
 	return out
 }
 
-func (a *Adapter) sendText(ctx context.Context, r routeInfo, text, parseMode string) error {
-	_, err := a.post(ctx, r, text, parseMode)
-	return err
-}
-
-// post sends a message and returns its id.
-func (a *Adapter) post(ctx context.Context, r routeInfo, text, parseMode string) (int, error) {
+// post sends a message (with markup, when given) and returns its id.
+func (a *Adapter) post(ctx context.Context, r routeInfo, text, parseMode, markup string) (int, error) {
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "text": text}
 	p.AddNonEmpty("parse_mode", parseMode)
+	p.AddNonEmpty("reply_markup", markup)
 	p.AddNonZero("message_thread_id", r.ThreadID)
 	if r.ReplyTo != 0 {
 		p.AddNonZero("reply_to_message_id", r.ReplyTo)
@@ -197,13 +211,13 @@ func (a *Adapter) Draft(ctx context.Context, route, draft []byte, text string) (
 	}
 	text = draftText(text)
 	if draft == nil {
-		id, err := a.post(ctx, r, text, "")
+		id, err := a.post(ctx, r, text, "", "")
 		if err != nil {
 			return nil, err
 		}
 		return []byte(strconv.Itoa(id)), nil
 	}
-	return draft, a.edit(ctx, r, draft, text, "")
+	return draft, a.edit(ctx, r, draft, text, "", "")
 }
 
 // Replace edits the draft into part, formatted as Send formats it. When
@@ -213,22 +227,15 @@ func (a *Adapter) Replace(ctx context.Context, route, draft []byte, part string)
 	if err := json.Unmarshal(route, &r); err != nil {
 		return fmt.Errorf("telegram: unreadable route: %w", err)
 	}
-	err := a.edit(ctx, r, draft, HTML(part), "HTML")
-	if isParseError(err) {
-		a.log.Warn("telegram: formatting rejected; sending the text plain", "err", err)
-		err = a.edit(ctx, r, draft, part, "")
-	}
-	if isGone(err) {
-		return a.Send(ctx, route, part)
-	}
-	return err
+	return a.deliver(ctx, r, draft, part, "")
 }
 
-// edit changes the text of message draft; an edit that changes nothing
-// is not an error.
-func (a *Adapter) edit(ctx context.Context, r routeInfo, draft []byte, text, parseMode string) error {
+// edit changes the text (and markup, when given) of message draft; an
+// edit that changes nothing is not an error.
+func (a *Adapter) edit(ctx context.Context, r routeInfo, draft []byte, text, parseMode, markup string) error {
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "message_id": string(draft), "text": text}
 	p.AddNonEmpty("parse_mode", parseMode)
+	p.AddNonEmpty("reply_markup", markup)
 	p.AddBool("disable_web_page_preview", true)
 	_, err := a.call(ctx, "editMessageText", p)
 	var te *tgbotapi.Error
