@@ -43,35 +43,7 @@ func (a *Adapter) Ask(ctx context.Context, raw, draft []byte, part, id, user str
 		return fmt.Errorf("slack: unreadable route: %w", err)
 	}
 	body := Mrkdwn(part)
-	blocks := askBlocks(body, id, user)
-	switch {
-	case r.Ephemeral && r.ResponseURL != "":
-		return a.retry(ctx, "response_url", func(ctx context.Context) error {
-			return slackapi.PostWebhookCustomHTTPContext(ctx, r.ResponseURL, a.cfg.HTTPClient,
-				&slackapi.WebhookMessage{Text: body, Blocks: &slackapi.Blocks{BlockSet: blocks}, ResponseType: slackapi.ResponseTypeEphemeral})
-		})
-	case r.Ephemeral:
-		return a.retry(ctx, "chat.postEphemeral", func(ctx context.Context) error {
-			_, err := a.api.PostEphemeralContext(ctx, r.Channel, r.User, slackapi.MsgOptionText(body, false), slackapi.MsgOptionBlocks(blocks...))
-			return err
-		})
-	case draft != nil:
-		err := a.retry(ctx, "chat.update", func(ctx context.Context) error {
-			_, _, _, err := a.api.UpdateMessageContext(ctx, r.Channel, string(draft), slackapi.MsgOptionText(body, false), slackapi.MsgOptionBlocks(blocks...))
-			return err
-		})
-		if !slackError(err, "message_not_found") {
-			return err
-		}
-	}
-	opts := []slackapi.MsgOption{slackapi.MsgOptionText(body, false), slackapi.MsgOptionBlocks(blocks...)}
-	if r.Thread != "" {
-		opts = append(opts, slackapi.MsgOptionTS(r.Thread))
-	}
-	return a.retry(ctx, "chat.postMessage", func(ctx context.Context) error {
-		_, _, err := a.api.PostMessageContext(ctx, r.Channel, opts...)
-		return err
-	})
+	return a.deliver(ctx, r, draft, body, askBlocks(body, id, user))
 }
 
 // interaction handles a press of Approve or Deny, from Socket Mode or the

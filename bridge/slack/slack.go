@@ -431,20 +431,39 @@ func (a *Adapter) Send(ctx context.Context, raw []byte, part string) error {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("slack: unreadable route: %w", err)
 	}
-	body := Mrkdwn(part)
+	return a.deliver(ctx, r, nil, Mrkdwn(part), nil)
+}
+
+// deliver posts body (with blocks, when given) to the route: in the
+// channel or thread, as a slash command's private answer, or by updating
+// draft into it — posted anew when the draft was deleted meanwhile.
+func (a *Adapter) deliver(ctx context.Context, r route, draft []byte, body string, blocks []slackapi.Block) error {
+	opts := []slackapi.MsgOption{slackapi.MsgOptionText(body, false)}
+	var hook *slackapi.Blocks
+	if blocks != nil {
+		opts = append(opts, slackapi.MsgOptionBlocks(blocks...))
+		hook = &slackapi.Blocks{BlockSet: blocks}
+	}
 	switch {
 	case r.Ephemeral && r.ResponseURL != "":
 		return a.retry(ctx, "response_url", func(ctx context.Context) error {
 			return slackapi.PostWebhookCustomHTTPContext(ctx, r.ResponseURL, a.cfg.HTTPClient,
-				&slackapi.WebhookMessage{Text: body, ResponseType: slackapi.ResponseTypeEphemeral})
+				&slackapi.WebhookMessage{Text: body, Blocks: hook, ResponseType: slackapi.ResponseTypeEphemeral})
 		})
 	case r.Ephemeral:
 		return a.retry(ctx, "chat.postEphemeral", func(ctx context.Context) error {
-			_, err := a.api.PostEphemeralContext(ctx, r.Channel, r.User, slackapi.MsgOptionText(body, false))
+			_, err := a.api.PostEphemeralContext(ctx, r.Channel, r.User, opts...)
 			return err
 		})
+	case draft != nil:
+		err := a.retry(ctx, "chat.update", func(ctx context.Context) error {
+			_, _, _, err := a.api.UpdateMessageContext(ctx, r.Channel, string(draft), opts...)
+			return err
+		})
+		if !slackError(err, "message_not_found") {
+			return err
+		}
 	}
-	opts := []slackapi.MsgOption{slackapi.MsgOptionText(body, false)}
 	if r.Thread != "" {
 		opts = append(opts, slackapi.MsgOptionTS(r.Thread))
 	}
@@ -493,11 +512,7 @@ func (a *Adapter) Replace(ctx context.Context, raw, draft []byte, part string) e
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("slack: unreadable route: %w", err)
 	}
-	err := a.update(ctx, r, draft, Mrkdwn(part))
-	if slackError(err, "message_not_found") {
-		return a.Send(ctx, raw, part)
-	}
-	return err
+	return a.deliver(ctx, r, draft, Mrkdwn(part), nil)
 }
 
 func (a *Adapter) update(ctx context.Context, r route, ts []byte, body string) error {
