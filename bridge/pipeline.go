@@ -63,6 +63,10 @@ type Asker interface {
 	Ask(ctx context.Context, route, draft []byte, part, id, user string) error
 }
 
+// TextNotYours answers a press of Approve or Deny by anyone but the
+// person asked.
+const TextNotYours = "Only the person who asked can answer this."
+
 // TextAskHint ends a question sent by a channel without buttons.
 const TextAskHint = "\n\nAnswer /approve to go ahead or /deny to stop."
 

@@ -76,7 +76,7 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 		}
 		if owner != team+":"+cb.User.ID || !a.allowed(team, cb.User.ID) {
 			a.log.Warn("slack: refused a button press by someone other than the person asked", "user_id", cb.User.ID, "slack_channel", channel)
-			a.whisper(ctx, channel, cb.User.ID, "Only the person who asked can answer this.")
+			a.whisper(ctx, channel, cb.User.ID, bridge.TextNotYours)
 			continue
 		}
 		command, chose := "/approve ", "Approve"

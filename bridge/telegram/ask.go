@@ -53,7 +53,7 @@ func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pend
 	from := strconv.FormatInt(q.From.ID, 10)
 	if !a.allow.Allowed(from, q.From.UserName) || from != owner {
 		a.log.Warn("telegram: refused a button press by someone other than the person asked", "user_id", from, "chat_id", q.Message.Chat.ID)
-		a.answerClick(ctx, q.ID, "Only the person who asked can answer this.", true)
+		a.answerClick(ctx, q.ID, bridge.TextNotYours, true)
 		return bridge.Pending{}, false
 	}
 	command := "/approve "
