@@ -9,6 +9,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat/chattest"
+	"loadout/cluster"
 )
 
 // Two loadout processes — two engines, their routers and pipelines — on
@@ -23,9 +24,9 @@ func TestTwoEnginesAnswerAChatInOrder(t *testing.T) {
 	two := chattest.NewEnv(t, chattest.Options{Model: model, DBPath: one.DBPath})
 	out := &outlet{}
 	p1 := newPipeline(t, bridge.PipelineConfig{Inbox: one.Store, Outlet: out, Handler: bridge.NewRouter(one.Engine, "loadout"),
-		Claims: one.Store, Holder: "one", ClaimTTL: time.Second})
+		Claim: cluster.Claim(one.Store, "one", time.Second, quiet())})
 	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: two.Store, Outlet: out, Handler: bridge.NewRouter(two.Engine, "loadout"),
-		Claims: two.Store, Holder: "two", ClaimTTL: time.Second})
+		Claim: cluster.Claim(two.Store, "two", time.Second, quiet())})
 	const n = 8
 	for i := range n {
 		p := p1

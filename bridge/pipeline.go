@@ -112,22 +112,20 @@ type PipelineConfig struct {
 	// answer's first part.
 	Stream     bool
 	DraftEvery time.Duration
-	// Claims, when set, hands a chat's events to one process at a time
+	// Claim, when set, hands a chat's events to one process at a time
 	// across the processes sharing the inbox: before running a chat's
-	// event the pipeline takes the chat's lease there, and then runs the
-	// chat's oldest unfinished event first, whichever process took it in.
-	// The Inbox must then be an OldestFinder. Holder names this process;
-	// ClaimTTL is how long a claim lasts unless renewed (default 15s).
-	Claims   Claims
-	Holder   string
-	ClaimTTL time.Duration
+	// event the pipeline claims the chat there, and then runs the chat's
+	// oldest unfinished event first, whichever process took it in. The
+	// Inbox must then be an OldestFinder.
+	Claim Claim
 }
 
-// Claims are leases shared by the processes of one database.
-type Claims interface {
-	TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
-	ReleaseLease(ctx context.Context, name, holder string) error
-}
+// Claim runs run while this process holds the claim name among the
+// processes sharing a database, renewing it as run goes on and giving it
+// back after; run's context ends if the claim is lost. It reports false,
+// without calling run, when another process holds the claim (and with an
+// error when it could not tell).
+type Claim func(ctx context.Context, name string, run func(ctx context.Context) error) (ok bool, err error)
 
 // OldestFinder is the Inbox feature claims need: a chat's oldest
 // unfinished item, whichever process took it in.
@@ -466,7 +464,7 @@ func (p *Pipeline) drain(key string) {
 			err = p.ctx.Err() // cut at shutdown before it began
 		} else {
 			p.sem <- struct{}{}
-			if p.cfg.Claims != nil {
+			if p.cfg.Claim != nil {
 				err = p.claimed(p.ctx, out, j)
 			} else {
 				err = p.run(p.ctx, out, j)
@@ -510,56 +508,35 @@ var errClaimed = errors.New("bridge: another process is answering this chat")
 // tried again.
 const claimRetry = 100 * time.Millisecond
 
-// claimed runs j under its chat's claim: it takes the chat's lease, runs
-// the chat's unfinished events oldest first — those other processes took
-// in too, which a process that died left behind — up to and including j,
-// and gives the lease back. The lease is renewed while events run.
+// claimed runs j under its chat's claim: it runs the chat's unfinished
+// events oldest first — those other processes took in too, which a
+// process that died left behind — up to and including j.
 func (p *Pipeline) claimed(ctx context.Context, out Outlet, j job) error {
-	ttl := p.cfg.ClaimTTL
-	if ttl <= 0 {
-		ttl = 15 * time.Second
-	}
-	name := "chat:" + p.cfg.Channel + ":" + j.it.Inbound.ChatKey
-	ok, err := p.cfg.Claims.TakeLease(ctx, name, p.cfg.Holder, ttl)
-	if err != nil {
-		p.log.Error("delivery: cannot claim the chat; trying again later", "chat", j.it.Inbound.ChatKey, "err", err)
-		return errLeft
-	}
-	if !ok {
-		return errClaimed
-	}
-	defer p.cfg.Claims.ReleaseLease(context.WithoutCancel(ctx), name, p.cfg.Holder)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(ttl / 3)
-		defer t.Stop()
+	finder := p.cfg.Inbox.(OldestFinder)
+	ok, err := p.cfg.Claim(ctx, "chat:"+p.cfg.Channel+":"+j.it.Inbound.ChatKey, func(ctx context.Context) error {
 		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if _, err := p.cfg.Claims.TakeLease(ctx, name, p.cfg.Holder, ttl); err != nil && ctx.Err() == nil {
-					p.log.Warn("delivery: could not renew a chat's claim", "chat", j.it.Inbound.ChatKey, "err", err)
-				}
+			it, found, err := finder.OldestUnfinished(ctx, p.cfg.Channel, j.it.Inbound.ChatKey)
+			if err != nil {
+				return errLeft
+			}
+			if !found || it.Seq > j.it.Seq {
+				return nil // j was answered by another process
+			}
+			mine := it.Seq == j.it.Seq
+			// Another process may have begun it: its turn resumes.
+			if err := p.run(ctx, out, job{it: it, resume: j.resume || !mine || it.State != StatePending}); err != nil || mine {
+				return err
 			}
 		}
-	}()
-	finder := p.cfg.Inbox.(OldestFinder)
-	for {
-		it, found, err := finder.OldestUnfinished(ctx, p.cfg.Channel, j.it.Inbound.ChatKey)
-		if err != nil {
-			return errLeft
-		}
-		if !found || it.Seq > j.it.Seq {
-			return nil // j was answered by another process
-		}
-		mine := it.Seq == j.it.Seq
-		// Another process may have begun it: its turn resumes.
-		if err := p.run(ctx, out, job{it: it, resume: j.resume || !mine || it.State != StatePending}); err != nil || mine {
-			return err
-		}
+	})
+	switch {
+	case !ok && err != nil:
+		p.log.Error("delivery: cannot claim the chat; trying again later", "chat", j.it.Inbound.ChatKey, "err", err)
+		return errLeft
+	case !ok:
+		return errClaimed
 	}
+	return err
 }
 
 // errLeft marks an event left unfinished for a later try.

@@ -20,6 +20,7 @@ import (
 	"loadout/bridge/backoff"
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/cluster"
 	"loadout/store"
 
 	"golang.org/x/time/rate"
@@ -820,8 +821,8 @@ func TestClaimsKeepAChatInOrderAcrossProcesses(t *testing.T) {
 		return "re " + in.Text, nil
 	})
 	out := &outlet{}
-	p1 := newPipeline(t, bridge.PipelineConfig{Inbox: db1, Outlet: out, Handler: h, Claims: db1, Holder: "one", ClaimTTL: time.Second})
-	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h, Claims: db2, Holder: "two", ClaimTTL: time.Second})
+	p1 := newPipeline(t, bridge.PipelineConfig{Inbox: db1, Outlet: out, Handler: h, Claim: cluster.Claim(db1, "one", time.Second, quiet())})
+	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h, Claim: cluster.Claim(db2, "two", time.Second, quiet())})
 	var want []string
 	for i := range 6 {
 		p := p1
@@ -847,7 +848,7 @@ func TestClaimsKeepAChatInOrderAcrossProcesses(t *testing.T) {
 }
 
 // keepsClaims is a process that dies: it never gives a claim back.
-type keepsClaims struct{ bridge.Claims }
+type keepsClaims struct{ cluster.Store }
 
 func (keepsClaims) ReleaseLease(context.Context, string, string) error { return nil }
 
@@ -875,14 +876,14 @@ func TestClaimOfADeadProcessExpiresAndItsTurnIsResumed(t *testing.T) {
 	})
 	out := &outlet{}
 	p1 := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: db1, Outlet: out, Handler: h, Logger: quiet(),
-		Claims: keepsClaims{db1}, Holder: "one", ClaimTTL: 500 * time.Millisecond, ShutdownGrace: time.Millisecond})
+		Claim: cluster.Claim(keepsClaims{db1}, "one", 500*time.Millisecond, quiet()), ShutdownGrace: time.Millisecond})
 	if err := p1.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	accept(t, p1, pending("ev0", "A", "m0"))
 	waitUntil(t, "m0 to start", blocked.Load)
 	p1.Stop()
-	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h, Claims: db2, Holder: "two", ClaimTTL: 500 * time.Millisecond})
+	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h, Claim: cluster.Claim(db2, "two", 500*time.Millisecond, quiet())})
 	accept(t, p2, pending("ev1", "A", "m1"))
 	if got := out.waitFor(t, 2); !slices.Equal(got, []string{"A:re m0", "A:re m1"}) {
 		t.Fatalf("sent %v", got)

@@ -55,6 +55,15 @@ func Exclusive(s Store, holder string, ttl time.Duration, log *slog.Logger) brid
 	}
 }
 
+// Claim is a bridge.Claim over leases in s held as holder, each lasting
+// ttl unless renewed: a chat's claim is a lease named after it.
+func Claim(s Store, holder string, ttl time.Duration, log *slog.Logger) bridge.Claim {
+	return func(ctx context.Context, name string, run func(ctx context.Context) error) (bool, error) {
+		l := &Lease{Store: s, Name: name, Holder: holder, TTL: ttl, Logger: log}
+		return l.Once(ctx, run)
+	}
+}
+
 // Lease is one duty's lease.
 type Lease struct {
 	Store  Store
@@ -71,17 +80,8 @@ type Lease struct {
 // another's after the lease expires). It returns once ctx ends and duty
 // has returned, giving the lease up.
 func (l *Lease) Run(ctx context.Context, duty func(ctx context.Context)) {
-	ttl := l.TTL
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
-	log := l.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("lease", l.Name)
-	every := ttl / 3
-	t := time.NewTicker(every)
+	ttl, log := l.settings()
+	t := time.NewTicker(ttl / 3)
 	defer t.Stop()
 	for {
 		if ok, err := l.Store.TakeLease(ctx, l.Name, l.Holder, ttl); err != nil && ctx.Err() == nil {
@@ -98,6 +98,37 @@ func (l *Lease) Run(ctx context.Context, duty func(ctx context.Context)) {
 		case <-t.C:
 		}
 	}
+}
+
+// Once performs duty now if this process can take the lease, renewing it
+// every TTL/3 while duty runs and giving it up after; duty's context ends
+// as soon as a renewal fails. It reports false, without calling duty,
+// when another process holds the lease.
+func (l *Lease) Once(ctx context.Context, duty func(ctx context.Context) error) (bool, error) {
+	ttl, log := l.settings()
+	ok, err := l.Store.TakeLease(ctx, l.Name, l.Holder, ttl)
+	if err != nil || !ok {
+		return false, err
+	}
+	defer l.Store.ReleaseLease(context.WithoutCancel(ctx), l.Name, l.Holder)
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	var dutyErr error
+	l.hold(ctx, ttl, t, func(ctx context.Context) { dutyErr = duty(ctx) }, log)
+	return true, dutyErr
+}
+
+// settings are the lease's TTL and logger, defaulted.
+func (l *Lease) settings() (time.Duration, *slog.Logger) {
+	ttl := l.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	log := l.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return ttl, log.With("lease", l.Name)
 }
 
 // hold runs duty while the lease is renewed.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -154,5 +155,60 @@ func TestDeadHolderIsWaitedOut(t *testing.T) {
 	})
 	if d := time.Since(died); d < ttl {
 		t.Fatalf("taken after %s, before it expired", d)
+	}
+}
+
+// renewalsFail is a store that grants a lease once and then never again,
+// as when another process took it over.
+type renewalsFail struct {
+	Store
+	taken atomic.Bool
+}
+
+func (r *renewalsFail) TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if r.taken.Swap(true) {
+		return false, nil
+	}
+	return r.Store.TakeLease(ctx, name, holder, ttl)
+}
+
+// Once (a chat's claim) runs its work only when the lease is free, gives
+// the lease back after, and ends the work's context when a renewal fails.
+func TestOnceRunsWhileTheLeaseIsHeld(t *testing.T) {
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if ok, err := db.TakeLease(ctx, "chat:x", "b", time.Minute); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	ran := false
+	l := &Lease{Store: db, Name: "chat:x", Holder: "a", TTL: 300 * time.Millisecond}
+	if ok, err := l.Once(ctx, func(context.Context) error { ran = true; return nil }); ok || err != nil || ran {
+		t.Fatalf("Once on a held lease: ok %v, err %v, ran %v", ok, err, ran)
+	}
+
+	boom := errors.New("boom")
+	l = &Lease{Store: db, Name: "chat:y", Holder: "a", TTL: 300 * time.Millisecond}
+	if ok, err := l.Once(ctx, func(context.Context) error { return boom }); !ok || !errors.Is(err, boom) {
+		t.Fatalf("Once on a free lease: ok %v, err %v", ok, err)
+	}
+	if ok, err := db.TakeLease(ctx, "chat:y", "b", time.Minute); !ok || err != nil {
+		t.Fatalf("the lease was not given back: %v %v", ok, err)
+	}
+
+	l = &Lease{Store: &renewalsFail{Store: db}, Name: "chat:z", Holder: "a", TTL: 30 * time.Millisecond}
+	ok, err := l.Once(ctx, func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Second):
+			return errors.New("the work went on after the lease was lost")
+		}
+	})
+	if !ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Once with a lost lease: ok %v, err %v", ok, err)
 	}
 }

@@ -66,11 +66,10 @@ type Config struct {
 	// Exclusive, when set, keeps the Socket Mode connection to one
 	// process of those sharing the database.
 	Exclusive bridge.Exclusive `yaml:"-"`
-	// Claims and Holder, when set, keep each chat's messages to one
-	// process at a time among those sharing the database (webhooks behind
-	// a load balancer); see bridge.PipelineConfig.
-	Claims bridge.Claims `yaml:"-"`
-	Holder string        `yaml:"-"`
+	// Claim, when set, keeps each chat's messages to one process at a
+	// time among those sharing the database (webhooks behind a load
+	// balancer); see bridge.PipelineConfig.
+	Claim bridge.Claim `yaml:"-"`
 	// Attempts is how often a Web API call is tried when Slack is busy or
 	// unreachable; default 5.
 	Attempts int `yaml:"attempts"`
@@ -164,7 +163,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
 		ShutdownGrace: cfg.ShutdownGrace, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
-		Stream: cfg.Stream, Claims: cfg.Claims, Holder: cfg.Holder,
+		Stream: cfg.Stream, Claim: cfg.Claim,
 	})
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {

@@ -87,11 +87,10 @@ type Config struct {
 	// Exclusive, when set, keeps polling to one process of those sharing
 	// the database (Telegram allows one getUpdates per bot).
 	Exclusive bridge.Exclusive `yaml:"-"`
-	// Claims and Holder, when set, keep each chat's messages to one
-	// process at a time among those sharing the database (webhooks behind
-	// a load balancer); see bridge.PipelineConfig.
-	Claims bridge.Claims `yaml:"-"`
-	Holder string        `yaml:"-"`
+	// Claim, when set, keeps each chat's messages to one process at a
+	// time among those sharing the database (webhooks behind a load
+	// balancer); see bridge.PipelineConfig.
+	Claim bridge.Claim `yaml:"-"`
 	// TypingInterval is how often "typing…" is renewed; default 4s.
 	TypingInterval time.Duration `yaml:"typing_interval"`
 	// MaxBackoff caps the wait between retries after errors; default 1m.
@@ -171,7 +170,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
 		ShutdownGrace: cfg.ShutdownGrace, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
-		Stream: cfg.Stream, Claims: cfg.Claims, Holder: cfg.Holder,
+		Stream: cfg.Stream, Claim: cfg.Claim,
 	})
 	return a
 }

@@ -301,14 +301,14 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	return reg, nil
 }
 
-// claims are the chat claims of processes sharing a PostgreSQL database,
+// claim is the chat claim of processes sharing a PostgreSQL database,
 // which may all take webhook events; with SQLite one process serves the
 // file and keeps its chats' order in memory.
-func (a *app) claims() (bridge.Claims, string) {
+func (a *app) claim() bridge.Claim {
 	if a.cfg.Store.Driver != "postgres" {
-		return nil, ""
+		return nil
 	}
-	return a.db, a.holder
+	return cluster.Claim(a.db, a.holder, a.cfg.Cluster.Lease.Std(), a.log)
 }
 
 // runMCP keeps the MCP servers running until ctx ends; the returned

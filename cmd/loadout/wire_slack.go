@@ -22,7 +22,7 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	sc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
 	sc.Logger, sc.Observer = a.log, a.metrics
 	sc.Exclusive = a.exclusive
-	sc.Claims, sc.Holder = a.claims()
+	sc.Claim = a.claim()
 	sc.Files = a.workspaces
 	if sc.HTTPClient == nil {
 		sc.HTTPClient = a.api

@@ -29,7 +29,7 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	tc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
 	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
 	tc.Exclusive = a.exclusive
-	tc.Claims, tc.Holder = a.claims()
+	tc.Claim = a.claim()
 	tc.Files = a.workspaces
 	if tc.HTTPClient == nil {
 		tc.HTTPClient = a.api
