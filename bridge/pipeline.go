@@ -581,7 +581,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		took = time.Since(start)
 		if ctx.Err() != nil {
-			log.Info("delivery: turn interrupted by shutdown; it is answered after the next start")
+			log.Info("delivery: turn interrupted (shutdown, or the chat's claim lost); it is answered on a later try")
 			return ctx.Err()
 		}
 		if err != nil {
@@ -614,7 +614,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				log.Info("delivery: sending interrupted by shutdown; the rest is sent after the next start", "part", i+1, "parts", len(it.Parts))
+				log.Info("delivery: sending interrupted (shutdown, or the chat's claim lost); the rest is sent on a later try", "part", i+1, "parts", len(it.Parts))
 				return ctx.Err()
 			}
 			log.Error("delivery: the platform did not take the answer; giving up on it", "part", i+1, "parts", len(it.Parts), "err", err)
