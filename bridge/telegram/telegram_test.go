@@ -140,6 +140,8 @@ func TestPrivateChatHTMLTypingAndMenu(t *testing.T) {
 	if len(acts) == 0 || acts[0].Params.Get("action") != "typing" || acts[0].Params.Get("chat_id") != "42" {
 		t.Fatalf("no typing action before the reply: %+v", acts)
 	}
+	// The menu is set beside polling, so it may come after the answer.
+	h.tg.WaitFor(t, "the command menu", func() bool { return len(h.tg.Calls("setMyCommands")) > 0 })
 	menu := h.tg.Calls("setMyCommands")
 	if len(menu) != 1 {
 		t.Fatalf("setMyCommands called %d times", len(menu))
