@@ -85,12 +85,19 @@ func (f handlerFunc) Handle(ctx context.Context, in chat.Inbound) (string, error
 func openStore(t *testing.T) (*store.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "loadout.db")
+	return reopen(t, path), path
+}
+
+// reopen opens the store at path again, as another process (or the same
+// after a restart) would; it is closed when the test ends.
+func reopen(t *testing.T, path string) *store.DB {
+	t.Helper()
 	db, err := store.OpenTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return db, path
+	return db
 }
 
 func pending(id, chatKey, text string) bridge.Pending {
@@ -242,11 +249,7 @@ func TestPipelineResumesAtFirstUnsentPart(t *testing.T) {
 		t.Fatalf("after the stop: %s with %d sent, want answered with 1", state, sent)
 	}
 
-	db2, err := store.OpenTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db2.Close()
+	db2 := reopen(t, path)
 	out.block = nil
 	newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h})
 	sent := out.waitFor(t, 3)
@@ -764,11 +767,7 @@ func TestEventStoredDuringStartIsRunOnce(t *testing.T) {
 // unique constraint decides, not process memory — and answered once.
 func TestTwoReplicasTakeAnEventOnce(t *testing.T) {
 	db1, path := openStore(t)
-	db2, err := store.OpenTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db2.Close() })
+	db2 := reopen(t, path)
 	var calls atomic.Int32
 	h := handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
 		calls.Add(1)
@@ -798,11 +797,7 @@ func TestTwoReplicasTakeAnEventOnce(t *testing.T) {
 // process took each in.
 func TestClaimsKeepAChatInOrderAcrossProcesses(t *testing.T) {
 	db1, path := openStore(t)
-	db2, err := store.OpenTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db2.Close() })
+	db2 := reopen(t, path)
 	var mu sync.Mutex
 	var order []string
 	busy := false
@@ -856,11 +851,7 @@ func (keepsClaims) ReleaseLease(context.Context, string, string) error { return 
 // expire; then another process resumes that turn before its own event.
 func TestClaimOfADeadProcessExpiresAndItsTurnIsResumed(t *testing.T) {
 	db1, path := openStore(t)
-	db2, err := store.OpenTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db2.Close() })
+	db2 := reopen(t, path)
 	var mu sync.Mutex
 	var order []string
 	var blocked atomic.Bool

@@ -208,12 +208,7 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	ana := chat.Inbound{ChatKey: "telegram:-100", UserKey: "telegram:42"}
 	say := func(in chat.Inbound, text string) string {
 		t.Helper()
-		in.Text = text
-		reply, err := a.router.Handle(context.Background(), in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reply
+		return ask(t, a, in, text)
 	}
 
 	// Not connected yet: the model is told so.
