@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"loadout/tools"
 )
@@ -32,7 +33,16 @@ const (
 type ratios struct {
 	mu     sync.Mutex
 	byName map[string]*ratio
-	schema sync.Map // tool name → estimated schema tokens
+	// schema holds each tool's estimated schema tokens, keyed by name
+	// and registry version: a group replaced at run time (an MCP server's
+	// new tool list) is estimated again.
+	schema    sync.Map // schemaKey → int
+	schemaVer atomic.Uint64
+}
+
+type schemaKey struct {
+	name    string
+	version uint64
 }
 
 type ratio struct {
@@ -97,14 +107,19 @@ func (e *Engine) observe(ctx context.Context, model string, estimated, reported 
 // schemaTokens estimates what the definitions cost in a request, each
 // definition estimated once.
 func (e *Engine) schemaTokens(defs []tools.Definition) int {
+	ver := e.reg.Version()
+	if e.ratios.schemaVer.Swap(ver) != ver {
+		e.ratios.schema.Clear() // the earlier version's estimates
+	}
 	n := 0
 	for _, d := range defs {
-		if v, ok := e.ratios.schema.Load(d.Name); ok {
+		k := schemaKey{d.Name, ver}
+		if v, ok := e.ratios.schema.Load(k); ok {
 			n += v.(int)
 			continue
 		}
 		v := e.cfg.Count(tools.SchemaText(d))
-		e.ratios.schema.Store(d.Name, v)
+		e.ratios.schema.Store(k, v)
 		n += v
 	}
 	return n
