@@ -63,19 +63,8 @@ func (o *outlet) got() []string {
 
 func (o *outlet) waitFor(t *testing.T, n int) []string {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%d parts sent", n), func() bool { return len(o.got()) >= n })
+	chattest.Eventually(t, fmt.Sprintf("%d parts sent", n), func() bool { return len(o.got()) >= n })
 	return o.got()
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 type handlerFunc func(ctx context.Context, in chat.Inbound) (string, error)
@@ -253,7 +242,7 @@ func TestPipelineResumesAtFirstUnsentPart(t *testing.T) {
 	out.block = nil
 	newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h})
 	sent := out.waitFor(t, 3)
-	waitUntil(t, "the item done", func() bool { s, _ := itemState(t, db2, "ev"); return s == "done" })
+	chattest.Eventually(t, "the item done", func() bool { s, _ := itemState(t, db2, "ev"); return s == "done" })
 	if want := []string{"A:one", "A:two", "A:three"}; !slices.Equal(out.got(), want) {
 		t.Fatalf("sent %v, want %v", sent, want)
 	}
@@ -357,7 +346,7 @@ func TestPipelineKeepsMessageWhenStoreFails(t *testing.T) {
 		t.Fatalf("after the failures the event is %s, want pending", s)
 	}
 	sent = out.waitFor(t, 2)
-	waitUntil(t, "the item done", func() bool { s, _ := itemState(t, env.Store, "ev"); return s == "done" })
+	chattest.Eventually(t, "the item done", func() bool { s, _ := itemState(t, env.Store, "ev"); return s == "done" })
 	if len(out.got()) != 2 || sent[1] != "A:the answer" {
 		t.Fatalf("sent %v, want the sentence and then the answer once", out.got())
 	}
@@ -402,9 +391,9 @@ func TestPipelineInboxFailureLeavesEventPending(t *testing.T) {
 	p := newPipeline(t, bridge.PipelineConfig{Inbox: inbox, Outlet: out, RetryEvery: 30 * time.Millisecond,
 		Handler: bridge.NewRouter(env.Engine, "loadout")})
 	accept(t, p, pending("ev", "A", "q"))
-	waitUntil(t, "the answer to be refused", func() bool { return inbox.answer.Load() == 0 })
+	chattest.Eventually(t, "the answer to be refused", func() bool { return inbox.answer.Load() == 0 })
 	sent := out.waitFor(t, 1)
-	waitUntil(t, "the item done", func() bool { s, _ := itemState(t, env.Store, "ev"); return s == "done" })
+	chattest.Eventually(t, "the item done", func() bool { s, _ := itemState(t, env.Store, "ev"); return s == "done" })
 	if len(out.got()) != 1 || sent[0] != "A:computed once" {
 		t.Fatalf("sent %v, want the answer once", out.got())
 	}
@@ -567,7 +556,7 @@ func TestPartInFlightAtGraceEndIsNotSentTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	waitUntil(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
+	chattest.Eventually(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
 	if n := out.arrived.Load(); n != 1 {
 		t.Fatalf("the part arrived %d times", n)
 	}
@@ -630,10 +619,10 @@ func TestStreamedAnswerIsDraftedThenReplaced(t *testing.T) {
 			return "Hello world|second part", nil
 		})})
 	accept(t, p, pending("1", "c1", "hi"))
-	waitUntil(t, "the first draft", func() bool { m, _, _ := out.shown(); return m["m1"] == "Hel" })
+	chattest.Eventually(t, "the first draft", func() bool { m, _, _ := out.shown(); return m["m1"] == "Hel" })
 	close(grow)
 	out.waitFor(t, 1)
-	waitUntil(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
+	chattest.Eventually(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
 	msgs, drafts, replaced := out.shown()
 	if len(msgs) != 1 || msgs["m1"] != "final:Hello world" || replaced != 1 {
 		t.Fatalf("messages %v, replaced %d: want one draft turned into the first part", msgs, replaced)
@@ -664,7 +653,7 @@ func TestDraftCutByACrashIsReplacedAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	accept(t, p, pending("1", "c1", "hi"))
-	waitUntil(t, "the draft stored", func() bool {
+	chattest.Eventually(t, "the draft stored", func() bool {
 		var d []byte
 		db.Gorm().Raw("SELECT draft FROM inbox_items WHERE event_id = '1'").Row().Scan(&d)
 		return string(d) == "m1"
@@ -678,7 +667,7 @@ func TestDraftCutByACrashIsReplacedAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	waitUntil(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
+	chattest.Eventually(t, "the event finished", func() bool { s, _ := itemState(t, db, "1"); return s == "done" })
 	msgs, _, _ := out.shown()
 	if len(msgs) != 1 || msgs["m1"] != "final:the whole answer" || len(out.got()) != 0 {
 		t.Fatalf("messages %v, sent %q: the half-written draft was not replaced", msgs, out.got())
@@ -872,7 +861,7 @@ func TestClaimOfADeadProcessExpiresAndItsTurnIsResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	accept(t, p1, pending("ev0", "A", "m0"))
-	waitUntil(t, "m0 to start", blocked.Load)
+	chattest.Eventually(t, "m0 to start", blocked.Load)
 	p1.Stop()
 	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Outlet: out, Handler: h, Claim: cluster.Claim(db2, "two", 500*time.Millisecond, quiet())})
 	accept(t, p2, pending("ev1", "A", "m1"))
@@ -928,11 +917,11 @@ func TestSweepDoesNotRunAnEventFinishedSinceItRead(t *testing.T) {
 	in.armed.Store(true)
 	<-in.read // the sweep has read the event as pending
 	close(finishTurn)
-	waitUntil(t, "the event done", func() bool { s, _ := itemState(t, db, "ev"); return s == "done" })
+	chattest.Eventually(t, "the event done", func() bool { s, _ := itemState(t, db, "ev"); return s == "done" })
 	reads := in.reads.Load()
 	close(in.release)
 	// The sweep's next read means it has queued what the held one read.
-	waitUntil(t, "the next sweep", func() bool { return in.reads.Load() > reads })
+	chattest.Eventually(t, "the next sweep", func() bool { return in.reads.Load() > reads })
 	p.Stop() // runs whatever is queued
 	if n := calls.Load(); n != 1 || len(out.got()) != 1 {
 		t.Fatalf("the turn ran %d times and sent %v, want once", n, out.got())

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"loadout/store"
+
+	"loadout/chat/chattest"
 )
 
 // running records which process performs the duty, and fails the test
@@ -64,17 +66,6 @@ func (r refusals) TakeLease(ctx context.Context, name, holder string, ttl time.D
 	return ok, err
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Two processes on one database (a file, or a PostgreSQL schema with
 // LOADOUT_TEST_DSN): one performs the duty; when it stops cleanly the
 // other takes over at once, and when it dies, once the lease expires.
@@ -100,12 +91,12 @@ func TestOneProcessPerformsTheDuty(t *testing.T) {
 	}
 	dbA := open()
 	stopA := start(dbA, "a")
-	waitFor(t, "a to take the duty", func() bool { return r.who() == "a" })
+	chattest.Eventually(t, "a to take the duty", func() bool { return r.who() == "a" })
 	// b dies rather than stopping: it never gives its lease up.
 	var refused atomic.Int32
 	stopB := start(refusals{dying{open()}, &refused}, "b")
 	defer stopB()
-	waitFor(t, "b to be refused the lease twice", func() bool { return refused.Load() >= 2 })
+	chattest.Eventually(t, "b to be refused the lease twice", func() bool { return refused.Load() >= 2 })
 	if r.who() != "a" {
 		t.Fatalf("the duty moved while a held it: %q", r.who())
 	}
@@ -117,13 +108,13 @@ func TestOneProcessPerformsTheDuty(t *testing.T) {
 	if holder == "a" {
 		t.Fatal("a stopped cleanly but still holds the lease")
 	}
-	waitFor(t, "b to take over", func() bool { return r.who() == "b" })
+	chattest.Eventually(t, "b to take over", func() bool { return r.who() == "b" })
 
 	// c takes over from b once b's lease expires.
 	stopC := start(open(), "c")
 	defer stopC()
 	stopB()
-	waitFor(t, "c to take over", func() bool { return r.who() == "c" })
+	chattest.Eventually(t, "c to take over", func() bool { return r.who() == "c" })
 	if want := []string{"a", "b", "c"}; len(r.order) != 3 || r.order[0] != "a" || r.order[1] != "b" || r.order[2] != "c" {
 		t.Fatalf("order = %v, want %v", r.order, want)
 	}
@@ -149,7 +140,7 @@ func TestDeadHolderIsWaitedOut(t *testing.T) {
 	if ok, _ := db.TakeLease(ctx, "telegram", "dead", ttl); !ok {
 		t.Fatal("the holder could not renew")
 	}
-	waitFor(t, "the lease to expire", func() bool {
+	chattest.Eventually(t, "the lease to expire", func() bool {
 		ok, _ := db.TakeLease(ctx, "telegram", "alive", ttl)
 		return ok
 	})

@@ -5,6 +5,8 @@ import (
 
 	"loadout/bridge"
 	"loadout/bridge/slack/slacktest"
+
+	"loadout/chat/chattest"
 )
 
 // An allowlist entry "TEAM:USER" lets in that workspace's user; a bare
@@ -45,7 +47,7 @@ func TestAllowlistEntriesAreScopedToWorkspaces(t *testing.T) {
 			h.fake.Send(t, "env-1", "events_api", payload, 0)
 			h.fake.WaitAck(t, "env-1")
 			post := h.fake.WaitCalls(t, "chat.postMessage", 1)[0].Params["text"]
-			eventually(t, "the event done", func() bool { return unfinished(h.env) == 0 })
+			chattest.Eventually(t, "the event done", func() bool { return unfinished(h.env) == 0 })
 			var user, stored string
 			h.env.Store.Gorm().Raw("SELECT user_key, text FROM inbox_items WHERE event_id = 'event:Ev1'").Row().Scan(&user, &stored)
 			if c.text == "" {

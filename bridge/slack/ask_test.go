@@ -12,6 +12,8 @@ import (
 	"loadout/google/gmail"
 	"loadout/google/googletest"
 	"loadout/tools"
+
+	"loadout/chat/chattest"
 )
 
 // gmailOn registers the Gmail group against a fake Google.
@@ -101,7 +103,7 @@ func TestApprovalButtonsOverSocketMode(t *testing.T) {
 func TestApprovalOverTheInteractivityEndpoint(t *testing.T) {
 	api := googletest.NewAPI(t)
 	h := start(t, options{mode: ModeEvents, register: gmailOn(api)})
-	eventually(t, "the adapter to know its workspace", h.adapter.identified)
+	chattest.Eventually(t, "the adapter to know its workspace", h.adapter.identified)
 	e := serveEvents(t, h)
 	h.env.Model.Call("load_tool_group", `{"group_name":"google_gmail"}`)
 	h.env.Model.Call("gmail_send", `{"to":"bob@example.com","subject":"Invoice","body":"Hi Bob"}`)

@@ -113,7 +113,7 @@ func (r *rig) boot() *proc {
 	if r.mode == ModeSocket {
 		r.fake.WaitFor(t, "a new socket mode connection", func() bool { return r.fake.Connections() > conns })
 	} else {
-		eventually(t, "the adapter to know its workspace", p.adapter.identified)
+		chattest.Eventually(t, "the adapter to know its workspace", p.adapter.identified)
 	}
 	return p
 }
@@ -168,19 +168,8 @@ func (r *rig) followUp(p *proc, posts int) []slacktest.Call {
 	if last := got[len(got)-1].Params["text"]; last != "follow-up answer" {
 		r.t.Fatalf("last post %q, want the follow-up's answer", last)
 	}
-	eventually(r.t, "every event done", func() bool { return unfinished(p.env) == 0 })
+	chattest.Eventually(r.t, "every event done", func() bool { return unfinished(p.env) == 0 })
 	return got
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(slacktest.Wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func itemState(env *chattest.Env, eventID string) string {
@@ -298,7 +287,7 @@ func TestCrashAfterAckBeforeModelAnswers(t *testing.T) {
 		const text = "what time is it?"
 		r.model.Push(chattest.Step{Text: "never sent", Delay: time.Minute})
 		r.deliver(p, "EvA", slacktest.DM("D1", owner, text, "10.1"))
-		eventually(t, "the model to be asked", func() bool { return len(r.model.Requests()) == 1 })
+		chattest.Eventually(t, "the model to be asked", func() bool { return len(r.model.Requests()) == 1 })
 		// A crash leaves the working reaction on the message.
 		r.fake.Fail("reactions.remove", slacktest.Failure{Error: "invalid_auth"})
 		p.stop()
@@ -422,7 +411,7 @@ func TestCrashBetweenParts(t *testing.T) {
 
 		p2 := r.boot()
 		r.fake.WaitCalls(t, "chat.postMessage", len(parts))
-		eventually(t, "the event done", func() bool { return itemState(p2.env, "EvA") == "done" })
+		chattest.Eventually(t, "the event done", func() bool { return itemState(p2.env, "EvA") == "done" })
 		posts := r.fake.Calls("chat.postMessage")
 		if len(posts) != len(parts) {
 			t.Fatalf("%d posts, want the %d parts once each", len(posts), len(parts))

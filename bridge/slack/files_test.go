@@ -11,6 +11,8 @@ import (
 
 	"loadout/bridge/slack/slacktest"
 	"loadout/tools/files"
+
+	"loadout/chat/chattest"
 )
 
 // A file shared in a direct message is saved in the chat's workspace and
@@ -67,7 +69,7 @@ func TestSharedFilesAreKept(t *testing.T) {
 // flow, in the thread when the chat is one.
 func TestSendFileUploads(t *testing.T) {
 	h := start(t, options{})
-	eventually(t, "the adapter to know its workspace", h.adapter.identified)
+	chattest.Eventually(t, "the adapter to know its workspace", h.adapter.identified)
 	path := filepath.Join(t.TempDir(), "report.csv")
 	os.WriteFile(path, []byte("a,b\n1,2\n"), 0o600)
 	if err := h.adapter.SendFile(context.Background(), "slack:"+slacktest.TeamID+":C1:171.5", "report.csv", path); err != nil {

@@ -455,7 +455,7 @@ func startEvents(t *testing.T) *eventsServer {
 	h := start(t, options{mode: ModeEvents})
 	// auth.test has been answered; events are refused until its answer is
 	// read.
-	eventually(t, "the adapter to know its workspace", h.adapter.identified)
+	chattest.Eventually(t, "the adapter to know its workspace", h.adapter.identified)
 	return serveEvents(t, h)
 }
 

@@ -153,7 +153,7 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 func TestQuestionEditedAgainIsNotAnError(t *testing.T) {
 	h := newHarness(t, chattest.Options{})
 	a, _ := h.start(h.env, h.config(nil))
-	eventually(t, "the adapter to be ready", a.Ready)
+	chattest.Eventually(t, "the adapter to be ready", a.Ready)
 	h.tg.FailNext("editMessageText", 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same", 0)
 	route := routeInfo{ChatID: 42}.encode()
 	if err := a.Ask(context.Background(), route, []byte("5"), "Send it?", "a1", "telegram:42"); err != nil {

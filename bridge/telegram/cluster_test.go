@@ -47,9 +47,9 @@ func TestOnlyOneProcessPolls(t *testing.T) {
 	a.tg.WaitFor(t, "a to poll", func() bool { return len(a.tg.Calls("getUpdates")) > 0 })
 	var refused atomic.Int32
 	adB, _ := b.start(b.env, exclusive(b, refusals{b.env.Store, &refused}, "b"))
-	eventually(t, "b to be ready", adB.Ready)
+	chattest.Eventually(t, "b to be ready", adB.Ready)
 	// b has tried for the lease, and been refused it, twice.
-	eventually(t, "b to be refused the lease twice", func() bool { return refused.Load() >= 2 })
+	chattest.Eventually(t, "b to be refused the lease twice", func() bool { return refused.Load() >= 2 })
 	if n := len(b.tg.Calls("getUpdates")); n != 0 {
 		t.Fatalf("b polled %d times while a held the lease", n)
 	}

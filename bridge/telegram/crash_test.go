@@ -47,7 +47,7 @@ func TestCrashAfterPersistBeforeAck(t *testing.T) {
 	id := h.tg.Push(telegramtest.Message{From: ana, Text: "are you there?"})
 	h.tg.Hold("getUpdates", 1) // the confirming poll never gets through
 	_, stop := h.start(h.env, h.config(hardStop))
-	eventually(t, "the turn to start", func() bool { return len(h.env.Model.Requests()) == 1 })
+	chattest.Eventually(t, "the turn to start", func() bool { return len(h.env.Model.Requests()) == 1 })
 	stop()
 	if state := itemState(h.env, id); state != "pending" {
 		t.Fatalf("inbox state %q after the crash, want pending", state)
@@ -65,7 +65,7 @@ func TestCrashAfterPersistBeforeAck(t *testing.T) {
 	env2 := h.restart()
 	sent := h.tg.WaitSent(t, 1)
 	h.tg.WaitFor(t, "offset confirmed", func() bool { return h.tg.Confirmed(id) })
-	eventually(t, "the redelivered update to be seen", func() bool {
+	chattest.Eventually(t, "the redelivered update to be seen", func() bool {
 		return len(h.tg.Calls("getUpdates")) >= polls+2
 	})
 	if sent = h.tg.Sent(); len(sent) != 1 || sent[0].Text != "yes, here" {
@@ -84,7 +84,7 @@ func TestUpdateRedeliveredAfterLostOffsetIsAnsweredOnce(t *testing.T) {
 	_, stop := h.start(h.env, h.config(nil))
 	id := h.tg.Push(telegramtest.Message{From: ana, Text: "hello once"})
 	h.tg.WaitSent(t, 1)
-	eventually(t, "the item done", func() bool { return itemState(h.env, id) == "done" })
+	chattest.Eventually(t, "the item done", func() bool { return itemState(h.env, id) == "done" })
 	stop()
 	// Our offset is lost, and Telegram still has the update queued.
 	h.env.Store.Gorm().Exec("DELETE FROM states WHERE key = ?", offsetKey)
@@ -130,7 +130,7 @@ func TestCrashBetweenPartsResumesAtFirstUnsentPart(t *testing.T) {
 	env2 := h.restart()
 	want := Chunks(b.String(), MaxMessage)
 	h.tg.WaitSent(t, len(want))
-	eventually(t, "the item done", func() bool {
+	chattest.Eventually(t, "the item done", func() bool {
 		var s string
 		env2.Store.Gorm().Raw("SELECT state FROM inbox_items WHERE channel = 'telegram'").Scan(&s)
 		return s == "done"

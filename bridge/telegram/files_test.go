@@ -102,7 +102,7 @@ func TestRedeliveredFileIsNotKeptTwice(t *testing.T) {
 	msg := telegramtest.Message{From: ana, Document: &telegramtest.File{Name: "report.pdf", MIME: "application/pdf", Content: []byte("%PDF")}}
 	id := h.tg.Push(msg)
 	h.tg.WaitSent(t, 1)
-	eventually(t, "the item done", func() bool { return itemState(h.env, id) == "done" })
+	chattest.Eventually(t, "the item done", func() bool { return itemState(h.env, id) == "done" })
 	stop()
 	// Our offset is lost, and Telegram still has the update queued.
 	h.env.Store.Gorm().Exec("DELETE FROM states WHERE key = ?", offsetKey)

@@ -16,7 +16,7 @@ func TestNotifySendsToChatAndTopic(t *testing.T) {
 	}
 	a, _ = h.start(h.env, h.config(nil))
 	// Notify needs the channel ready: connected and its inbox resumed.
-	eventually(t, "ready", a.Ready)
+	chattest.Eventually(t, "ready", a.Ready)
 	if err := a.Notify(context.Background(), "telegram:-100:7", "Your **Google** account is connected."); err != nil {
 		t.Fatal(err)
 	}

@@ -98,19 +98,6 @@ func (h *harness) slept() []time.Duration {
 	return append([]time.Duration(nil), h.sleeps...)
 }
 
-// eventually waits for cond, checking every few milliseconds, for up to
-// 10 seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (h *harness) modelSaw(text string) bool {
 	for _, r := range h.env.Model.Requests() {
 		for _, m := range r.Messages {
@@ -370,7 +357,7 @@ func TestPollingSurvivesErrorsAndOptionalFailures(t *testing.T) {
 	}
 	// The command menu is set beside polling, so its failure may be
 	// logged after the answer went out.
-	eventually(t, "the failed optional call to be logged", func() bool { return strings.Contains(h.logs.String(), "setMyCommands") })
+	chattest.Eventually(t, "the failed optional call to be logged", func() bool { return strings.Contains(h.logs.String(), "setMyCommands") })
 }
 
 // Polling asks for updates at once: it removes a webhook only when one is
@@ -406,7 +393,7 @@ func TestPollingRemovesAWebhookLeftBehind(t *testing.T) {
 	if strings.Contains(h.logs.String(), "another running instance") {
 		t.Fatalf("a webhook in the way was reported as another instance:\n%s", h.logs.String())
 	}
-	eventually(t, "the webhook's removal to be logged", func() bool { return strings.Contains(h.logs.String(), "removed the webhook") })
+	chattest.Eventually(t, "the webhook's removal to be logged", func() bool { return strings.Contains(h.logs.String(), "removed the webhook") })
 }
 
 func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {
@@ -442,7 +429,7 @@ func TestRestartAfterInterruptedTurnAnswersOnce(t *testing.T) {
 	h.env.Model.Push(chattest.Step{Text: "never delivered", Delay: time.Minute})
 	_, stop := h.start(h.env, h.config(hardStop))
 	id := h.tg.Push(telegramtest.Message{From: ana, Text: "slow question"})
-	eventually(t, "the turn to start", func() bool { return len(h.env.Model.Requests()) == 1 })
+	chattest.Eventually(t, "the turn to start", func() bool { return len(h.env.Model.Requests()) == 1 })
 	stop()
 	if state := itemState(h.env, id); state != "pending" {
 		t.Fatalf("inbox state %q after the crash, want pending", state)
@@ -452,7 +439,7 @@ func TestRestartAfterInterruptedTurnAnswersOnce(t *testing.T) {
 	env2 := h.restart()
 	sent := h.tg.WaitSent(t, 1)
 	h.tg.WaitFor(t, "offset confirmed", func() bool { return h.tg.Confirmed(id) })
-	eventually(t, "inbox entry done", func() bool { return itemState(env2, id) == "done" })
+	chattest.Eventually(t, "inbox entry done", func() bool { return itemState(env2, id) == "done" })
 	if sent = h.tg.Sent(); len(sent) != 1 || sent[0].Text != "answer after restart" {
 		t.Fatalf("sent %+v, want exactly one answer", sent)
 	}
