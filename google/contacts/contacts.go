@@ -122,9 +122,10 @@ func (g *group) search(ctx context.Context, in searchIn) (any, error) {
 		return nil, err
 	}
 	limit := in.Limit
-	if limit <= 0 || limit > 30 {
+	if limit <= 0 {
 		limit = 10
 	}
+	limit = min(limit, 30)
 	res, err := google.Do(ctx, g.api, "the contacts", func(s *people.Service) (*people.SearchResponse, error) {
 		return s.People.SearchContacts().Query(strings.TrimSpace(in.Query)).ReadMask(personFields).PageSize(int64(limit)).Context(ctx).Do()
 	})
@@ -147,9 +148,10 @@ type listIn struct {
 
 func (g *group) list(ctx context.Context, in listIn) (any, error) {
 	size := in.PageSize
-	if size <= 0 || size > 200 {
+	if size <= 0 {
 		size = 50
 	}
+	size = min(size, 200)
 	res, err := google.Do(ctx, g.api, "the contacts", func(s *people.Service) (*people.ListConnectionsResponse, error) {
 		c := s.People.Connections.List("people/me").PersonFields(personFields).PageSize(int64(size)).
 			SortOrder("FIRST_NAME_ASCENDING").Context(ctx)

@@ -58,6 +58,12 @@ func TestSearchListGet(t *testing.T) {
 	q = f.Last("GET /people/v1/people/me/connections").Query
 	check(t, "list query", []any{q.Get("pageSize"), q.Get("pageToken"), q.Get("sortOrder")}, []any{"20", "p1", "FIRST_NAME_ASCENDING"})
 
+	// Asking for more than the most gives the most, not the default.
+	run(t, f.Client(), "contacts_search", `{"query":"ana","limit":50}`)
+	run(t, f.Client(), "contacts_list", `{"page_size":500}`)
+	check(t, "largest pages", []any{f.Last("GET /people/v1/people:searchContacts").Query.Get("pageSize"),
+		f.Last("GET /people/v1/people/me/connections").Query.Get("pageSize")}, []any{"30", "200"})
+
 	check(t, "get", decode(t, run(t, f.Client(), "contacts_get", `{"resource_name":"people/c1"}`)), anaOut)
 	// A name that is not a contact's never reaches Google.
 	googletest.WantError(t, run(t, f.Client(), "contacts_get", `{"resource_name":"people/me/connections"}`), tools.CodeInvalidArgument, "resource_name")
