@@ -421,9 +421,12 @@ func (c *Client) tool(t *sdk.Tool, names map[string]bool) tools.Tool {
 }
 
 // effect is a tool's effect from its annotations: read-only when it says
-// so, destructive when it says so, mutating otherwise (no annotations
-// included: the hints are the server's claims, so an unknown tool is not
-// trusted to be harmless).
+// so, destructive when it says so, mutating otherwise, no annotations
+// included — an unknown tool is not trusted to be read-only. (The MCP
+// specification's default for a tool that is not read-only is
+// destructive; loadout asks for destructiveHint, so that a server's many
+// unannotated tools do not each wait for an approval. Operators who want
+// them to can set tools.confirm: mutating or tools.confirm_tools.)
 func effect(a *sdk.ToolAnnotations) tools.Effect {
 	switch {
 	case a == nil:
