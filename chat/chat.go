@@ -135,9 +135,10 @@ type Store interface {
 	// Hold is Append for a round with a call held for approval: the
 	// round and the approval are stored in one transaction.
 	Hold(ctx context.Context, sessionID int64, msgs []Message, usage Usage, a Approval) error
-	// Approval returns an approval by id; with id "" the chat's newest
-	// pending one. ErrNotFound when there is none.
-	Approval(ctx context.Context, chatKey, id string) (Approval, error)
+	// Approval returns the chat's approval whose id is ref, or for a
+	// shorter ref (an approval's Code) the newest whose id begins with
+	// it. ErrNotFound when there is none.
+	Approval(ctx context.Context, chatKey, ref string) (Approval, error)
 	// Decide moves an approval from status from to status to, recording
 	// the event that did it, and reports whether it was still in from.
 	Decide(ctx context.Context, id, from, to, event string) (bool, error)
@@ -168,9 +169,13 @@ type Approval struct {
 	UserKey string
 	CallID  string
 	Tool    string
-	// Arguments are the call's, as checked; they are what runs.
+	// Arguments are the call's, as checked and decoded, encoded again
+	// (tools.Input.JSON): what runs, and what Summary was built from.
 	Arguments string
 	Summary   string
+	// Tainted: the turn that asked had read untrusted content, and the
+	// turn the answer carries on inherits it.
+	Tainted bool
 	Status    string
 	// DecidedBy is the event that answered it.
 	DecidedBy string
@@ -210,6 +215,10 @@ type Inbound struct {
 	// Unattended marks a turn nobody waits on (a scheduled task's run):
 	// a call that needs approval is refused instead of asked.
 	Unattended bool
+	// Tainted starts the turn as having read untrusted content: the
+	// turn an approval's answer carries on, when the turn that asked
+	// had.
+	Tainted bool
 }
 
 // Errors a Store wraps its failures in, so callers can tell them apart
@@ -235,7 +244,8 @@ var (
 type Reply struct {
 	Text string
 	// Ask is the id of the approval the reply asks for; the channel shows
-	// Approve and Deny with it.
+	// Approve and Deny with it, and its Code (see CodeOf). Text is then
+	// the question as the person reads it.
 	Ask string
 	// Usage is what the turn's model calls cost.
 	Usage Usage

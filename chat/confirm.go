@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ const askCode = "ask:"
 // Sentences of the approval flow.
 const (
 	msgNoApproval    = "There is no request of mine waiting for your answer here."
+	msgNoSuchCode    = "There is no request #%s of mine here. Send /status to see what waits for your answer."
 	msgNotYours      = "Only the person who asked for this can approve or deny it."
 	msgAlready       = "That request was already answered."
 	msgExpired       = "That request expired before it was answered, so nothing was done. Ask me again if you still want it."
@@ -29,18 +29,29 @@ const (
 	codeExpired      = "expired"
 	codeInterrupted  = "interrupted"
 	codeOneAtATime   = "one_at_a_time"
+	codeChanged      = "changed_since_approved"
 	defaultConfirmIn = 10 * time.Minute
 )
 
 // gate holds, in the executor, every call the policy says the person must
 // approve: it does not run, and its result carries the summary the person
-// will read. An approved call passes; an unattended turn is refused.
-func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, args json.RawMessage) (tools.Result, bool) {
+// will read. An approved call passes when its arguments still say what
+// was approved; an unattended turn is refused.
+func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in tools.Input) (tools.Result, bool) {
 	caller := tools.CallerFrom(ctx)
-	if caller.Approved == c.ID && c.ID != "" || !e.cfg.Confirm.Needs(d, args) {
+	if caller.Approved == c.ID && c.ID != "" {
+		if s := tools.Summary(ctx, d, in); s != caller.ApprovedSummary {
+			te := &tools.Error{Code: codeChanged,
+				Message:    fmt.Sprintf("Not done: what this would do has changed since the person approved it. Approved: %s. Now: %s.", caller.ApprovedSummary, s),
+				Suggestion: "Tell the person; they can ask again if they still want it."}
+			return tools.Result{Status: tools.StatusError, Code: te.Code, Content: te.JSON()}, true
+		}
 		return tools.Result{}, false
 	}
-	summary := tools.Summary(d, args)
+	if !e.cfg.Confirm.Needs(ctx, d, in.Value, caller.Tainted) {
+		return tools.Result{}, false
+	}
+	summary := tools.Summary(ctx, d, in)
 	if caller.Unattended {
 		te := &tools.Error{Code: tools.CodeNeedsConfirmation,
 			Message:    fmt.Sprintf("Not done: %s needs the person's approval, and nobody is there to give it in a scheduled run. (%s)", d.Name, summary),
@@ -52,8 +63,10 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, arg
 
 // holdRound turns the round's held call (at most one: any other is
 // refused, one at a time) into an approval and the question that ends
-// the turn. It reports the approval, or nil when nothing was held.
-func (t *turn) holdRound(calls []tools.Call, results []tools.Result) *Approval {
+// the turn. It reports the approval, or nil when nothing was held. The
+// approval stores the call's arguments as checked and decoded, the form
+// its summary was built from.
+func (t *turn) holdRound(results []tools.Result) *Approval {
 	var a *Approval
 	for i, r := range results {
 		if r.Status != tools.StatusPending {
@@ -69,7 +82,7 @@ func (t *turn) holdRound(calls []tools.Call, results []tools.Result) *Approval {
 		ttl := t.e.cfg.ConfirmTTL
 		a = &Approval{
 			ID: newApprovalID(), ChatKey: t.in.ChatKey, SessionID: t.sess.ID, UserKey: t.in.UserKey,
-			CallID: r.CallID, Tool: r.Name, Arguments: canonicalJSON(calls[i].Arguments), Summary: r.Content,
+			CallID: r.CallID, Tool: r.Name, Arguments: r.Input, Summary: r.Content, Tainted: t.tainted,
 			Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl),
 		}
 		pending, _ := json.Marshal(struct {
@@ -105,25 +118,63 @@ func plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
+// idAlphabet spells approval ids: lower-case letters and digits without
+// the ones people confuse (l, 1, o, 0).
+const idAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+
+// codeLen is how much of an approval's id is its code.
+const codeLen = 4
+
+// newApprovalID is a random id of 16 characters (80 bits); its first
+// four are the code a person types.
 func newApprovalID() string {
-	var b [8]byte
+	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return string(b[:])
+}
+
+// CodeOf is the short code of approval id that binds a person's answer to
+// its question: "#k7f2". It is shown with the question and its buttons,
+// and never to the model (neither the id nor the code is in anything the
+// model reads), so a text the model writes cannot quote it.
+func CodeOf(id string) string {
+	if len(id) > codeLen {
+		id = id[:codeLen]
+	}
+	return "#" + id
 }
 
 // Decide answers an approval from the chat in in: approve runs the held
 // call with its stored arguments, deny records the refusal; either way
-// the turn carries on and the model answers. id "" means the chat's
-// newest pending approval. Only the person who asked may answer; an
-// approval runs at most once, and not after it expired or the
-// conversation was cleared.
-func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool) (Reply, error) {
-	a, err := e.store.Approval(ctx, in.ChatKey, id)
+// the turn carries on and the model answers. ref names the approval: its
+// id (a button's) or its code ("#k7f2"). A bare answer (ref "") acts
+// only when exactly one approval of this person waits in the chat and
+// its question is the last thing said in the conversation; otherwise
+// nothing is decided and the reply lists what waits, each with its code,
+// so that a question the model wrote cannot borrow a bare /approve. Only
+// the person who asked may answer; an approval runs at most once, and
+// not after it expired or the conversation was cleared.
+func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve bool) (Reply, error) {
+	ref = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(ref), "#"))
+	if ref == "" {
+		id, reply, err := e.bare(ctx, in, approve)
+		if id == "" || err != nil {
+			return reply, err
+		}
+		ref = id
+	}
+	if strings.Trim(ref, idAlphabet+"0123456789") != "" || len(ref) < codeLen {
+		return Reply{Text: fmt.Sprintf(msgNoSuchCode, ref)}, nil
+	}
+	a, err := e.store.Approval(ctx, in.ChatKey, ref)
 	if errors.Is(err, ErrNotFound) {
-		return Reply{Text: msgNoApproval}, nil
+		return Reply{Text: fmt.Sprintf(msgNoSuchCode, ref)}, nil
 	}
 	if err != nil {
-		return Reply{}, fmt.Errorf("read approval %s: %w", id, err)
+		return Reply{}, fmt.Errorf("read approval %s: %w", ref, err)
 	}
 	if a.UserKey != in.UserKey {
 		return Reply{Text: msgNotYours}, nil
@@ -133,7 +184,7 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool
 		word = "Denied"
 	}
 	note := Inbound{ChatKey: in.ChatKey, UserKey: in.UserKey, ID: in.ID, Resume: in.Resume, OnText: in.OnText,
-		Text: fmt.Sprintf("(%s: %s)", word, a.Summary)}
+		Text: fmt.Sprintf("(%s: %s)", word, a.Summary), Tainted: a.Tainted}
 	mine := a.DecidedBy == in.ID && in.ID != ""
 	switch {
 	case a.Status == ApprovalPending:
@@ -206,11 +257,71 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, id string, approve bool
 	return e.Handle(ctx, note)
 }
 
+// bare picks the approval a bare /approve or /deny answers: the one
+// approval of this person waiting in the chat, when its question is the
+// last thing said in the conversation. Otherwise id is "" and reply says
+// what waits.
+func (e *Engine) bare(ctx context.Context, in Inbound, approve bool) (id string, reply Reply, err error) {
+	pending, err := e.store.PendingApprovals(ctx, in.ChatKey)
+	if err != nil {
+		return "", Reply{}, fmt.Errorf("read approvals of %s: %w", in.ChatKey, err)
+	}
+	var mine []Approval
+	for _, a := range pending {
+		if a.UserKey == in.UserKey {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) == 0 {
+		return "", Reply{Text: msgNoApproval}, nil
+	}
+	if len(mine) == 1 {
+		last, err := e.lastAsked(ctx, in.ChatKey)
+		if err != nil {
+			return "", Reply{}, err
+		}
+		if last == mine[0].ID {
+			return last, Reply{}, nil
+		}
+	}
+	verb, done := "approve", "approved"
+	if !approve {
+		verb, done = "deny", "denied"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Nothing was %s: I can't be sure which request you mean. Waiting for your answer:", done)
+	for _, a := range mine {
+		fmt.Fprintf(&b, "\n%s — %s", CodeOf(a.ID), a.Summary)
+	}
+	fmt.Fprintf(&b, "\n\nAnswer /%s %s (with the code of the request you mean).", verb, CodeOf(mine[0].ID))
+	return "", Reply{Text: b.String()}, nil
+}
+
+// lastAsked is the approval whose question is the last thing said in the
+// chat's conversation, or "" when something was said after it.
+func (e *Engine) lastAsked(ctx context.Context, chatKey string) (string, error) {
+	sess, err := e.store.OpenSession(ctx, chatKey)
+	if err != nil {
+		return "", fmt.Errorf("open session for %s: %w", chatKey, err)
+	}
+	recent, err := e.store.Recent(ctx, sess.ID, 16)
+	if err != nil {
+		return "", fmt.Errorf("read history of session %d: %w", sess.ID, err)
+	}
+	for i := len(recent) - 1; i >= 0; i-- {
+		if recent[i].Role == RoleAssistant {
+			return askOf(recent[i]), nil
+		}
+	}
+	return "", nil
+}
+
 // runApproved runs an approved call with its stored arguments, through
-// the executor and its middleware, as the person who asked.
+// the executor and its middleware, as the person who asked; the gate
+// lets it through only if its arguments still say what was approved.
 func (e *Engine) runApproved(ctx context.Context, a Approval, disabled map[string]bool) tools.Result {
 	tctx := tools.WithCaller(ctx, tools.Caller{ChatKey: a.ChatKey, UserKey: a.UserKey, SessionID: a.SessionID,
-		Disabled: disabled, Approved: a.CallID})
+		Disabled: disabled, Approved: a.CallID, ApprovedSummary: a.Summary})
 	return e.exec.Run(tctx, nil, []tools.Call{{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments}})[0]
 }
 

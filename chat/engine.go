@@ -1,8 +1,10 @@
 package chat
 
 import (
-	"context"
+	"bytes"
+	"cmp"
 	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -251,6 +253,10 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		failures: map[string]int{},
 		count:    count,
 		unsaved:  unsaved,
+		// A picture can carry words that are not the person's; a turn
+		// carried on after an answer inherits the asking turn's taint;
+		// a resumed turn, what it had read before it was cut.
+		tainted: in.Tainted || len(in.Images) > 0 || e.readUntrusted(history[current+1:]),
 	}
 	reply, err := t.run(ctx)
 	// Pictures go with their own turn only: the history keeps the text.
@@ -296,6 +302,10 @@ type turn struct {
 	unsaved *Message
 	// ask is the approval the turn ends with, when a call was held.
 	ask *Approval
+	// tainted is set once the turn has read untrusted content: its
+	// mutating and destructive calls then wait for approval
+	// (tools.Policy.AfterUntrusted).
+	tainted bool
 }
 
 // record persists msgs (after the person's message, if that is not
@@ -426,11 +436,16 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	}
 	tctx := tools.WithCaller(ctx, tools.Caller{
 		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
-		Loaded: slices.Clone(t.loaded), Unattended: t.in.Unattended,
+		Loaded: slices.Clone(t.loaded), Unattended: t.in.Unattended, Tainted: t.tainted,
 	})
 	run := calls[:min(len(calls), e.cfg.MaxToolCalls)]
 	results := append(e.exec.Run(tctx, cat, run), skipped(calls[len(run):], len(calls), e.cfg.MaxToolCalls)...)
-	ask := t.holdRound(calls, results)
+	for _, r := range results {
+		if r.Untrusted {
+			t.tainted = true
+		}
+	}
+	ask := t.holdRound(results)
 
 	asst := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 	asst.Tokens = e.countMessage(asst)
@@ -455,7 +470,9 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 				settingsChanged = true
 			}
 		} else if r.Status == tools.StatusError && r.Code != tools.CodeTooManyCalls {
-			key := r.Name + "\x00" + canonicalJSON(calls[i].Arguments)
+			// Arguments compare in their checked form (keys in another
+			// order are the same call), or, refused, without spacing.
+			key := r.Name + "\x00" + cmp.Or(r.Input, compact(calls[i].Arguments))
 			t.failures[key]++
 			if t.failures[key] >= e.cfg.RepeatLimit && stop == "" {
 				stop = fmt.Sprintf("I stopped: %s failed %d times in a row with the same input, so trying again won't help. Please check the request and try again.",
@@ -522,6 +539,19 @@ func (t *turn) finishWith(ctx context.Context, text string, usage Usage) (Reply,
 	}
 	t.history = append(t.history, m)
 	return Reply{Text: text, Usage: t.usage}, nil
+}
+
+// readUntrusted reports whether msgs hold a successful result of a tool
+// whose results are untrusted.
+func (e *Engine) readUntrusted(msgs []Message) bool {
+	for _, m := range msgs {
+		if m.Role == RoleTool && m.Status == tools.StatusSuccess {
+			if tl, ok := e.reg.Tool(m.ToolName); ok && tl.Untrusted {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // catalog builds the session's active catalog.
@@ -657,15 +687,13 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 	return s, nil
 }
 
-// canonicalJSON normalises arguments so that the same call with keys in
-// another order or other spacing counts as the same call.
-func canonicalJSON(s string) string {
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
+// compact is JSON text without its spacing; other text trimmed.
+func compact(s string) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(s)) != nil {
 		return strings.TrimSpace(s)
 	}
-	b, _ := json.Marshal(v)
-	return string(b)
+	return b.String()
 }
 
 func firstNonEmpty(vs ...string) string {

@@ -19,6 +19,8 @@ type approvalRow struct {
 	ToolName  string
 	Arguments string
 	Summary   string
+	// Tainted: the turn that asked had read untrusted content.
+	Tainted   bool
 	Status    string `gorm:"not null"`
 	DecidedBy string
 	CreatedAt time.Time
@@ -30,7 +32,7 @@ func (approvalRow) TableName() string { return "approvals" }
 
 func (r approvalRow) domain() chat.Approval {
 	return chat.Approval{ID: r.ID, ChatKey: r.ChatKey, SessionID: r.SessionID, UserKey: r.UserKey, CallID: r.CallID,
-		Tool: r.ToolName, Arguments: r.Arguments, Summary: r.Summary, Status: r.Status, DecidedBy: r.DecidedBy,
+		Tool: r.ToolName, Arguments: r.Arguments, Summary: r.Summary, Tainted: r.Tainted, Status: r.Status, DecidedBy: r.DecidedBy,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 }
 
@@ -38,20 +40,19 @@ func (r approvalRow) domain() chat.Approval {
 // transaction.
 func (d *DB) Hold(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, a chat.Approval) error {
 	row := approvalRow{ID: a.ID, ChatKey: a.ChatKey, SessionID: sessionID, UserKey: a.UserKey, CallID: a.CallID,
-		ToolName: a.Tool, Arguments: a.Arguments, Summary: a.Summary, Status: chat.ApprovalPending,
+		ToolName: a.Tool, Arguments: a.Arguments, Summary: a.Summary, Tainted: a.Tainted, Status: chat.ApprovalPending,
 		CreatedAt: d.now(), ExpiresAt: a.ExpiresAt}
 	return d.appendWith(ctx, sessionID, msgs, usage, func(tx *gorm.DB) error { return tx.Create(&row).Error })
 }
 
-// Approval returns the approval id of chatKey, or with id "" the chat's
-// newest pending one.
-func (d *DB) Approval(ctx context.Context, chatKey, id string) (chat.Approval, error) {
+// Approval returns the approval of chatKey whose id is ref or, for a
+// shorter ref (the code a person types), the newest whose id begins with
+// it. ref holds only the letters and digits of ids.
+func (d *DB) Approval(ctx context.Context, chatKey, ref string) (chat.Approval, error) {
 	var r approvalRow
-	q := d.db.WithContext(ctx).Where("chat_key = ?", chatKey)
-	if id != "" {
-		q = q.Where("id = ?", id)
-	} else {
-		q = q.Where("status = ?", chat.ApprovalPending).Order("created_at DESC")
+	q := d.db.WithContext(ctx).Where("chat_key = ? AND (id = ? OR id LIKE ?)", chatKey, ref, ref+"%").Order("created_at DESC")
+	if ref == "" {
+		return chat.Approval{}, kind(gorm.ErrRecordNotFound)
 	}
 	if err := q.Take(&r).Error; err != nil {
 		return chat.Approval{}, kind(err)

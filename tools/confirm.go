@@ -34,13 +34,14 @@ func (e Effect) String() string {
 	return "destructive"
 }
 
-// EffectOf is a call's effect: Definition.EffectOf when the tool has one
-// (a tool whose actions differ), else Definition.Effect, raised to
-// EffectMutate for a tool that is not ReadOnly.
-func EffectOf(d Definition, args json.RawMessage) Effect {
+// EffectOf is a call's effect: Definition.EffectFor of the call's
+// decoded input when the tool has one (a tool whose actions differ), else
+// Definition.Effect, raised to EffectMutate for a tool that is not
+// ReadOnly. in nil asks for the tool's effect in general.
+func EffectOf(ctx context.Context, d Definition, in any) Effect {
 	e := d.Effect
 	if d.EffectFor != nil {
-		e = d.EffectFor(args)
+		e = d.EffectFor(ctx, in)
 	}
 	if e == EffectRead && !d.ReadOnly && d.EffectFor == nil {
 		e = EffectMutate
@@ -61,6 +62,10 @@ const (
 	ConfirmNever  = "never"
 )
 
+// Levels of tools.confirm_after_untrusted besides ConfirmMutating and
+// ConfirmDestructive.
+const ConfirmOff = "off"
+
 // Policy says which calls wait for the person's approval.
 type Policy struct {
 	// Level is ConfirmDestructive (the default when empty),
@@ -68,23 +73,40 @@ type Policy struct {
 	Level string
 	// Tools overrides the level per tool: ConfirmAlways or ConfirmNever.
 	Tools map[string]string
+	// AfterUntrusted is the level that holds once a turn has read
+	// untrusted content (Caller.Tainted), whatever Level and Tools say:
+	// ConfirmMutating (the default when empty), ConfirmDestructive or
+	// ConfirmOff.
+	AfterUntrusted string
 }
 
-// Needs reports whether a call of d with args must be approved first.
-func (p Policy) Needs(d Definition, args json.RawMessage) bool {
+// Needs reports whether a call of d with the decoded input in must be
+// approved first. tainted is whether the turn has read untrusted content.
+func (p Policy) Needs(ctx context.Context, d Definition, in any, tainted bool) bool {
+	after := p.AfterUntrusted
+	if after == "" {
+		after = ConfirmMutating
+	}
+	if tainted && after != ConfirmOff && reaches(EffectOf(ctx, d, in), after) {
+		return true
+	}
 	switch p.Tools[d.Name] {
 	case ConfirmAlways:
 		return true
 	case ConfirmNever:
 		return false
 	}
-	// Before the effect, which may decode the arguments: this runs on
-	// every call.
+	// Before the effect, which may ask a service: this runs on every
+	// call.
 	if p.Level == ConfirmNone {
 		return false
 	}
-	e := EffectOf(d, args)
-	if p.Level == ConfirmMutating {
+	return reaches(EffectOf(ctx, d, in), p.Level)
+}
+
+// reaches reports whether effect e is grave enough for level.
+func reaches(e Effect, level string) bool {
+	if level == ConfirmMutating {
 		return e >= EffectMutate
 	}
 	return e >= EffectDestructive
@@ -96,6 +118,11 @@ func (p Policy) Check() error {
 	case "", ConfirmDestructive, ConfirmMutating, ConfirmNone:
 	default:
 		return fmt.Errorf("tools.confirm: must be destructive, mutating or none, got %q", p.Level)
+	}
+	switch p.AfterUntrusted {
+	case "", ConfirmDestructive, ConfirmMutating, ConfirmOff:
+	default:
+		return fmt.Errorf("tools.confirm_after_untrusted: must be mutating, destructive or off, got %q", p.AfterUntrusted)
 	}
 	names := make([]string, 0, len(p.Tools))
 	for n := range p.Tools {
@@ -116,16 +143,18 @@ const CodeNeedsConfirmation = "needs_confirmation"
 
 // Summary is the plain sentence a person approves: d.Summarize when the
 // tool has one, else the tool's name and its arguments, each value cut
-// short. It is built from the arguments only, never from the model's
-// prose around the call.
-func Summary(d Definition, args json.RawMessage) string {
+// short. It is built from the call's Input only (the value that runs),
+// never from the model's prose around the call.
+func Summary(ctx context.Context, d Definition, in Input) string {
 	if d.Summarize != nil {
-		if s := strings.TrimSpace(d.Summarize(args)); s != "" {
+		if s := strings.TrimSpace(d.Summarize(ctx, in.Value)); s != "" {
 			return s
 		}
 	}
 	var m map[string]any
-	_ = json.Unmarshal(args, &m)
+	dec := json.NewDecoder(strings.NewReader(in.JSON))
+	dec.UseNumber() // numbers as the call carries them, not rounded
+	_ = dec.Decode(&m)
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -164,12 +193,42 @@ func Lines(s string) int {
 	return strings.Count(s, "\n") + 1
 }
 
-// Gate decides, after a call's arguments are checked and before it runs,
-// whether it runs now. held=true means it does not, and res is its result
-// (a call waiting for approval, or refused). The engine sets one.
-type Gate func(ctx context.Context, d Definition, c Call, args json.RawMessage) (res Result, held bool)
+// Gate decides, after a call's arguments are checked and decoded and
+// before it runs, whether it runs now. held=true means it does not, and
+// res is its result (a call waiting for approval, or refused). The
+// engine sets one.
+type Gate func(ctx context.Context, d Definition, c Call, in Input) (res Result, held bool)
 
 // StatusPending marks the result of a call held for the person's approval;
 // the engine ends the turn with the question and records the call's
 // result once the person answers.
 const StatusPending = "pending"
+
+// Recipients names everyone a message goes to, for a summary: each of
+// To, Cc and Bcc in full up to three addresses, then "and N others", Cc
+// and Bcc by their own names, so no recipient can sit unseen behind a
+// cut: "ana@example.com, cc bob@example.com, bcc eve@example.com".
+func Recipients(to, cc, bcc []string) string {
+	var parts []string
+	for _, l := range []struct {
+		label string
+		addrs []string
+	}{{"", to}, {"cc ", cc}, {"bcc ", bcc}} {
+		if len(l.addrs) == 0 {
+			continue
+		}
+		parts = append(parts, l.label+Names(l.addrs, 3))
+	}
+	if len(parts) == 0 {
+		return "nobody"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Names lists names in full up to most of them, then "and N others".
+func Names(names []string, most int) string {
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d others", strings.Join(names[:most], ", "), len(names)-most)
+}

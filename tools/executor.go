@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -41,6 +40,12 @@ type Result struct {
 	// loaded (load_tool_group, find_tools with load), "-name" for one it
 	// unloaded (unload_tool_group). See ApplyGroupChanges.
 	Groups []string
+	// Input is the call's arguments as checked, decoded and encoded
+	// again (Input.JSON); empty when they could not be decoded.
+	Input string
+	// Untrusted is set when the call succeeded and what it returned is
+	// untrusted content (Definition.Untrusted).
+	Untrusted bool
 }
 
 // Handler runs one call.
@@ -126,35 +131,27 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 			Details:    map[string]any{"group": e.Group},
 		})
 	}
-	args := strings.TrimSpace(c.Arguments)
-	if args == "" {
-		args = "{}"
-	}
-	var decoded any
-	if err := json.Unmarshal([]byte(args), &decoded); err != nil {
-		return failure(&Error{
-			Code:       CodeInvalidArgument,
-			Message:    fmt.Sprintf("The arguments for '%s' are not valid JSON: %v", c.Name, err),
-			Suggestion: "Send the arguments as one JSON object that matches the tool's schema.",
-		})
-	}
-	if err := e.schema.check("", decoded); err != nil {
-		return failure(err)
+	in, te := decodeInput(e.Tool, e.schema, c.Arguments)
+	if te != nil {
+		return failure(te)
 	}
 	if x.gate != nil {
-		if res, held := x.gate(ctx, e.Definition, c, json.RawMessage(args)); held {
+		if res, held := x.gate(ctx, e.Definition, c, in); held {
+			res.Input = in.JSON
 			return res
 		}
 	}
-	res, err := run(ctx, e.Tool, json.RawMessage(args))
+	res, err := run(ctx, e.Tool, in.Value)
 	if err != nil {
-		return failure(x.toolError(ctx, e.Tool, err))
+		res = failure(x.toolError(ctx, e.Tool, err))
 	}
+	res.Input = in.JSON
+	res.Untrusted = res.Status == StatusSuccess && e.Untrusted
 	return res
 }
 
 // run calls the tool with its timeout, turning a panic into an error.
-func run(ctx context.Context, t Tool, args json.RawMessage) (Result, error) {
+func run(ctx context.Context, t Tool, in any) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	type outcome struct {
@@ -168,7 +165,7 @@ func run(ctx context.Context, t Tool, args json.RawMessage) (Result, error) {
 				done <- outcome{err: &panicError{value: p, stack: debug.Stack()}}
 			}
 		}()
-		v, err := t.Run(ctx, args)
+		v, err := t.Run(ctx, in)
 		done <- outcome{v, err}
 	}()
 	var o outcome

@@ -15,7 +15,7 @@ import (
 //   - the desc tag is the property description;
 //   - the enum tag is a comma-separated list of allowed string values.
 //
-// Schema panics if v is not a struct: schemas are built at start-up from
+// Schema panics if v is not a struct or embeds one: schemas are built at start-up from
 // types in this codebase, so a wrong type is a programming error.
 func Schema(v any) json.RawMessage {
 	t := reflect.TypeOf(v)
@@ -37,6 +37,11 @@ func objectSchema(t reflect.Type) map[string]any {
 	var required []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if f.Anonymous {
+			// Strict decoding would not see an embedded struct's fields
+			// as the schema's: spell them out.
+			panic(fmt.Sprintf("tools.Schema: %s embeds %s; list its fields instead", t, f.Type))
+		}
 		if !f.IsExported() {
 			continue
 		}
@@ -111,122 +116,6 @@ func compileSchema(raw json.RawMessage) (*schemaNode, error) {
 		return nil, err
 	}
 	return &n, nil
-}
-
-// check validates a decoded argument value. It returns an *Error naming the
-// first problem, with code missing_parameter or invalid_argument.
-func (n *schemaNode) check(path string, v any) *Error {
-	if n == nil {
-		return nil
-	}
-	if t, ok := n.Type.(string); ok && t != "" && !typeMatches(t, v) {
-		return &Error{
-			Code:       CodeInvalidArgument,
-			Message:    fmt.Sprintf("parameter '%s' must be %s, got %s", display(path), article(t), jsonKind(v)),
-			Suggestion: "Fix the argument's type and call the tool again.",
-		}
-	}
-	if len(n.Enum) > 0 {
-		ok := false
-		for _, e := range n.Enum {
-			if e == v {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return &Error{
-				Code:       CodeInvalidArgument,
-				Message:    fmt.Sprintf("parameter '%s' must be one of %s", display(path), enumList(n.Enum)),
-				Suggestion: "Use one of the allowed values.",
-				Details:    map[string]any{"allowed_values": n.Enum},
-			}
-		}
-	}
-	switch val := v.(type) {
-	case map[string]any:
-		for _, r := range n.Required {
-			if x, ok := val[r]; !ok || x == nil {
-				return &Error{
-					Code:       CodeMissingParameter,
-					Message:    fmt.Sprintf("Required parameter '%s' is missing.", join(path, r)),
-					Suggestion: "Call the tool again with every required parameter.",
-				}
-			}
-		}
-		keys := make([]string, 0, len(val))
-		for k := range val {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p, ok := n.Properties[k]
-			if !ok {
-				if n.AdditionalProperties != nil && !*n.AdditionalProperties {
-					return &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("unknown parameter '%s'", join(path, k))}
-				}
-				continue
-			}
-			if val[k] == nil {
-				continue // null is treated as absent
-			}
-			if err := p.check(join(path, k), val[k]); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, x := range val {
-			if err := n.Items.check(fmt.Sprintf("%s[%d]", path, i), x); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func typeMatches(t string, v any) bool {
-	switch t {
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "boolean":
-		_, ok := v.(bool)
-		return ok
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == float64(int64(f))
-	}
-	return true
-}
-
-func jsonKind(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case float64:
-		if x == float64(int64(x)) {
-			return "an integer"
-		}
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func article(t string) string {

@@ -46,13 +46,21 @@ type Definition struct {
 	// Effect is what a call does (see EffectOf): a tool that is not
 	// ReadOnly is at least EffectMutate; one that sends to other people,
 	// deletes or shares says EffectDestructive. EffectFor, when set,
-	// decides per call instead (a tool whose actions differ).
+	// decides per call instead (a tool whose actions differ); it gets the
+	// call's decoded input, the value Run gets (see EffectBy).
 	Effect    Effect
-	EffectFor func(args json.RawMessage) Effect
+	EffectFor func(ctx context.Context, in any) Effect
 	// Summarize, when set, says in one plain sentence what a call will do
 	// ("Send an email to ana@example.com, subject 'Invoice', 3 lines"),
-	// for the person who approves it; see Summary.
-	Summarize func(args json.RawMessage) string
+	// for the person who approves it; see Summary. It gets the call's
+	// decoded input, the value that runs once approved (see SummaryBy).
+	Summarize func(ctx context.Context, in any) string
+	// Untrusted is true when what the tool returns is content from
+	// outside the person's own words (a web page, a mail or document
+	// body, a PDF, an HTTP or MCP result, a file someone sent): once a
+	// turn has read it, the turn's mutating and destructive calls wait
+	// for the person's approval (Policy.AfterUntrusted).
+	Untrusted bool
 	// WritesSettings is true when a successful call may change the chat's
 	// Settings; the engine then reads them again before the next round.
 	WritesSettings bool
@@ -63,16 +71,41 @@ type Definition struct {
 	Group string
 }
 
-// Func runs one call. args is the call's JSON object, already checked
-// against the definition's schema. The returned value is sent to the model:
-// a string as is, anything else as JSON. Return an *Error for anything the
-// model can correct; other errors become code "internal".
-type Func func(ctx context.Context, args json.RawMessage) (any, error)
+// Func runs one call. in is the call's input, decoded once (see
+// Tool.Decode): the typed input of a tool made with New, the checked JSON
+// object (json.RawMessage) of one made with Raw. The returned value is
+// sent to the model: a string as is, anything else as JSON. Return an
+// *Error for anything the model can correct; other errors become code
+// "internal".
+type Func func(ctx context.Context, in any) (any, error)
 
 // Tool is a definition and the function that runs it.
 type Tool struct {
 	Definition
-	Run Func
+	// Decode turns the call's arguments, checked against the schema,
+	// into the input Run, EffectFor and Summarize get. Nil passes the
+	// checked JSON object on as json.RawMessage. New sets it.
+	Decode func(args json.RawMessage) (any, error)
+	// Open lets through properties the schema does not name, as JSON
+	// Schema allows by default (an MCP server's schema); otherwise they
+	// are refused unless the schema says additionalProperties: true.
+	Open bool
+	Run  Func
+}
+
+// Call checks args against t's schema, decodes them once and runs t,
+// without the executor's timeout, gate or error handling: for tests and
+// callers that hold one tool.
+func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
+	s, err := compileSchema(t.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	in, te := decodeInput(t, s, string(args))
+	if te != nil {
+		return nil, te
+	}
+	return t.Run(ctx, in.Value)
 }
 
 // Group describes a set of tools that the model loads together.
@@ -93,8 +126,9 @@ type Group struct {
 	Prepare func(ctx context.Context) error
 }
 
-// New builds a tool whose arguments decode into In. The JSON Schema is
-// derived from In (see Schema), so schema and code cannot drift.
+// New builds a tool whose arguments decode into In, strictly (see
+// Strict). The JSON Schema is derived from In (see Schema), so schema and
+// code cannot drift.
 func New[In any](def Definition, run func(ctx context.Context, in In) (any, error)) Tool {
 	var zero In
 	if def.Parameters == nil {
@@ -102,19 +136,47 @@ func New[In any](def Definition, run func(ctx context.Context, in In) (any, erro
 	}
 	return Tool{
 		Definition: def,
-		Run: func(ctx context.Context, args json.RawMessage) (any, error) {
+		Decode: func(args json.RawMessage) (any, error) {
 			var in In
-			if len(args) > 0 {
-				if err := json.Unmarshal(args, &in); err != nil {
-					return nil, &Error{
-						Code:       CodeInvalidArgument,
-						Message:    fmt.Sprintf("arguments do not match the schema of %s: %v", def.Name, err),
-						Suggestion: "Check the parameter types against the tool's schema and call it again.",
-					}
-				}
+			if err := Strict(args, &in); err != nil {
+				return nil, err
+			}
+			return in, nil
+		},
+		Run: func(ctx context.Context, v any) (any, error) {
+			in, ok := v.(In)
+			if !ok {
+				return nil, fmt.Errorf("tool %s: input of type %T, want %T", def.Name, v, zero)
 			}
 			return run(ctx, in)
 		},
+	}
+}
+
+// Raw builds a tool that takes its arguments as the checked JSON object
+// (json.RawMessage), passed on as the model wrote them, spacing aside:
+// an MCP tool, a manifest's HTTP call.
+func Raw(def Definition, run func(ctx context.Context, args json.RawMessage) (any, error)) Tool {
+	return Tool{Definition: def, Run: func(ctx context.Context, v any) (any, error) {
+		args, _ := v.(json.RawMessage)
+		return run(ctx, args)
+	}}
+}
+
+// EffectBy adapts a typed effect function to Definition.EffectFor: f gets
+// the tool's decoded input (the zero In when there is none).
+func EffectBy[In any](f func(ctx context.Context, in In) Effect) func(context.Context, any) Effect {
+	return func(ctx context.Context, v any) Effect {
+		in, _ := v.(In)
+		return f(ctx, in)
+	}
+}
+
+// SummaryBy adapts a typed summary function to Definition.Summarize.
+func SummaryBy[In any](f func(ctx context.Context, in In) string) func(context.Context, any) string {
+	return func(ctx context.Context, v any) string {
+		in, _ := v.(In)
+		return f(ctx, in)
 	}
 }
 
@@ -135,9 +197,14 @@ type Caller struct {
 	// Unattended is set for a turn nobody is waiting on (a scheduled
 	// task): a call that needs approval is refused, not asked.
 	Unattended bool
-	// Approved is the id of the call the person approved: that call runs
-	// without asking again.
-	Approved string
+	// Approved is the id of the call the person approved and Summary the
+	// sentence they approved: that call runs without asking again, if
+	// its arguments still say the same.
+	Approved        string
+	ApprovedSummary string
+	// Tainted is set once the turn has read untrusted content (see
+	// Definition.Untrusted).
+	Tainted bool
 }
 
 type callerKey struct{}

@@ -2,7 +2,6 @@ package calendar
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -267,20 +266,16 @@ func (g *group) createEvent() tools.Tool {
 		Name:        "calendar_create_event",
 		Description: "Create an event, timed or all-day, with attendees, reminders, recurrence and an optional Meet link.",
 		// Inviting people emails them: that waits for approval.
-		EffectFor: func(args json.RawMessage) tools.Effect {
-			var in createEventIn
-			_ = json.Unmarshal(args, &in)
+		EffectFor: tools.EffectBy(func(_ context.Context, in createEventIn) tools.Effect {
 			return invites(len(in.Attendees), in.SendUpdates)
-		},
-		Summarize: func(args json.RawMessage) string {
-			var in createEventIn
-			_ = json.Unmarshal(args, &in)
+		}),
+		Summarize: tools.SummaryBy(func(_ context.Context, in createEventIn) string {
 			s := fmt.Sprintf("Create the event '%s' at %s", tools.Shorten(in.Title, 80), in.Start)
 			if len(in.Attendees) > 0 {
 				s += " and invite " + tools.Shorten(strings.Join(in.Attendees, ", "), 120)
 			}
 			return s
-		},
+		}),
 	}, func(ctx context.Context, in createEventIn) (any, error) {
 		calID := calendarID(in.CalendarID)
 		title := strings.TrimSpace(in.Title)
@@ -460,18 +455,14 @@ func (g *group) updateEvent() tools.Tool {
 		Name:        "calendar_update_event",
 		Description: "Change an event: title, time, location, description, attendees, reminders or Meet link; fields not given stay as they are.",
 		// Changing who is invited, or when, emails the attendees.
-		EffectFor: func(args json.RawMessage) tools.Effect {
-			var in updateEventIn
-			_ = json.Unmarshal(args, &in)
+		EffectFor: tools.EffectBy(func(_ context.Context, in updateEventIn) tools.Effect {
 			n := len(in.AddAttendees) + len(in.RemoveAttendees)
 			if in.Start != "" || in.End != "" {
 				n++
 			}
 			return invites(n, in.SendUpdates)
-		},
-		Summarize: func(args json.RawMessage) string {
-			var in updateEventIn
-			_ = json.Unmarshal(args, &in)
+		}),
+		Summarize: tools.SummaryBy(func(_ context.Context, in updateEventIn) string {
 			s := "Change the calendar event " + in.EventID
 			if in.Start != "" {
 				s += ", to start at " + in.Start
@@ -486,7 +477,7 @@ func (g *group) updateEvent() tools.Tool {
 				s += ", and email the attendees"
 			}
 			return s
-		},
+		}),
 	}, func(ctx context.Context, in updateEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {
@@ -719,15 +710,13 @@ func (g *group) deleteEvent() tools.Tool {
 		Name:        "calendar_delete_event",
 		Description: "Delete an event; attendees are told unless send_updates is none.",
 		Effect:      tools.EffectDestructive,
-		Summarize: func(args json.RawMessage) string {
-			var in deleteEventIn
-			_ = json.Unmarshal(args, &in)
+		Summarize: tools.SummaryBy(func(_ context.Context, in deleteEventIn) string {
 			s := "Delete the calendar event " + in.EventID
 			if in.SendUpdates != "none" {
 				s += " and tell its attendees"
 			}
 			return s
-		},
+		}),
 	}, func(ctx context.Context, in deleteEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {

@@ -3,7 +3,6 @@ package drive
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -474,11 +473,9 @@ func (g *group) share() tools.Tool {
 		Name:        "drive_share",
 		Description: "Share a Drive file or folder (a doc, sheet, slides, anything) with an email address or anyone with the link, as reader, commenter or writer.",
 		Effect:      tools.EffectDestructive,
-		Summarize: func(args json.RawMessage) string {
-			var in shareIn
-			_ = json.Unmarshal(args, &in)
+		Summarize: tools.SummaryBy(func(_ context.Context, in shareIn) string {
 			return fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.Role)
-		},
+		}),
 	}, func(ctx context.Context, in shareIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
@@ -549,11 +546,9 @@ func (g *group) trash() tools.Tool {
 		Name:        "drive_trash",
 		Description: "Move a Drive file or folder to the trash, where it can be restored for 30 days.",
 		Effect:      tools.EffectDestructive,
-		Summarize: func(args json.RawMessage) string {
-			var in idIn
-			_ = json.Unmarshal(args, &in)
+		Summarize: tools.SummaryBy(func(_ context.Context, in idIn) string {
 			return "Move the Drive file " + in.FileID + " to the trash"
-		},
+		}),
 	}, func(ctx context.Context, in idIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
@@ -621,11 +616,9 @@ func (g *group) unshare() tools.Tool {
 		Name:        "drive_unshare",
 		Description: "Stop sharing a Drive file or folder with an email address, or with anyone who has the link.",
 		Effect:      tools.EffectDestructive,
-		Summarize: func(args json.RawMessage) string {
-			var in unshareIn
-			_ = json.Unmarshal(args, &in)
+		Summarize: tools.SummaryBy(func(_ context.Context, in unshareIn) string {
 			return fmt.Sprintf("Take away %s's access to the Drive file %s", tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.FileID)
-		},
+		}),
 	}, func(ctx context.Context, in unshareIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		email := strings.ToLower(strings.TrimSpace(in.Email))

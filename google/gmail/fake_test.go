@@ -49,7 +49,7 @@ func (k *kit) call(t *testing.T, name, args string) (map[string]any, error) {
 	if !ok {
 		t.Fatalf("no tool %s", name)
 	}
-	res, err := tool.Run(ctxAs(user), json.RawMessage(args))
+	res, err := tool.Call(ctxAs(user), json.RawMessage(args))
 	if err != nil {
 		return nil, err
 	}

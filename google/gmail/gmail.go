@@ -4,7 +4,6 @@ package gmail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -78,12 +77,12 @@ func New(c google.Client, o Options) google.Group {
 		tools.New(tools.Definition{
 			Name:        "gmail_send",
 			Description: "Send a new plain-text email from the person's account.",
-			Effect:      outbound, Summarize: summarizeSend,
+			Effect:      outbound, Summarize: tools.SummaryBy(summarizeSend),
 		}, m.send),
 		tools.New(tools.Definition{
 			Name:        "gmail_reply",
 			Description: "Reply in the same thread to a message (to its sender, or to everyone with reply_all).",
-			Effect:      outbound, Summarize: summarizeReply,
+			Effect:      outbound, Summarize: tools.SummaryBy(m.summarizeReply),
 		}, m.reply),
 		tools.New(tools.Definition{
 			Name:        "gmail_create_draft",
@@ -93,7 +92,7 @@ func New(c google.Client, o Options) google.Group {
 			Name:        "gmail_send_draft",
 			Description: "Send an existing draft by its draft id.",
 			Effect:      outbound,
-			Summarize:   func(args json.RawMessage) string { return "Send the Gmail draft " + field(args, "draft_id") },
+			Summarize:   tools.SummaryBy(m.summarizeSendDraft),
 		}, m.sendDraft),
 		tools.New(tools.Definition{
 			Name:        "gmail_list_labels",
@@ -112,11 +111,9 @@ func New(c google.Client, o Options) google.Group {
 			Name:        "gmail_trash",
 			Description: "Move messages to the trash (Gmail deletes them after 30 days).",
 			Effect:      tools.EffectDestructive,
-			Summarize: func(args json.RawMessage) string {
-				var in idsIn
-				_ = json.Unmarshal(args, &in)
+			Summarize: tools.SummaryBy(func(_ context.Context, in idsIn) string {
 				return fmt.Sprintf("Move %s to the Gmail trash (%s)", plural(len(in.MessageIDs), "message"), tools.Shorten(strings.Join(in.MessageIDs, ", "), 80))
-			},
+			}),
 		}, m.trash),
 	}}
 }
@@ -418,33 +415,73 @@ func insteadOfSending(res any, err error) (any, error) {
 	return d, nil
 }
 
-// summarizeSend is what the person approves for gmail_send.
-func summarizeSend(args json.RawMessage) string {
-	var in sendIn
-	_ = json.Unmarshal(args, &in)
-	s := "Send an email to " + tools.Shorten(in.To, 120)
-	if in.Cc != "" {
-		s += ", cc " + tools.Shorten(in.Cc, 80)
+// summarizeSend is what the person approves for gmail_send: every
+// recipient, by the address the mail goes to (a display name can claim
+// to be anyone), as the send parses them.
+func summarizeSend(_ context.Context, in sendIn) string {
+	out, err := in.outgoing()
+	if err != nil {
+		return "Send an email (its recipients cannot be read: " + tools.Shorten(err.Error(), 120) + ")"
 	}
-	if in.Bcc != "" {
-		s += ", bcc " + tools.Shorten(in.Bcc, 80)
-	}
-	return s + fmt.Sprintf(", subject '%s', %s", tools.Shorten(in.Subject, 80), plural(tools.Lines(in.Body), "line"))
+	return fmt.Sprintf("Send an email to %s, subject '%s', %s", recipients(out), tools.Shorten(in.Subject, 80), plural(tools.Lines(in.Body), "line"))
 }
 
-// summarizeReply is what the person approves for gmail_reply.
-func summarizeReply(args json.RawMessage) string {
-	var in replyIn
-	_ = json.Unmarshal(args, &in)
-	who := "its sender"
+// summarizeReply is what the person approves for gmail_reply: the
+// recipients the reply will have, read from the message it answers as
+// the reply reads them.
+func (m *mailbox) summarizeReply(ctx context.Context, in replyIn) string {
+	to := "its sender"
 	if in.ReplyAll {
-		who = "everyone on it"
+		to = "everyone on it"
 	}
-	s := fmt.Sprintf("Reply to message %s (to %s)", in.MessageID, who)
-	if in.Cc != "" {
-		s += ", cc " + tools.Shorten(in.Cc, 80)
+	if svc, err := m.api.Connect(ctx); err == nil {
+		if out, _, err := m.replyTo(ctx, svc, in.MessageID, in.ReplyAll, in.Cc); err == nil {
+			to = recipients(out)
+		}
 	}
-	return s + fmt.Sprintf(", %s: '%s'", plural(tools.Lines(in.Body), "line"), tools.Shorten(in.Body, 60))
+	return fmt.Sprintf("Reply to message %s, to %s, %s: '%s'", in.MessageID, to, plural(tools.Lines(in.Body), "line"), tools.Shorten(in.Body, 60))
+}
+
+// summarizeSendDraft names the draft's recipients and subject as Gmail
+// holds them.
+func (m *mailbox) summarizeSendDraft(ctx context.Context, in sendDraftIn) string {
+	s := "Send the Gmail draft " + in.DraftID
+	d, err := google.Do(ctx, m.api, "draft "+in.DraftID, func(svc *gmailapi.Service) (*gmailapi.Draft, error) {
+		return svc.Users.Drafts.Get("me", in.DraftID).Format("metadata").Context(ctx).Do()
+	})
+	if err != nil || d.Message == nil {
+		return s + " (its recipients could not be read)"
+	}
+	h := func(n string) string { return headerOf(d.Message.Payload, n) }
+	return fmt.Sprintf("%s to %s, subject '%s'", s, tools.Recipients(addressesOf(h("To")), addressesOf(h("Cc")), addressesOf(h("Bcc"))), tools.Shorten(h("Subject"), 80))
+}
+
+// recipients names everyone out goes to.
+func recipients(out outgoing) string {
+	return tools.Recipients(emails(out.To), emails(out.Cc), emails(out.Bcc))
+}
+
+func emails(list []*mail.Address) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = a.Address
+	}
+	return out
+}
+
+// addressesOf is a header's addresses; the text itself, cut at commas,
+// when it does not parse.
+func addressesOf(header string) []string {
+	if list, err := mail.ParseAddressList(header); err == nil {
+		return emails(list)
+	}
+	var out []string
+	for _, a := range strings.Split(header, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func plural(n int, noun string) string {
@@ -452,14 +489,6 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// field is one string argument of a call, for a summary.
-func field(args json.RawMessage, name string) string {
-	var m map[string]any
-	_ = json.Unmarshal(args, &m)
-	s, _ := m[name].(string)
-	return s
 }
 
 // sendMessage sends msg through svc, which gmail_reply has built already

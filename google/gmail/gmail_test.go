@@ -2,6 +2,7 @@ package gmail_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -492,17 +493,22 @@ func TestDraftOnlyMode(t *testing.T) {
 		t.Fatalf("%d sends reached Gmail", n)
 	}
 	for _, name := range []string{"gmail_send", "gmail_reply"} {
-		if e := tools.EffectOf(k.tools[name].Definition, nil); e != tools.EffectMutate {
+		if e := tools.EffectOf(context.Background(), k.tools[name].Definition, nil); e != tools.EffectMutate {
 			t.Errorf("%s effect in draft mode = %v", name, e)
 		}
 	}
 	normal := newKit(t)
 	for _, name := range []string{"gmail_send", "gmail_reply", "gmail_send_draft", "gmail_trash"} {
-		if e := tools.EffectOf(normal.tools[name].Definition, nil); e != tools.EffectDestructive {
+		if e := tools.EffectOf(context.Background(), normal.tools[name].Definition, nil); e != tools.EffectDestructive {
 			t.Errorf("%s effect = %v", name, e)
 		}
 	}
-	if s := tools.Summary(normal.tools["gmail_send"].Definition, []byte(`{"to":"ana@example.com","subject":"Invoice","body":"a\nb\nc"}`)); s != "Send an email to ana@example.com, subject 'Invoice', 3 lines" {
+	send := normal.tools["gmail_send"]
+	in, err := send.Decode([]byte(`{"to":"ana@example.com","subject":"Invoice","body":"a\nb\nc"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := tools.Summary(context.Background(), send.Definition, tools.Input{Value: in}); s != "Send an email to ana@example.com, subject 'Invoice', 3 lines" {
 		t.Errorf("summary = %q", s)
 	}
 }

@@ -5,7 +5,6 @@ package gmailsettings
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -44,14 +43,12 @@ func New(c google.Client, o Options) google.Group {
 		tools.New(tools.Definition{Name: "gmail_list_filters", Description: "List the mailbox's filters with their criteria and actions.", ReadOnly: true}, s.listFilters),
 		tools.New(tools.Definition{Name: "gmail_create_filter", Description: "Create a filter: match by from/to/subject/query, then label, archive, mark read, star, trash or forward.",
 			// Forwarding sends the person's mail to someone else.
-			EffectFor: func(args json.RawMessage) tools.Effect {
-				var in map[string]any
-				_ = json.Unmarshal(args, &in)
-				if f, _ := in["forward"].(string); f != "" {
+			EffectFor: tools.EffectBy(func(_ context.Context, in createFilterIn) tools.Effect {
+				if strings.TrimSpace(in.Forward) != "" {
 					return tools.EffectDestructive
 				}
 				return tools.EffectMutate
-			}}, s.createFilter),
+			})}, s.createFilter),
 		tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive}, s.deleteFilter),
 		tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
 		tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",

@@ -4,7 +4,6 @@ package sheets
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -47,25 +46,19 @@ func New(c google.Client, o Options) google.Group {
 			tools.New(tools.Definition{Name: "sheets_read", Description: "Read a range in A1 notation, on any sheet ('Sheet2'!A1:D20; a sheet name alone reads it all).", ReadOnly: true}, g.read),
 			tools.New(tools.Definition{Name: "sheets_write", Description: "Write rows to a range, or append them after a table's last row; values are read as typed in the UI (formulas, dates)."}, g.write),
 			tools.New(tools.Definition{Name: "sheets_clear", Description: "Clear the values of a range.", Effect: tools.EffectDestructive,
-				Summarize: func(args json.RawMessage) string {
-					var in rangeIn
-					_ = json.Unmarshal(args, &in)
+				Summarize: tools.SummaryBy(func(_ context.Context, in rangeIn) string {
 					return fmt.Sprintf("Clear %s in the spreadsheet %s", in.Range, in.SpreadsheetID)
-				}}, g.clear),
+				})}, g.clear),
 			tools.New(tools.Definition{Name: "sheets_tabs", Description: "Add, rename or delete a sheet of a spreadsheet.",
-				EffectFor: func(args json.RawMessage) tools.Effect {
-					var in tabsIn
-					_ = json.Unmarshal(args, &in)
+				EffectFor: tools.EffectBy(func(_ context.Context, in tabsIn) tools.Effect {
 					if in.Action == "delete" {
 						return tools.EffectDestructive
 					}
 					return tools.EffectMutate
-				},
-				Summarize: func(args json.RawMessage) string {
-					var in tabsIn
-					_ = json.Unmarshal(args, &in)
+				}),
+				Summarize: tools.SummaryBy(func(_ context.Context, in tabsIn) string {
 					return fmt.Sprintf("Delete the sheet %d of the spreadsheet %s, with everything on it", in.SheetID, in.SpreadsheetID)
-				}}, g.tabs),
+				})}, g.tabs),
 		},
 		Scopes: Service().Scopes,
 	}

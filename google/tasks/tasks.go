@@ -4,7 +4,6 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -40,9 +39,7 @@ func New(c google.Client, o Options) google.Group {
 			Description: "The person's Google Tasks: to-do lists and their tasks, due dates, completing and moving tasks."},
 		Tools: []tools.Tool{
 			tools.New(tools.Definition{Name: "tasks_lists", Description: "List, create or delete the person's task lists.",
-				EffectFor: func(args json.RawMessage) tools.Effect {
-					var in listsIn
-					_ = json.Unmarshal(args, &in)
+				EffectFor: tools.EffectBy(func(_ context.Context, in listsIn) tools.Effect {
 					switch in.Action {
 					case "list":
 						return tools.EffectRead
@@ -50,22 +47,18 @@ func New(c google.Client, o Options) google.Group {
 						return tools.EffectDestructive
 					}
 					return tools.EffectMutate
-				},
-				Summarize: func(args json.RawMessage) string {
-					var in listsIn
-					_ = json.Unmarshal(args, &in)
+				}),
+				Summarize: tools.SummaryBy(func(_ context.Context, in listsIn) string {
 					return "Delete the task list " + in.ListID + " and every task in it"
-				}}, g.lists),
+				})}, g.lists),
 			tools.New(tools.Definition{Name: "tasks_list", Description: "List the tasks of a list (default the person's first), optionally by due date and with completed ones.", ReadOnly: true}, g.list),
 			tools.New(tools.Definition{Name: "tasks_create", Description: "Create a task with optional notes, due date and parent task."}, g.create),
 			tools.New(tools.Definition{Name: "tasks_update", Description: "Change a task's title, notes or due date, or mark it done or not done."}, g.update),
 			tools.New(tools.Definition{Name: "tasks_move", Description: "Move a task: under a parent task, after another task, or to the top."}, g.move),
 			tools.New(tools.Definition{Name: "tasks_delete", Description: "Delete a task.", Effect: tools.EffectDestructive,
-				Summarize: func(args json.RawMessage) string {
-					var in taskRef
-					_ = json.Unmarshal(args, &in)
+				Summarize: tools.SummaryBy(func(_ context.Context, in taskRef) string {
 					return "Delete the task " + in.TaskID
-				}}, g.delete),
+				})}, g.delete),
 		},
 		Scopes: Service().Scopes,
 	}

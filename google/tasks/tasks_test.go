@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"context"
 	"testing"
 
 	"loadout/google"
@@ -113,7 +114,7 @@ func g(t *testing.T) groupView { return groupView{tasks.New(&googletest.Client{}
 func (v groupView) EffectOf(name string) tools.Effect {
 	for _, tl := range v.Tools {
 		if tl.Name == name {
-			return tools.EffectOf(tl.Definition, nil)
+			return tools.EffectOf(context.Background(), tl.Definition, nil)
 		}
 	}
 	return -1

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -269,9 +268,7 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "files",
 		Description: "Files in this chat's workspace, such as those the person sent: list, read, write, append, delete, send to the person.",
-		EffectFor: func(args json.RawMessage) tools.Effect {
-			var in input
-			_ = json.Unmarshal(args, &in)
+		EffectFor: tools.EffectBy(func(_ context.Context, in input) tools.Effect {
 			switch in.Action {
 			case "list", "read":
 				return tools.EffectRead
@@ -279,7 +276,7 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 				return tools.EffectDestructive
 			}
 			return tools.EffectMutate
-		},
+		}),
 		Timeout: 30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey

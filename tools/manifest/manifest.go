@@ -190,19 +190,17 @@ func httpTool(e entry, client *http.Client) (tools.Tool, error) {
 		return tools.Tool{}, fmt.Errorf("http.url: %w", err)
 	}
 	target, headers := e.HTTP.URL, e.HTTP.Headers
-	return tools.Tool{
-		Definition: tools.Definition{
-			Name: e.Name, Description: e.Description, Parameters: params,
-			ReadOnly: e.ReadOnly, Effect: effect, Timeout: timeout,
-		},
-		Run: func(ctx context.Context, args json.RawMessage) (any, error) {
-			filled, rest, err := fill(target, slots, args)
-			if err != nil {
-				return nil, err
-			}
-			return call(ctx, client, method, filled, headers, rest)
-		},
-	}, nil
+	// What a service answers is not the person's words.
+	return tools.Raw(tools.Definition{
+		Name: e.Name, Description: e.Description, Parameters: params,
+		ReadOnly: e.ReadOnly, Effect: effect, Timeout: timeout, Untrusted: true,
+	}, func(ctx context.Context, args json.RawMessage) (any, error) {
+		filled, rest, err := fill(target, slots, args)
+		if err != nil {
+			return nil, err
+		}
+		return call(ctx, client, method, filled, headers, rest)
+	}), nil
 }
 
 // closeSchema is the manifest's parameter schema with undeclared
@@ -264,8 +262,8 @@ func fill(target string, slots []string, args json.RawMessage) (string, json.Raw
 	if len(slots) == 0 {
 		return target, args, nil
 	}
-	var m map[string]any
-	if err := json.Unmarshal(args, &m); err != nil {
+	m, err := objectOf(args)
+	if err != nil {
 		return "", nil, err
 	}
 	for _, k := range slots {
@@ -283,11 +281,20 @@ func fill(target string, slots []string, args json.RawMessage) (string, json.Raw
 	return target, rest, err
 }
 
+// objectOf reads checked arguments as an object whose numbers keep the
+// exact text the model wrote.
+func objectOf(args json.RawMessage) (map[string]any, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	err := dec.Decode(&m)
+	return m, err
+}
+
 func call(ctx context.Context, client *http.Client, method, target string, headers map[string]string, args json.RawMessage) (any, error) {
 	var body io.Reader
 	if method == http.MethodGet {
-		var m map[string]any
-		_ = json.Unmarshal(args, &m) // checked against the schema already
+		m, _ := objectOf(args) // checked against the schema already
 		u, _ := url.Parse(target)
 		q := u.Query()
 		for k := range m {

@@ -255,7 +255,7 @@ func TestManifestEffects(t *testing.T) {
 		t.Fatalf("%d tools, want %d", len(l.Tools), len(want))
 	}
 	for _, tl := range l.Tools {
-		if got := tools.EffectOf(tl.Definition, nil); got != want[tl.Name] {
+		if got := tools.EffectOf(context.Background(), tl.Definition, nil); got != want[tl.Name] {
 			t.Errorf("%s: %v, want %v", tl.Name, got, want[tl.Name])
 		}
 	}

@@ -413,11 +413,17 @@ func (c *Client) tool(t *sdk.Tool, names map[string]bool) tools.Tool {
 	def := tools.Definition{
 		Name: name, Description: desc, Parameters: params, Timeout: c.srv.Timeout,
 		ReadOnly: t.Annotations != nil && t.Annotations.ReadOnlyHint, Effect: effect(t.Annotations),
+		// A server's results are not the person's words.
+		Untrusted: true,
 	}
 	remote := t.Name
-	return tools.Tool{Definition: def, Run: func(ctx context.Context, args json.RawMessage) (any, error) {
+	tl := tools.Raw(def, func(ctx context.Context, args json.RawMessage) (any, error) {
 		return c.call(ctx, remote, args)
-	}}
+	})
+	// A server's schema allows what it does not name unless it says
+	// otherwise; its arguments pass on as the model wrote them.
+	tl.Open = true
+	return tl
 }
 
 // effect is a tool's effect from its annotations: read-only when it says

@@ -67,7 +67,9 @@ type infoOut struct {
 }
 
 type textIn struct {
-	source
+	Path      string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
+	URL       string `json:"url,omitempty" desc:"or a PDF's URL"`
+	DriveID   string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
 	FirstPage int `json:"first_page,omitempty" desc:"default 1"`
 	LastPage  int `json:"last_page,omitempty" desc:"default the last"`
 	Offset    int `json:"offset,omitempty" desc:"character to read on from"`
@@ -82,7 +84,9 @@ type textOut struct {
 }
 
 type renderIn struct {
-	source
+	Path    string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
+	URL     string `json:"url,omitempty" desc:"or a PDF's URL"`
+	DriveID string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
 	Page int `json:"page" desc:"page number, from 1"`
 	DPI  int `json:"dpi,omitempty" desc:"default 110"`
 }
@@ -248,7 +252,7 @@ func Text(data []byte, name string, maxChars int) (string, error) {
 }
 
 func (g *group) text(ctx context.Context, in textIn) (any, error) {
-	data, name, err := g.load(ctx, in.source)
+	data, name, err := g.load(ctx, source{in.Path, in.URL, in.DriveID})
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +328,7 @@ func (g *group) render(ctx context.Context, in renderIn) (any, error) {
 		dpi = 110
 	}
 	dpi = min(dpi, 300)
-	data, name, err := g.load(ctx, in.source)
+	data, name, err := g.load(ctx, source{in.Path, in.URL, in.DriveID})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -46,24 +45,20 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 		Name:        "http_request",
 		Description: "Call a public HTTP API the person names; no redirects followed.",
 		// Anything but a read sends data somewhere on the person's behalf.
-		EffectFor: func(args json.RawMessage) tools.Effect {
-			var in httpInput
-			_ = json.Unmarshal(args, &in)
+		EffectFor: tools.EffectBy(func(_ context.Context, in httpInput) tools.Effect {
 			switch strings.ToUpper(in.Method) {
 			case http.MethodGet, http.MethodHead:
 				return tools.EffectMutate
 			}
 			return tools.EffectDestructive
-		},
-		Summarize: func(args json.RawMessage) string {
-			var in httpInput
-			_ = json.Unmarshal(args, &in)
+		}),
+		Summarize: tools.SummaryBy(func(_ context.Context, in httpInput) string {
 			s := strings.ToUpper(in.Method) + " " + tools.Shorten(in.URL, 160)
 			if in.Body != "" {
 				s += " with the body " + tools.Shorten(in.Body, 120)
 			}
 			return s
-		},
+		}),
 		Timeout: cfg.Timeout + 5*time.Second,
 	}, func(ctx context.Context, in httpInput) (any, error) {
 		u, err := url.Parse(strings.TrimSpace(in.URL))
