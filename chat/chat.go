@@ -176,7 +176,7 @@ type Approval struct {
 	// Tainted: the turn that asked had read untrusted content, and the
 	// turn the answer carries on inherits it.
 	Tainted bool
-	Status    string
+	Status  string
 	// DecidedBy is the event that answered it.
 	DecidedBy string
 	CreatedAt time.Time

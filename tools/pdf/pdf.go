@@ -70,9 +70,9 @@ type textIn struct {
 	Path      string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
 	URL       string `json:"url,omitempty" desc:"or a PDF's URL"`
 	DriveID   string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
-	FirstPage int `json:"first_page,omitempty" desc:"default 1"`
-	LastPage  int `json:"last_page,omitempty" desc:"default the last"`
-	Offset    int `json:"offset,omitempty" desc:"character to read on from"`
+	FirstPage int    `json:"first_page,omitempty" desc:"default 1"`
+	LastPage  int    `json:"last_page,omitempty" desc:"default the last"`
+	Offset    int    `json:"offset,omitempty" desc:"character to read on from"`
 }
 
 type textOut struct {
@@ -87,8 +87,8 @@ type renderIn struct {
 	Path    string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
 	URL     string `json:"url,omitempty" desc:"or a PDF's URL"`
 	DriveID string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
-	Page int `json:"page" desc:"page number, from 1"`
-	DPI  int `json:"dpi,omitempty" desc:"default 110"`
+	Page    int    `json:"page" desc:"page number, from 1"`
+	DPI     int    `json:"dpi,omitempty" desc:"default 110"`
 }
 
 type renderOut struct {
