@@ -232,3 +232,26 @@ func Names(names []string, most int) string {
 	}
 	return fmt.Sprintf("%s and %d others", strings.Join(names[:most], ", "), len(names)-most)
 }
+
+// actingWords are what a tool that sends to others, deletes or shares
+// says it does.
+var actingWords = map[string]bool{"send": true, "delete": true, "share": true, "forward": true, "trash": true}
+
+// ActingWord is the word by which d says it sends, deletes, shares,
+// forwards or trashes: one of its name's words, or its description's
+// first (its verb). "" when it says none. The registry refuses such a
+// tool declared read-only, so a new group cannot slip one past the
+// approval policy.
+func ActingWord(d Definition) string {
+	for _, w := range strings.Split(d.Name, "_") {
+		if actingWords[w] {
+			return w
+		}
+	}
+	if f := strings.Fields(strings.ToLower(d.Description)); len(f) > 0 {
+		if w := strings.Trim(f[0], ".,:;"); actingWords[w] || actingWords[strings.TrimSuffix(w, "s")] {
+			return strings.TrimSuffix(w, "s")
+		}
+	}
+	return ""
+}

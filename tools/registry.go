@@ -106,6 +106,9 @@ func (r *Registry) add(t Tool) error {
 	if g, ok := r.groups[t.Name]; ok && g.Name != t.Group {
 		return fmt.Errorf("tools: tool %q from %s collides with group %q", t.Name, src, g.Name)
 	}
+	if w := ActingWord(t.Definition); w != "" && t.ReadOnly && t.Effect == EffectRead && t.EffectFor == nil {
+		return fmt.Errorf("tools: tool %q (%s) says it will %s but is declared read-only; declare its Effect", t.Name, src, w)
+	}
 	s, err := compileSchema(t.Parameters)
 	if err != nil {
 		return fmt.Errorf("tools: tool %q (%s) has an invalid parameter schema: %w", t.Name, src, err)

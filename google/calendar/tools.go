@@ -30,7 +30,7 @@ func (g *group) listCalendars() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_list_calendars",
 		Description: "List the person's calendars with their ids, names, access roles and time zones.",
-		ReadOnly:    true,
+		ReadOnly:    true, Untrusted: true,
 	}, func(ctx context.Context, _ noInput) (any, error) {
 		svc, err := g.api.Connect(ctx)
 		if err != nil {
@@ -140,7 +140,7 @@ func (g *group) listEvents() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_list_events",
 		Description: "List events in a time range (default: the next 7 days of the primary calendar), recurring events expanded, in start order.",
-		ReadOnly:    true,
+		ReadOnly:    true, Untrusted: true,
 	}, func(ctx context.Context, in listEventsIn) (any, error) {
 		calID := calendarID(in.CalendarID)
 		zone, err := zoneParam(in.TimeZone)
@@ -207,7 +207,7 @@ func (g *group) getEvent() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_get_event",
 		Description: "Get one event with its description, attendees and their replies, organizer, reminders, recurrence and links.",
-		ReadOnly:    true,
+		ReadOnly:    true, Untrusted: true,
 	}, func(ctx context.Context, in getEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
 		if id == "" {
@@ -762,7 +762,7 @@ func (g *group) freebusy() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_freebusy",
 		Description: "Show busy periods of the person's or others' calendars in a time range (default: the next 7 days), to find free time.",
-		ReadOnly:    true,
+		ReadOnly:    true, Untrusted: true,
 	}, func(ctx context.Context, in freebusyIn) (any, error) {
 		zone, err := zoneParam(in.TimeZone)
 		if err != nil {

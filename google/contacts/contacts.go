@@ -39,16 +39,16 @@ func New(c google.Client, o Options) google.Group {
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Contacts",
 			Description: "The person's Google Contacts: find, list, read, add, change and delete contacts; contact groups."},
 		Tools: []tools.Tool{
-			tools.New(tools.Definition{Name: "contacts_search", Description: "Find contacts by name, email address or phone number.", ReadOnly: true}, g.search),
-			tools.New(tools.Definition{Name: "contacts_list", Description: "List the person's contacts by name, a page at a time.", ReadOnly: true}, g.list),
-			tools.New(tools.Definition{Name: "contacts_get", Description: "One contact in full by its resource name (people/c…).", ReadOnly: true}, g.get),
+			tools.New(tools.Definition{Name: "contacts_search", Description: "Find contacts by name, email address or phone number.", ReadOnly: true, Untrusted: true}, g.search),
+			tools.New(tools.Definition{Name: "contacts_list", Description: "List the person's contacts by name, a page at a time.", ReadOnly: true, Untrusted: true}, g.list),
+			tools.New(tools.Definition{Name: "contacts_get", Description: "One contact in full by its resource name (people/c…).", ReadOnly: true, Untrusted: true}, g.get),
 			tools.New(tools.Definition{Name: "contacts_create", Description: "Add a contact with name, email addresses, phone numbers, organization and notes."}, g.create),
 			tools.New(tools.Definition{Name: "contacts_update", Description: "Change a contact: the fields given replace the old ones; others stay."}, g.update),
 			tools.New(tools.Definition{Name: "contacts_delete", Description: "Delete a contact.", Effect: tools.EffectDestructive,
 				Summarize: tools.SummaryBy(func(_ context.Context, in refIn) string {
 					return "Delete the contact " + in.ResourceName
 				})}, g.delete),
-			tools.New(tools.Definition{Name: "contacts_groups", Description: "List the contact groups (labels) with their member counts.", ReadOnly: true}, g.groups),
+			tools.New(tools.Definition{Name: "contacts_groups", Description: "List the contact groups (labels) with their member counts.", ReadOnly: true, Untrusted: true}, g.groups),
 		},
 		Scopes: Service().Scopes,
 	}

@@ -52,11 +52,11 @@ func New(c google.Client, o Options) google.Group {
 			Description: "The person's Google Docs: create, read as Markdown, append or insert under a heading, find and replace, comments."},
 		Tools: []tools.Tool{
 			tools.New(tools.Definition{Name: "docs_create", Description: "Create a Google Doc with a title and optional text."}, g.create),
-			tools.New(tools.Definition{Name: "docs_read", Description: "Read a Google Doc as Markdown (headings, lists, tables, links), in parts for long ones.", ReadOnly: true}, g.read),
+			tools.New(tools.Definition{Name: "docs_read", Description: "Read a Google Doc as Markdown (headings, lists, tables, links), in parts for long ones.", ReadOnly: true, Untrusted: true}, g.read),
 			tools.New(tools.Definition{Name: "docs_write", Description: "Add text to a Google Doc: at the end, or right under a heading."}, g.write),
 			tools.New(tools.Definition{Name: "docs_replace", Description: "Find and replace text everywhere in a Google Doc.",
 				Effect: tools.EffectMutate}, g.replace),
-			tools.New(tools.Definition{Name: "docs_comments", Description: "List a Google Doc's comments with the text they are on and their replies.", ReadOnly: true}, g.comments),
+			tools.New(tools.Definition{Name: "docs_comments", Description: "List a Google Doc's comments with the text they are on and their replies.", ReadOnly: true, Untrusted: true}, g.comments),
 		},
 		Scopes: append(Service().Scopes, CommentsService().Scopes...),
 	}

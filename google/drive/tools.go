@@ -39,7 +39,7 @@ func (g *group) search() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "drive_search",
 		Description: "Search Drive files by name, full text, type or folder; with no filter, lists recently modified files.",
-		ReadOnly:    true,
+		ReadOnly:    true, Untrusted: true,
 	}, func(ctx context.Context, in searchIn) (any, error) {
 		q := []string{"trashed = false"}
 		if s := strings.TrimSpace(in.Name); s != "" {
@@ -124,7 +124,7 @@ func (g *group) get() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "drive_get",
 		Description: "Get a Drive file's metadata: name, type, size, dates, owners, link, parent folders and who has access.",
-		ReadOnly:    true,
+		ReadOnly:    true, Untrusted: true,
 	}, func(ctx context.Context, in idIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {
@@ -217,8 +217,8 @@ func (g *group) read() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "drive_read",
 		Description: "Read a Drive file as text: Docs and Slides as plain text, Sheets as CSV (first sheet), text files as they are; long content is cut with a note.",
-		ReadOnly:    true,
-		Timeout:     60 * time.Second,
+		ReadOnly:    true, Untrusted: true,
+		Timeout: 60 * time.Second,
 	}, func(ctx context.Context, in readIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {

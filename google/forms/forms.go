@@ -37,10 +37,10 @@ func New(c google.Client, o Options) google.Group {
 			Description: "The person's Google Forms: create, read the questions, add questions, read the responses."},
 		Tools: []tools.Tool{
 			tools.New(tools.Definition{Name: "forms_create", Description: "Create a form with a title and optional description."}, g.create),
-			tools.New(tools.Definition{Name: "forms_read", Description: "A form's title, description, link for respondents and its questions.", ReadOnly: true}, g.read),
+			tools.New(tools.Definition{Name: "forms_read", Description: "A form's title, description, link for respondents and its questions.", ReadOnly: true, Untrusted: true}, g.read),
 			tools.New(tools.Definition{Name: "forms_add_questions", Description: "Add questions to a form: text, paragraph, choice, checkbox, dropdown, scale or date."}, g.add),
-			tools.New(tools.Definition{Name: "forms_responses", Description: "List a form's responses, each with its answers by question, a page at a time.", ReadOnly: true}, g.responses),
-			tools.New(tools.Definition{Name: "forms_response", Description: "One response of a form with its answers by question.", ReadOnly: true}, g.response),
+			tools.New(tools.Definition{Name: "forms_responses", Description: "List a form's responses, each with its answers by question, a page at a time.", ReadOnly: true, Untrusted: true}, g.responses),
+			tools.New(tools.Definition{Name: "forms_response", Description: "One response of a form with its answers by question.", ReadOnly: true, Untrusted: true}, g.response),
 		},
 		Scopes: Service().Scopes,
 	}

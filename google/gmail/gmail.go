@@ -67,12 +67,12 @@ func New(c google.Client, o Options) google.Group {
 		tools.New(tools.Definition{
 			Name:        "gmail_search",
 			Description: "Search the person's mail with Gmail query syntax (from:, to:, subject:, is:unread, has:attachment, newer_than:7d, label:, in:inbox). Returns ids, senders, subjects, dates and snippets.",
-			ReadOnly:    true,
+			ReadOnly:    true, Untrusted: true,
 		}, m.search),
 		tools.New(tools.Definition{
 			Name:        "gmail_read",
 			Description: "Read one message: headers, text body (HTML turned into text) and attachment list; or one attachment's content.",
-			ReadOnly:    true,
+			ReadOnly:    true, Untrusted: true,
 		}, m.read),
 		tools.New(tools.Definition{
 			Name:        "gmail_send",
@@ -97,7 +97,7 @@ func New(c google.Client, o Options) google.Group {
 		tools.New(tools.Definition{
 			Name:        "gmail_list_labels",
 			Description: "List the mailbox's labels (system and the person's own) with their ids.",
-			ReadOnly:    true,
+			ReadOnly:    true, Untrusted: true,
 		}, m.listLabels),
 		tools.New(tools.Definition{
 			Name:        "gmail_modify_labels",

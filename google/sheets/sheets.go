@@ -42,8 +42,8 @@ func New(c google.Client, o Options) google.Group {
 			Description: "The person's Google Sheets: create, list the sheets, read, write, append and clear ranges, add, rename and delete sheets."},
 		Tools: []tools.Tool{
 			tools.New(tools.Definition{Name: "sheets_create", Description: "Create a spreadsheet, optionally with named sheets."}, g.create),
-			tools.New(tools.Definition{Name: "sheets_info", Description: "A spreadsheet's title and every sheet with its id and size.", ReadOnly: true}, g.info),
-			tools.New(tools.Definition{Name: "sheets_read", Description: "Read a range in A1 notation, on any sheet ('Sheet2'!A1:D20; a sheet name alone reads it all).", ReadOnly: true}, g.read),
+			tools.New(tools.Definition{Name: "sheets_info", Description: "A spreadsheet's title and every sheet with its id and size.", ReadOnly: true, Untrusted: true}, g.info),
+			tools.New(tools.Definition{Name: "sheets_read", Description: "Read a range in A1 notation, on any sheet ('Sheet2'!A1:D20; a sheet name alone reads it all).", ReadOnly: true, Untrusted: true}, g.read),
 			tools.New(tools.Definition{Name: "sheets_write", Description: "Write rows to a range, or append them after a table's last row; values are read as typed in the UI (formulas, dates)."}, g.write),
 			tools.New(tools.Definition{Name: "sheets_clear", Description: "Clear the values of a range.", Effect: tools.EffectDestructive,
 				Summarize: tools.SummaryBy(func(_ context.Context, in rangeIn) string {

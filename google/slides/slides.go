@@ -40,7 +40,7 @@ func New(c google.Client, o Options) google.Group {
 			Description: "The person's Google Slides: create, read every slide and its speaker notes, add slides, replace text, insert images."},
 		Tools: []tools.Tool{
 			tools.New(tools.Definition{Name: "slides_create", Description: "Create a presentation."}, g.create),
-			tools.New(tools.Definition{Name: "slides_read", Description: "Every slide's text and speaker notes, in order, with their ids.", ReadOnly: true}, g.read),
+			tools.New(tools.Definition{Name: "slides_read", Description: "Every slide's text and speaker notes, in order, with their ids.", ReadOnly: true, Untrusted: true}, g.read),
 			tools.New(tools.Definition{Name: "slides_add", Description: "Add a slide with a layout, optionally with its title and body text."}, g.add),
 			tools.New(tools.Definition{Name: "slides_replace_text", Description: "Find and replace text on every slide."}, g.replace),
 			tools.New(tools.Definition{Name: "slides_insert_image", Description: "Put an image from a public https URL on a slide."}, g.image),

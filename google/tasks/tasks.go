@@ -51,7 +51,7 @@ func New(c google.Client, o Options) google.Group {
 				Summarize: tools.SummaryBy(func(_ context.Context, in listsIn) string {
 					return "Delete the task list " + in.ListID + " and every task in it"
 				})}, g.lists),
-			tools.New(tools.Definition{Name: "tasks_list", Description: "List the tasks of a list (default the person's first), optionally by due date and with completed ones.", ReadOnly: true}, g.list),
+			tools.New(tools.Definition{Name: "tasks_list", Description: "List the tasks of a list (default the person's first), optionally by due date and with completed ones.", ReadOnly: true, Untrusted: true}, g.list),
 			tools.New(tools.Definition{Name: "tasks_create", Description: "Create a task with optional notes, due date and parent task."}, g.create),
 			tools.New(tools.Definition{Name: "tasks_update", Description: "Change a task's title, notes or due date, or mark it done or not done."}, g.update),
 			tools.New(tools.Definition{Name: "tasks_move", Description: "Move a task: under a parent task, after another task, or to the top."}, g.move),

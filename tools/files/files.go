@@ -277,7 +277,21 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 			}
 			return tools.EffectMutate
 		}),
-		Timeout: 30 * time.Second,
+		Summarize: tools.SummaryBy(func(_ context.Context, in input) string {
+			switch in.Action {
+			case "delete":
+				return fmt.Sprintf("Delete the file '%s' from this chat's workspace", in.Path)
+			case "write", "append":
+				return fmt.Sprintf("%s %d characters to the file '%s' in this chat's workspace", strings.ToUpper(in.Action[:1])+in.Action[1:], utf8.RuneCountInString(in.Content), in.Path)
+			case "send":
+				return fmt.Sprintf("Send the file '%s' to this chat", in.Path)
+			}
+			return ""
+		}),
+		// A file in the workspace may be one someone sent, or a page
+		// saved from the web.
+		Untrusted: true,
+		Timeout:   30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey
 		if chatKey == "" {

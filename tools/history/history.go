@@ -41,8 +41,8 @@ func Tool(s Searcher) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "search_history",
 		Description: "Search this chat's earlier conversations, including cleared ones; dated snippets.",
-		ReadOnly:    true,
-		Timeout:     10 * time.Second,
+		ReadOnly:    true, Untrusted: true,
+		Timeout: 10 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey
 		if chatKey == "" {

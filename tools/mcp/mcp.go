@@ -416,6 +416,11 @@ func (c *Client) tool(t *sdk.Tool, names map[string]bool) tools.Tool {
 		// A server's results are not the person's words.
 		Untrusted: true,
 	}
+	if tools.ActingWord(def) != "" && def.Effect < tools.EffectDestructive {
+		// A tool that says it sends, deletes or shares is taken at its
+		// word, whatever its hints say.
+		def.ReadOnly, def.Effect = false, tools.EffectDestructive
+	}
 	remote := t.Name
 	tl := tools.Raw(def, func(ctx context.Context, args json.RawMessage) (any, error) {
 		return c.call(ctx, remote, args)

@@ -110,9 +110,9 @@ func Tools(cfg Config) []tools.Tool {
 	}
 	g := &group{cfg: cfg}
 	return []tools.Tool{
-		tools.New(tools.Definition{Name: "pdf_info", Description: "A PDF's pages, title, author and whether it is encrypted.", ReadOnly: true, Timeout: 60 * time.Second}, g.info),
-		tools.New(tools.Definition{Name: "pdf_text", Description: "The text of a PDF's pages.", ReadOnly: true, Timeout: 60 * time.Second}, g.text),
-		tools.New(tools.Definition{Name: "pdf_render", Description: "Render a PDF page to a PNG in the workspace.", Timeout: 60 * time.Second}, g.render),
+		tools.New(tools.Definition{Name: "pdf_info", Description: "A PDF's pages, title, author and whether it is encrypted.", ReadOnly: true, Untrusted: true, Timeout: 60 * time.Second}, g.info),
+		tools.New(tools.Definition{Name: "pdf_text", Description: "The text of a PDF's pages.", ReadOnly: true, Untrusted: true, Timeout: 60 * time.Second}, g.text),
+		tools.New(tools.Definition{Name: "pdf_render", Description: "Render a PDF page to a PNG in the workspace.", Untrusted: true, Timeout: 60 * time.Second}, g.render),
 	}
 }
 

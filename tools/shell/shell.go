@@ -69,7 +69,9 @@ func Tool(cfg Config, dirs Dirs) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "exec",
 		Description: "Run an allowed command in this chat's workspace: " + strings.Join(cfg.Allow, ", ") + ".",
-		Timeout:     cfg.Timeout + 5*time.Second,
+		// A command's output reads files and pages others wrote.
+		Untrusted: true,
+		Timeout:   cfg.Timeout + 5*time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		if !cfg.Enabled {
 			return nil, &tools.Error{Code: "not_enabled", Message: "Running commands is off here.",

@@ -44,6 +44,8 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "http_request",
 		Description: "Call a public HTTP API the person names; no redirects followed.",
+		// What a service answers is not the person's words.
+		Untrusted: true,
 		// Anything but a read sends data somewhere on the person's behalf.
 		EffectFor: tools.EffectBy(func(_ context.Context, in httpInput) tools.Effect {
 			switch strings.ToUpper(in.Method) {
@@ -53,7 +55,25 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 			return tools.EffectDestructive
 		}),
 		Summarize: tools.SummaryBy(func(_ context.Context, in httpInput) string {
-			s := strings.ToUpper(in.Method) + " " + tools.Shorten(in.URL, 160)
+			// Where it goes in full (host and path, as the request will
+			// use them); the query and the body may be cut.
+			s := strings.ToUpper(in.Method) + " "
+			if u, err := url.Parse(strings.TrimSpace(in.URL)); err == nil && u.Host != "" {
+				s += u.Scheme + "://" + u.Host + u.EscapedPath()
+				if u.RawQuery != "" {
+					s += "?" + tools.Shorten(u.RawQuery, 120)
+				}
+			} else {
+				s += tools.Shorten(in.URL, 160)
+			}
+			if len(in.Headers) > 0 {
+				names := make([]string, 0, len(in.Headers))
+				for k := range in.Headers {
+					names = append(names, k)
+				}
+				sort.Strings(names)
+				s += " with the headers " + strings.Join(names, ", ")
+			}
 			if in.Body != "" {
 				s += " with the body " + tools.Shorten(in.Body, 120)
 			}

@@ -106,6 +106,7 @@ func Tools(cfg Config) ([]tools.Tool, error) {
 			Name:        "web",
 			Description: "Search the web or read a page (as Markdown).",
 			ReadOnly:    true,
+			Untrusted:   true, // pages and results are written by others
 			Timeout:     cfg.Timeout + 5*time.Second,
 		}, w.run),
 		httpRequest(cfg, plain),
