@@ -403,10 +403,68 @@ type moveIn struct {
 	Name     string `json:"name,omitempty" desc:"new name"`
 }
 
+// sharedWith lists who besides its owners can reach folder: people,
+// groups and domains by address or name, "anyone with the link".
+func (g *group) sharedWith(ctx context.Context, folder string) ([]string, error) {
+	folder = strings.TrimSpace(folder)
+	if folder == "root" {
+		return nil, nil // My Drive is the person's own
+	}
+	perms, err := google.Do(ctx, g.api, fileWhat(folder), func(svc *gdrive.Service) (*gdrive.PermissionList, error) {
+		return svc.Permissions.List(folder).Context(ctx).SupportsAllDrives(true).Fields("permissions(type,role,emailAddress,domain)").Do()
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range perms.Permissions {
+		switch {
+		case p.Role == "owner":
+		case p.Type == "anyone":
+			out = append(out, "anyone with the link")
+		case p.Type == "domain":
+			out = append(out, "everyone at "+p.Domain)
+		default:
+			out = append(out, p.EmailAddress)
+		}
+	}
+	return out, nil
+}
+
 func (g *group) move() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "drive_move",
 		Description: "Move a Drive file or folder into another folder, rename it, or both.",
+		// A folder shared with others shares what moves into it: such a
+		// move widens access. Its sharing is read first; a move whose
+		// destination cannot be read counts as one.
+		EffectFor: tools.EffectBy(func(ctx context.Context, in moveIn) tools.Effect {
+			if strings.TrimSpace(in.FolderID) == "" {
+				return tools.EffectMutate
+			}
+			if others, err := g.sharedWith(ctx, in.FolderID); err != nil || len(others) > 0 {
+				return tools.EffectDestructive
+			}
+			return tools.EffectMutate
+		}),
+		Summarize: tools.SummaryBy(func(ctx context.Context, in moveIn) string {
+			s := "Move the Drive file " + strings.TrimSpace(in.FileID)
+			if f := strings.TrimSpace(in.FolderID); f != "" {
+				s += " into the folder " + f
+				switch others, err := g.sharedWith(ctx, f); {
+				case err != nil:
+					s += " (whose sharing could not be read)"
+				case len(others) > 0:
+					s += ", which is shared with " + tools.Names(others, 3) + ": they get access to it"
+				default:
+					s += " (not shared with anyone else)"
+				}
+			}
+			if n := strings.TrimSpace(in.Name); n != "" {
+				s += fmt.Sprintf(", renamed '%s'", n)
+			}
+			return s
+		}),
 	}, func(ctx context.Context, in moveIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)
 		if id == "" {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -131,7 +132,17 @@ func (m *Manager) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "custom_tools",
 		Description: "Create, list, update or delete HTTP tools in the custom group (admins only).",
-		Timeout:     20 * time.Second,
+		// A tool made here can send anything anywhere, with the secrets
+		// its headers name: making or changing one is as grave as what
+		// it may do.
+		EffectFor: tools.EffectBy(func(_ context.Context, in input) tools.Effect {
+			if in.Action == "list" {
+				return tools.EffectRead
+			}
+			return tools.EffectDestructive
+		}),
+		Summarize: tools.SummaryBy(m.summarize),
+		Timeout:   20 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		if !m.admitted(ctx) {
 			return nil, &tools.Error{Code: tools.CodePermission, Message: "Only the operator's admins (tools.admins) can manage custom tools."}
@@ -201,6 +212,51 @@ func (m *Manager) Tool() tools.Tool {
 		return nil, tools.UnknownAction("custom_tools", in.Action, "create", "list", "update", "delete")
 	})
 }
+
+// summarize says what a call makes: the tool's name and, for create and
+// update, the method, URL and header names it will have, and the
+// environment variables its headers send.
+func (m *Manager) summarize(ctx context.Context, in input) string {
+	switch in.Action {
+	case "delete":
+		return fmt.Sprintf("Delete the custom tool '%s'", in.Name)
+	case "create", "update":
+	default:
+		return ""
+	}
+	s := Spec{Name: in.Name}
+	if in.Action == "update" {
+		if specs, err := m.store.CustomTools(ctx); err == nil {
+			if i := slices.IndexFunc(specs, func(x Spec) bool { return x.Name == in.Name }); i >= 0 {
+				s = specs[i]
+			}
+		}
+	}
+	merge(&s, in)
+	verb := "Create"
+	if in.Action == "update" {
+		verb = "Change"
+	}
+	out := fmt.Sprintf("%s the custom tool '%s': %s %s", verb, s.Name, s.HTTP.Method, s.HTTP.URL)
+	if len(s.HTTP.Headers) > 0 {
+		names := slices.Sorted(maps.Keys(s.HTTP.Headers))
+		var vars []string
+		for _, n := range names {
+			vars = append(vars, envVar().FindAllString(s.HTTP.Headers[n], -1)...)
+		}
+		out += " with the headers " + strings.Join(names, ", ")
+		if len(vars) > 0 {
+			out += ", which send " + strings.Join(vars, ", ")
+		}
+	}
+	if s.Effect != "" {
+		out += fmt.Sprintf(" (declared %s)", s.Effect)
+	}
+	return out
+}
+
+// envVar finds ${VAR} references in a header value.
+var envVar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`) })
 
 // merge applies the fields in gives to s.
 func merge(s *Spec, in input) {
