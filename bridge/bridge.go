@@ -244,8 +244,14 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 		}
 	}
 	for _, a := range s.Approvals {
-		waiting += fmt.Sprintf("\nWaiting for your approval (until %s): %s — /approve %s or /deny %s",
-			a.ExpiresAt.UTC().Format("15:04 UTC"), a.Summary, a.ID, a.ID)
+		// Only the asker's own: in a group, others' requests are
+		// theirs to see.
+		if a.UserKey != in.UserKey {
+			continue
+		}
+		code := chat.CodeOf(a.ID)
+		waiting += fmt.Sprintf("\nWaiting for your approval (until %s): %s %s — /approve %s or /deny %s",
+			a.ExpiresAt.UTC().Format("15:04 UTC"), code, a.Summary, code, code)
 	}
 	return fmt.Sprintf("%s\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request: core %s + groups %s; routing all would send %d tools, %s tokens)\nTokens used: %s (prompt %s, completion %s), %s of the prompt tokens from the provider's cache\nModel: %s, routing: %s",
 		head, s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens), Thousands(s.CoreTokens), Thousands(s.SchemaTokens-s.CoreTokens),

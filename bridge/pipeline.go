@@ -55,20 +55,32 @@ func (e Exclusive) Do(ctx context.Context, duty string, run func(ctx context.Con
 }
 
 // Asker is an optional Outlet feature: it sends the last part of an
-// answer that asks the person to approve a call (approval id) with
-// Approve and Deny buttons that only user (the asker's user key) may use,
-// the way Send does (replacing draft when there is one). Without it the
-// part goes out with a line naming /approve and /deny.
+// answer that asks the person to approve a call (approval id) as a
+// message of its own, never an edit of text the model wrote, with
+// Approve and Deny buttons that only user (the asker's user key) may
+// use, each labelled with the approval's code (chat.CodeOf), and the
+// code in the text (AskLine). Without it the part goes out with
+// AskHint.
 type Asker interface {
-	Ask(ctx context.Context, route, draft []byte, part, id, user string) error
+	Ask(ctx context.Context, route []byte, part, id, user string) error
 }
 
 // TextNotYours answers a press of Approve or Deny by anyone but the
 // person asked.
 const TextNotYours = "Only the person who asked can answer this."
 
-// TextAskHint ends a question sent by a channel without buttons.
-const TextAskHint = "\n\nAnswer /approve to go ahead or /deny to stop."
+// AskHint ends a question sent by a channel without buttons: the
+// commands that answer it, with its code.
+func AskHint(id string) string {
+	code := chat.CodeOf(id)
+	return fmt.Sprintf("\n\nAnswer /approve %s to go ahead or /deny %s to stop.", code, code)
+}
+
+// AskLine ends a question sent with buttons: its code, which the buttons
+// carry too, so the person can tell it from a question the model wrote.
+func AskLine(id string) string {
+	return fmt.Sprintf("\n\nRequest %s — the buttons below answer it (or /approve %s, /deny %s).", chat.CodeOf(id), chat.CodeOf(id), chat.CodeOf(id))
+}
 
 // PipelineConfig configures a Pipeline. Zero values are the defaults.
 type PipelineConfig struct {
@@ -710,10 +722,12 @@ func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, pa
 	defer stop()
 	part, ask := CutAsk(part)
 	if ask != "" {
+		// The question is a message of its own: a draft the model's
+		// text streamed into stays as that text.
 		if a, ok := out.(Asker); ok {
-			return a.Ask(sctx, route, draft, part, ask, user)
+			return a.Ask(sctx, route, part, ask, user)
 		}
-		part += TextAskHint
+		return out.Send(sctx, route, part+AskHint(ask))
 	}
 	if dr, ok := out.(Drafter); ok && draft != nil {
 		return dr.Replace(sctx, route, draft, part)

@@ -546,7 +546,9 @@ func (t *turn) finishWith(ctx context.Context, text string, usage Usage) (Reply,
 func (e *Engine) readUntrusted(msgs []Message) bool {
 	for _, m := range msgs {
 		if m.Role == RoleTool && m.Status == tools.StatusSuccess {
-			if tl, ok := e.reg.Tool(m.ToolName); ok && tl.Untrusted {
+			// A tool that decides per call is taken as untrusted: the
+			// call is not decoded again to ask.
+			if tl, ok := e.reg.Tool(m.ToolName); ok && (tl.Untrusted || tl.UntrustedFor != nil) {
 				return true
 			}
 		}

@@ -28,7 +28,8 @@ type echoIn struct {
 // testTools registers a core tool and two groups, pdf and mail.
 func testTools(r *tools.Registry) error {
 	echo := func(name, desc string) tools.Tool {
-		return tools.New(tools.Definition{Name: name, Description: desc, ReadOnly: true},
+		// A tool that says it sends cannot be declared read-only.
+		return tools.New(tools.Definition{Name: name, Description: desc, ReadOnly: tools.ActingWord(tools.Definition{Name: name}) == ""},
 			func(ctx context.Context, in echoIn) (any, error) {
 				return map[string]string{"tool": name, "echo": in.Text}, nil
 			})

@@ -146,7 +146,7 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 		res = failure(x.toolError(ctx, e.Tool, err))
 	}
 	res.Input = in.JSON
-	res.Untrusted = res.Status == StatusSuccess && e.Untrusted
+	res.Untrusted = res.Status == StatusSuccess && (e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value))
 	return res
 }
 

@@ -59,8 +59,10 @@ type Definition struct {
 	// outside the person's own words (a web page, a mail or document
 	// body, a PDF, an HTTP or MCP result, a file someone sent): once a
 	// turn has read it, the turn's mutating and destructive calls wait
-	// for the person's approval (Policy.AfterUntrusted).
-	Untrusted bool
+	// for the person's approval (Policy.AfterUntrusted). UntrustedFor,
+	// when set, decides per call instead (a tool whose actions differ).
+	Untrusted    bool
+	UntrustedFor func(ctx context.Context, in any) bool
 	// WritesSettings is true when a successful call may change the chat's
 	// Settings; the engine then reads them again before the next round.
 	WritesSettings bool
@@ -167,6 +169,14 @@ func Raw(def Definition, run func(ctx context.Context, args json.RawMessage) (an
 // the tool's decoded input (the zero In when there is none).
 func EffectBy[In any](f func(ctx context.Context, in In) Effect) func(context.Context, any) Effect {
 	return func(ctx context.Context, v any) Effect {
+		in, _ := v.(In)
+		return f(ctx, in)
+	}
+}
+
+// UntrustedBy adapts a typed function to Definition.UntrustedFor.
+func UntrustedBy[In any](f func(ctx context.Context, in In) bool) func(context.Context, any) bool {
+	return func(ctx context.Context, v any) bool {
 		in, _ := v.(In)
 		return f(ctx, in)
 	}

@@ -186,16 +186,13 @@ func (c *Console) Submit(ctx context.Context, chatKey, userKey, id, text string)
 	return err
 }
 
-// Ask prints a question that waits for the person's approval and takes
-// the next line "y" or "n" as the answer.
-func (c *Console) Ask(ctx context.Context, route, draft []byte, part, id, _ string) error {
-	part = strings.TrimRight(part, "\n") + "\nApprove? [y/n] (or /approve, /deny later)"
-	var err error
-	if draft != nil {
-		err = c.Replace(ctx, route, draft, part)
-	} else {
-		err = c.Send(ctx, route, part)
-	}
+// Ask prints a question that waits for the person's approval, with its
+// own prompt line naming its code, and takes the next line "y" or "n" as
+// the answer.
+func (c *Console) Ask(ctx context.Context, route []byte, part, id, _ string) error {
+	code := chat.CodeOf(id)
+	part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n] (or /approve %s, /deny %s later)", code, code, code)
+	err := c.Send(ctx, route, part)
 	c.mu.Lock()
 	c.asking = id
 	c.mu.Unlock()

@@ -83,7 +83,7 @@ func TestConsoleStreamsTheAnswer(t *testing.T) {
 	}
 }
 
-// TEST: in the console a call that needs approval asks "Approve? [y/n]";
+// TEST: in the console a call that needs approval asks "Approve #code? [y/n]";
 // "n" denies it, and after a second request "y" runs it once with the
 // stored arguments.
 func TestConsoleApprovesWithYesOrNo(t *testing.T) {
@@ -114,7 +114,7 @@ func TestConsoleApprovesWithYesOrNo(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"Run mail_send with to 'ana@example.com'\n", "Approve? [y/n]", "Fine, not sent.", "Sent to Bob.",
+	for _, want := range []string{"Run mail_send with to 'ana@example.com'\n", "? [y/n] (or /approve #", "Fine, not sent.", "Sent to Bob.",
 		"Waiting for your approval (until "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

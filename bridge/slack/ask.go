@@ -29,21 +29,21 @@ func askBlocks(body, id, user string) []slackapi.Block {
 	return []slackapi.Block{
 		slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, body, false, false), nil, nil),
 		slackapi.NewActionBlock("loadout_approval",
-			slackapi.NewButtonBlockElement(actionApprove, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Approve", false, false)).WithStyle(slackapi.StylePrimary),
-			slackapi.NewButtonBlockElement(actionDeny, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Deny", false, false)).WithStyle(slackapi.StyleDanger)),
+			slackapi.NewButtonBlockElement(actionApprove, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Approve "+chat.CodeOf(id), false, false)).WithStyle(slackapi.StylePrimary),
+			slackapi.NewButtonBlockElement(actionDeny, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Deny "+chat.CodeOf(id), false, false)).WithStyle(slackapi.StyleDanger)),
 	}
 }
 
-// Ask posts a question that waits for the person's approval with Approve
-// and Deny buttons (updating the draft into it when there is one; as the
-// slash command's private answer when it came from one).
-func (a *Adapter) Ask(ctx context.Context, raw, draft []byte, part, id, user string) error {
+// Ask posts a question that waits for the person's approval, as a
+// message of its own, with Approve and Deny buttons labelled with its
+// code (as the slash command's private answer when it came from one).
+func (a *Adapter) Ask(ctx context.Context, raw []byte, part, id, user string) error {
 	var r route
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("slack: unreadable route: %w", err)
 	}
-	body := Mrkdwn(part)
-	return a.deliver(ctx, r, draft, body, askBlocks(body, id, user))
+	body := Mrkdwn(part + bridge.AskLine(id))
+	return a.deliver(ctx, r, nil, body, askBlocks(body, id, user))
 }
 
 // interaction handles a press of Approve or Deny, from Socket Mode or the

@@ -21,20 +21,20 @@ const (
 	dataDeny    = "no"
 )
 
-// Ask sends a question that waits for the person's approval with Approve
-// and Deny buttons under it (editing the draft into it when there is
-// one).
-func (a *Adapter) Ask(ctx context.Context, route, draft []byte, part, id, user string) error {
+// Ask sends a question that waits for the person's approval, as a
+// message of its own, with Approve and Deny buttons under it labelled
+// with its code.
+func (a *Adapter) Ask(ctx context.Context, route []byte, part, id, user string) error {
 	var r routeInfo
 	if err := json.Unmarshal(route, &r); err != nil {
 		return fmt.Errorf("telegram: unreadable route: %w", err)
 	}
 	uid := strings.TrimPrefix(user, "telegram:")
 	kb, _ := json.Marshal(map[string]any{"inline_keyboard": [][]map[string]string{{
-		{"text": "Approve", "callback_data": dataApprove + ":" + id + ":" + uid},
-		{"text": "Deny", "callback_data": dataDeny + ":" + id + ":" + uid},
+		{"text": "Approve " + chat.CodeOf(id), "callback_data": dataApprove + ":" + id + ":" + uid},
+		{"text": "Deny " + chat.CodeOf(id), "callback_data": dataDeny + ":" + id + ":" + uid},
 	}}})
-	return a.deliver(ctx, r, draft, part, string(kb))
+	return a.deliver(ctx, r, nil, part+bridge.AskLine(id), string(kb))
 }
 
 // judgeClick turns a press of Approve or Deny into the chat's /approve or

@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -40,7 +39,7 @@ func TestApprovalButtons(t *testing.T) {
 	if !strings.Contains(q.Text, "Send an email to bob@example.com, subject &#39;Invoice&#39;, 2 lines") && !strings.Contains(q.Text, "Send an email to bob@example.com, subject 'Invoice', 2 lines") {
 		t.Fatalf("question = %q", q.Text)
 	}
-	if len(q.Buttons) != 2 || q.Buttons[0].Text != "Approve" || q.Buttons[1].Text != "Deny" || !strings.HasSuffix(q.Buttons[0].Data, ":42") {
+	if len(q.Buttons) != 2 || !strings.HasPrefix(q.Buttons[0].Text, "Approve #") || !strings.HasPrefix(q.Buttons[1].Text, "Deny #") || !strings.HasSuffix(q.Buttons[0].Data, ":42") {
 		t.Fatalf("buttons = %+v", q.Buttons)
 	}
 	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 0 {
@@ -147,19 +146,3 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 	}
 }
 
-// A question edited into its draft a second time (the pipeline resends
-// the last part after a crash) is not an error when Telegram says nothing
-// changed, as for any other edit.
-func TestQuestionEditedAgainIsNotAnError(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
-	a, _ := h.start(h.env, h.config(nil))
-	chattest.Eventually(t, "the adapter to be ready", a.Ready)
-	h.tg.FailNext("editMessageText", 400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same", 0)
-	route := routeInfo{ChatID: 42}.encode()
-	if err := a.Ask(context.Background(), route, []byte("5"), "Send it?", "a1", "telegram:42"); err != nil {
-		t.Fatalf("Ask = %v", err)
-	}
-	if n := len(h.tg.Calls("sendMessage")); n != 0 {
-		t.Fatalf("the question was sent again as a new message (%d)", n)
-	}
-}

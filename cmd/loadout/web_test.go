@@ -44,7 +44,7 @@ func TestWebToolsInTheConsole(t *testing.T) {
 	model.Call("http_request", fmt.Sprintf(`{"method":"POST","url":%q,"body":"{}"}`, site.URL+"/api"))
 	model.Text("Nine to five.")
 	// A POST sends data out: the person approves it first ("y").
-	if out, err := runCLI(t, "opening hours?\ny\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "Nine to five.") || !strings.Contains(out, "Approve? [y/n]") {
+	if out, err := runCLI(t, "opening hours?\ny\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "Nine to five.") || !strings.Contains(out, "? [y/n]") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	reqs := model.Requests()

@@ -270,7 +270,9 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 		Description: "Files in this chat's workspace, such as those the person sent: list, read, write, append, delete, send to the person.",
 		EffectFor: tools.EffectBy(func(_ context.Context, in input) tools.Effect {
 			switch in.Action {
-			case "list", "read":
+			case "list", "read", "send":
+				// Sending shows the person a file of their own chat,
+				// as a reply does.
 				return tools.EffectRead
 			case "delete":
 				return tools.EffectDestructive
@@ -290,8 +292,8 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 		}),
 		// A file in the workspace may be one someone sent, or a page
 		// saved from the web.
-		Untrusted: true,
-		Timeout:   30 * time.Second,
+		UntrustedFor: tools.UntrustedBy(func(_ context.Context, in input) bool { return in.Action == "read" }),
+		Timeout:      30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey
 		if chatKey == "" {
