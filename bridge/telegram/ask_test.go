@@ -145,4 +145,3 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 		t.Fatalf("%d answers to one press", n)
 	}
 }
-
