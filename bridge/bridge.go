@@ -89,6 +89,13 @@ func (r *Router) decide(approve bool) func(ctx context.Context, in chat.Inbound,
 	}
 }
 
+// Answerable reports whether userKey may answer approval id of chatKey
+// now (see chat.Engine.Answerable): channels check a button press with
+// it before taking it.
+func (r *Router) Answerable(ctx context.Context, chatKey, userKey, id string) (chat.Answerable, error) {
+	return r.engine.Answerable(ctx, chatKey, userKey, id)
+}
+
 // askMark joins an answer to the approval it asks for; the pipeline keeps
 // them together and the channel shows Approve and Deny for it.
 const askMark = "\x00ask:"

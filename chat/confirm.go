@@ -349,3 +349,38 @@ func askOf(m Message) string {
 	}
 	return ""
 }
+
+// Answerable is whether a person may answer an approval now.
+type Answerable struct {
+	// OK: the request waits for this person's answer.
+	OK bool
+	// Why says, for the person, why not.
+	Why string
+	// Ended is set when the request is over (expired, answered or
+	// cleared): its question can say so and lose its buttons. A request
+	// that is someone else's, or unknown, is not ended: its question
+	// stays as it is for its owner.
+	Ended bool
+}
+
+// Answerable reports, before a button press is taken, whether userKey may
+// answer approval id of chatKey: a channel refuses a press that may not,
+// with Why, and changes nothing others see unless the request Ended.
+func (e *Engine) Answerable(ctx context.Context, chatKey, userKey, id string) (Answerable, error) {
+	a, err := e.store.Approval(ctx, chatKey, id)
+	switch {
+	case errors.Is(err, ErrNotFound) || (err == nil && a.ID != id):
+		return Answerable{Why: msgNoApproval}, nil
+	case err != nil:
+		return Answerable{}, fmt.Errorf("read approval %s: %w", id, err)
+	case a.UserKey != userKey:
+		return Answerable{Why: msgNotYours}, nil
+	case a.Status == ApprovalPending && time.Now().After(a.ExpiresAt), a.Status == ApprovalExpired:
+		return Answerable{Why: msgExpired, Ended: true}, nil
+	case a.Status == ApprovalCancelled:
+		return Answerable{Why: msgCancelled, Ended: true}, nil
+	case a.Status != ApprovalPending:
+		return Answerable{Why: msgAlready, Ended: true}, nil
+	}
+	return Answerable{OK: true}, nil
+}

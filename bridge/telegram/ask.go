@@ -61,6 +61,21 @@ func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pend
 		command = "/deny "
 	}
 	r, chatKey := chatOf(q.Message)
+	// A press that cannot count (expired, answered, forged) is refused
+	// here, to the presser alone; the question changes only when the
+	// request really ended.
+	if can, err := a.router.Answerable(ctx, chatKey, "telegram:"+from, id); err != nil || !can.OK {
+		why := can.Why
+		if err != nil {
+			a.log.Error("telegram: could not check a button press", "chat_id", q.Message.Chat.ID, "err", err)
+			why = "Sorry, I could not check that request just now. Please press again in a moment."
+		}
+		a.answerClick(ctx, q.ID, why, true)
+		if can.Ended {
+			a.ended(ctx, q, why)
+		}
+		return bridge.Pending{}, false
+	}
 	return bridge.Pending{
 		ID:      "callback:" + q.ID,
 		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + from, Text: command + id},
@@ -85,6 +100,16 @@ func (a *Adapter) chosen(ctx context.Context, q *callbackQuery) {
 	a.answerClick(ctx, q.ID, "You chose: "+chose, false)
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(q.Message.Chat.ID, 10), "message_id": strconv.Itoa(q.Message.MessageID),
 		"text": strings.TrimSpace(q.Message.Text) + "\n\nYou chose: " + chose + "."}
+	if _, err := a.call(ctx, "editMessageText", p); err != nil && ctx.Err() == nil {
+		a.optionalFailed("editMessageText", err)
+	}
+}
+
+// ended edits a question whose request is over to say so, without its
+// buttons.
+func (a *Adapter) ended(ctx context.Context, q *callbackQuery, why string) {
+	p := tgbotapi.Params{"chat_id": strconv.FormatInt(q.Message.Chat.ID, 10), "message_id": strconv.Itoa(q.Message.MessageID),
+		"text": strings.TrimSpace(q.Message.Text) + "\n\n" + why}
 	if _, err := a.call(ctx, "editMessageText", p); err != nil && ctx.Err() == nil {
 		a.optionalFailed("editMessageText", err)
 	}

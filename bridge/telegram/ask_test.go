@@ -1,15 +1,19 @@
 package telegram
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"loadout/bridge/telegram/telegramtest"
+	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/google/gmail"
 	"loadout/google/googletest"
@@ -46,6 +50,13 @@ func TestApprovalButtons(t *testing.T) {
 		t.Fatalf("Gmail saw %d sends before approval", n)
 	}
 	approve := q.Buttons[0].Data
+	code := chat.CodeOf(strings.Split(approve, ":")[1])
+	if !strings.Contains(q.Text, code) || !strings.Contains(q.Buttons[0].Text, code) {
+		t.Fatalf("the question or its button lacks the code %s: %q %+v", code, q.Text, q.Buttons)
+	}
+	if h.modelSaw(code) || h.modelSaw(strings.TrimPrefix(code, "#")) {
+		t.Fatal("the model saw the approval's code")
+	}
 
 	// Bea presses Approve: refused at the press.
 	h.tg.Click(byName, group, 0, q.MessageID, approve)
@@ -87,11 +98,19 @@ func TestApprovalButtons(t *testing.T) {
 		}
 		return false
 	})
-	// A second press: nothing is sent again.
+	// A second press: refused to the presser alone, with why; nothing
+	// is sent again and nothing runs.
 	h.tg.Click(ana, group, 0, q.MessageID, approve)
-	sent = h.tg.WaitSent(t, 3)
-	if !strings.Contains(sent[2].Text, "already answered") {
-		t.Fatalf("second press = %q", sent[2].Text)
+	h.tg.WaitFor(t, "the second press refused", func() bool {
+		for _, c := range h.tg.Calls("answerCallbackQuery") {
+			if c.Params.Get("show_alert") == "true" && strings.Contains(c.Params.Get("text"), "already answered") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(h.tg.Calls("sendMessage")); n != 2 {
+		t.Fatalf("%d messages sent, want the question and the answer", n)
 	}
 	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 1 {
 		t.Fatalf("Gmail saw %d sends after a double press", n)
@@ -107,6 +126,8 @@ func TestApprovalButtons(t *testing.T) {
 // would have told the person their choice was taken.
 func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 	h := newHarness(t, chattest.Options{})
+	id := holdApproval(t, h.env, "telegram:42", "telegram:42", time.Hour)
+	h.env.Model.Text("Done.")
 	a, _ := h.start(h.env, h.config(func(c *Config) {
 		c.Mode = ModeWebhook
 		c.WebhookURL = "https://bot.example.org/telegram/hook"
@@ -117,7 +138,7 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 	t.Cleanup(srv.Close)
 	press := fmt.Sprintf(`{"update_id": 777, "callback_query": {"id": "cb1", "data": %q, "chat_instance": "ci",
 		"from": {"id": 42, "is_bot": false, "first_name": "Ana", "username": "ana"},
-		"message": {"message_id": 5, "date": 1, "chat": {"id": 42, "type": "private"}, "text": "question"}}}`, dataApprove+":a1b2:42")
+		"message": {"message_id": 5, "date": 1, "chat": {"id": 42, "type": "private"}, "text": "question"}}}`, dataApprove+":"+id+":42")
 	for range 2 {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(press))
 		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", "s3cret")
@@ -130,7 +151,7 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 			t.Fatalf("webhook answered %d", resp.StatusCode)
 		}
 	}
-	h.tg.WaitSent(t, 1) // the engine's answer to /approve (nothing is waiting)
+	h.tg.WaitSent(t, 1) // the engine's answer to the approval
 	a.pipe.Stop()       // whatever is queued has run
 	chose := 0
 	for _, c := range h.tg.Calls("answerCallbackQuery") {
@@ -143,5 +164,85 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 	}
 	if n := len(h.tg.Sent()); n != 1 {
 		t.Fatalf("%d answers to one press", n)
+	}
+}
+
+// holdApproval stores a pending approval of a call to a tool that does
+// not exist, asked in chatKey for userKey, as a turn that held it would.
+func holdApproval(t *testing.T, env *chattest.Env, chatKey, userKey string, ttl time.Duration) string {
+	t.Helper()
+	ctx := context.Background()
+	sess, err := env.Store.OpenSession(ctx, chatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("held%012d", time.Now().UnixNano()%1e12)
+	id = strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return 'a' + r - '0'
+		}
+		return r
+	}, id)
+	msgs := []chat.Message{
+		{Role: chat.RoleUser, Text: "do it", UserKey: userKey},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "gone_tool", Arguments: "{}"}}},
+		{Role: chat.RoleTool, ToolCallID: "c1", ToolName: "gone_tool", Status: "pending", Text: "{}"},
+		{Role: chat.RoleAssistant, Text: "I need your approval first:\nRun gone_tool", Code: "ask:" + id},
+	}
+	a := chat.Approval{ID: id, ChatKey: chatKey, UserKey: userKey, CallID: "c1", Tool: "gone_tool", Arguments: "{}",
+		Summary: "Run gone_tool", Status: chat.ApprovalPending, ExpiresAt: time.Now().Add(ttl)}
+	if err := env.Store.Hold(ctx, sess.ID, msgs, chat.Usage{}, a); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TEST: a press that cannot count changes nothing others see. A forged
+// press (no such request) and one on a request that is someone else's
+// get an alert to the presser and no edit; a press on an expired
+// request is refused and its question says it expired, without buttons;
+// none of them reaches the chat.
+func TestRefusedPressChangesNothingForOthers(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	a, _ := h.start(h.env, h.config(nil))
+	chattest.Eventually(t, "the adapter to be ready", a.Ready)
+	mine := holdApproval(t, h.env, "telegram:-100", "telegram:42", time.Hour)
+	expired := holdApproval(t, h.env, "telegram:-100", "telegram:42", -time.Minute)
+	alerts := func() []string {
+		var out []string
+		for _, c := range h.tg.Calls("answerCallbackQuery") {
+			if c.Params.Get("show_alert") == "true" {
+				out = append(out, c.Params.Get("text"))
+			}
+		}
+		return out
+	}
+	h.tg.Click(ana, -100, 0, 5, dataApprove+":nosuchrequest1:42")
+	h.tg.WaitFor(t, "the forged press refused", func() bool { return len(alerts()) == 1 })
+	h.tg.Click(byName, -100, 0, 5, dataApprove+":"+mine+":"+strconv.FormatInt(byName.ID, 10))
+	h.tg.WaitFor(t, "the press on another's request refused", func() bool { return len(alerts()) == 2 })
+	if got := alerts(); !strings.Contains(got[0], "no request") || !strings.Contains(got[1], "Only the person who asked") {
+		t.Fatalf("alerts = %q", got)
+	}
+	if n := len(h.tg.Calls("editMessageText")); n != 0 {
+		t.Fatalf("a refused press edited the question %d times", n)
+	}
+	h.tg.Click(ana, -100, 0, 6, dataApprove+":"+expired+":42")
+	h.tg.WaitFor(t, "the expired press refused", func() bool { return len(alerts()) == 3 })
+	if got := alerts()[2]; !strings.Contains(got, "expired") {
+		t.Fatalf("alert = %q", got)
+	}
+	h.tg.WaitFor(t, "the expired question edited", func() bool { return len(h.tg.Calls("editMessageText")) > 0 })
+	edits := h.tg.Calls("editMessageText")
+	if len(edits) != 1 || edits[0].Params.Get("message_id") != "6" || !strings.Contains(edits[0].Params.Get("text"), "expired") {
+		t.Fatalf("edits = %+v", edits)
+	}
+	for _, c := range h.tg.Calls("answerCallbackQuery") {
+		if strings.Contains(c.Params.Get("text"), "You chose") {
+			t.Fatalf("a refused press was told %q", c.Params.Get("text"))
+		}
+	}
+	if n := len(h.tg.Calls("sendMessage")); n != 0 || h.modelSaw("Approved") {
+		t.Fatalf("a refused press reached the chat (%d messages)", n)
 	}
 }
