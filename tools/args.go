@@ -100,7 +100,8 @@ func decodeInput(t Tool, s *schemaNode, text string) (Input, *Error) {
 		text = "{}"
 	}
 	raw := []byte(text)
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	// The checker names a repeated parameter itself, in any letter case.
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
 	if k := dec.PeekKind(); k != '{' && k != 0 {
 		return Input{}, &Error{
 			Code:       CodeInvalidArgument,
@@ -239,7 +240,7 @@ func (c checker) object(dec *jsontext.Decoder, n *schemaNode, path string) error
 		}
 		low := strings.ToLower(k)
 		if other, ok := folded[low]; ok {
-			if !n.declares(other, k) {
+			if other == k || !n.declares(other, k) {
 				return &Error{
 					Code:       CodeInvalidArgument,
 					Message:    fmt.Sprintf("parameter '%s' is given twice ('%s' and '%s')", join(path, k), other, k),
