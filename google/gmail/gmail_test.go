@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -598,6 +600,68 @@ func TestSendMarkdownAsHTMLAlternative(t *testing.T) {
 	for _, want := range []string{"<strong>Bob</strong>", "<li>ship on <em>Friday</em></li>", `<a href="https://example.com/doc">the doc</a>`} {
 		if !strings.Contains(got["text/html"], want) {
 			t.Errorf("html part lacks %q:\n%s", want, got["text/html"])
+		}
+	}
+}
+
+// TEST (findings: a case-variant Bcc; summaries that hide recipients):
+// {"bcc":…,"Bcc":""} is refused before Google is reached; for generated
+// recipient lists, every address the fake Gmail receives in To, Cc and
+// Bcc is named in the summary the person approves (or counted in its
+// "and N others"), Bcc always by name.
+func TestSendSummaryNamesEveryRecipientItSends(t *testing.T) {
+	k := newKit(t)
+	k.f.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"m1","threadId":"t1","labelIds":["SENT"]}`)
+	if _, err := k.call(t, "gmail_send", `{"to":"ana@example.com","subject":"Invoice","body":"x","bcc":"attacker@evil.example","Bcc":""}`); errCode(err) != tools.CodeInvalidArgument {
+		t.Fatalf("case-variant bcc: %v", err)
+	}
+	if n := len(k.f.Requests()); n != 0 {
+		t.Fatalf("%d requests reached Google", n)
+	}
+	send := k.tools["gmail_send"]
+	rng := rand.New(rand.NewPCG(24, 1))
+	list := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d-%d@example.com", prefix, i, rng.IntN(1000))
+			if rng.IntN(3) == 0 {
+				out[i] = fmt.Sprintf("\"Ana, from %d\" <%s>", i, out[i])
+			}
+		}
+		return out
+	}
+	for i := range 40 {
+		to, cc, bcc := list("to", 1+rng.IntN(6)), list("cc", rng.IntN(5)), list("bcc", rng.IntN(3))
+		args, _ := json.Marshal(map[string]string{"to": strings.Join(to, ", "), "cc": strings.Join(cc, ", "), "bcc": strings.Join(bcc, ", "),
+			"subject": "s", "body": "b"})
+		in, err := send.Decode(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary := tools.Summary(context.Background(), send.Definition, tools.Input{Value: in})
+		k.mustCall(t, "gmail_send", string(args))
+		msg, _, _ := sentMIME(t, k.f.Last("POST /gmail/v1/users/me/messages/send").Body)
+		for _, h := range []struct {
+			header, label string
+			most          int
+		}{{"To", "", 3}, {"Cc", "cc ", 3}, {"Bcc", "bcc ", 3}} {
+			got, _ := msg.Header.AddressList(h.header)
+			named := 0
+			for _, a := range got {
+				if strings.Contains(summary, a.Address) {
+					named++
+				}
+			}
+			if len(got) > h.most {
+				if named != h.most || !strings.Contains(summary, fmt.Sprintf("and %d others", len(got)-h.most)) {
+					t.Fatalf("case %d: %s has %d addresses, summary %q", i, h.header, len(got), summary)
+				}
+			} else if named != len(got) {
+				t.Fatalf("case %d: %s %v not all in summary %q", i, h.header, got, summary)
+			}
+			if len(got) > 0 && h.label != "" && !strings.Contains(summary, ", "+h.label) {
+				t.Fatalf("case %d: %s not named in %q", i, h.header, summary)
+			}
 		}
 	}
 }

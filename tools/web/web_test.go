@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"loadout/tools"
@@ -284,6 +285,45 @@ func TestHTTPRequest(t *testing.T) {
 	} {
 		if r := run(t, cfg, "http_request", bad); r.Status != tools.StatusError || r.Code == tools.CodeInternal {
 			t.Errorf("%s: %+v", bad, r)
+		}
+	}
+}
+
+// TEST (finding: what is shown is not what runs): http_request with url
+// and URL, or a Bcc-like extra key, is refused and reaches no server;
+// the summary of a plain call names method, host and full path.
+func TestHTTPRequestWithAmbiguousArgumentsReachesNothing(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	cfg := Config{Guard: local(t)}
+	for _, args := range []string{
+		fmt.Sprintf(`{"method":"POST","url":%q,"URL":%q,"body":"{}"}`, srv.URL+"/ATTACKER", srv.URL+"/benign-shown"),
+		fmt.Sprintf(`{"method":"POST","URL":%q,"url":%q,"body":"{}"}`, srv.URL+"/benign-shown", srv.URL+"/ATTACKER"),
+		fmt.Sprintf(`{"method":"POST","url":%q,"Method":"GET"}`, srv.URL+"/x"),
+	} {
+		if r := run(t, cfg, "http_request", args); r.Code != tools.CodeInvalidArgument {
+			t.Errorf("%s: %+v", args, r)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the sink got %d requests", n)
+	}
+	ts, err := Tools(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range ts {
+		if tl.Name != "http_request" {
+			continue
+		}
+		in, err := tl.Decode([]byte(`{"method":"post","url":"https://api.example.com/v1/transfers/evil?x=1","headers":{"X-Key":"k"},"body":"{}"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := tools.Summary(context.Background(), tl.Definition, tools.Input{Value: in})
+		if !strings.HasPrefix(s, "POST https://api.example.com/v1/transfers/evil?x=1 with the headers X-Key") {
+			t.Fatalf("summary = %q", s)
 		}
 	}
 }
