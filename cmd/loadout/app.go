@@ -143,7 +143,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec := cfg.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.CatalogBudget = cfg.Tools.CatalogBudget
-	ec.Confirm = tools.Policy{Level: cfg.Tools.Confirm, Tools: cfg.Tools.ConfirmTools}
+	ec.Confirm = tools.Policy{Level: cfg.Tools.Confirm, Tools: cfg.Tools.ConfirmTools, AfterUntrusted: cfg.Tools.ConfirmAfterUntrusted}
 	ec.ConfirmTTL = cfg.Tools.ConfirmTTL.Std()
 	ec.Model = cfg.model()
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log

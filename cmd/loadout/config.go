@@ -120,6 +120,9 @@ type ToolsConfig struct {
 	// per tool (always or never); ConfirmTTL is how long a question waits.
 	Confirm      string            `yaml:"confirm"`
 	ConfirmTools map[string]string `yaml:"confirm_tools"`
+	// ConfirmAfterUntrusted is what waits once a turn has read
+	// untrusted content: mutating (default), destructive or off.
+	ConfirmAfterUntrusted string `yaml:"confirm_after_untrusted"`
 	ConfirmTTL   Duration          `yaml:"confirm_ttl"`
 }
 
@@ -597,7 +600,7 @@ func (c Config) validate(set map[string]bool) error {
 	if s := c.Google.Gmail.Send; s != "" && s != gmail.SendMail && s != gmail.SendDraft {
 		bad("google.gmail.send", `must be "send" or "draft", got %q`, s)
 	}
-	if err := (tools.Policy{Level: c.Tools.Confirm, Tools: c.Tools.ConfirmTools}).Check(); err != nil {
+	if err := (tools.Policy{Level: c.Tools.Confirm, Tools: c.Tools.ConfirmTools, AfterUntrusted: c.Tools.ConfirmAfterUntrusted}).Check(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	duration("tools.confirm_ttl", c.Tools.ConfirmTTL.Std(), time.Minute)
