@@ -93,6 +93,19 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 			// A channel conversation is its thread.
 			chatKey += ":" + thread
 		}
+		// A press that cannot count (expired, answered, forged) is
+		// refused here, to the presser alone; the question changes
+		// only when the request really ended.
+		if can, err := a.router.Answerable(ctx, chatKey, "slack:"+team+":"+cb.User.ID, id); err != nil || !can.OK {
+			if err != nil {
+				return err // not stored: Slack tries again
+			}
+			a.whisper(ctx, channel, cb.User.ID, can.Why)
+			if can.Ended {
+				a.replaceButtons(ctx, cb, channel, can.Why)
+			}
+			continue
+		}
 		event := "action:" + cb.Container.MessageTs + ":" + act.ActionTs
 		if _, err := a.pipe.Accept(ctx, bridge.Pending{ID: event,
 			Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + team + ":" + cb.User.ID, Text: command + id},
@@ -106,6 +119,11 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 
 // chosen replaces the question's buttons with what the person chose.
 func (a *Adapter) chosen(ctx context.Context, cb slackapi.InteractionCallback, channel, chose string) {
+	a.replaceButtons(ctx, cb, channel, "You chose: *"+chose+"*.")
+}
+
+// replaceButtons replaces the question's buttons with a note.
+func (a *Adapter) replaceButtons(ctx context.Context, cb slackapi.InteractionCallback, channel, note string) {
 	ts := cb.Container.MessageTs
 	if ts == "" || cb.Container.IsEphemeral {
 		return
@@ -113,9 +131,9 @@ func (a *Adapter) chosen(ctx context.Context, cb slackapi.InteractionCallback, c
 	text := cb.Message.Text
 	blocks := []slackapi.Block{
 		slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, text, false, false), nil, nil),
-		slackapi.NewContextBlock("loadout_chosen", slackapi.NewTextBlockObject(slackapi.MarkdownType, "You chose: *"+chose+"*.", false, false)),
+		slackapi.NewContextBlock("loadout_chosen", slackapi.NewTextBlockObject(slackapi.MarkdownType, note, false, false)),
 	}
-	if _, _, _, err := a.api.UpdateMessageContext(ctx, channel, ts, slackapi.MsgOptionText(text+"\nYou chose: "+chose+".", false), slackapi.MsgOptionBlocks(blocks...)); err != nil && ctx.Err() == nil {
+	if _, _, _, err := a.api.UpdateMessageContext(ctx, channel, ts, slackapi.MsgOptionText(text+"\n"+strings.ReplaceAll(note, "*", ""), false), slackapi.MsgOptionBlocks(blocks...)); err != nil && ctx.Err() == nil {
 		a.log.Warn("slack: could not take the buttons off a question", "err", err)
 	}
 }

@@ -90,10 +90,15 @@ func TestApprovalButtonsOverSocketMode(t *testing.T) {
 	if up["ts"] != ts || !strings.Contains(up["blocks"], "You chose: *Approve*") || strings.Contains(up["blocks"], actionApprove) {
 		t.Fatalf("question after the press = %v", up)
 	}
+	// A second press is refused to the presser alone, with why;
+	// nothing is posted to the chat and nothing runs again.
 	press(owner)
-	posts = h.fake.WaitCalls(t, "chat.postMessage", 3)
-	if !strings.Contains(posts[2].Params["text"], "already answered") || api.Count("POST /gmail/v1/users/me/messages/send") != 1 {
-		t.Fatalf("second press = %v", posts[2].Params)
+	whispers := h.fake.WaitCalls(t, "chat.postEphemeral", 2)
+	if !strings.Contains(whispers[1].Params["text"], "already answered") || api.Count("POST /gmail/v1/users/me/messages/send") != 1 {
+		t.Fatalf("second press = %v", whispers[1].Params)
+	}
+	if n := len(h.fake.Calls("chat.postMessage")); n != 2 {
+		t.Fatalf("%d posts after a second press", n)
 	}
 }
 
