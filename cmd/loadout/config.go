@@ -122,8 +122,8 @@ type ToolsConfig struct {
 	ConfirmTools map[string]string `yaml:"confirm_tools"`
 	// ConfirmAfterUntrusted is what waits once a turn has read
 	// untrusted content: mutating (default), destructive or off.
-	ConfirmAfterUntrusted string `yaml:"confirm_after_untrusted"`
-	ConfirmTTL   Duration          `yaml:"confirm_ttl"`
+	ConfirmAfterUntrusted string   `yaml:"confirm_after_untrusted"`
+	ConfirmTTL            Duration `yaml:"confirm_ttl"`
 }
 
 // WebConfig is the web tools: the guard's allowlist and the web
