@@ -166,7 +166,7 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 		}
 		ref = id
 	}
-	if strings.Trim(ref, idAlphabet+"0123456789") != "" || len(ref) < codeLen {
+	if strings.Trim(ref, "abcdefghijklmnopqrstuvwxyz0123456789") != "" || len(ref) < codeLen {
 		return Reply{Text: fmt.Sprintf(msgNoSuchCode, ref)}, nil
 	}
 	a, err := e.store.Approval(ctx, in.ChatKey, ref)
