@@ -50,9 +50,6 @@ var strictOptions = json.JoinOptions(
 // Strict decodes data into v strictly (see strictOptions). A failure is
 // an *Error with code invalid_argument naming the parameter.
 func Strict(data []byte, v any) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		data = []byte("{}")
-	}
 	if err := json.Unmarshal(data, v, strictOptions); err != nil {
 		return &Error{
 			Code:       CodeInvalidArgument,
@@ -72,7 +69,7 @@ func decodeMessage(err error) string {
 		if where == "" {
 			where = "(arguments)"
 		}
-		if se.Err != nil && strings.Contains(se.Err.Error(), "unknown object member") {
+		if errors.Is(se.Err, json.ErrUnknownName) {
 			return fmt.Sprintf("unknown parameter '%s'", where)
 		}
 		kind := ""
@@ -143,6 +140,8 @@ func decodeInput(t Tool, s *schemaNode, text string) (Input, *Error) {
 		}
 		return Input{}, &Error{Code: CodeInvalidArgument, Message: err.Error()}
 	}
+	// encoding/json encodes again: it writes a Number as the number it
+	// holds, where json/v2 would quote it.
 	b, err := stdjson.Marshal(in)
 	if err != nil {
 		return Input{}, &Error{Code: CodeInvalidArgument, Message: "The arguments cannot be stored: " + err.Error()}

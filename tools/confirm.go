@@ -1,9 +1,11 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -83,25 +85,25 @@ type Policy struct {
 // Needs reports whether a call of d with the decoded input in must be
 // approved first. tainted is whether the turn has read untrusted content.
 func (p Policy) Needs(ctx context.Context, d Definition, in any, tainted bool) bool {
-	after := p.AfterUntrusted
-	if after == "" {
-		after = ConfirmMutating
-	}
-	if tainted && after != ConfirmOff && reaches(EffectOf(ctx, d, in), after) {
+	after := cmp.Or(p.AfterUntrusted, ConfirmMutating)
+	override := p.Tools[d.Name]
+	if override == ConfirmAlways {
 		return true
 	}
-	switch p.Tools[d.Name] {
-	case ConfirmAlways:
-		return true
-	case ConfirmNever:
+	// The levels that apply, decided before the effect, which may ask a
+	// service: this runs on every call.
+	var levels []string
+	if tainted && after != ConfirmOff {
+		levels = append(levels, after)
+	}
+	if override != ConfirmNever && p.Level != ConfirmNone {
+		levels = append(levels, p.Level)
+	}
+	if len(levels) == 0 {
 		return false
 	}
-	// Before the effect, which may ask a service: this runs on every
-	// call.
-	if p.Level == ConfirmNone {
-		return false
-	}
-	return reaches(EffectOf(ctx, d, in), p.Level)
+	e := EffectOf(ctx, d, in)
+	return slices.ContainsFunc(levels, func(l string) bool { return reaches(e, l) })
 }
 
 // reaches reports whether effect e is grave enough for level.
@@ -233,25 +235,31 @@ func Names(names []string, most int) string {
 	return fmt.Sprintf("%s and %d others", strings.Join(names[:most], ", "), len(names)-most)
 }
 
-// actingWords are what a tool that sends to others, deletes or shares
-// says it does.
-var actingWords = map[string]bool{"send": true, "delete": true, "share": true, "forward": true, "trash": true}
+// acting reports whether w is a word a tool that sends to others,
+// deletes or shares says it does.
+func acting(w string) bool {
+	switch w {
+	case "send", "delete", "share", "forward", "trash":
+		return true
+	}
+	return false
+}
 
 // ActingWord is the word by which d says it sends, deletes, shares,
 // forwards or trashes: one of its name's words, or its description's
-// first (its verb). "" when it says none. The registry refuses such a
-// tool declared read-only, so a new group cannot slip one past the
-// approval policy.
+// first (its verb, "Sends" as "send"). "" when it says none. The
+// registry refuses such a tool declared read-only, so a new group cannot
+// slip one past the approval policy.
 func ActingWord(d Definition) string {
-	for _, w := range strings.Split(d.Name, "_") {
-		if actingWords[w] {
+	for w := range strings.SplitSeq(d.Name, "_") {
+		if acting(w) {
 			return w
 		}
 	}
-	if f := strings.Fields(strings.ToLower(d.Description)); len(f) > 0 {
-		if w := strings.Trim(f[0], ".,:;"); actingWords[w] || actingWords[strings.TrimSuffix(w, "s")] {
-			return strings.TrimSuffix(w, "s")
-		}
+	verb, _, _ := strings.Cut(strings.TrimSpace(d.Description), " ")
+	verb = strings.TrimSuffix(strings.ToLower(strings.Trim(verb, ".,:;")), "s")
+	if acting(verb) {
+		return verb
 	}
 	return ""
 }

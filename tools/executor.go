@@ -135,6 +135,7 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 	if te != nil {
 		return failure(te)
 	}
+	ctx = withMemo(ctx)
 	if x.gate != nil {
 		if res, held := x.gate(ctx, e.Definition, c, in); held {
 			res.Input = in.JSON

@@ -475,3 +475,47 @@ func TestExport(t *testing.T) {
 	wantError(t, run(t, f.Client(), "drive_export", `{"file_id":"doc1","format":"csv"}`), tools.CodeInvalidArgument, "docx, markdown, pdf, text")
 	wantError(t, run(t, f.Client(), "drive_export", `{"file_id":"pic","format":"pdf"}`), tools.CodeInvalidArgument, "only Google Docs, Sheets and Slides")
 }
+
+// TEST (finding: a move into a shared folder grants access unasked):
+// drive_move into a folder shared with others is destructive and its
+// summary names who gets access; into an unshared folder it is mutating;
+// the destination's sharing is read once for the effect and the summary
+// together.
+func TestMoveIntoASharedFolderAsksAndSaysWho(t *testing.T) {
+	f := googletest.NewStrictAPI(t, user)
+	f.Handle("GET /drive/v3/files/team/permissions", func(r googletest.Request) (int, string) {
+		return 200, `{"permissions":[{"type":"user","role":"owner","emailAddress":"ana@example.com"},
+			{"type":"user","role":"writer","emailAddress":"bea@example.com"},{"type":"anyone","role":"reader"}]}`
+	})
+	f.Handle("GET /drive/v3/files/mine/permissions", func(r googletest.Request) (int, string) {
+		return 200, `{"permissions":[{"type":"user","role":"owner","emailAddress":"ana@example.com"}]}`
+	})
+	g := drive.New(f.Client(), drive.Options{Backoff: googletest.Backoff})
+	reg := tools.NewRegistry()
+	if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
+		t.Fatal(err)
+	}
+	x := tools.NewExecutor(reg, nil)
+	var effect tools.Effect
+	var summary string
+	// The gate asks what the engine's does: the effect, then the summary.
+	x.SetGate(func(ctx context.Context, d tools.Definition, c tools.Call, in tools.Input) (tools.Result, bool) {
+		effect, summary = tools.EffectOf(ctx, d, in.Value), tools.Summary(ctx, d, in)
+		return tools.Result{Status: tools.StatusPending, Content: summary}, true
+	})
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: user, UserKey: user})
+	move := func(folder string) {
+		x.Run(ctx, nil, []tools.Call{{ID: "c1", Name: "drive_move", Arguments: fmt.Sprintf(`{"file_id":"1aBc","folder_id":%q}`, folder)}})
+	}
+	move("team")
+	if effect != tools.EffectDestructive || !strings.Contains(summary, "bea@example.com") || !strings.Contains(summary, "anyone with the link") {
+		t.Fatalf("into a shared folder: %v, %q", effect, summary)
+	}
+	if n := f.Count("GET /drive/v3/files/team/permissions"); n != 1 {
+		t.Fatalf("the sharing was read %d times for one call", n)
+	}
+	move("mine")
+	if effect != tools.EffectMutate || !strings.Contains(summary, "not shared") {
+		t.Fatalf("into an unshared folder: %v, %q", effect, summary)
+	}
+}

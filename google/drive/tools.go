@@ -410,8 +410,11 @@ func (g *group) sharedWith(ctx context.Context, folder string) ([]string, error)
 	if folder == "root" {
 		return nil, nil // My Drive is the person's own
 	}
-	perms, err := google.Do(ctx, g.api, fileWhat(folder), func(svc *gdrive.Service) (*gdrive.PermissionList, error) {
-		return svc.Permissions.List(folder).Context(ctx).SupportsAllDrives(true).Fields("permissions(type,role,emailAddress,domain)").Do()
+	// The effect and the summary of one call both ask: one read.
+	perms, err := tools.Once(ctx, "drive.shared "+folder, func() (*gdrive.PermissionList, error) {
+		return google.Do(ctx, g.api, fileWhat(folder), func(svc *gdrive.Service) (*gdrive.PermissionList, error) {
+			return svc.Permissions.List(folder).Context(ctx).SupportsAllDrives(true).Fields("permissions(type,role,emailAddress,domain)").Do()
+		})
 	})
 	if err != nil {
 		return nil, err

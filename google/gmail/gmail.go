@@ -515,11 +515,15 @@ type replyIn struct {
 // replyTo builds a reply to messageID with threading headers and returns
 // it with the thread id.
 func (m *mailbox) replyTo(ctx context.Context, svc *gmailapi.Service, messageID string, replyAll bool, extraCc string) (outgoing, string, error) {
-	var orig *gmailapi.Message
-	err := m.api.Call(ctx, "message "+messageID, func() (err error) {
-		orig, err = svc.Users.Messages.Get("me", messageID).Format("metadata").
-			MetadataHeaders("From", "To", "Cc", "Reply-To", "Subject", "Message-ID", "References").Context(ctx).Do()
-		return err
+	// An approved reply's summary, checked again, and its run read the
+	// message once between them.
+	orig, err := tools.Once(ctx, "gmail.message "+messageID, func() (orig *gmailapi.Message, err error) {
+		err = m.api.Call(ctx, "message "+messageID, func() (err error) {
+			orig, err = svc.Users.Messages.Get("me", messageID).Format("metadata").
+				MetadataHeaders("From", "To", "Cc", "Reply-To", "Subject", "Message-ID", "References").Context(ctx).Do()
+			return err
+		})
+		return orig, err
 	})
 	if err != nil {
 		return outgoing{}, "", err
