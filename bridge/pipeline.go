@@ -79,7 +79,8 @@ func AskHint(id string) string {
 // AskLine ends a question sent with buttons: its code, which the buttons
 // carry too, so the person can tell it from a question the model wrote.
 func AskLine(id string) string {
-	return fmt.Sprintf("\n\nRequest %s — the buttons below answer it (or /approve %s, /deny %s).", chat.CodeOf(id), chat.CodeOf(id), chat.CodeOf(id))
+	code := chat.CodeOf(id)
+	return fmt.Sprintf("\n\nRequest %s — the buttons below answer it (or /approve %s, /deny %s).", code, code, code)
 }
 
 // PipelineConfig configures a Pipeline. Zero values are the defaults.

@@ -235,12 +235,9 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 	case mine && a.Status == ApprovalDone:
 		return e.Handle(ctx, note) // answered; the turn carries on
 	case mine:
-	case a.Status == ApprovalCancelled:
-		return Reply{Text: msgCancelled}, nil
-	case a.Status == ApprovalExpired:
-		return Reply{Text: msgExpired}, nil
 	default:
-		return Reply{Text: msgAlready}, nil
+		why, _ := ended(a)
+		return Reply{Text: why}, nil
 	}
 	// Denied or expired by this event, now or by an earlier try of it
 	// that stopped before the outcome was recorded: recording it again
@@ -375,12 +372,24 @@ func (e *Engine) Answerable(ctx context.Context, chatKey, userKey, id string) (A
 		return Answerable{}, fmt.Errorf("read approval %s: %w", id, err)
 	case a.UserKey != userKey:
 		return Answerable{Why: msgNotYours}, nil
-	case a.Status == ApprovalPending && time.Now().After(a.ExpiresAt), a.Status == ApprovalExpired:
-		return Answerable{Why: msgExpired, Ended: true}, nil
-	case a.Status == ApprovalCancelled:
-		return Answerable{Why: msgCancelled, Ended: true}, nil
-	case a.Status != ApprovalPending:
-		return Answerable{Why: msgAlready, Ended: true}, nil
+	}
+	if why, over := ended(a); over {
+		return Answerable{Why: why, Ended: true}, nil
 	}
 	return Answerable{OK: true}, nil
+}
+
+// ended reports whether a can no longer be answered, and why, for the
+// person: expired (by its time, even if not marked yet), cleared, or
+// answered.
+func ended(a Approval) (why string, over bool) {
+	switch {
+	case a.Status == ApprovalPending && time.Now().After(a.ExpiresAt), a.Status == ApprovalExpired:
+		return msgExpired, true
+	case a.Status == ApprovalCancelled:
+		return msgCancelled, true
+	case a.Status != ApprovalPending:
+		return msgAlready, true
+	}
+	return "", false
 }

@@ -72,7 +72,7 @@ func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pend
 		}
 		a.answerClick(ctx, q.ID, why, true)
 		if can.Ended {
-			a.ended(ctx, q, why)
+			a.closeQuestion(ctx, q, why)
 		}
 		return bridge.Pending{}, false
 	}
@@ -98,18 +98,14 @@ func (a *Adapter) chosen(ctx context.Context, q *callbackQuery) {
 		chose = "Deny"
 	}
 	a.answerClick(ctx, q.ID, "You chose: "+chose, false)
-	p := tgbotapi.Params{"chat_id": strconv.FormatInt(q.Message.Chat.ID, 10), "message_id": strconv.Itoa(q.Message.MessageID),
-		"text": strings.TrimSpace(q.Message.Text) + "\n\nYou chose: " + chose + "."}
-	if _, err := a.call(ctx, "editMessageText", p); err != nil && ctx.Err() == nil {
-		a.optionalFailed("editMessageText", err)
-	}
+	a.closeQuestion(ctx, q, "You chose: "+chose+".")
 }
 
-// ended edits a question whose request is over to say so, without its
-// buttons.
-func (a *Adapter) ended(ctx context.Context, q *callbackQuery, why string) {
+// closeQuestion edits a question to end with note, without its buttons:
+// what was chosen, or why the request is over.
+func (a *Adapter) closeQuestion(ctx context.Context, q *callbackQuery, note string) {
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(q.Message.Chat.ID, 10), "message_id": strconv.Itoa(q.Message.MessageID),
-		"text": strings.TrimSpace(q.Message.Text) + "\n\n" + why}
+		"text": strings.TrimSpace(q.Message.Text) + "\n\n" + note}
 	if _, err := a.call(ctx, "editMessageText", p); err != nil && ctx.Err() == nil {
 		a.optionalFailed("editMessageText", err)
 	}
