@@ -349,3 +349,33 @@ func TestFindTools(t *testing.T) {
 		t.Errorf("nothing fits: %+v", res)
 	}
 }
+
+// TEST (effects too low): a tool whose name or description's verb says
+// it sends, deletes, shares, forwards or trashes cannot be registered
+// read-only, so a new group cannot slip one past the approval policy;
+// declaring its effect, or deciding it per call, registers it.
+func TestRegistryRefusesAReadOnlyToolThatSaysItActs(t *testing.T) {
+	noop := func(context.Context, struct{}) (any, error) { return "ok", nil }
+	for _, d := range []Definition{
+		{Name: "mail_send", Description: "Mail", ReadOnly: true},
+		{Name: "notes_purge", Description: "Deletes notes.", ReadOnly: true},
+		{Name: "doc_share", Description: "Share a document", ReadOnly: true},
+		{Name: "mail_forward", Description: "Forward mail", ReadOnly: true},
+		{Name: "bin", Description: "Trash a file", ReadOnly: true},
+	} {
+		err := NewRegistry().Add(New(d, noop))
+		if err == nil || !strings.Contains(err.Error(), d.Name) || !strings.Contains(err.Error(), "read-only") {
+			t.Errorf("%s registered: %v", d.Name, err)
+		}
+	}
+	for _, d := range []Definition{
+		{Name: "mail_send", Description: "Mail", Effect: EffectDestructive},
+		{Name: "files_op", Description: "Delete or read a file", ReadOnly: true,
+			EffectFor: func(context.Context, any) Effect { return EffectDestructive }},
+		{Name: "forwarding_list", Description: "List the forwarding addresses", ReadOnly: true},
+	} {
+		if err := NewRegistry().Add(New(d, noop)); err != nil {
+			t.Errorf("%s refused: %v", d.Name, err)
+		}
+	}
+}

@@ -297,3 +297,28 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 		t.Fatalf("load = %+v", r)
 	}
 }
+
+// TEST (effects too low): a server's tool whose name or description says
+// it sends, deletes or shares is destructive whatever its hints say (and
+// so registers, where a read-only one would be refused); every tool's
+// results are untrusted and it passes unknown arguments on.
+func TestToolThatSaysItActsIsDestructive(t *testing.T) {
+	c := New(Server{Name: "mail"}, quiet)
+	names := map[string]bool{}
+	for _, st := range []*sdk.Tool{
+		{Name: "send_message", Description: "Post a message", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		{Name: "purge", Description: "Deletes every draft", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+	} {
+		tl := c.tool(st, names)
+		if tl.ReadOnly || tools.EffectOf(context.Background(), tl.Definition, nil) != tools.EffectDestructive || !tl.Untrusted || !tl.Open {
+			t.Errorf("%s: read-only %v, effect %v, untrusted %v, open %v", st.Name, tl.ReadOnly, tools.EffectOf(context.Background(), tl.Definition, nil), tl.Untrusted, tl.Open)
+		}
+		if err := tools.NewRegistry().Add(tl); err != nil {
+			t.Errorf("%s: %v", st.Name, err)
+		}
+	}
+	read := c.tool(&sdk.Tool{Name: "list_messages", Description: "List messages", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, names)
+	if tools.EffectOf(context.Background(), read.Definition, nil) != tools.EffectRead {
+		t.Errorf("a listing tool was raised: %+v", read.Definition)
+	}
+}

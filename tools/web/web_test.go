@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -313,17 +314,17 @@ func TestHTTPRequestWithAmbiguousArgumentsReachesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tl := range ts {
-		if tl.Name != "http_request" {
-			continue
-		}
-		in, err := tl.Decode([]byte(`{"method":"post","url":"https://api.example.com/v1/transfers/evil?x=1","headers":{"X-Key":"k"},"body":"{}"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := tools.Summary(context.Background(), tl.Definition, tools.Input{Value: in})
-		if !strings.HasPrefix(s, "POST https://api.example.com/v1/transfers/evil?x=1 with the headers X-Key") {
-			t.Fatalf("summary = %q", s)
-		}
+	i := slices.IndexFunc(ts, func(tl tools.Tool) bool { return tl.Name == "http_request" })
+	if i < 0 {
+		t.Fatal("no http_request tool")
+	}
+	tl := ts[i]
+	in, err := tl.Decode([]byte(`{"method":"POST","url":"https://api.example.com/v1/transfers/evil?x=1","headers":{"X-Key":"k"},"body":"{}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tools.Summary(context.Background(), tl.Definition, tools.Input{Value: in})
+	if !strings.HasPrefix(s, "POST https://api.example.com/v1/transfers/evil?x=1 with the headers X-Key") {
+		t.Fatalf("summary = %q", s)
 	}
 }
