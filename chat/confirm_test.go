@@ -461,3 +461,43 @@ func TestUntrustedContentCannotActAlone(t *testing.T) {
 		})
 	}
 }
+
+// TEST: an approved call whose summary would now read differently (the
+// folder it moves into was shared with someone since the question) is
+// not run; the model is told what changed.
+func TestApprovedCallThatNowReadsDifferentlyDoesNotRun(t *testing.T) {
+	o := &outbox{}
+	var audience sync.Mutex
+	sharedWith := "nobody else"
+	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+		return r.Add(tools.New(tools.Definition{Name: "move_doc", Description: "Move a document", Effect: tools.EffectDestructive,
+			Summarize: tools.SummaryBy(func(_ context.Context, in echoIn) string {
+				audience.Lock()
+				defer audience.Unlock()
+				return "Move " + in.Text + " into Team, shared with " + sharedWith
+			})},
+			func(ctx context.Context, in echoIn) (any, error) { o.add("moved " + in.Text); return "moved", nil }))
+	}})
+	e.Model.Call("move_doc", `{"text":"plan.doc"}`)
+	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "move it", ID: "ev1"})
+	if !strings.Contains(r.Text, "shared with nobody else") {
+		t.Fatalf("question = %q", r.Text)
+	}
+	audience.Lock()
+	sharedWith = "eve@evil.example"
+	audience.Unlock()
+	e.Model.Text("It changed, so I did not move it.")
+	decide(t, e, "u", r.Ask, "ev2", true)
+	if len(o.all()) != 0 {
+		t.Fatalf("ran %q", o.all())
+	}
+	var saw string
+	for _, m := range e.Model.Last(t).Messages {
+		if m.Role == "tool" {
+			saw = m.Content
+		}
+	}
+	if errorCode(t, saw) != "changed_since_approved" || !strings.Contains(saw, "eve@evil.example") {
+		t.Fatalf("the model saw %q", saw)
+	}
+}
