@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Effect is what a call does to the world, which decides whether the
@@ -170,14 +172,50 @@ func Summary(ctx context.Context, d Definition, in Input) string {
 		} else {
 			b.WriteString(", ")
 		}
-		v, _ := json.Marshal(m[k])
-		s := string(v)
-		if str, ok := m[k].(string); ok {
-			s = "'" + str + "'"
-		}
-		fmt.Fprintf(&b, "%s %s", k, Shorten(s, 80))
+		fmt.Fprintf(&b, "%s %s", k, summaryValue(m[k]))
 	}
 	return b.String()
+}
+
+// addressPattern finds email addresses in an argument.
+var addressPattern = regexp.MustCompile(`[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+`)
+
+// summaryValue is one argument of a default summary. Prose is cut short,
+// but never what says whom or what a call reaches: a word without spaces
+// (an id, an address, a URL) is kept whole up to 200 characters, a list
+// names its first five items and counts the rest, and the addresses a cut
+// hides are listed after it.
+func summaryValue(v any) string {
+	var full, short string
+	switch v := v.(type) {
+	case string:
+		full = v
+		n := 80
+		if !strings.ContainsFunc(strings.TrimSpace(v), unicode.IsSpace) {
+			n = 200
+		}
+		short = "'" + Shorten(v, n) + "'"
+	case []any:
+		items := make([]string, len(v))
+		for i, x := range v {
+			items[i] = summaryValue(x)
+		}
+		return Names(items, 5)
+	default:
+		b, _ := json.Marshal(v)
+		full = string(b)
+		short = Shorten(full, 80)
+	}
+	var hidden []string
+	for _, a := range addressPattern.FindAllString(full, -1) {
+		if !strings.Contains(short, a) && !slices.Contains(hidden, a) {
+			hidden = append(hidden, a)
+		}
+	}
+	if len(hidden) > 0 {
+		short += " (with the addresses " + Names(hidden, 3) + ")"
+	}
+	return short
 }
 
 // Shorten cuts s to at most n runes, marking the cut with "…", and puts

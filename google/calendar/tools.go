@@ -261,6 +261,46 @@ func invites(n int, sendUpdates string) tools.Effect {
 	return tools.EffectMutate
 }
 
+// onCalendar names a calendar other than the person's own for a summary:
+// " on the calendar 'team@…'".
+func onCalendar(id string) string {
+	if id = calendarID(id); id == "primary" {
+		return ""
+	}
+	return fmt.Sprintf(" on the calendar '%s'", id)
+}
+
+// event reads an event once per call: the summary of a change names who
+// is emailed about it, and the change itself starts from it.
+func (g *group) event(ctx context.Context, calendar, id string) (*gcal.Event, error) {
+	calID, id := calendarID(calendar), strings.TrimSpace(id)
+	return tools.Once(ctx, "calendar.event "+calID+" "+id, func() (*gcal.Event, error) {
+		return google.Do(ctx, g.api, eventWhat(id), func(svc *gcal.Service) (*gcal.Event, error) {
+			return svc.Events.Get(calID, id).Context(ctx).Do()
+		})
+	})
+}
+
+// attendees names who is emailed about a change to an event, for its
+// summary: "its attendees ana@example.com, bob@example.com", or "its
+// attendees" when the event cannot be read (the change then fails too).
+func (g *group) attendees(ctx context.Context, calendar, id string) string {
+	ev, err := g.event(ctx, calendar, id)
+	if err != nil || ev == nil {
+		return "its attendees"
+	}
+	var who []string
+	for _, a := range ev.Attendees {
+		if a.Email != "" && !a.Self {
+			who = append(who, a.Email)
+		}
+	}
+	if len(who) == 0 {
+		return "its attendees (it has none yet)"
+	}
+	return "its attendees " + tools.Names(who, 5)
+}
+
 func (g *group) createEvent() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "calendar_create_event",
@@ -270,9 +310,9 @@ func (g *group) createEvent() tools.Tool {
 			return invites(len(in.Attendees), in.SendUpdates)
 		}),
 		Summarize: tools.SummaryBy(func(_ context.Context, in createEventIn) string {
-			s := fmt.Sprintf("Create the event '%s' at %s", tools.Shorten(in.Title, 80), in.Start)
+			s := fmt.Sprintf("Create the event '%s'%s at %s", tools.Shorten(in.Title, 80), onCalendar(in.CalendarID), in.Start)
 			if len(in.Attendees) > 0 {
-				s += " and invite " + tools.Shorten(strings.Join(in.Attendees, ", "), 120)
+				s += " and invite " + tools.Names(in.Attendees, 5)
 			}
 			return s
 		}),
@@ -462,21 +502,21 @@ func (g *group) updateEvent() tools.Tool {
 			}
 			return invites(n, in.SendUpdates)
 		}),
-		Summarize: tools.SummaryBy(func(_ context.Context, in updateEventIn) string {
-			s := "Change the calendar event " + in.EventID
+		Summarize: tools.SummaryBy(func(ctx context.Context, in updateEventIn) string {
+			s := "Change the calendar event " + in.EventID + onCalendar(in.CalendarID)
 			if in.Start != "" {
 				s += ", to start at " + in.Start
 			}
 			if len(in.AddAttendees) > 0 {
-				s += ", invite " + tools.Shorten(strings.Join(in.AddAttendees, ", "), 100)
+				s += ", invite " + tools.Names(in.AddAttendees, 5)
 			}
 			if len(in.RemoveAttendees) > 0 {
-				s += ", uninvite " + tools.Shorten(strings.Join(in.RemoveAttendees, ", "), 100)
+				s += ", uninvite " + tools.Names(in.RemoveAttendees, 5)
 			}
 			if in.SendUpdates != "none" {
-				s += ", and email the attendees"
+				return s + ", and email " + g.attendees(ctx, in.CalendarID, in.EventID)
 			}
-			return s
+			return s + ", without emailing " + g.attendees(ctx, in.CalendarID, in.EventID)
 		}),
 	}, func(ctx context.Context, in updateEventIn) (any, error) {
 		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
@@ -540,11 +580,7 @@ func (g *group) updateEvent() tools.Tool {
 		if err != nil {
 			return nil, err
 		}
-		var old *gcal.Event
-		err = g.api.Call(ctx, eventWhat(id), func() error {
-			old, err = svc.Events.Get(calID, id).Context(ctx).Do()
-			return err
-		})
+		old, err := g.event(ctx, in.CalendarID, id)
 		if err != nil {
 			return nil, err
 		}
@@ -710,10 +746,10 @@ func (g *group) deleteEvent() tools.Tool {
 		Name:        "calendar_delete_event",
 		Description: "Delete an event; attendees are told unless send_updates is none.",
 		Effect:      tools.EffectDestructive,
-		Summarize: tools.SummaryBy(func(_ context.Context, in deleteEventIn) string {
-			s := "Delete the calendar event " + in.EventID
+		Summarize: tools.SummaryBy(func(ctx context.Context, in deleteEventIn) string {
+			s := "Delete the calendar event " + in.EventID + onCalendar(in.CalendarID)
 			if in.SendUpdates != "none" {
-				s += " and tell its attendees"
+				s += " and tell " + g.attendees(ctx, in.CalendarID, in.EventID)
 			}
 			return s
 		}),

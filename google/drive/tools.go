@@ -535,7 +535,11 @@ func (g *group) share() tools.Tool {
 		Description: "Share a Drive file or folder (a doc, sheet, slides, anything) with an email address or anyone with the link, as reader, commenter or writer.",
 		Effect:      tools.EffectDestructive,
 		Summarize: tools.SummaryBy(func(_ context.Context, in shareIn) string {
-			return fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.Role)
+			s := fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(audience(in.Email, in.AnyoneWithLink), 200), in.Role)
+			if strings.TrimSpace(in.Message) != "" && (in.Notify == nil || *in.Notify) {
+				s += fmt.Sprintf(", emailing the note '%s'", tools.Shorten(in.Message, 80))
+			}
+			return s
 		}),
 	}, func(ctx context.Context, in shareIn) (any, error) {
 		id := strings.TrimSpace(in.FileID)

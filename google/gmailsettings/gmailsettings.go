@@ -4,6 +4,7 @@
 package gmailsettings
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -48,13 +49,21 @@ func New(c google.Client, o Options) google.Group {
 					return tools.EffectDestructive
 				}
 				return tools.EffectMutate
-			})}, s.createFilter),
+			}),
+			Summarize: tools.SummaryBy(summarizeFilter)}, s.createFilter),
 		tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive}, s.deleteFilter),
 		tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
 		tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",
 			Effect: tools.EffectDestructive}, s.setVacation),
 		tools.New(tools.Definition{Name: "gmail_get_signature", Description: "Show the signature of the default send-as address (or a given one).", ReadOnly: true}, s.getSignature),
-		tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one)."}, s.updateSignature),
+		tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one).",
+			Summarize: tools.SummaryBy(func(_ context.Context, in updateSignatureIn) string {
+				of := cmp.Or(strings.TrimSpace(in.SendAsEmail), "the default send-as address")
+				if strings.TrimSpace(in.Signature) == "" {
+					return "Remove the signature of " + of
+				}
+				return fmt.Sprintf("Set the signature of %s to '%s'", of, tools.Shorten(in.Signature, 80))
+			})}, s.updateSignature),
 		tools.New(tools.Definition{Name: "gmail_list_forwarding_addresses", Description: "List the forwarding addresses and whether each is verified.", ReadOnly: true}, s.listForwarding),
 	}}
 }
@@ -181,6 +190,38 @@ type createFilterIn struct {
 	Star          bool     `json:"star,omitempty"`
 	Trash         bool     `json:"trash,omitempty"`
 	Forward       string   `json:"forward,omitempty" desc:"a verified forwarding address"`
+}
+
+// summarizeFilter says what a new filter matches and does, naming the
+// address it forwards to first.
+func summarizeFilter(_ context.Context, in createFilterIn) string {
+	var match, do []string
+	for _, c := range []struct{ label, v string }{{"from", in.From}, {"to", in.To}, {"subject", in.Subject}, {"matching", in.Query}} {
+		if v := strings.TrimSpace(c.v); v != "" {
+			match = append(match, fmt.Sprintf("%s '%s'", c.label, tools.Shorten(v, 200)))
+		}
+	}
+	if in.HasAttachment {
+		match = append(match, "with an attachment")
+	}
+	if f := strings.TrimSpace(in.Forward); f != "" {
+		do = append(do, "forward it to "+f)
+	}
+	if len(in.AddLabels) > 0 {
+		do = append(do, "label it "+tools.Names(in.AddLabels, 5))
+	}
+	for _, a := range []struct {
+		on   bool
+		verb string
+	}{{in.Archive, "archive it"}, {in.MarkRead, "mark it read"}, {in.Star, "star it"}, {in.Trash, "move it to the trash"}} {
+		if a.on {
+			do = append(do, a.verb)
+		}
+	}
+	if len(do) == 0 {
+		do = append(do, "do nothing")
+	}
+	return fmt.Sprintf("Create a Gmail filter: for mail %s, %s", strings.Join(match, ", "), strings.Join(do, ", "))
 }
 
 func (s *settings) createFilter(ctx context.Context, in createFilterIn) (any, error) {

@@ -57,7 +57,10 @@ func New(c google.Client, o Options) google.Group {
 			tools.New(tools.Definition{Name: "tasks_move", Description: "Move a task: under a parent task, after another task, or to the top."}, g.move),
 			tools.New(tools.Definition{Name: "tasks_delete", Description: "Delete a task.", Effect: tools.EffectDestructive,
 				Summarize: tools.SummaryBy(func(_ context.Context, in taskRef) string {
-					return "Delete the task " + in.TaskID
+					if in.ListID == "" {
+						return "Delete the task " + in.TaskID + " from the first list"
+					}
+					return "Delete the task " + in.TaskID + " from the list " + in.ListID
 				})}, g.delete),
 		},
 		Scopes: Service().Scopes,

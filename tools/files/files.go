@@ -202,12 +202,10 @@ func safeName(name string) string {
 
 // clean turns a path the model gave into one relative to the workspace;
 // os.Root refuses what would still leave it.
+// It is cleaned lexically, so the file a summary names is the file the
+// call opens ("a/./b" and "a/x/../b" are "a/b").
 func clean(p string) string {
-	p = strings.TrimPrefix(strings.ReplaceAll(p, `\`, "/"), "./")
-	if p == "" {
-		return "."
-	}
-	return filepath.FromSlash(p)
+	return filepath.FromSlash(path.Clean(strings.ReplaceAll(p, `\`, "/")))
 }
 
 // usage is the bytes of the regular files under root.
@@ -282,11 +280,11 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 		Summarize: tools.SummaryBy(func(_ context.Context, in input) string {
 			switch in.Action {
 			case "delete":
-				return fmt.Sprintf("Delete the file '%s' from this chat's workspace", in.Path)
+				return fmt.Sprintf("Delete the file '%s' from this chat's workspace", filepath.ToSlash(clean(in.Path)))
 			case "write", "append":
-				return fmt.Sprintf("%s %d characters to the file '%s' in this chat's workspace", strings.ToUpper(in.Action[:1])+in.Action[1:], utf8.RuneCountInString(in.Content), in.Path)
+				return fmt.Sprintf("%s %d characters to the file '%s' in this chat's workspace", strings.ToUpper(in.Action[:1])+in.Action[1:], utf8.RuneCountInString(in.Content), filepath.ToSlash(clean(in.Path)))
 			case "send":
-				return fmt.Sprintf("Send the file '%s' to this chat", in.Path)
+				return fmt.Sprintf("Send the file '%s' to this chat", filepath.ToSlash(clean(in.Path)))
 			}
 			return ""
 		}),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +142,70 @@ func TestCapsAndSave(t *testing.T) {
 	}
 	if w.Dir("a:b") == w.Dir("a_3ab") || w.Dir("a/b") == w.Dir("a_2fb") {
 		t.Error("two chat keys share a workspace")
+	}
+}
+
+// The property behind the summary of files: for generated writes,
+// appends and deletes (nested, spaced, non-ASCII and dotted paths), every
+// file the call creates, changes or removes in the workspace is named in
+// the summary the person approves, by its path in the workspace.
+func TestFilesSummaryNamesWhatChanges(t *testing.T) {
+	dir := t.TempDir()
+	w, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := "telegram:42"
+	tool := w.Tool(&sent{})
+	snapshot := func() map[string]string {
+		out := map[string]string{}
+		root := w.Dir(chat)
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(p)
+				rel, _ := filepath.Rel(root, p)
+				out[filepath.ToSlash(rel)] = string(b)
+			}
+			return nil
+		})
+		return out
+	}
+	rng := rand.New(rand.NewPCG(24, 4))
+	pieces := []string{"notes", "a b", "caf\u00e9", ".", "x.txt", "plan.md", "..", "deep", "\u00fc.csv"}
+	changed := 0
+	for i := range 200 {
+		path := pieces[rng.IntN(len(pieces))]
+		for range rng.IntN(3) {
+			path += "/" + pieces[rng.IntN(len(pieces))]
+		}
+		action := []string{"write", "append", "delete", "delete"}[rng.IntN(4)]
+		args, _ := json.Marshal(map[string]string{"action": action, "path": path, "content": fmt.Sprint("line ", i)})
+		in, err := tool.Decode(args)
+		if err != nil {
+			continue
+		}
+		summary := tools.Summary(context.Background(), tool.Definition, tools.Input{Value: in})
+		before := snapshot()
+		call(t, w, &sent{}, chat, string(args))
+		after := snapshot()
+		for p, b := range after {
+			if before[p] != b && !strings.Contains(summary, "'"+p+"'") {
+				t.Errorf("case %d: %s wrote %q; summary %q", i, args, p, summary)
+			}
+			if before[p] != b {
+				changed++
+			}
+		}
+		for p := range before {
+			if _, ok := after[p]; !ok {
+				changed++
+				if !strings.Contains(summary, "'"+p+"'") {
+					t.Errorf("case %d: %s removed %q; summary %q", i, args, p, summary)
+				}
+			}
+		}
+	}
+	if changed < 40 {
+		t.Fatalf("only %d files changed", changed)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -326,5 +328,67 @@ func TestHTTPRequestWithAmbiguousArgumentsReachesNothing(t *testing.T) {
 	s := tools.Summary(context.Background(), tl.Definition, tools.Input{Value: in})
 	if !strings.HasPrefix(s, "POST https://api.example.com/v1/transfers/evil?x=1 with the headers X-Key") {
 		t.Fatalf("summary = %q", s)
+	}
+}
+
+// The property behind the summary of http_request: for generated calls
+// (any method, paths with escapes, spaces and non-ASCII, queries,
+// headers), the method, host and path the server receives are all in the
+// summary the person approves.
+func TestHTTPRequestSummaryNamesWhereItGoes(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		got []*http.Request
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r)
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	cfg := Config{Guard: local(t)}
+	ts, err := Tools(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := ts[slices.IndexFunc(ts, func(tl tools.Tool) bool { return tl.Name == "http_request" })]
+	rng := rand.New(rand.NewPCG(24, 3))
+	reached := 0
+	pieces := []string{"v1", "transfers", "a b", "%2F", "caf\u00e9", "..", "x%20y", "~u", "@evil", "q;p", "", "\u202e"}
+	for i := range 60 {
+		path := ""
+		for range 1 + rng.IntN(4) {
+			path += "/" + pieces[rng.IntN(len(pieces))]
+		}
+		u := srv.URL + path
+		if rng.IntN(2) == 0 {
+			u += fmt.Sprintf("?k%d=%d&to=%s", rng.IntN(9), rng.IntN(999), pieces[rng.IntN(len(pieces))])
+		}
+		method := []string{"GET", "POST", "PUT", "PATCH", "DELETE", "post"}[rng.IntN(6)]
+		args, _ := json.Marshal(map[string]any{"method": method, "url": u, "headers": map[string]string{"X-Try": "1"}})
+		in, err := tl.Decode(args)
+		if err != nil {
+			continue // refused before asking: nothing is sent
+		}
+		summary := tools.Summary(context.Background(), tl.Definition, tools.Input{Value: in})
+		mu.Lock()
+		before := len(got)
+		mu.Unlock()
+		run(t, cfg, "http_request", string(args))
+		mu.Lock()
+		sent := got[before:]
+		mu.Unlock()
+		reached += len(sent)
+		for _, r := range sent {
+			for _, want := range []string{r.Method + " ", "//" + r.Host + r.URL.EscapedPath()} {
+				if !strings.Contains(summary, want) {
+					t.Errorf("case %d: %s %s reached the server; the summary %q lacks %q", i, r.Method, r.URL.EscapedPath(), summary, want)
+				}
+			}
+		}
+	}
+	if reached < 30 {
+		t.Fatalf("only %d generated calls reached the server", reached)
 	}
 }
