@@ -46,7 +46,9 @@ type Message struct {
 	Arguments  string
 	// Group is set on a successful load_tool_group result: the group loaded.
 	Group string
-	// UserKey is the person who wrote a user message.
+	// UserKey is the person who wrote a user message; on a tool result,
+	// the person it belongs to when it is personal (tools.Result.Personal):
+	// on anyone else's turn the model sees a placeholder instead.
 	UserKey string
 	// ExternalID is the channel's id of a user message, when it has one.
 	ExternalID string

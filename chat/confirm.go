@@ -213,7 +213,11 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 		a.Status = to
 		if to == ApprovalRunning {
 			res := e.runApproved(ctx, a, settings.Disabled)
-			if err := e.resolve(ctx, a, Message{Role: RoleTool, Text: res.Content, Status: res.Status, Code: res.Code}); err != nil {
+			m := Message{Role: RoleTool, Text: res.Content, Status: res.Status, Code: res.Code}
+			if res.Personal {
+				m.UserKey = a.UserKey
+			}
+			if err := e.resolve(ctx, a, m); err != nil {
 				return Reply{}, err
 			}
 			if _, err := e.store.Decide(context.WithoutCancel(ctx), a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {

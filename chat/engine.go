@@ -352,6 +352,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		budget := int(float64(e.cfg.HistoryTokens)/e.ratio(ctx, req.Model)) - sysTokens
 		buf := e.buffers.Get().(*[]Message)
 		req.Messages = trimHistory(*buf, t.history, t.current, budget, e.cfg.ToolResultChars, Message{Role: RoleSystem, Text: system})
+		hideOthers(req.Messages, t.in.UserKey)
 		if len(req.Messages) == 0 {
 			req.Messages = []Message{{Role: RoleSystem, Text: system}}
 		}
@@ -457,6 +458,9 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		m := Message{
 			Role: RoleTool, Text: r.Content, ToolCallID: r.CallID, ToolName: r.Name,
 			Status: r.Status, Code: r.Code, Arguments: calls[i].Arguments,
+		}
+		if r.Personal {
+			m.UserKey = t.in.UserKey
 		}
 		m.Tokens = e.countMessage(m)
 		if r.Status == tools.StatusSuccess {

@@ -141,3 +141,16 @@ func shorten(m Message, max int) Message {
 	m.Tokens = m.Tokens*max/n + 16
 	return m
 }
+
+// hideOthers replaces, in a window about to be sent, each personal tool
+// result that belongs to someone other than user (a memory recall or a
+// mailbox read another member of a group ran) with a placeholder. The
+// window holds copies, so the history itself keeps the result for its
+// owner's turns.
+func hideOthers(window []Message, user string) {
+	for i := range window {
+		if m := &window[i]; m.Role == RoleTool && m.UserKey != "" && m.UserKey != user {
+			m.Text = fmt.Sprintf("(a result for %s, not shown to others)", m.UserKey)
+		}
+	}
+}

@@ -22,6 +22,19 @@ type Group struct {
 	Scopes []string
 }
 
+// Register adds the group to reg. Every Workspace tool acts in the
+// calling person's own account, so what each returns is marked personal
+// (tools.Definition.Personal): in a chat shared with others it is shown
+// on that person's turns only.
+func (g Group) Register(reg *tools.Registry) error {
+	ts := make([]tools.Tool, len(g.Tools))
+	for i, t := range g.Tools {
+		t.Personal = true
+		ts[i] = t
+	}
+	return reg.AddGroup(g.Group, ts...)
+}
+
 // API is how a group reaches its Google API as the calling person: the
 // client, the service (endpoint path and scopes), the generated package's
 // NewService, the retry policy and, optionally, the group's own error

@@ -73,7 +73,7 @@ func (d *DB) Decide(ctx context.Context, id, from, to, event string) (bool, erro
 func (d *DB) Resolve(ctx context.Context, sessionID int64, callID string, m chat.Message) error {
 	res := d.db.WithContext(ctx).Model(&message{}).
 		Where("session_id = ? AND tool_call_id = ? AND role = ?", sessionID, callID, string(chat.RoleTool)).
-		Updates(map[string]any{"text": m.Text, "status": m.Status, "code": m.Code, "tokens": m.Tokens})
+		Updates(map[string]any{"text": m.Text, "status": m.Status, "code": m.Code, "tokens": m.Tokens, "user_key": m.UserKey})
 	if res.Error == nil && res.RowsAffected == 0 {
 		return kind(gorm.ErrRecordNotFound)
 	}

@@ -46,6 +46,9 @@ type Result struct {
 	// Untrusted is set when the call succeeded and what it returned is
 	// untrusted content (Definition.Untrusted).
 	Untrusted bool
+	// Personal is set when the call succeeded and what it returned
+	// belongs to the caller (Definition.Personal).
+	Personal bool
 }
 
 // Handler runs one call.
@@ -148,6 +151,7 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 	}
 	res.Input = in.JSON
 	res.Untrusted = res.Status == StatusSuccess && (e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value))
+	res.Personal = res.Status == StatusSuccess && e.Personal
 	return res
 }
 

@@ -63,6 +63,11 @@ type Definition struct {
 	// when set, decides per call instead (a tool whose actions differ).
 	Untrusted    bool
 	UntrustedFor func(ctx context.Context, in any) bool
+	// Personal is true when what the tool returns belongs to the person
+	// who called it (their memories, their Google data): in a chat shared
+	// with others, the result is shown to the model on that person's
+	// turns only; on anyone else's it is a placeholder.
+	Personal bool
 	// WritesSettings is true when a successful call may change the chat's
 	// Settings; the engine then reads them again before the next round.
 	WritesSettings bool

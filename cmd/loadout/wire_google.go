@@ -174,8 +174,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 		}
 	}
 	for _, build := range googleGroups(gc, googleDeps{save: a.saveExport}) {
-		g := build(client)
-		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
+		if err := build(client).Register(reg); err != nil {
 			return err
 		}
 	}
@@ -233,7 +232,8 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			return "", err
 		case !ok:
 			return "Google account: not connected (/connect google in a private chat)", nil
-		case email == "":
+		case email == "" || !privateChat(in.ChatKey):
+			// The address is for the person alone: others read a group.
 			return "Google account: connected on " + at.Format("2006-01-02"), nil
 		}
 		return "Google account: " + email + " (connected on " + at.Format("2006-01-02") + ")", nil

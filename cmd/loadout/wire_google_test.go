@@ -262,8 +262,12 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	if !strings.Contains(told[0], "ana-access@example.com is connected") {
 		t.Fatalf("notice does not name the account: %q", told[0])
 	}
-	if st := say(ana, "/status"); !strings.Contains(st, "Google account: ana-access@example.com (connected on ") {
+	if st := say(private, "/status"); !strings.Contains(st, "Google account: ana-access@example.com (connected on ") {
 		t.Fatalf("/status = %q", st)
+	}
+	// In the group, others read it: connected, but no address.
+	if st := say(ana, "/status"); !strings.Contains(st, "Google account: connected on ") || strings.Contains(st, "@example.com") {
+		t.Fatalf("/status in the group = %q", st)
 	}
 	if st := say(chat.Inbound{ChatKey: "telegram:-100", UserKey: "telegram:7"}, "/status"); !strings.Contains(st, "Google account: not connected") {
 		t.Fatalf("/status of someone else = %q", st)

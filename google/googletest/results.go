@@ -23,7 +23,7 @@ var Backoff = backoff.Policy{Attempts: 3, Initial: time.Millisecond}
 func Call(t testing.TB, g google.Group, userKey, name, args string) tools.Result {
 	t.Helper()
 	reg := tools.NewRegistry()
-	if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
+	if err := g.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: userKey, UserKey: userKey})

@@ -79,7 +79,10 @@ func Tool(cfg Config, st Store) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "memory",
 		Description: "Facts about the person, kept across conversations.",
-		Timeout:     10 * time.Second,
+		// Each person's memories are their own: a recall in a group is
+		// shown on that person's turns only.
+		Personal: true,
+		Timeout:  10 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		user := tools.CallerFrom(ctx).UserKey
 		if user == "" {
