@@ -74,4 +74,3 @@ func TestPersonalResultsStayWithTheirPersonInAGroup(t *testing.T) {
 		t.Fatal("Ana's own later turn lost her recall")
 	}
 }
-
