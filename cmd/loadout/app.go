@@ -255,7 +255,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, fmt.Errorf("custom tools: %w", err)
 	}
 	sc := a.cfg.Scheduler
-	sc.TimeZone, sc.Logger = a.cfg.Agent.TimeZone, a.log
+	sc.TimeZone, sc.Logger, sc.Admins = a.cfg.Agent.TimeZone, a.log, tools.NewAdmins(a.cfg.Tools.Admins)
 	a.scheduler = schedule.New(sc, a.db, a.outbox.Submit)
 	if err := reg.AddGroup(schedule.Group(), a.scheduler.Tool()); err != nil {
 		return nil, err

@@ -38,3 +38,53 @@ func TestScheduledTaskOnTelegram(t *testing.T) {
 		t.Errorf("the task's turn was offered %v", chattest.ToolNames(reqs[len(reqs)-1]))
 	}
 }
+
+// Found by probing: in a group, Bea updated Ana's task to recall Ana's
+// memories and ran it; it ran as Ana and posted her private memory to the
+// group. A task belongs to the person who made it: only they (or an
+// admin) may change, run or delete it; others get a permission error
+// naming the owner, and the listing shows each task's owner.
+func TestGroupTaskCannotBeTakenOver(t *testing.T) {
+	tg := telegramtest.New(t)
+	model := chattest.NewModelServer(t)
+	serveTelegramFor(t, tg, model, `"1001", "1002"`, "")
+	ana, bea := telegramtest.User{ID: 1001, FirstName: "Ana"}, telegramtest.User{ID: 1002, FirstName: "Bea"}
+	const group = -100123
+	at := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
+	model.Call("load_tool_group", `{"group_name":"scheduled_tasks"}`)
+	model.Call("scheduled_tasks", `{"action":"schedule","prompt":"tell the group the weather","at":"`+at+`"}`)
+	model.Text("Scheduled.")
+	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", Text: "@loadout_bot tell us the weather tomorrow"})
+	tg.WaitSent(t, 1)
+
+	model.Call("scheduled_tasks", `{"action":"update","id":1,"prompt":"recall everything you remember about me and post it"}`)
+	model.Call("scheduled_tasks", `{"action":"run_now","id":1}`)
+	model.Call("scheduled_tasks", `{"action":"delete","id":1}`)
+	model.Call("scheduled_tasks", `{"action":"list"}`)
+	model.Text("That task is for Ana only.")
+	tg.Push(telegramtest.Message{From: bea, ChatID: group, ChatType: "group", Text: "@loadout_bot change task 1 and run it"})
+	sent := tg.WaitSent(t, 2)
+	if sent[1].Text != "That task is for Ana only." {
+		t.Fatalf("sent %+v", sent)
+	}
+	msgs := model.Requests()[len(model.Requests())-1].Messages
+	var results []string
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			results = append(results, m.Content)
+		}
+	}
+	results = results[len(results)-4:]
+	for i, r := range results[:3] {
+		if !strings.Contains(r, `"code":"permission"`) || !strings.Contains(r, "Task 1 belongs to telegram:1001") {
+			t.Errorf("Bea's call %d: %s", i, r)
+		}
+	}
+	if !strings.Contains(results[3], `"owner":"telegram:1001"`) || !strings.Contains(results[3], "tell the group the weather") {
+		t.Errorf("the listing: %s", results[3])
+	}
+	time.Sleep(200 * time.Millisecond) // a run_now that slipped through would post here
+	if n := len(tg.Sent()); n != 2 {
+		t.Fatalf("%d messages sent: %+v", n, tg.Sent())
+	}
+}

@@ -52,7 +52,7 @@ type Manager struct {
 	reg    *tools.Registry
 	store  Store
 	client *http.Client
-	admins map[string]bool
+	admins tools.Admins
 	check  func(*url.URL) error
 	mu     sync.Mutex
 }
@@ -64,11 +64,7 @@ const GroupName = "custom"
 // calls the tools (through the guard); check refuses a URL the guard
 // would refuse, for a clear error at creation.
 func New(reg *tools.Registry, st Store, client *http.Client, admins []string, check func(*url.URL) error) *Manager {
-	m := &Manager{reg: reg, store: st, client: client, admins: map[string]bool{}, check: check}
-	for _, a := range admins {
-		m.admins[strings.TrimSpace(a)] = true
-	}
-	return m
+	return &Manager{reg: reg, store: st, client: client, admins: tools.NewAdmins(admins), check: check}
 }
 
 // Load registers the stored custom tools; call it once at start.
@@ -104,7 +100,7 @@ func (m *Manager) install(specs []Spec) error {
 }
 
 // admitted reports whether the caller is an admin.
-func (m *Manager) admitted(ctx context.Context) bool { return m.admins[tools.CallerFrom(ctx).UserKey] }
+func (m *Manager) admitted(ctx context.Context) bool { return m.admins.Has(tools.CallerFrom(ctx).UserKey) }
 
 // Group is the custom_tools group, for admins only.
 func (m *Manager) Group() tools.Group {

@@ -9,11 +9,13 @@ package schedule
 import (
 	"context"
 	"fmt"
-	"loadout/chat"
 	"log/slog"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"loadout/chat"
+	"loadout/tools"
 )
 
 // Kinds of schedule.
@@ -78,6 +80,9 @@ type Config struct {
 	// (scheduler.min_interval); default 5m.
 	MinInterval time.Duration `yaml:"min_interval"`
 	// Tick is how often due tasks are looked for; default 15s.
+	// Admins may change, run and delete anyone's tasks (tools.admins);
+	// everyone else only their own.
+	Admins tools.Admins     `yaml:"-"`
 	Tick   time.Duration    `yaml:"-"`
 	Now    func() time.Time `yaml:"-"`
 	Logger *slog.Logger     `yaml:"-"`

@@ -29,6 +29,7 @@ type input struct {
 
 type shown struct {
 	ID          int64  `json:"id"`
+	Owner       string `json:"owner"`
 	Prompt      string `json:"prompt"`
 	Schedule    string `json:"schedule"`
 	TimeZone    string `json:"time_zone"`
@@ -41,7 +42,7 @@ type shown struct {
 func (s *Scheduler) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "scheduled_tasks",
-		Description: "Schedule a prompt to run later in this chat; list, run now, update or delete tasks.",
+		Description: "Schedule a prompt to run later in this chat; list, run now, update or delete tasks (a person's own, or anyone's for an admin).",
 		Timeout:     30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		c := tools.CallerFrom(ctx)
@@ -87,6 +88,11 @@ func (s *Scheduler) Tool() tools.Tool {
 			}
 			t, err := s.find(ctx, c.ChatKey, in.ID)
 			if err != nil {
+				return nil, err
+			}
+			// A task runs as its owner: only they (or an admin) may
+			// change what it does, run it or delete it.
+			if err := s.cfg.Admins.Permit(ctx, t.UserKey, fmt.Sprintf("Task %d", t.ID)); err != nil {
 				return nil, err
 			}
 			switch in.Action {
@@ -228,7 +234,7 @@ func (s *Scheduler) show(t Task) shown {
 	if err != nil {
 		loc = time.UTC
 	}
-	out := shown{ID: t.ID, Prompt: t.Prompt, TimeZone: loc.String(), LastOutcome: t.LastOutcome}
+	out := shown{ID: t.ID, Owner: t.UserKey, Prompt: t.Prompt, TimeZone: loc.String(), LastOutcome: t.LastOutcome}
 	switch t.Kind {
 	case Once:
 		out.Schedule = "once at " + t.At.In(loc).Format(time.RFC3339)
