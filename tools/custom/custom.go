@@ -100,7 +100,9 @@ func (m *Manager) install(specs []Spec) error {
 }
 
 // admitted reports whether the caller is an admin.
-func (m *Manager) admitted(ctx context.Context) bool { return m.admins.Has(tools.CallerFrom(ctx).UserKey) }
+func (m *Manager) admitted(ctx context.Context) bool {
+	return m.admins.Has(tools.CallerFrom(ctx).UserKey)
+}
 
 // Group is the custom_tools group, for admins only.
 func (m *Manager) Group() tools.Group {
