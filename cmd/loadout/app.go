@@ -247,7 +247,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		Description: "Call an HTTP API the person names"}, webTools[1:]...); err != nil {
 		return nil, err
 	}
-	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, g.CheckURL)
+	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)
 	if err := reg.AddGroup(cm.Group(), cm.Tool()); err != nil {
 		return nil, err
 	}

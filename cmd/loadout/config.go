@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -113,8 +114,13 @@ type ToolsConfig struct {
 	CatalogBudget int `yaml:"catalog_budget"`
 	// ManifestsDir holds JSON tool manifests, one group per file.
 	ManifestsDir string `yaml:"manifests_dir"`
-	// Admins are the user keys that may create tools from a chat.
+	// Admins are the user keys that may create tools from a chat, and
+	// change, run or delete what others own (scheduled tasks).
 	Admins []string `yaml:"admins"`
+	// CustomSecrets are the environment variables a tool made in a chat
+	// may send in its headers, each bound to the hosts listed (an empty
+	// list: the tool's own host, whatever it is).
+	CustomSecrets map[string][]string `yaml:"custom_secrets"`
 	// Confirm is which calls wait for the person's approval:
 	// destructive (default), mutating or none; ConfirmTools overrides it
 	// per tool (always or never); ConfirmTTL is how long a question waits.
@@ -430,6 +436,9 @@ func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[s
 }
 
 // envVar is the variable that sets a dotted key.
+// envName is the form of an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 func envVar(key string) string {
 	return "LOADOUT_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
@@ -599,6 +608,16 @@ func (c Config) validate(set map[string]bool) error {
 	}
 	if s := c.Google.Gmail.Send; s != "" && s != gmail.SendMail && s != gmail.SendDraft {
 		bad("google.gmail.send", `must be "send" or "draft", got %q`, s)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Tools.CustomSecrets)) {
+		if !envName.MatchString(name) {
+			bad("tools.custom_secrets", "%q is not an environment variable's name", name)
+		}
+		for _, h := range c.Tools.CustomSecrets[name] {
+			if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "/:@ ") {
+				bad("tools.custom_secrets."+name, "must list host names like api.example.com, got %q", h)
+			}
+		}
 	}
 	if err := (tools.Policy{Level: c.Tools.Confirm, Tools: c.Tools.ConfirmTools, AfterUntrusted: c.Tools.ConfirmAfterUntrusted}).Check(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))

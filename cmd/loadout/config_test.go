@@ -66,6 +66,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		"slack:\n  enabled: true\n  bot_token: bad\n":                    "slack.bot_token",
 		"slack:\n  enabled: true\n  bot_token: xoxb-1\n  mode: events\n": "slack.signing_secret",
 		"telegram:\n  enabled: yes please\n":                             "telegram.enabled",
+		"tools:\n  custom_secrets: {BAD-NAME: []}\n":                     "tools.custom_secrets",
+		"tools:\n  custom_secrets: {KEY: [\"https://x\"]}\n":             "tools.custom_secrets.KEY",
 	}
 	for in, key := range cases {
 		_, err := parseConfig([]byte(in), env(nil))

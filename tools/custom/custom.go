@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -53,18 +54,23 @@ type Manager struct {
 	store  Store
 	client *http.Client
 	admins tools.Admins
-	check  func(*url.URL) error
+	// secrets are the variables a tool made here may send, each with the
+	// hosts it may go to (none: any) (tools.custom_secrets).
+	secrets map[string][]string
+	check   func(*url.URL) error
 	mu     sync.Mutex
 }
 
 // GroupName is the group the custom tools are in.
 const GroupName = "custom"
 
-// New returns a manager. admins are user keys (tools.admins); client
-// calls the tools (through the guard); check refuses a URL the guard
-// would refuse, for a clear error at creation.
-func New(reg *tools.Registry, st Store, client *http.Client, admins []string, check func(*url.URL) error) *Manager {
-	return &Manager{reg: reg, store: st, client: client, admins: tools.NewAdmins(admins), check: check}
+// New returns a manager. admins are user keys (tools.admins); secrets
+// are the environment variables a tool's headers may send, each bound to
+// the hosts listed (none: any host) (tools.custom_secrets); client calls
+// the tools (through the guard); check refuses a URL the guard would
+// refuse, for a clear error at creation.
+func New(reg *tools.Registry, st Store, client *http.Client, admins []string, secrets map[string][]string, check func(*url.URL) error) *Manager {
+	return &Manager{reg: reg, store: st, client: client, admins: tools.NewAdmins(admins), secrets: secrets, check: check}
 }
 
 // Load registers the stored custom tools; call it once at start.
@@ -84,7 +90,7 @@ func (m *Manager) install(specs []Spec) error {
 	if err != nil {
 		return err
 	}
-	l, err := manifest.Parse(raw, GroupName, m.client)
+	l, err := manifest.ParseWith(raw, GroupName, m.client, m.secret)
 	if err != nil {
 		return err
 	}
@@ -97,6 +103,29 @@ func (m *Manager) install(specs []Spec) error {
 		desc += ": " + strings.Join(names, ", ")
 	}
 	return m.reg.ReplaceGroup(tools.Group{Name: GroupName, DisplayName: "Custom tools", Description: desc}, l.Tools...)
+}
+
+// secret is the value of name for a request to host, when
+// tools.custom_secrets lets a tool made in a chat send it there. It holds
+// at every call, also for tools stored before the list changed.
+func (m *Manager) secret(name, host string) (string, error) {
+	if err := m.mayCarry(name, host); err != nil {
+		return "", &tools.Error{Code: tools.CodePermission, Message: "This tool cannot be called: " + err.Error() + ".",
+			Suggestion: "Tell the person an admin must change the tool, or the operator tools.custom_secrets."}
+	}
+	return os.Getenv(name), nil
+}
+
+// mayCarry says why variable name may not be sent to host, or nil.
+func (m *Manager) mayCarry(name, host string) error {
+	hosts, ok := m.secrets[name]
+	switch {
+	case !ok:
+		return fmt.Errorf("${%s} is not in tools.custom_secrets, the operator's list of what tools made in a chat may send", name)
+	case len(hosts) > 0 && !slices.ContainsFunc(hosts, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), host) }):
+		return fmt.Errorf("${%s} may be sent only to %s (tools.custom_secrets), not to %s", name, strings.Join(hosts, ", "), host)
+	}
+	return nil
 }
 
 // admitted reports whether the caller is an admin.
@@ -302,9 +331,13 @@ func (m *Manager) validate(s Spec) error {
 			return bad("url", "%v", err)
 		}
 	}
-	for k, v := range s.HTTP.Headers {
-		if !envRef().MatchString(strings.TrimSpace(v)) {
+	for _, k := range slices.Sorted(maps.Keys(s.HTTP.Headers)) {
+		v := strings.TrimSpace(s.HTTP.Headers[k])
+		if !envRef().MatchString(v) {
 			return bad("headers."+k, "must be a ${VAR} reference to the operator's environment; secrets are never taken from a chat")
+		}
+		if err := m.mayCarry(v[2:len(v)-1], u.Hostname()); err != nil {
+			return bad("headers."+k, "%v", err)
 		}
 	}
 	if len(s.Parameters) > 0 {

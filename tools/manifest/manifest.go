@@ -85,9 +85,25 @@ func LoadDir(dir string, client *http.Client) ([]Loaded, error) {
 	return out, nil
 }
 
-// Parse reads one manifest. group is the group name (the file's base name).
-// The _meta entry, if present, is not a tool.
+// Secrets gives the value of a variable a tool's header names, for a
+// request to host, or an error the model gets instead (a variable the
+// tool may not send, or not to that host).
+type Secrets func(name, host string) (string, error)
+
+// Environment is the Secrets of the operator's own manifests: any
+// variable of the process's environment, to the tool's host.
+func Environment(name, _ string) (string, error) { return os.Getenv(name), nil }
+
+// Parse reads one manifest of the operator's. group is the group name
+// (the file's base name). The _meta entry, if present, is not a tool.
+// Its headers may send any environment variable (Environment).
 func Parse(raw []byte, group string, client *http.Client) (Loaded, error) {
+	return ParseWith(raw, group, client, Environment)
+}
+
+// ParseWith is Parse with the tools' headers given only what secrets
+// allows: tools made from a chat (tools/custom).
+func ParseWith(raw []byte, group string, client *http.Client, secrets Secrets) (Loaded, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
@@ -107,7 +123,7 @@ func Parse(raw []byte, group string, client *http.Client) (Loaded, error) {
 			l.Group.DisplayName, l.Group.Description = e.DisplayName, e.Description
 			continue
 		}
-		t, err := httpTool(e, client)
+		t, err := httpTool(e, client, secrets)
 		if err != nil {
 			return Loaded{}, fmt.Errorf("entry %d (%q): %w", i, e.Name, err)
 		}
@@ -153,7 +169,7 @@ func displayName(file string) string {
 	return strings.Join(words, " ")
 }
 
-func httpTool(e entry, client *http.Client) (tools.Tool, error) {
+func httpTool(e entry, client *http.Client, secrets Secrets) (tools.Tool, error) {
 	if e.Name == "" || e.Description == "" {
 		return tools.Tool{}, fmt.Errorf("name and description are required")
 	}
@@ -199,7 +215,7 @@ func httpTool(e entry, client *http.Client) (tools.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		return call(ctx, client, method, filled, headers, rest)
+		return call(ctx, client, method, filled, headers, secrets, rest)
 	}), nil
 }
 
@@ -291,7 +307,7 @@ func objectOf(args json.RawMessage) (map[string]any, error) {
 	return m, err
 }
 
-func call(ctx context.Context, client *http.Client, method, target string, headers map[string]string, args json.RawMessage) (any, error) {
+func call(ctx context.Context, client *http.Client, method, target string, headers map[string]string, secrets Secrets, args json.RawMessage) (any, error) {
 	var body io.Reader
 	if method == http.MethodGet {
 		m, _ := objectOf(args) // checked against the schema already
@@ -326,36 +342,84 @@ func call(ctx context.Context, client *http.Client, method, target string, heade
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	// The secrets sent, by value, so no answer or error shows them.
+	sent := map[string]string{}
 	for k, v := range headers {
-		req.Header.Set(k, os.ExpandEnv(v))
+		var refused error
+		val := os.Expand(v, func(name string) string {
+			s, err := secrets(name, req.URL.Hostname())
+			if err != nil && refused == nil {
+				refused = err
+			}
+			if len(s) > maxSecret && refused == nil {
+				refused = fmt.Errorf("manifest: the variable %s is longer than %d bytes", name, maxSecret)
+			}
+			if len(s) >= minSecret {
+				sent[s] = name
+			}
+			return s
+		})
+		if refused != nil {
+			return nil, refused
+		}
+		req.Header.Set(k, val)
 	}
+	v, err := send(client, req, sent)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// minSecret is the shortest value hidden from answers: a shorter one
+// would blot out ordinary text (and is no secret).
+const minSecret = 4
+
+// maxSecret is the longest value sent from the environment; a longer one
+// is refused.
+const maxSecret = 4096
+
+// hide replaces each secret value in s with the variable's name.
+func hide(s string, sent map[string]string) string {
+	for v, name := range sent {
+		s = strings.ReplaceAll(s, v, "[the value of "+name+"]")
+	}
+	return s
+}
+
+// send runs req and reads its answer for the model, with the secrets
+// sent hidden from it.
+func send(client *http.Client, req *http.Request, sent map[string]string) (string, error) {
+	ctx := req.Context()
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return "", ctx.Err()
 		}
-		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: "The tool's service could not be reached.",
+		return "", &tools.Error{Code: tools.CodeUnavailable, Message: "The tool's service could not be reached.",
 			Suggestion: "Tell the person the service is down; try again later."}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return nil, &tools.Error{Code: tools.CodeUnavailable,
+		return "", &tools.Error{Code: tools.CodeUnavailable,
 			Message:    "The tool's service redirected the call to another host, which is not followed.",
 			Suggestion: "Tell the person the tool needs its configuration checked."}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResult+1))
+	// Read past the cut by a secret's length at most, so a secret that
+	// straddles the cut is hidden whole before the answer is cut.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResult+maxSecret))
 	if err != nil {
-		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: "The tool's service broke off its answer."}
+		return "", &tools.Error{Code: tools.CodeUnavailable, Message: "The tool's service broke off its answer."}
 	}
-	text := string(data)
-	if len(data) > MaxResult {
-		text = strings.ToValidUTF8(string(data[:MaxResult]), "") + "\n[… answer cut at 16 KB]"
+	text := hide(string(data), sent)
+	if len(text) > MaxResult {
+		text = strings.ToValidUTF8(text[:MaxResult], "") + "\n[… answer cut at 16 KB]"
 	}
 	switch {
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("The tool's service failed (%d): %s", resp.StatusCode, text)}
+		return "", &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("The tool's service failed (%d): %s", resp.StatusCode, text)}
 	case resp.StatusCode >= 400:
-		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The tool's service rejected the call (%d): %s", resp.StatusCode, text),
+		return "", &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The tool's service rejected the call (%d): %s", resp.StatusCode, text),
 			Suggestion: "Fix the arguments the service complained about."}
 	}
 	return text, nil
