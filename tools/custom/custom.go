@@ -58,7 +58,7 @@ type Manager struct {
 	// hosts it may go to (none: any) (tools.custom_secrets).
 	secrets map[string][]string
 	check   func(*url.URL) error
-	mu     sync.Mutex
+	mu      sync.Mutex
 }
 
 // GroupName is the group the custom tools are in.
