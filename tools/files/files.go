@@ -170,6 +170,9 @@ func (w *Workspaces) Path(chatKey, name string) (string, error) {
 	if err != nil || !st.Mode().IsRegular() {
 		return "", fmt.Errorf("no file %q in the workspace", name)
 	}
+	if err := own(root, st); err != nil {
+		return "", fmt.Errorf("%q: %w", name, err)
+	}
 	return filepath.Join(w.Dir(chatKey), filepath.FromSlash(clean(name))), nil
 }
 
@@ -326,6 +329,9 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 			if err != nil || !st.Mode().IsRegular() {
 				return nil, fileError(orNotExist(err), in.Path)
 			}
+			if err := own(root, st); err != nil {
+				return nil, fileError(err, in.Path)
+			}
 			full := filepath.Join(w.Dir(chatKey), p)
 			err = sender.SendFile(ctx, chatKey, path.Base(filepath.ToSlash(p)), full)
 			if errors.Is(err, ErrCannotSend) {
@@ -378,6 +384,9 @@ func (w *Workspaces) read(root *os.Root, p, shown string, offset int) (any, erro
 	if err != nil || !st.Mode().IsRegular() {
 		return nil, fileError(orNotExist(err), shown)
 	}
+	if err := own(root, st); err != nil {
+		return nil, fileError(err, shown)
+	}
 	// A read looks at no more than the text it could return.
 	buf, err := io.ReadAll(io.LimitReader(f, int64(offset+w.cfg.MaxChars)*4+4))
 	if err != nil {
@@ -425,12 +434,25 @@ func (w *Workspaces) write(root *os.Root, p, shown, text string, appendTo bool) 
 		return nil, &tools.Error{Code: "too_large", Message: fmt.Sprintf("The workspace would hold %d bytes; it is limited to %d.", used-old+size, w.cfg.MaxWorkspaceBytes),
 			Suggestion: "Delete files that are no longer needed."}
 	}
-	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	flag := os.O_WRONLY | os.O_CREATE
 	if appendTo {
-		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		flag |= os.O_APPEND
 	}
 	f, err := root.OpenFile(p, flag, 0o600)
 	if err != nil {
+		return nil, fileError(err, shown)
+	}
+	// The file opened is checked, not the name: nothing is changed in a
+	// file that is not the chat's alone.
+	st, err := f.Stat()
+	if err == nil {
+		err = own(root, st)
+	}
+	if err == nil && !appendTo {
+		err = f.Truncate(0)
+	}
+	if err != nil {
+		f.Close()
 		return nil, fileError(err, shown)
 	}
 	_, err = io.WriteString(f, text)
@@ -447,9 +469,15 @@ func (w *Workspaces) write(root *os.Root, p, shown, text string, appendTo bool) 
 	return done{Status: status, Path: shown, Size: size}, nil
 }
 
+// errNotOwn is a file that is not the chat's alone (see own).
+var errNotOwn = errors.New("the file is linked from outside this chat's workspace")
+
 // fileError explains a failed path to the model.
 func fileError(err error, p string) error {
 	switch {
+	case errors.Is(err, errNotOwn):
+		return &tools.Error{Code: tools.CodePermission, Message: fmt.Sprintf("'%s' is linked from outside this chat's workspace (a hard link or a mount), so it is not used.", p),
+			Suggestion: "Tell the person only the chat's own files can be read, written or sent; delete the link with files delete."}
 	case errors.Is(err, fs.ErrNotExist):
 		return &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("There is no file '%s' in this chat's workspace.", p),
 			Suggestion: "Call files with action list to see the files."}

@@ -209,3 +209,57 @@ func TestFilesSummaryNamesWhatChanges(t *testing.T) {
 		t.Fatalf("only %d files changed", changed)
 	}
 }
+
+// Found by probing: `ln ../telegram_…/diary.txt hard.txt` (through exec)
+// then files read hard.txt returned another chat's diary; os.Root keeps
+// paths inside the workspace, not inodes. A file with another link is not
+// read, written, sent or handed out, and the other chat's file is left as
+// it was.
+func TestHardLinkedFileIsNotTheChats(t *testing.T) {
+	w, err := New(Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sent{}
+	ana, bea := "telegram:1", "telegram:2"
+	if r := call(t, w, s, bea, `{"action":"write","path":"diary.txt","content":"Bea's secret"}`); r.Status != tools.StatusSuccess {
+		t.Fatal(r)
+	}
+	if r := call(t, w, s, ana, `{"action":"write","path":"mine.txt","content":"Ana's"}`); r.Status != tools.StatusSuccess {
+		t.Fatal(r)
+	}
+	diary := filepath.Join(w.Dir(bea), "diary.txt")
+	if err := os.Link(diary, filepath.Join(w.Dir(ana), "hard.txt")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{
+		`{"action":"read","path":"hard.txt"}`,
+		`{"action":"write","path":"hard.txt","content":"overwritten"}`,
+		`{"action":"append","path":"hard.txt","content":"more"}`,
+		`{"action":"send","path":"hard.txt"}`,
+	} {
+		r := call(t, w, s, ana, args)
+		if r.Code != tools.CodePermission || strings.Contains(r.Content, "secret") {
+			t.Errorf("%s: %+v", args, r)
+		}
+	}
+	if _, err := w.Path(ana, "hard.txt"); err == nil {
+		t.Error("Path handed out the linked file")
+	}
+	if b, _ := os.ReadFile(diary); string(b) != "Bea's secret" {
+		t.Errorf("Bea's diary is now %q", b)
+	}
+	if len(s.files) != 0 {
+		t.Errorf("sent %q", s.files)
+	}
+	// The chat's own files still work, and the link can be deleted.
+	if r := call(t, w, s, ana, `{"action":"read","path":"mine.txt"}`); r.Status != tools.StatusSuccess {
+		t.Errorf("own file: %+v", r)
+	}
+	if r := call(t, w, s, ana, `{"action":"delete","path":"hard.txt"}`); r.Status != tools.StatusSuccess {
+		t.Errorf("delete the link: %+v", r)
+	}
+	if b, _ := os.ReadFile(diary); string(b) != "Bea's secret" {
+		t.Errorf("Bea's diary after the delete: %q", b)
+	}
+}
