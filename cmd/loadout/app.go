@@ -371,9 +371,19 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 		return err
 	}
 	if a.cfg.Exec.Enabled {
+		if err := shell.Check(a.cfg.Exec); err != nil {
+			return err
+		}
+		ec := a.cfg.Exec
+		// Commands never read the store, wherever it is.
+		if p := a.cfg.Store.Path; p != "" {
+			if abs, err := filepath.Abs(p); err == nil {
+				ec.Protect = append(ec.Protect, abs, abs+"-wal", abs+"-shm")
+			}
+		}
 		return reg.AddGroup(tools.Group{Name: "exec", DisplayName: "Commands",
 			Description: "Run the allowed commands (" + strings.Join(a.cfg.Exec.Allow, ", ") + ") in this chat's workspace"},
-			shell.Tool(a.cfg.Exec, ws))
+			shell.Tool(ec, ws))
 	}
 	return nil
 }

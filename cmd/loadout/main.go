@@ -34,6 +34,7 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat/openai"
 	"loadout/store"
+	"loadout/tools/shell"
 )
 
 const usage = `loadout — a self-hosted assistant that loads tool groups on demand
@@ -135,6 +136,8 @@ type errUsage struct{ msg string }
 func (e errUsage) Error() string { return e.msg }
 
 func main() {
+	// The confined child of exec becomes its command here.
+	shell.RunChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()

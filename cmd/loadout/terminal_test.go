@@ -16,12 +16,14 @@ import (
 	"github.com/creack/pty"
 
 	"loadout/chat/chattest"
+	"loadout/tools/shell"
 )
 
 // TestMain lets a test run this binary as loadout itself: with
 // LOADOUT_TEST_MAIN set, the process is main, so a test can start it at
 // a pseudo-terminal.
 func TestMain(m *testing.M) {
+	shell.RunChild()
 	mcptest.MaybeServe()
 	if os.Getenv("LOADOUT_TEST_MAIN") != "" {
 		os.Args = append([]string{"loadout"}, strings.Fields(os.Getenv("LOADOUT_TEST_MAIN"))...)

@@ -2,6 +2,13 @@
 // allows, as argument lists (no shell unless one is allowed), in the
 // chat's workspace, with a timeout, a cap on output and a clean
 // environment. It is off unless exec.enabled is true.
+//
+// Each command is confined: the loadout binary is started again as a
+// child (RunChild) that restricts itself with Landlock — read-write in
+// the chat's workspace alone, read-only on the system's directories less
+// exec.hide, no /proc, no network unless exec.network — sets the
+// exec.limits resource limits, drops root to nobody, and only then
+// becomes the command.
 package shell
 
 import (
@@ -9,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +44,21 @@ type Config struct {
 	// Path is the PATH commands see and are found in; default
 	// /usr/local/bin:/usr/bin:/bin.
 	Path string `yaml:"path"`
+	// Network lets commands open TCP connections (exec.network);
+	// default off.
+	Network bool `yaml:"network"`
+	// Hide lists paths under the system directories commands may not
+	// read (exec.hide), besides DefaultHide.
+	Hide []string `yaml:"hide"`
+	// Limits bound each command (exec.limits).
+	Limits Limits `yaml:"limits"`
+	// Unconfined runs commands without the sandbox (exec.unconfined),
+	// where the kernel cannot confine them; only the clean environment,
+	// the workspace as working directory and the timeout remain.
+	Unconfined bool `yaml:"unconfined"`
+	// Protect lists files commands never read, wherever they are (the
+	// store, the config file); set by loadout.
+	Protect []string `yaml:"-"`
 }
 
 // Dirs gives the directory a chat's commands run in (its workspace).
@@ -66,9 +89,13 @@ func Tool(cfg Config, dirs Dirs) tools.Tool {
 	if cfg.Path == "" {
 		cfg.Path = "/usr/local/bin:/usr/bin:/bin"
 	}
+	cfg.Limits.setDefaults(cfg.Timeout)
 	return tools.New(tools.Definition{
 		Name:        "exec",
 		Description: "Run an allowed command in this chat's workspace: " + strings.Join(cfg.Allow, ", ") + ".",
+		// A command changes the workspace: mutating, so it asks after
+		// untrusted content (tools.confirm_after_untrusted).
+		Effect: tools.EffectMutate,
 		// A command's output reads files and pages others wrote.
 		Untrusted: true,
 		Timeout:   cfg.Timeout + 5*time.Second,
@@ -137,9 +164,34 @@ func (c *capped) Write(p []byte) (int, error) {
 func run(ctx context.Context, cfg Config, prog string, in input, dir string) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	env := []string{"PATH=" + cfg.Path, "HOME=" + dir, "LANG=C.UTF-8", "TMPDIR=" + dir}
 	cmd := exec.CommandContext(ctx, prog, in.Args...)
+	var report *os.File
+	if !cfg.Unconfined {
+		s := newSpec(cfg, prog, in.Args, env, dir)
+		if s.User != 0 {
+			// The command runs as nobody: the workspace becomes
+			// nobody's. It starts there, so it reaches it even where
+			// the directories above are loadout's alone.
+			if err := handOver(dir, s.User); err != nil {
+				return nil, fmt.Errorf("hand the workspace over: %w", err)
+			}
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		defer w.Close()
+		report = r
+		cmd = exec.CommandContext(ctx, "/proc/self/exe")
+		cmd.Args = []string{"loadout-exec", in.Command}
+		cmd.Env = []string{childEnv + "=" + s.encode()}
+		cmd.ExtraFiles = []*os.File{w}
+	} else {
+		cmd.Env = env
+	}
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + cfg.Path, "HOME=" + dir, "LANG=C.UTF-8", "TMPDIR=" + dir}
 	cmd.Stdin = strings.NewReader(in.Stdin)
 	out := &capped{max: cfg.MaxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -147,7 +199,23 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if len(cmd.ExtraFiles) > 0 {
+			cmd.ExtraFiles[0].Close() // the child's copy is the one left
+		}
+		err = cmd.Wait()
+		// What the command left running (children that outlived it, in
+		// its process group) ends with it.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if report != nil {
+		if why, _ := io.ReadAll(io.LimitReader(report, 4096)); len(why) > 0 {
+			return nil, &tools.Error{Code: "not_available",
+				Message:    fmt.Sprintf("The command could not be confined, so it did not run: %s.", strings.TrimSpace(string(why))),
+				Suggestion: "Tell the person commands cannot run here now; the operator can check the server (or set exec.unconfined: true)."}
+		}
+	}
 	res := output{Output: strings.ToValidUTF8(out.buf.String(), "�")}
 	for !utf8.ValidString(res.Output) {
 		res.Output = res.Output[:len(res.Output)-1]

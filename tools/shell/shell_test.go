@@ -79,3 +79,9 @@ func TestExec(t *testing.T) {
 		t.Errorf("exec off: %+v", r)
 	}
 }
+
+// TestMain lets exec run this test binary as its confined child.
+func TestMain(m *testing.M) {
+	RunChild()
+	os.Exit(m.Run())
+}
