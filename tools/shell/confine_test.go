@@ -3,6 +3,7 @@
 package shell
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -204,5 +205,36 @@ func gone(t *testing.T) {
 			t.Fatalf("%d processes of the command are left", left)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// BenchmarkExec is one `echo` through the exec tool, confined (the
+// re-executed child: Landlock, limits, then the command) and not.
+func BenchmarkExec(b *testing.B) {
+	for _, unconfined := range []bool{false, true} {
+		name := "confined"
+		if unconfined {
+			name = "unconfined"
+		}
+		b.Run(name, func(b *testing.B) {
+			if !unconfined && landlockABI() < minABI {
+				b.Skip("no Landlock here")
+			}
+			cfg := Config{Enabled: true, Allow: []string{"echo"}, Unconfined: unconfined}
+			d := dirs(b.TempDir())
+			r := tools.NewRegistry()
+			if err := r.Add(Tool(cfg, d)); err != nil {
+				b.Fatal(err)
+			}
+			x := tools.NewExecutor(r, nil)
+			ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local"})
+			b.ResetTimer()
+			for b.Loop() {
+				res := x.Run(ctx, nil, []tools.Call{{ID: "1", Name: "exec", Arguments: `{"command":"echo","args":["hi"]}`}})[0]
+				if res.Status != tools.StatusSuccess {
+					b.Fatal(res.Content)
+				}
+			}
+		})
 	}
 }
