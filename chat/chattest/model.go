@@ -43,6 +43,10 @@ type Step struct {
 	// after the first.
 	Chunks     []string
 	ChunkDelay time.Duration
+	// Cut ends the answer early, as a dropped connection does: a streamed
+	// one after its text and tool calls, with no finish reason and no
+	// [DONE]; a plain one halfway through its JSON.
+	Cut bool
 }
 
 // ModelServer is a fake chat completions server. Tests queue steps and read
@@ -212,6 +216,11 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, n, req, st, msg, usage, finish)
 		return
 	}
+	if st.Cut {
+		b, _ := json.Marshal(goopenai.ChatCompletionResponse{ID: "cut", Choices: []goopenai.ChatCompletionChoice{{Message: msg}}})
+		w.Write(b[:len(b)/2])
+		return
+	}
 	json.NewEncoder(w).Encode(goopenai.ChatCompletionResponse{
 		ID: fmt.Sprintf("chatcmpl-%d", n), Object: "chat.completion", Model: req.Model,
 		Choices: []goopenai.ChatCompletionChoice{{Index: 0, Message: msg, FinishReason: finish}},
@@ -289,6 +298,9 @@ func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, n int, req 
 			Function: goopenai.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments[:half]}}}})
 		delta(goopenai.ChatCompletionStreamChoiceDelta{ToolCalls: []goopenai.ToolCall{{Index: &idx,
 			Function: goopenai.FunctionCall{Arguments: tc.Function.Arguments[half:]}}}})
+	}
+	if st.Cut {
+		return
 	}
 	send(goopenai.ChatCompletionStreamResponse{Choices: []goopenai.ChatCompletionStreamChoice{{FinishReason: finish}}})
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {

@@ -237,6 +237,9 @@ func (c *Client) stream(ctx context.Context, req goopenai.ChatCompletionRequest,
 		calls []chat.ToolCall
 		out   chat.Response
 		any   bool
+		// finished is set by the chunk that says why the answer ended;
+		// a stream that stops before it was cut, whatever it carried.
+		finished bool
 	)
 	for {
 		chunk, err := s.Recv()
@@ -253,6 +256,9 @@ func (c *Client) stream(ctx context.Context, req goopenai.ChatCompletionRequest,
 			continue
 		}
 		any = true
+		if chunk.Choices[0].FinishReason != "" {
+			finished = true
+		}
 		d := chunk.Choices[0].Delta
 		if d.Content != "" {
 			text.WriteString(d.Content)
@@ -279,11 +285,19 @@ func (c *Client) stream(ctx context.Context, req goopenai.ChatCompletionRequest,
 	if !any {
 		return chat.Response{}, errGarbled
 	}
+	if !finished {
+		return chat.Response{}, errCut
+	}
 	out.Text, out.ToolCalls = text.String(), calls
 	return out, nil
 }
 
-var errGarbled = errors.New("response has no choices")
+var (
+	errGarbled = errors.New("response has no choices")
+	// errCut is a stream that ended before its finish reason: a dropped
+	// connection, not an answer. It is retried like one.
+	errCut = errors.New("the answer's stream ended before it was complete")
+)
 
 // transient reports whether a failed attempt may succeed if repeated: rate
 // limits, server errors, timeouts, broken connections and unreadable

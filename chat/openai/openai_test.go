@@ -132,3 +132,34 @@ func TestStreamedAnswer(t *testing.T) {
 		t.Errorf("tool calls put together wrong: %+v", resp)
 	}
 }
+
+// Found by probing: a stream cut after one chunk was shown and stored as
+// the whole answer, and a complete tool call in a cut stream would run.
+// An answer that ends without its finish reason (streamed) or mid-JSON
+// (plain) is a transient failure: retried, and never returned as an
+// answer.
+func TestCutAnswersAreRetriedNotTaken(t *testing.T) {
+	for _, streamed := range []bool{true, false} {
+		m := chattest.NewModelServer(t)
+		m.Push(chattest.Step{Text: "The transfer is", Cut: true})
+		m.Push(chattest.Step{Text: "Sending.", Calls: []chat.ToolCall{{Name: "http_request", Arguments: `{"method":"POST","url":"https://bank.example/transfer"}`}}, Cut: true})
+		m.Push(chattest.Step{Text: "The whole answer."})
+		var w waits
+		req := chat.Request{Messages: []chat.Message{{Role: chat.RoleUser, Text: "hi"}}}
+		if streamed {
+			req.OnText = func(string) {}
+		}
+		resp, err := client(m, &w).Complete(context.Background(), req)
+		if err != nil || resp.Text != "The whole answer." || len(resp.ToolCalls) != 0 || len(m.Requests()) != 3 {
+			t.Errorf("streamed %v: %+v, %v after %d requests", streamed, resp, err, len(m.Requests()))
+		}
+		// Only cut answers: the failure, never a part.
+		m2 := chattest.NewModelServer(t)
+		for range 4 {
+			m2.Push(chattest.Step{Text: "Partial", Calls: []chat.ToolCall{{Name: "web", Arguments: `{}`}}, Cut: true})
+		}
+		if resp, err := client(m2, &w).Complete(context.Background(), req); err == nil || resp.Text != "" || len(resp.ToolCalls) != 0 {
+			t.Errorf("streamed %v, every answer cut: %+v, %v", streamed, resp, err)
+		}
+	}
+}
