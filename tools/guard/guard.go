@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -226,7 +227,17 @@ var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	nat64L    = netip.MustParsePrefix("64:ff9b:1::/48")
 	sixToFour = netip.MustParsePrefix("2002::/16")
-	teredo    = netip.MustParsePrefix("2001::/32")
+	// IETF protocol assignments: Teredo (2001::/32), benchmarking,
+	// ORCHID and the rest; nothing a person asks for lives there.
+	ietf6 = netip.MustParsePrefix("2001::/23")
+	// The deprecated IPv4-compatible form ::a.b.c.d, and SIIT's
+	// ::ffff:0:a.b.c.d, which some stacks still route to a.b.c.d.
+	compatible = netip.MustParsePrefix("::/96")
+	siit       = netip.MustParsePrefix("::ffff:0:0:0/96")
+	siteLocal  = netip.MustParsePrefix("fec0::/10")
+	discard    = netip.MustParsePrefix("100::/64")
+	docs       = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("198.51.100.0/24"),
+		netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("3fff::/20")}
 )
 
 // kind classifies an address that must not be reached, "" otherwise.
@@ -250,20 +261,31 @@ func kind(a netip.Addr) string {
 		return "reserved"
 	case a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 		return "broadcast"
+	case slices.ContainsFunc(docs, func(p netip.Prefix) bool { return p.Contains(a) }):
+		return "documentation"
 	}
 	if a.Is6() {
 		b := a.As16()
+		embedded := netip.AddrFrom4([4]byte(b[12:16]))
 		// Addresses that carry an IPv4 address inside are judged by it.
 		switch {
-		case nat64.Contains(a), nat64L.Contains(a):
-			return kind(netip.AddrFrom4([4]byte(b[12:16])))
+		case a.Is4In6():
+			return kind(a.Unmap())
+		case siit.Contains(a), nat64.Contains(a), nat64L.Contains(a):
+			if k := kind(embedded); k != "" {
+				return k
+			}
+			if nat64L.Contains(a) && !(b[8] == 0 && b[9] == 0 && b[10] == 0 && b[11] == 0) {
+				return "reserved" // a local-use NAT64 prefix with more than an IPv4 address
+			}
 		case sixToFour.Contains(a):
 			return kind(netip.AddrFrom4([4]byte(b[2:6])))
-		case teredo.Contains(a):
+		case compatible.Contains(a):
+			return "IPv4-compatible (deprecated)"
+		case ietf6.Contains(a), discard.Contains(a):
 			return "reserved"
-		}
-		if a.Is4In6() {
-			return kind(a.Unmap())
+		case siteLocal.Contains(a):
+			return "site-local"
 		}
 	}
 	return ""

@@ -146,3 +146,55 @@ func TestPublicAddressesPass(t *testing.T) {
 		}
 	}
 }
+
+// internal is every form of an address the model must not reach: IPv4
+// ranges, IPv6 ranges, and each IPv6 form that carries an internal IPv4
+// address. Found by probing: ::ffff:0:7f00:1 (SIIT), ::127.0.0.1
+// (IPv4-compatible) and fec0::/10 (site-local) passed.
+var internal = []string{
+	// IPv4
+	"127.0.0.1", "127.255.255.254", "0.0.0.0", "0.1.2.3", "10.0.0.1", "10.255.255.255", "172.16.0.1", "172.31.255.255",
+	"192.168.0.1", "169.254.169.254", "100.64.0.1", "100.127.255.254", "192.0.0.8", "192.0.2.10", "198.51.100.7",
+	"203.0.113.9", "198.18.0.1", "198.19.255.254", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
+	// IPv6
+	"::1", "::", "fe80::1", "fe80::a9fe:a9fe", "fec0::1", "feff::1", "fc00::1", "fd00:ec2::254", "ff02::1", "ff05::2",
+	"2001:db8::1", "2001:db8:ffff::1", "3fff::1", "100::1", "2001:2::1", "2001:10::1", "2001:20::1",
+	// IPv4 inside IPv6
+	"::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", // mapped
+	"::127.0.0.1", "::10.0.0.1", "::169.254.169.254", "::192.168.1.1", // compatible
+	"::ffff:0:127.0.0.1", "::ffff:0:7f00:1", "::ffff:0:a9fe:a9fe", "::ffff:0:10.1.2.3", // SIIT
+	"64:ff9b::127.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b::10.0.0.1", "64:ff9b:1::7f00:1", "64:ff9b:1:ffff::a00:1", // NAT64
+	"2002:7f00:1::", "2002:a9fe:a9fe::1", "2002:c0a8:101::1", // 6to4
+	"2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::1", // Teredo
+}
+
+func TestEveryFormOfAnInternalAddressIsRefusedAtDial(t *testing.T) {
+	if len(internal) < 50 {
+		t.Fatalf("the table has %d addresses", len(internal))
+	}
+	m := map[string]string{}
+	for i, a := range internal {
+		m[fmt.Sprintf("h%d.example", i)] = a
+	}
+	g, err := New(Config{LookupIP: names(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: g.Transport()}
+	for i, a := range internal {
+		host := fmt.Sprintf("h%d.example", i)
+		if _, err := client.Get("http://" + host + "/"); !IsBlocked(err) {
+			t.Errorf("%s (through %s) was not refused at dial: %v", a, host, err)
+		}
+		u, _ := url.Parse("http://" + netip.AddrPortFrom(netip.MustParseAddr(a), 80).String() + "/")
+		if err := g.CheckURL(u); !IsBlocked(err) {
+			t.Errorf("%s as a literal passed the early check", a)
+		}
+	}
+	// Their public neighbours pass.
+	for _, a := range []string{"::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "2606:4700:4700::1111", "2a00:1450:4001::200e"} {
+		if k := kind(netip.MustParseAddr(a)); k != "" {
+			t.Errorf("%s refused as %s", a, k)
+		}
+	}
+}
