@@ -34,7 +34,9 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat/openai"
 	"loadout/store"
+	"loadout/tools/pdf"
 	"loadout/tools/shell"
+	"loadout/worker"
 )
 
 const usage = `loadout — a self-hosted assistant that loads tool groups on demand
@@ -136,7 +138,9 @@ type errUsage struct{ msg string }
 func (e errUsage) Error() string { return e.msg }
 
 func main() {
-	// The confined child of exec becomes its command here.
+	// A worker parses the untrusted file it was started for, here; the
+	// confined child of exec becomes its command.
+	worker.Serve(map[string]worker.Func{pdf.Job: pdf.Work})
 	shell.RunChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)

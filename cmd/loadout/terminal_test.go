@@ -16,13 +16,16 @@ import (
 	"github.com/creack/pty"
 
 	"loadout/chat/chattest"
+	"loadout/tools/pdf"
 	"loadout/tools/shell"
+	"loadout/worker"
 )
 
 // TestMain lets a test run this binary as loadout itself: with
 // LOADOUT_TEST_MAIN set, the process is main, so a test can start it at
 // a pseudo-terminal.
 func TestMain(m *testing.M) {
+	worker.Serve(map[string]worker.Func{pdf.Job: pdf.Work})
 	shell.RunChild()
 	mcptest.MaybeServe()
 	if os.Getenv("LOADOUT_TEST_MAIN") != "" {

@@ -335,7 +335,7 @@ func (m *mailbox) readAttachment(ctx context.Context, svc *gmailapi.Service, id,
 	}
 	var text string
 	if isPDF {
-		if text, err = pdf.Text(data, a.Filename, maxAttachmentChars); err != nil {
+		if text, err = pdf.Text(ctx, data, a.Filename, maxAttachmentChars, pdf.Limits{}); err != nil {
 			return nil, err
 		}
 	} else {

@@ -1,6 +1,7 @@
 package pdf
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -16,21 +17,45 @@ func FuzzPDFText(f *testing.F) {
 	f.Add([]byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF"))
 	f.Add([]byte("%PDF-"))
 	f.Add([]byte("%PDF-1.7\nxref\n0 1\n0000000000 65535 f \ntrailer << /Size 1 >>\nstartxref\n9\n%%EOF"))
-	g := &group{cfg: Config{MaxChars: 2000}}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := open(data, "fuzz.pdf")
+		// The worker's side of the protocol, in this process: the request
+		// as parse sends it, the answer as parse reads it.
+		head, _ := json.Marshal(job{Op: opText, Name: "fuzz.pdf", MaxChars: 2000})
+		out, err := Work(append(append(head, '\n'), data...))
 		if err != nil {
-			var te *tools.Error
-			if !asToolsError(err, &te) || te.Code != tools.CodeInvalidArgument || !strings.Contains(te.Message, "fuzz.pdf") {
-				t.Fatalf("open: %v", err)
-			}
-			return
+			t.Fatalf("Work: %v", err)
 		}
-		if _, err := safely("fuzz.pdf", func() (any, error) { return g.extract(r, "fuzz.pdf", textIn{}) }); err != nil {
-			var te *tools.Error
-			if !asToolsError(err, &te) {
-				t.Fatalf("extract: %v", err)
+		var a answer
+		if err := json.Unmarshal(out, &a); err != nil {
+			t.Fatalf("the answer does not parse: %v", err)
+		}
+		switch {
+		case a.Error != nil:
+			if a.Error.Code != tools.CodeInvalidArgument || !strings.Contains(a.Error.Message, "fuzz.pdf") {
+				t.Fatalf("error: %+v", a.Error)
 			}
+		case a.Text == nil:
+			t.Fatalf("neither text nor an error: %s", out)
+		}
+	})
+}
+
+// FuzzWorkRequest feeds any request to the worker's job: whatever it is,
+// the job answers with JSON or refuses the request, never panics.
+func FuzzWorkRequest(f *testing.F) {
+	f.Add([]byte(`{"op":"info","name":"a.pdf"}` + "\n%PDF-1.4"))
+	f.Add([]byte(`{"op":"text","name":"a.pdf","max_chars":10,"in":{"first_page":2,"offset":-5}}` + "\n"))
+	f.Add([]byte(`{"op":"render"}` + "\n"))
+	f.Add([]byte("no header"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, req []byte) {
+		out, err := Work(req)
+		if err != nil {
+			return // refused: parse sees a *worker.JobError
+		}
+		var a answer
+		if json.Unmarshal(out, &a) != nil || a.Error == nil && a.Info == nil && a.Text == nil {
+			t.Fatalf("answer %q", out)
 		}
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ledongthuc/pdf"
 
 	"loadout/tools"
+	"loadout/worker"
 )
 
 // Workspaces are the chats' files, as the files tool keeps them.
@@ -45,6 +46,24 @@ type Config struct {
 	// Renderer is poppler's pdftoppm (pdf.renderer); default the one on
 	// PATH. Without it, render says what to install.
 	Renderer string `yaml:"renderer"`
+	// Limits bound the worker process a PDF is parsed in (pdf.limits):
+	// memory, processor time, wall-clock time.
+	Limits Limits `yaml:"limits"`
+}
+
+// Limits bound the worker that parses one PDF.
+type Limits struct {
+	// MemoryMB is the memory it may take (pdf.limits.memory_mb); default
+	// 512.
+	MemoryMB int `yaml:"memory_mb"`
+	// CPU is its processor time (pdf.limits.cpu); default 20s.
+	CPU time.Duration `yaml:"cpu"`
+	// Wall is how long it may take (pdf.limits.wall); default 30s.
+	Wall time.Duration `yaml:"wall"`
+}
+
+func (l Limits) worker() worker.Limits {
+	return worker.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, Wall: l.Wall}
 }
 
 // Group is the pdf group's description.
@@ -202,19 +221,32 @@ func (g *group) info(ctx context.Context, in source) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	out, err := parse(ctx, g.cfg.Limits, job{Op: opInfo, Name: name}, data)
+	if err != nil {
+		return nil, err
+	}
+	return *out.Info, nil
+}
+
+// infoOf is info's reading, in the worker.
+func infoOf(data []byte, name string) (infoOut, error) {
 	r, err := open(data, name)
 	var te *tools.Error
 	if errors.As(err, &te) && te.Details["encrypted"] == true {
 		return infoOut{Encrypted: true, Bytes: len(data)}, nil
 	}
 	if err != nil {
-		return nil, err
+		return infoOut{}, err
 	}
-	return safely(name, func() (any, error) {
+	out, err := safely(name, func() (any, error) {
 		info := r.Trailer().Key("Info")
 		return infoOut{Pages: r.NumPage(), Title: info.Key("Title").Text(), Author: info.Key("Author").Text(),
 			Encrypted: encrypted(data), Bytes: len(data)}, nil
 	})
+	if err != nil {
+		return infoOut{}, err
+	}
+	return out.(infoOut), nil
 }
 
 // safely runs a step of reading a PDF, turning a panic of the PDF
@@ -233,17 +265,16 @@ func safely(name string, fn func() (any, error)) (out any, err error) {
 // more), read as pdf_text reads it: the page tree's walk is bounded, so a
 // hostile file cannot hold the caller. Other parts that meet PDFs (web
 // pages, mail attachments) read them through it.
-func Text(data []byte, name string, maxChars int) (string, error) {
-	r, err := open(data, name)
+//
+// The PDF is parsed in a worker process under limits (the default ones
+// when l is zero): a file that crashes the reader or asks it for more
+// memory than allowed is an error, not the end of loadout.
+func Text(ctx context.Context, data []byte, name string, maxChars int, l Limits) (string, error) {
+	out, err := parse(ctx, l, job{Op: opText, Name: name, MaxChars: maxChars}, data)
 	if err != nil {
 		return "", err
 	}
-	g := &group{cfg: Config{MaxChars: maxChars}}
-	out, err := safely(name, func() (any, error) { return g.extract(r, name, textIn{}) })
-	if err != nil {
-		return "", err
-	}
-	t := out.(textOut)
+	t := *out.Text
 	text := t.Text
 	if t.Note != "" {
 		text = strings.TrimSpace(text + "\n[" + t.Note + "]")
@@ -256,15 +287,28 @@ func (g *group) text(ctx context.Context, in textIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := open(data, name)
+	out, err := parse(ctx, g.cfg.Limits, job{Op: opText, Name: name, MaxChars: g.cfg.MaxChars, In: in}, data)
 	if err != nil {
 		return nil, err
 	}
-	return safely(name, func() (any, error) { return g.extract(r, name, in) })
+	return *out.Text, nil
+}
+
+// textOf is text's reading, in the worker.
+func textOf(data []byte, name string, maxChars int, in textIn) (textOut, error) {
+	r, err := open(data, name)
+	if err != nil {
+		return textOut{}, err
+	}
+	out, err := safely(name, func() (any, error) { return extract(r, name, maxChars, in) })
+	if err != nil {
+		return textOut{}, err
+	}
+	return out.(textOut), nil
 }
 
 // extract is text's reading of the pages.
-func (g *group) extract(r *pdf.Reader, name string, in textIn) (any, error) {
+func extract(r *pdf.Reader, name string, maxChars int, in textIn) (any, error) {
 	n := r.NumPage()
 	first, last := max(in.FirstPage, 1), in.LastPage
 	if last <= 0 || last > n {
@@ -299,13 +343,13 @@ func (g *group) extract(r *pdf.Reader, name string, in textIn) (any, error) {
 		}
 		fmt.Fprintf(&b, "--- page %d ---\n%s\n", i, strings.TrimSpace(t))
 		// Enough for this call and the offset: later pages wait.
-		if b.Len() > 4*(in.Offset+g.cfg.MaxChars) {
+		if b.Len() > 4*(in.Offset+maxChars) {
 			last = i
 			break
 		}
 	}
 	out := textOut{Pages: fmt.Sprintf("%d-%d of %d", first, last, n)}
-	out.Text, out.TotalChars, out.NextOffset = tools.Window(b.String(), max(in.Offset, 0), g.cfg.MaxChars)
+	out.Text, out.TotalChars, out.NextOffset = tools.Window(b.String(), max(in.Offset, 0), maxChars)
 	if out.NextOffset > 0 {
 		out.Note = fmt.Sprintf("More text follows: call again with offset %d.", out.NextOffset)
 	}
@@ -332,16 +376,15 @@ func (g *group) render(ctx context.Context, in renderIn) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := open(data, name)
+	out, err := parse(ctx, g.cfg.Limits, job{Op: opInfo, Name: name}, data)
 	if err != nil {
 		return nil, err
 	}
-	pages, err := safely(name, func() (any, error) { return r.NumPage(), nil })
-	if err != nil {
-		return nil, err
+	if out.Info.Encrypted && out.Info.Pages == 0 {
+		return nil, errEncrypted(name)
 	}
-	if in.Page > pages.(int) {
-		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' has %d pages.", name, pages)}
+	if in.Page > out.Info.Pages {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' has %d pages.", name, out.Info.Pages)}
 	}
 	dir, err := os.MkdirTemp("", "loadout-pdf-")
 	if err != nil {

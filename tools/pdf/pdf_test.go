@@ -149,3 +149,47 @@ func TestPDFFromDrive(t *testing.T) {
 		t.Errorf("from Drive: %+v (asked %q)", res, asked)
 	}
 }
+
+// Found by probing: a 526-byte PDF whose content stream claims
+// 1,000,000,000,000 columns made the PDF library allocate a terabyte:
+// "fatal error: runtime: out of memory", which no recover catches, and
+// the service was gone (and went again on every restart). The PDF is now
+// read in a worker process under a memory limit: the worker dies, the
+// call is a plain error, and the next PDF reads as usual.
+func TestMemoryBombEndsTheWorkerNotTheService(t *testing.T) {
+	ws, call := setup(t, nil)
+	ctx := context.Background()
+	ws.Save(ctx, "console:local", "bomb.pdf", bytes.NewReader(pdftest.MemoryBomb()))
+	ws.Save(ctx, "console:local", "fine.pdf", bytes.NewReader(document("", "Still readable")))
+	r := call("pdf_text", `{"path":"bomb.pdf"}`)
+	if r.Code != tools.CodeInvalidArgument || !strings.Contains(r.Content, "This PDF could not be read: it asks for more memory than allowed.") {
+		t.Fatalf("the bomb: %+v", r)
+	}
+	if r := call("pdf_text", `{"path":"fine.pdf"}`); r.Status != tools.StatusSuccess || !strings.Contains(r.Content, "Still readable") {
+		t.Fatalf("the next PDF: %+v", r)
+	}
+	if _, err := Text(ctx, pdftest.MemoryBomb(), "mail.pdf", 100, Limits{}); err == nil || !strings.Contains(err.Error(), "more memory than allowed") {
+		t.Fatalf("Text, as mail and web pages read PDFs: %v", err)
+	}
+}
+
+// BenchmarkWorkerText is pdf_text's reading of a small PDF through the
+// worker process, against the same reading in this process: the worker's
+// cost per call.
+func BenchmarkWorkerText(b *testing.B) {
+	data := document("", "First page words", "Second page words", "Third page")
+	b.Run("worker", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Text(context.Background(), data, "a.pdf", 2000, Limits{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("in-process", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := textOf(data, "a.pdf", 2000, textIn{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

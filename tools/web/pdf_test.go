@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ func TestSelfReferencingPDFDoesNotHang(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := pdfText([]byte(data))
+		_, err := pdfText(context.Background(), []byte(data))
 		done <- err
 	}()
 	select {

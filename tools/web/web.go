@@ -206,7 +206,7 @@ func (w *webTool) fetch(ctx context.Context, raw string, offset int) (any, error
 		ctype = http.DetectContentType(body)
 		ctype, _, _ = mime.ParseMediaType(ctype)
 	}
-	title, text, err := toText(ctype, body, resp.Request.URL)
+	title, text, err := toText(ctx, ctype, body, resp.Request.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -227,12 +227,12 @@ func (w *webTool) fetch(ctx context.Context, raw string, offset int) (any, error
 
 // toText turns a body into text by its type: HTML into Markdown of its
 // readable part, PDF into its text, JSON and plain text as they are.
-func toText(ctype string, body []byte, base *url.URL) (title, text string, err error) {
+func toText(ctx context.Context, ctype string, body []byte, base *url.URL) (title, text string, err error) {
 	switch {
 	case ctype == "text/html" || ctype == "application/xhtml+xml":
 		return htmlText(body, base)
 	case ctype == "application/pdf":
-		text, err := pdfText(body)
+		text, err := pdfText(ctx, body)
 		var te *tools.Error
 		if errors.As(err, &te) {
 			return "", "", te
@@ -277,8 +277,8 @@ func htmlText(body []byte, base *url.URL) (string, string, error) {
 }
 
 // pdfText is a PDF's text, read with the pdf group's bounded reader.
-func pdfText(body []byte) (string, error) {
-	return pdfpkg.Text(body, "the PDF", maxPDFChars)
+func pdfText(ctx context.Context, body []byte) (string, error) {
+	return pdfpkg.Text(ctx, body, "the PDF", maxPDFChars, pdfpkg.Limits{})
 }
 
 // maxPDFChars bounds the text taken from a fetched PDF; the result is cut

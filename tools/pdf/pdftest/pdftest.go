@@ -3,6 +3,7 @@ package pdftest
 
 import (
 	"bytes"
+	"compress/zlib"
 	"fmt"
 	"strings"
 )
@@ -10,6 +11,27 @@ import (
 // Document writes a PDF with one page per text, a title and an author,
 // and a correct cross-reference table; trailer adds to the trailer.
 func Document(trailer string, texts ...string) []byte {
+	return document(trailer, func(t string) string {
+		stream := fmt.Sprintf("BT /F1 24 Tf 72 700 Td (%s) Tj ET", t)
+		return fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream)
+	}, texts...)
+}
+
+// MemoryBomb is a small PDF (about 600 bytes) whose one page's content
+// is a FlateDecode stream with /DecodeParms << /Predictor 12 /Columns
+// 1000000000000 >>: a reader that trusts the columns allocates a
+// terabyte for a row.
+func MemoryBomb() []byte {
+	return document("", func(t string) string {
+		var z bytes.Buffer
+		w := zlib.NewWriter(&z)
+		fmt.Fprintf(w, "\x02BT /F1 24 Tf 72 700 Td (%s) Tj ET", t)
+		w.Close()
+		return fmt.Sprintf("<< /Length %d /Filter /FlateDecode /DecodeParms << /Predictor 12 /Columns 1000000000000 >> >>\nstream\n%s\nendstream", z.Len(), z.Bytes())
+	}, "boom")
+}
+
+func document(trailer string, content func(text string) string, texts ...string) []byte {
 	objs := []string{"<< /Type /Catalog /Pages 2 0 R >>", ""}
 	var kids []string
 	for range texts {
@@ -18,10 +40,9 @@ func Document(trailer string, texts ...string) []byte {
 	font := 3
 	objs = append(objs, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
 	for i, t := range texts {
-		stream := fmt.Sprintf("BT /F1 24 Tf 72 700 Td (%s) Tj ET", t)
-		objs = append(objs, fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream))
-		content := len(objs)
-		objs = append(objs, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 %d 0 R >> >> >>", content, font))
+		objs = append(objs, content(t))
+		c := len(objs)
+		objs = append(objs, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 %d 0 R >> >> >>", c, font))
 		kids[i] = fmt.Sprintf("%d 0 R", len(objs))
 	}
 	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), len(texts))
