@@ -5,7 +5,7 @@ package worker
 import "syscall"
 
 const (
-	memEnv = "LOADOUT_WORKER_MEMORY_MB"
+	memEnv    = "LOADOUT_WORKER_MEMORY_MB"
 	cpuEnv    = "LOADOUT_WORKER_CPU_SECONDS"
 	parentEnv = "LOADOUT_WORKER_PARENT"
 )
