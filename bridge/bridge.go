@@ -25,6 +25,10 @@ const (
 	// TextFailed is sent when a message could not be answered and will not
 	// be tried again.
 	TextFailed = "Sorry, something went wrong on my side and I couldn't answer that message. Please send it again."
+	// TextQuarantined is sent, once, for a message set aside because
+	// handling it stopped the service each time; %s is its reference,
+	// which the operator finds in the log.
+	TextQuarantined = "Sorry, I couldn't handle that message: trying to stopped me more than once, so I've set it aside (reference %s). Please send it again in other words, or without the file; the reference helps my operator find out why."
 	// TextRefused is the one refusal an unknown user receives.
 	TextRefused = "Sorry, I only talk to people my owner has allowed. Ask them to add you."
 	// TextCut ends an answer that was longer than a reply may be.

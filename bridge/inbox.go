@@ -83,6 +83,12 @@ type Inbox interface {
 	Drafted(ctx context.Context, seq int64, draft []byte) error
 	// Finish moves an item to StateDone or StateFailed.
 	Finish(ctx context.Context, seq int64, state State) error
+	// Begin records, durably, that an item's turn is starting, and
+	// returns how many of its turns have started without coming back,
+	// this one included. Returned takes one back: the turn came back (it
+	// failed cleanly, or was interrupted by a shutdown).
+	Begin(ctx context.Context, seq int64) (int, error)
+	Returned(ctx context.Context, seq int64) error
 	// Prune deletes done and failed items last changed before t, and
 	// reports how many. Until then their IDs still recognise redeliveries.
 	Prune(ctx context.Context, before time.Time) (int64, error)

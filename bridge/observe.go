@@ -7,6 +7,9 @@ const (
 	OutcomeAnswered = "answered" // the turn ran and the event is done
 	OutcomeRetrying = "retrying" // the turn failed; the event stays pending
 	OutcomeFailed   = "failed"   // given up: too many failures, or a panic
+	// OutcomeQuarantined: set aside, its turn having ended the process
+	// delivery.max_attempts times.
+	OutcomeQuarantined = "quarantined"
 )
 
 // Observer is told what a pipeline does, for metrics. Its methods must be

@@ -107,6 +107,12 @@ type PipelineConfig struct {
 	// MaxAttempts bounds how often one event's turn is tried before the
 	// event is failed and the person told; default 5.
 	MaxAttempts int
+	// MaxStarts bounds how often one event's turn may start without
+	// coming back — the process ended under it, by a crash no recover
+	// catches, an out-of-memory kill or a power cut — before the event is
+	// set aside as poison (delivery.max_attempts); default 3. Each start
+	// is recorded in the inbox before the turn runs.
+	MaxStarts int
 	// Keep is how long finished events are remembered so a redelivery is
 	// recognised; default 24h.
 	Keep   time.Duration
@@ -223,6 +229,9 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 5
+	}
+	if cfg.MaxStarts <= 0 {
+		cfg.MaxStarts = 3
 	}
 	if cfg.Keep <= 0 {
 		cfg.Keep = 24 * time.Hour
@@ -581,6 +590,18 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	defer stop()
 	var took time.Duration
 	if it.State == StatePending {
+		// Recorded before the turn runs, so a turn that takes the process
+		// down with it is counted though nothing after it runs.
+		var starts int
+		if err := p.write(ctx, log, "record the turn's start", func(ctx context.Context) (err error) {
+			starts, err = p.cfg.Inbox.Begin(ctx, it.Seq)
+			return err
+		}); err != nil {
+			return errLeft
+		}
+		if starts > p.cfg.MaxStarts {
+			return p.quarantine(ctx, out, it, starts-1, log)
+		}
 		start := time.Now()
 		var onText func(string)
 		var d *drafter
@@ -593,6 +614,12 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			it.Draft = d.close()
 		}
 		took = time.Since(start)
+		if ctx.Err() != nil || err != nil {
+			// The turn came back: not the process's end.
+			p.write(context.WithoutCancel(ctx), log, "record the turn's return", func(ctx context.Context) error {
+				return p.cfg.Inbox.Returned(ctx, it.Seq)
+			})
+		}
 		if ctx.Err() != nil {
 			log.Info("delivery: turn interrupted (shutdown, or the chat's claim lost); it is answered on a later try")
 			return ctx.Err()
@@ -702,6 +729,24 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 		p.tell(ctx, out, it.Route, nil, TextRetrying, log)
 	}
 	return errLeft
+}
+
+// quarantine sets aside an event whose turn started MaxStarts times and
+// never came back: each time, the process ended under it. It is failed
+// first, then the person is told once, with its reference, and the
+// chat's later messages run.
+func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, starts int, log *slog.Logger) error {
+	ref := p.cfg.Channel + ":" + it.ID
+	log.Error("delivery: a message's turn started and never came back, each time the process ended under it; it is set aside (quarantined)",
+		"starts", starts, "ref", ref)
+	if err := p.write(ctx, log, "quarantine the event", func(ctx context.Context) error {
+		return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
+	}); err != nil {
+		return errLeft
+	}
+	p.tell(ctx, out, it.Route, it.Draft, fmt.Sprintf(TextQuarantined, ref), log)
+	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeQuarantined, 0)
+	return fmt.Errorf("bridge: event %s quarantined after %d starts", ref, starts)
 }
 
 // send sends one part once the channel's pacing lets it go; with a

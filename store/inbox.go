@@ -32,7 +32,10 @@ type inboxItem struct {
 	// Parts is the answer as a JSON array of strings, once known.
 	Parts string
 	Sent  int
-	State string `gorm:"not null"`
+	// Starts counts the item's turns that started and never came back
+	// (see bridge.Inbox.Begin).
+	Starts int    `gorm:"not null;default:0"`
+	State  string `gorm:"not null"`
 	// Draft is the channel's reference to the answer shown while written.
 	Draft []byte
 	// Images are the workspace names of pictures sent with the event, a
@@ -180,6 +183,25 @@ func (d *DB) MarkSent(ctx context.Context, seq int64, n int) error {
 // Drafted records the reference of the draft shown for an item.
 func (d *DB) Drafted(ctx context.Context, seq int64, draft []byte) error {
 	return d.updateItem(ctx, seq, "draft = ?", draft)
+}
+
+// Begin records that an item's turn starts and returns how many have
+// started without coming back.
+func (d *DB) Begin(ctx context.Context, seq int64) (int, error) {
+	var n int
+	err := d.db.WithContext(ctx).Raw("UPDATE inbox_items SET starts = starts + 1, updated_at = ? WHERE seq = ? RETURNING starts", d.now(), seq).Scan(&n).Error
+	if err != nil {
+		return 0, kind(err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("store: inbox item %d: %w", seq, chat.ErrNotFound)
+	}
+	return n, nil
+}
+
+// Returned takes back one start of an item's turn.
+func (d *DB) Returned(ctx context.Context, seq int64) error {
+	return d.updateItem(ctx, seq, "starts = CASE WHEN starts > 0 THEN starts - 1 ELSE 0 END")
 }
 
 // Finish marks an item done or failed.

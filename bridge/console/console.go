@@ -43,6 +43,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer is told about turns and sends, for metrics; optional.
 	Observer bridge.Observer
+	// ShutdownGrace is how long the turn under way may finish once Run's
+	// context ends (delivery.shutdown_grace); default 30s.
+	ShutdownGrace time.Duration
+	// MaxStarts is how often a message's turn may start and never come
+	// back before it is set aside (delivery.max_attempts); default 3.
+	MaxStarts int
 }
 
 // Console reads one message at a time and prints each reply.
@@ -81,7 +87,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 	c := &Console{cfg: cfg}
 	c.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "console", Inbox: inbox, Handler: withQuit{router}, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
-		Stream: cfg.Stream, DraftEvery: draftEvery,
+		Stream: cfg.Stream, DraftEvery: draftEvery, ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts,
 	})
 	return c
 }

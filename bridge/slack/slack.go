@@ -63,6 +63,9 @@ type Config struct {
 	// ShutdownGrace is how long in-flight turns may run after ctx is
 	// cancelled; default 30s.
 	ShutdownGrace time.Duration `yaml:"-"`
+	// MaxStarts is how often a message's turn may start and never come
+	// back before it is set aside (delivery.max_attempts); default 3.
+	MaxStarts int `yaml:"-"`
 	// Exclusive, when set, keeps the Socket Mode connection to one
 	// process of those sharing the database.
 	Exclusive bridge.Exclusive `yaml:"-"`
@@ -162,7 +165,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	}
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
+		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
 		Stream: cfg.Stream, Claim: cfg.Claim,
 	})
 	for _, c := range cfg.AllowedChannels {

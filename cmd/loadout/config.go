@@ -54,6 +54,7 @@ type Config struct {
 	MCP       mcp.Config      `yaml:"mcp"`
 	Cluster   ClusterConfig   `yaml:"cluster"`
 	HTTP      HTTPConfig      `yaml:"http"`
+	Delivery  DeliveryConfig  `yaml:"delivery"`
 	Log       LogConfig       `yaml:"log"`
 	Console   ConsoleConfig   `yaml:"console"`
 	Telegram  TelegramConfig  `yaml:"telegram"`
@@ -147,10 +148,33 @@ type SkillsConfig struct {
 	Dir string `yaml:"dir"`
 }
 
+// DeliveryConfig is the delivery pipeline every channel's messages go
+// through.
+type DeliveryConfig struct {
+	// MaxAttempts is how often a message's turn may start and never come
+	// back (the process ended under it) before the message is set aside
+	// as poison; default 3.
+	MaxAttempts int `yaml:"max_attempts"`
+	// ShutdownGrace is how long in-flight turns may run after a stop
+	// signal, in every command (serve and chat); unset, the older
+	// http.shutdown_grace, else 30s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+}
+
+// grace is the shutdown grace: delivery.shutdown_grace, else its older
+// name http.shutdown_grace.
+func (c Config) grace() time.Duration {
+	if c.Delivery.ShutdownGrace > 0 {
+		return c.Delivery.ShutdownGrace.Std()
+	}
+	return c.HTTP.ShutdownGrace.Std()
+}
+
 // HTTPConfig is the HTTP server: health, webhooks, OAuth callbacks.
 type HTTPConfig struct {
 	Listen string `yaml:"listen"`
-	// ShutdownGrace is how long in-flight turns may run after a stop signal.
+	// ShutdownGrace is the older name of delivery.shutdown_grace, still
+	// read when that is unset.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// Metrics serves Prometheus metrics at /metrics.
 	Metrics bool `yaml:"metrics"`
@@ -671,6 +695,10 @@ func (c Config) validate(set map[string]bool) error {
 		bad("http.listen", "must be host:port, got %q", c.HTTP.Listen)
 	}
 	duration("http.shutdown_grace", c.HTTP.ShutdownGrace.Std(), 0)
+	duration("delivery.shutdown_grace", c.Delivery.ShutdownGrace.Std(), 0)
+	if c.Delivery.MaxAttempts < 0 {
+		bad("delivery.max_attempts", "must be 1 or more (0: the default, 3), got %d", c.Delivery.MaxAttempts)
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

@@ -37,7 +37,8 @@ func chatREPL(ctx context.Context, c *cli) error {
 		log = newLogger(quiet, c.stderr)
 	}
 	startup := c.log
-	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User, Stream: cfg.Console.Stream}
+	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User, Stream: cfg.Console.Stream,
+		ShutdownGrace: cfg.grace(), MaxStarts: cfg.Delivery.MaxAttempts}
 	if dir := storeDir(cfg.Store.Path); dir != "" && console.Interactive(c.stdin, c.stdout) {
 		cc.HistoryFile = filepath.Join(dir, consoleHistoryFile)
 		if sameTerminal(c.stderr, c.stdout) {

@@ -38,7 +38,7 @@ func newMetrics(inbox inboxStats) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "loadout_turns_total", Help: "Messages handled, by channel and outcome (answered, retrying, failed).",
+			Name: "loadout_turns_total", Help: "Messages handled, by channel and outcome (answered, retrying, failed, quarantined).",
 		}, []string{"channel", "outcome"}),
 		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "loadout_turn_duration_seconds", Help: "Time from the start of a turn to its answer, by channel.",

@@ -130,8 +130,8 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) err
 		}()
 	}
 	<-ctx.Done()
-	a.log.Info("shutting down", "grace", a.cfg.HTTP.ShutdownGrace.Std())
-	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.HTTP.ShutdownGrace.Std())
+	a.log.Info("shutting down", "grace", a.cfg.grace())
+	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.grace())
 	defer scancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()

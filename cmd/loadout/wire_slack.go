@@ -19,7 +19,7 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 		return "", nil, nil
 	}
 	sc := c.Config
-	sc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
+	sc.ShutdownGrace, sc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
 	sc.Logger, sc.Observer = a.log, a.metrics
 	sc.Exclusive = a.exclusive
 	sc.Claim = a.claim()

@@ -26,7 +26,7 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 		}
 	}
 	tc := c.Config
-	tc.ShutdownGrace = a.cfg.HTTP.ShutdownGrace.Std()
+	tc.ShutdownGrace, tc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
 	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
 	tc.Exclusive = a.exclusive
 	tc.Claim = a.claim()
