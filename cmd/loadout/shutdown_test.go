@@ -155,3 +155,50 @@ func TestSIGTERMWithAMegabyteInFlight(t *testing.T) {
 		t.Errorf("second process: %v\n%s", err, logs)
 	}
 }
+
+// Found by probing: `loadout chat` ignored the shutdown grace: SIGTERM
+// while a 20-second model call was in flight kept it alive for the
+// pipeline's default 30 s. It honours delivery.shutdown_grace (and its
+// older name) like serve.
+func TestChatStopsWithinItsGrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, key := range []string{"delivery", "http"} {
+		model := chattest.NewModelServer(t)
+		model.Push(chattest.Step{Text: "late", Delay: 25 * time.Second})
+		dir := t.TempDir()
+		path := filepath.Join(dir, "config.yaml")
+		raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\n%s:\n  shutdown_grace: 1s\n", model.URL, filepath.Join(dir, "loadout.db"), key)
+		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=chat -config "+path)
+		in, _ := cmd.StdinPipe()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(in, "hello\n") // stdin stays open
+		deadline := time.Now().Add(10 * time.Second)
+		for len(model.Requests()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(model.Requests()) == 0 {
+			cmd.Process.Kill()
+			t.Fatalf("the model was never asked\n%s", out.String())
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second): // the grace is 1 s; the old default 30 s
+			cmd.Process.Kill()
+			t.Fatalf("%s.shutdown_grace: SIGTERM did not end `loadout chat` in time\n%s", key, out.String())
+		}
+		in.Close()
+	}
+}
