@@ -10,6 +10,9 @@ const (
 	// OutcomeQuarantined: set aside, its turn having ended the process
 	// delivery.max_attempts times.
 	OutcomeQuarantined = "quarantined"
+	// OutcomeStopped: its person stopped the turn (Ctrl-C in the
+	// console).
+	OutcomeStopped = "stopped"
 )
 
 // Observer is told what a pipeline does, for metrics. Its methods must be

@@ -159,6 +159,8 @@ const DefaultMaxReply = 64 << 10
 var (
 	// ErrStopped: the pipeline is shutting down and takes no new events.
 	ErrStopped = errors.New("bridge: the channel is shutting down")
+	// ErrTurnStopped: the event's turn was stopped by CancelTurn.
+	ErrTurnStopped = errors.New("bridge: the turn was stopped")
 	// ErrNotStored: the inbox could not store the event.
 	ErrNotStored = errors.New("bridge: the event could not be stored")
 )
@@ -199,6 +201,10 @@ type Pipeline struct {
 	active   map[int64]bool
 	attempts map[int64]int
 	waiters  map[int64][]chan error
+	// turns cancel the turns running now, by event id; cancelled are
+	// those CancelTurn stopped.
+	turns     map[string]context.CancelFunc
+	cancelled map[string]bool
 }
 
 type job struct {
@@ -253,6 +259,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, out: cfg.Outlet, pace: newPacer(cfg.Pacing),
 		sem: make(chan struct{}, cfg.Workers), quit: make(chan struct{}),
 		queues: map[string][]job{}, active: map[int64]bool{}, attempts: map[int64]int{}, waiters: map[int64][]chan error{},
+		turns: map[string]context.CancelFunc{}, cancelled: map[string]bool{},
 	}
 }
 
@@ -339,6 +346,21 @@ func (p *Pipeline) Deliver(ctx context.Context, pend Pending) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// CancelTurn stops the turn of event id if it is running: the turn's
+// context is cancelled, and the event is finished without an answer and
+// never resumed (its Deliver returns ErrTurnStopped). It reports whether
+// a turn was running.
+func (p *Pipeline) CancelTurn(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cancel, ok := p.turns[id]
+	if ok {
+		p.cancelled[id] = true
+		cancel()
+	}
+	return ok
 }
 
 // Notify sends text to a chat outside a turn, in the chat's order with
@@ -609,11 +631,34 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			d = p.newDrafter(ctx, dr, it, log)
 			onText = d.update
 		}
-		text, err := p.turn(ctx, it, j.resume, onText)
+		tctx, tcancel := context.WithCancel(ctx)
+		p.mu.Lock()
+		p.turns[it.ID] = tcancel
+		p.mu.Unlock()
+		text, err := p.turn(tctx, it, j.resume, onText)
+		p.mu.Lock()
+		delete(p.turns, it.ID)
+		stopped := p.cancelled[it.ID]
+		delete(p.cancelled, it.ID)
+		p.mu.Unlock()
+		tcancel()
 		if d != nil {
 			it.Draft = d.close()
 		}
 		took = time.Since(start)
+		if stopped && ctx.Err() == nil {
+			// The person stopped it: done, unanswered, never resumed.
+			p.write(ctx, log, "record the turn's return", func(ctx context.Context) error {
+				return p.cfg.Inbox.Returned(ctx, it.Seq)
+			})
+			if err := p.write(ctx, log, "mark the stopped event done", func(ctx context.Context) error {
+				return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
+			}); err != nil {
+				return errLeft
+			}
+			p.cfg.Observer.Turn(p.cfg.Channel, OutcomeStopped, took)
+			return ErrTurnStopped
+		}
 		if ctx.Err() != nil || err != nil {
 			// The turn came back: not the process's end.
 			p.write(context.WithoutCancel(ctx), log, "record the turn's return", func(ctx context.Context) error {

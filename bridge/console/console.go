@@ -71,6 +71,10 @@ type Console struct {
 	// asking is the approval the last answer asked for: the next line
 	// "y" or "n" answers it.
 	asking string
+	// current is the event of the message under way; interrupted is set
+	// once Ctrl-C stopped its turn.
+	current     string
+	interrupted bool
 }
 
 // New returns a console over router that keeps its messages in inbox.
@@ -359,18 +363,47 @@ func (c *Console) print(s string) {
 	fmt.Fprint(c.cfg.Out, s)
 }
 
+// Interrupt is Ctrl-C at a terminal while a message is under way: the
+// first stops its turn ("Stopped.") and the console returns to the
+// prompt; it reports false — the caller then ends the console — for a
+// second Ctrl-C during the same message, or when no message is under way
+// (at the prompt, the line editor reads Ctrl-C itself).
+func (c *Console) Interrupt() bool {
+	c.mu.Lock()
+	id, again := c.current, c.interrupted
+	if id != "" {
+		c.interrupted = true
+	}
+	c.mu.Unlock()
+	if id == "" || again {
+		return false
+	}
+	if c.pipe.CancelTurn(id) {
+		c.print("\nStopped.\n")
+	}
+	return true
+}
+
 // handle delivers one message and waits for its answer to be printed.
 func (c *Console) handle(ctx context.Context, text string) {
 	text = c.answer(text)
 	c.seq++
 	id := "line:" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.Itoa(c.seq)
+	c.mu.Lock()
+	c.current, c.interrupted = id, false
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.current = ""
+		c.mu.Unlock()
+	}()
 	err := c.pipe.Deliver(ctx, bridge.Pending{
 		ID:      id,
 		Inbound: chat.Inbound{ChatKey: c.ChatKey(), UserKey: c.ChatKey(), Text: text},
 		Route:   []byte(c.ChatKey()),
 	})
 	switch {
-	case err == nil, ctx.Err() != nil:
+	case err == nil, ctx.Err() != nil, errors.Is(err, bridge.ErrTurnStopped):
 	case errors.Is(err, bridge.ErrNotStored):
 		c.cfg.Logger.Error("console message not stored", "err", err)
 		c.Send(ctx, nil, bridge.TextNotSaved)

@@ -69,6 +69,11 @@ func chatREPL(ctx context.Context, c *cli) error {
 	go func() { defer close(done); a.scheduler.Run(sctx) }()
 	defer a.runMCP(sctx)()
 	defer func() { stop(); <-done }()
+	if console.Interactive(c.stdin, c.stdout) {
+		// Ctrl-C during a message stops it; a second one, or one with
+		// no message under way, leaves.
+		defer onInterrupt(ctx, con.Interrupt)()
+	}
 	return con.Run(ctx)
 }
 

@@ -142,8 +142,10 @@ func main() {
 	// confined child of exec becomes its command.
 	worker.Serve(map[string]worker.Func{pdf.Job: pdf.Work})
 	shell.RunChild()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, stopInterrupts := withInterrupts(ctx)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stopInterrupts()
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadout:", err)

@@ -179,3 +179,60 @@ func TestConsoleAtATerminal(t *testing.T) {
 		t.Errorf("console_history: %v\n%s", err, history)
 	}
 }
+
+// At a terminal, Ctrl-C during a message stops that message's turn
+// ("Stopped.") and the prompt comes back, the console still running; the
+// next message is answered; Ctrl-C at an empty prompt leaves.
+func TestCtrlCStopsTheMessageNotTheConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	model := chattest.NewModelServer(t)
+	model.Push(chattest.Step{Text: "too late", Delay: 30 * time.Second})
+	model.Text("second answer")
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=chat", "TERM=xterm", "HOME="+dir,
+		"LOADOUT_LLM_BASE_URL="+model.URL, "LOADOUT_LLM_API_KEY=sk-test",
+		"LOADOUT_STORE_PATH="+filepath.Join(dir, "loadout.db"))
+	cmd.Dir = dir
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{got: make(chan struct{}, 1)}
+	go func() { _, _ = io.Copy(scr, tty) }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	const reading = "\x1b[?2004h"
+	scr.waitFor(t, reading, 1)
+	tty.WriteString("take your time\r")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(model.Requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	tty.WriteString("\x03") // Ctrl-C, while the model thinks
+	scr.waitFor(t, "Stopped.", 1)
+	scr.waitFor(t, reading, 2)
+	tty.WriteString("and now?\r")
+	scr.waitFor(t, "second answer", 1)
+	if strings.Contains(scr.String(), "too late") {
+		t.Fatal("the stopped answer was printed")
+	}
+	scr.waitFor(t, reading, 3)
+	tty.WriteString("\x03") // at an empty prompt: leave
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("Ctrl-C at the prompt: %v\n%q", err, scr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("Ctrl-C at an empty prompt did not leave; the terminal shows:\n%q", scr.String())
+	}
+}
