@@ -33,6 +33,7 @@ import (
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/chat/openai"
+	"loadout/proc"
 	"loadout/store"
 	"loadout/tools/pdf"
 	"loadout/tools/shell"
@@ -138,9 +139,12 @@ type errUsage struct{ msg string }
 func (e errUsage) Error() string { return e.msg }
 
 func main() {
-	// A worker parses the untrusted file it was started for, here; the
-	// confined child of exec becomes its command.
+	// Processes loadout starts of itself take up their work here: a
+	// worker parses the untrusted file it was started for, a keeper runs
+	// an MCP server or a command, the confined child of exec becomes its
+	// command.
 	worker.Serve(map[string]worker.Func{pdf.Job: pdf.Work})
+	proc.Serve()
 	shell.RunChild()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	ctx, stopInterrupts := withInterrupts(ctx)

@@ -17,6 +17,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/tools/mcp/mcptest"
 )
 
 // TestSIGTERMWithAMegabyteInFlight runs the built process on a 1 MB
@@ -201,4 +202,73 @@ func TestChatStopsWithinItsGrace(t *testing.T) {
 		}
 		in.Close()
 	}
+}
+
+// What loadout starts ends with it, whichever way it ends: an MCP stdio
+// server and what the server started, a command running for the model
+// and its children, on SIGTERM and on SIGKILL.
+func TestNothingLoadoutStartedOutlivesIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		server, command := fmt.Sprintf("2%d01.5", i), fmt.Sprintf("2%d02.5", i)
+		model := chattest.NewModelServer(t)
+		model.Call("load_tool_group", `{"group_name":"exec"}`)
+		model.Call("exec", fmt.Sprintf(`{"command":"sh","args":["-c","sleep %s & sleep %s"]}`, command, command))
+		dir := t.TempDir()
+		path := filepath.Join(dir, "config.yaml")
+		raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\ndelivery:\n  shutdown_grace: 1s\n"+
+			"exec:\n  enabled: true\n  allow: [sh]\n  timeout: 60s\n"+
+			"mcp:\n  servers:\n    - name: calc\n      command: sh\n      args: [\"-c\", \"sleep %s & exec %s -test.run=^$\"]\n      env:\n        %s: \"1\"\n",
+			model.URL, filepath.Join(dir, "loadout.db"), server, exe, mcptest.EnvVar)
+		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=chat -config "+path)
+		in, _ := cmd.StdinPipe()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(in, "run it\n")
+		deadline := time.Now().Add(15 * time.Second)
+		for (running(server) == 0 || running(command) < 2) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if running(server) == 0 || running(command) < 2 {
+			cmd.Process.Kill()
+			t.Fatalf("%s: the server (%d) or the command (%d) never ran\n%s", sig, running(server), running(command), out.String())
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		in.Close()
+		deadline = time.Now().Add(10 * time.Second)
+		for running(server)+running(command) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n, m := running(server), running(command); n+m > 0 {
+			t.Errorf("after %s: %d processes of the MCP server and %d of the command are left", sig, n, m)
+		}
+	}
+}
+
+// running counts the live processes whose command line holds marker.
+func running(marker string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if strings.Contains(string(b), marker) && !strings.Contains(string(st), ") Z ") {
+			n++
+		}
+	}
+	return n
 }

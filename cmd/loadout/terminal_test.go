@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"loadout/chat/chattest"
+	"loadout/proc"
 	"loadout/tools/pdf"
 	"loadout/tools/shell"
 	"loadout/worker"
@@ -26,6 +27,7 @@ import (
 // a pseudo-terminal.
 func TestMain(m *testing.M) {
 	worker.Serve(map[string]worker.Func{pdf.Job: pdf.Work})
+	proc.Serve()
 	shell.RunChild()
 	mcptest.MaybeServe()
 	if os.Getenv("LOADOUT_TEST_MAIN") != "" {

@@ -18,11 +18,13 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"loadout/bridge/backoff"
+	"loadout/proc"
 	"loadout/tools"
 )
 
@@ -236,8 +238,15 @@ func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
 	})
-	s, err := client.Connect(ctx, c.transport(), nil)
+	t, cmd := c.transport()
+	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
+		// A server that started but did not finish connecting (a
+		// timeout) is ended, with whatever it started.
+		if cmd != nil && cmd.Process != nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			go cmd.Wait()
+		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	c.mu.Lock()
@@ -262,15 +271,19 @@ func (c *Client) relist() {
 	}
 }
 
-func (c *Client) transport() sdk.Transport {
+// transport is how the server is reached; for a stdio server, also the
+// command, run under a keeper (loadout/proc) so that the server and what
+// it starts end with loadout, however loadout ends.
+func (c *Client) transport() (sdk.Transport, *exec.Cmd) {
 	switch {
 	case c.srv.transport != nil:
-		return c.srv.transport()
+		return c.srv.transport(), nil
 	case c.srv.URL != "":
 		return &sdk.StreamableClientTransport{Endpoint: c.srv.URL, MaxRetries: -1,
-			HTTPClient: &http.Client{Transport: headers{c.srv.Headers, http.DefaultTransport}}}
+			HTTPClient: &http.Client{Transport: headers{c.srv.Headers, http.DefaultTransport}}}, nil
 	}
-	cmd := exec.Command(c.srv.Command, c.srv.Args...)
+	kept := proc.Command(context.Background(), c.srv.Command, c.srv.Args...)
+	cmd := kept.Cmd
 	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"} {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)
@@ -280,7 +293,7 @@ func (c *Client) transport() sdk.Transport {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stderr = stderrLog{c.log}
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	return &sdk.CommandTransport{Command: kept.Prepare(), TerminateDuration: 2 * time.Second}, cmd
 }
 
 // headers adds the configured headers to every request.

@@ -17,11 +17,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"loadout/proc"
 	"loadout/tools"
 	"loadout/tools/mcp/mcptest"
 )
 
 func TestMain(m *testing.M) {
+	proc.Serve()
 	mcptest.MaybeServe()
 	os.Exit(m.Run())
 }
@@ -320,5 +322,39 @@ func TestToolThatSaysItActsIsDestructive(t *testing.T) {
 	read := c.tool(&sdk.Tool{Name: "list_messages", Description: "List messages", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, names)
 	if tools.EffectOf(context.Background(), read.Definition, nil) != tools.EffectRead {
 		t.Errorf("a listing tool was raised: %+v", read.Definition)
+	}
+}
+
+// Found by probing: a stdio server that did not finish connecting before
+// load_tool_group's timeout was left running after loadout exited. A
+// server that never answers (here a script that starts two children and
+// waits) is ended, with its children, when the connection gives up.
+func TestServerThatNeverConnectsIsEnded(t *testing.T) {
+	const marker = "1005.5"
+	c := New(Server{Name: "mute", Command: "sh", Args: []string{"-c", "sleep " + marker + " & sleep " + marker}}, quiet)
+	c.reg = newRegistry(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := c.ensure(ctx); err == nil {
+		t.Fatal("a mute server connected")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := 0
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if strings.Contains(string(b), marker) && !strings.Contains(string(st), ") Z ") {
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the server are left", n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -22,10 +22,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"loadout/proc"
 	"loadout/tools"
 )
 
@@ -165,7 +165,9 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	env := []string{"PATH=" + cfg.Path, "HOME=" + dir, "LANG=C.UTF-8", "TMPDIR=" + dir}
-	cmd := exec.CommandContext(ctx, prog, in.Args...)
+	// The command runs under a keeper: it and whatever it starts end
+	// with it, with its timeout, and with loadout.
+	cmd := proc.Command(ctx, prog, in.Args...)
 	var report *os.File
 	if !cfg.Unconfined {
 		s := newSpec(cfg, prog, in.Args, env, dir)
@@ -184,8 +186,8 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 		defer r.Close()
 		defer w.Close()
 		report = r
-		cmd = exec.CommandContext(ctx, "/proc/self/exe")
-		cmd.Args = []string{"loadout-exec", in.Command}
+		// The keeper runs the binary again as the confined child.
+		cmd = proc.Command(ctx, "/proc/self/exe", "-test.run=^$")
 		cmd.Env = []string{childEnv + "=" + s.encode()}
 		cmd.ExtraFiles = []*os.File{w}
 	} else {
@@ -195,19 +197,12 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 	cmd.Stdin = strings.NewReader(in.Stdin)
 	out := &capped{max: cfg.MaxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
-	// The command's own children die with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
 	err := cmd.Start()
 	if err == nil {
 		if len(cmd.ExtraFiles) > 0 {
 			cmd.ExtraFiles[0].Close() // the child's copy is the one left
 		}
 		err = cmd.Wait()
-		// What the command left running (children that outlived it, in
-		// its process group) ends with it.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if report != nil {
 		if why, _ := io.ReadAll(io.LimitReader(report, 4096)); len(why) > 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/proc"
 	"loadout/tools"
 )
 
@@ -82,6 +83,7 @@ func TestExec(t *testing.T) {
 
 // TestMain lets exec run this test binary as its confined child.
 func TestMain(m *testing.M) {
+	proc.Serve()
 	RunChild()
 	os.Exit(m.Run())
 }

@@ -1,0 +1,140 @@
+package proc
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	Serve()
+	if marker := os.Getenv("LOADOUT_TEST_PROC_PARENT"); marker != "" {
+		// A loadout that keeps a program, then waits to be killed.
+		cmd := Command(context.Background(), "sh", "-c", tree(marker))
+		cmd.Stdout = os.Stdout
+		if err := cmd.Start(); err != nil {
+			os.Exit(1)
+		}
+		cmd.Wait()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// tree is a shell script that leaves behind what a program may: a child
+// in its group, a grandchild, and one in a session of its own; each
+// sleep names marker so the test can find it.
+func tree(marker string) string {
+	return fmt.Sprintf(`sleep %[1]s & (sleep %[1]s & sleep %[1]s) & setsid sleep %[1]s & echo started; sleep %[1]s`, marker)
+}
+
+// left counts the processes running with marker on their command line,
+// waiting up to 10 s for them to be gone.
+func left(t *testing.T, marker string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := 0
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if strings.Contains(string(b), marker) && !strings.Contains(string(st), ") Z ") {
+				n++
+			}
+		}
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// started waits for the tree's "started".
+func started(t *testing.T, r *bufio.Reader) {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil || line != "started\n" {
+		t.Fatalf("the program said %q, %v", line, err)
+	}
+}
+
+// Every way a kept program can end leaves nothing of it running: its
+// call cancelled (a timeout), loadout killed with SIGKILL, the program
+// exiting with children still running.
+func TestNothingOutlivesAKeptProgram(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid here")
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		marker := "1001.5"
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := Command(ctx, "sh", "-c", tree(marker))
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started(t, bufio.NewReader(out))
+		if n := left(t, "nothing-matches-this"); n != 0 {
+			t.Fatal(n)
+		}
+		cancel()
+		cmd.Wait()
+		if n := left(t, marker); n != 0 {
+			t.Fatalf("%d processes outlived the cancelled call", n)
+		}
+	})
+	t.Run("loadout killed", func(t *testing.T) {
+		marker := "1002.5"
+		parent := exec.Command(os.Args[0], "-test.run=^$")
+		parent.Env = append(os.Environ(), "LOADOUT_TEST_PROC_PARENT="+marker)
+		out, _ := parent.StdoutPipe()
+		if err := parent.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started(t, bufio.NewReader(out))
+		parent.Process.Signal(syscall.SIGKILL)
+		parent.Wait()
+		if n := left(t, marker); n != 0 {
+			t.Fatalf("%d processes outlived loadout's SIGKILL", n)
+		}
+	})
+	t.Run("program exits", func(t *testing.T) {
+		marker := "1003.5"
+		cmd := Command(context.Background(), "sh", "-c", strings.Replace(tree(marker), "; sleep "+marker, "", 1))
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started(t, bufio.NewReader(out))
+		cmd.Wait()
+		if n := left(t, marker); n != 0 {
+			t.Fatalf("%d processes outlived the program", n)
+		}
+	})
+}
+
+// The program's exit code and streams pass through the keeper.
+func TestKeptProgramRunsAsItself(t *testing.T) {
+	cmd := Command(context.Background(), "sh", "-c", `echo "in $PWD as $FOO"; echo err >&2; exit 7`)
+	dir := t.TempDir()
+	cmd.Dir, cmd.Env = dir, []string{"FOO=bar"}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 7 || stdout.String() != "in "+dir+" as bar\n" || stderr.String() != "err\n" {
+		t.Fatalf("err %v, stdout %q, stderr %q", err, stdout.String(), stderr.String())
+	}
+}
