@@ -64,11 +64,15 @@ func poisonProcess(db, sent string, send []string) int {
 	ctx := context.Background()
 	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: st, Handler: crasher{}, Outlet: fileOutlet{sent},
 		Workers: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// Every message is stored before any turn runs (and ends the
+	// process).
+	for i, text := range send {
+		if _, err := p.Accept(ctx, bridge.Pending{ID: fmt.Sprint("update:", i), Inbound: chat.Inbound{ChatKey: "test:1", UserKey: "test:1", Text: text}, Route: []byte("r")}); err != nil {
+			return 1
+		}
+	}
 	if err := p.Start(ctx); err != nil {
 		return 1
-	}
-	for i, text := range send {
-		p.Accept(ctx, bridge.Pending{ID: fmt.Sprint("update:", i), Inbound: chat.Inbound{ChatKey: "test:1", UserKey: "test:1", Text: text}, Route: []byte("r")})
 	}
 	for range 500 {
 		items, err := st.Unfinished(ctx, "test")

@@ -147,7 +147,10 @@ func Run(ctx context.Context, job string, req []byte, l Limits) ([]byte, error) 
 			return nil, ErrTime
 		}
 	}
-	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") {
+	// The Go runtime's words when the memory limit refuses it (the last
+	// two in a -race build).
+	if strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
+		strings.Contains(stderr, "address space collisions") || strings.Contains(stderr, "failed to allocate") {
 		return nil, ErrMemory
 	}
 	if strings.Contains(stderr, "worker: ") {

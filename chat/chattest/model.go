@@ -56,6 +56,13 @@ type ModelServer struct {
 	URL string
 	// Fallback is the text answered when no step is queued.
 	Fallback string
+	// Script, when set, chooses the step for a request when none is
+	// queued (a soak's random faults); it must be safe for concurrent
+	// use. Set it before the first request.
+	Script func(req goopenai.ChatCompletionRequest) Step
+	// Forget keeps no request (Requests and Bodies stay empty): a soak's
+	// tens of thousands would fill the test's memory.
+	Forget bool
 
 	srv      *httptest.Server
 	mu       sync.Mutex
@@ -166,16 +173,23 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.bodies = append(s.bodies, body)
+	if !s.Forget {
+		s.requests = append(s.requests, req)
+		s.bodies = append(s.bodies, body)
+	}
 	st := Step{Text: s.Fallback}
+	script := s.Script
 	if len(s.queue) > 0 {
 		st = s.queue[0]
 		s.queue = s.queue[1:]
+		script = nil
 	}
 	s.n++
 	n := s.n
 	s.mu.Unlock()
+	if script != nil {
+		st = script(req)
+	}
 
 	if st.Delay > 0 {
 		select {
