@@ -714,12 +714,17 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			})
 		}
 	}
-	stop()
+	// Recorded before anything else (the sign's end may wait on the
+	// platform): the shorter the time between the platform taking the
+	// last part and this write, the smaller the chance that a crash in
+	// between sends it again.
 	if err := p.write(ctx, log, "mark the event done", func(ctx context.Context) error {
 		return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
 	}); err != nil {
+		stop()
 		return errLeft
 	}
+	stop()
 	p.mu.Lock()
 	delete(p.attempts, it.Seq)
 	p.mu.Unlock()

@@ -130,11 +130,13 @@ func soak(b *testing.B, bin, dir string) soakFigures {
 		b.Fatal(err)
 	}
 	// Every message is queued first, so the messages' ids are 1..n in
-	// the order pushed (the bot's own take ids after them).
+	// the order pushed (the bot's own take ids after them). Each chat is
+	// a group, where every answer is a reply to its message.
 	total := chats * per
 	for m := range per {
 		for c := range chats {
-			tg.Push(telegramtest.Message{From: telegramtest.User{ID: int64(1000 + c)}, Text: fmt.Sprintf("c%d m%d", c, m)})
+			tg.Push(telegramtest.Message{From: telegramtest.User{ID: int64(1000 + c)}, ChatID: int64(-1000 - c), ChatType: "group",
+				Text: fmt.Sprintf("@%s c%d m%d", telegramtest.BotUserName, c, m)})
 		}
 	}
 	answered := func() int {
