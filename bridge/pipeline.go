@@ -131,6 +131,9 @@ type PipelineConfig struct {
 	// answer's first part.
 	Stream     bool
 	DraftEvery time.Duration
+	// Journal, when set, records each part the platform took before the
+	// inbox does (see Journal); nil leaves the inbox alone to say.
+	Journal *Journal
 	// Claim, when set, hands a chat's events to one process at a time
 	// across the processes sharing the inbox: before running a chat's
 	// event the pipeline claims the chat there, and then runs the chat's
@@ -270,6 +273,25 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	var items []Item
 	patient := p.cfg.Retry
 	patient.Attempts, patient.Max = 0, time.Minute
+	// What the platform took before the last process could record it.
+	patient.Do(ctx, backoff.Always, func(ctx context.Context) error {
+		err := p.cfg.Journal.replay(func(seq int64, sent int, done bool) error {
+			var err error
+			if done {
+				err = p.cfg.Inbox.Finish(ctx, seq, StateDone)
+			} else {
+				err = p.cfg.Inbox.MarkSent(ctx, seq, sent)
+			}
+			if errors.Is(err, chat.ErrNotFound) {
+				return nil // forgotten since (Keep)
+			}
+			return err
+		})
+		if err != nil {
+			p.log.Error("delivery: cannot apply the journal of sent parts; retrying", "channel", p.cfg.Channel, "err", err)
+		}
+		return err
+	})
 	patient.Do(ctx, backoff.Always, func(ctx context.Context) error {
 		var err error
 		items, err = p.cfg.Inbox.Unfinished(ctx, p.cfg.Channel)
@@ -706,12 +728,18 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			sendErr = err
 			break
 		}
+		// The journal first: one write, the moment the platform took it.
+		if err := p.cfg.Journal.sent(it.Seq, i+1, i+1 == len(it.Parts)); err != nil {
+			log.Warn("delivery: cannot write the journal of sent parts", "err", err)
+		}
 		if i+1 < len(it.Parts) {
 			// The last part is recorded by marking the event done: a
 			// crash in between repeats only that part, as it would here.
-			p.write(ctx, log, "record a sent part", func(ctx context.Context) error {
+			if p.write(ctx, log, "record a sent part", func(ctx context.Context) error {
 				return p.cfg.Inbox.MarkSent(ctx, it.Seq, i+1)
-			})
+			}) == nil {
+				p.cfg.Journal.recorded(it.Seq)
+			}
 		}
 	}
 	// Recorded before anything else (the sign's end may wait on the
@@ -724,6 +752,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		stop()
 		return errLeft
 	}
+	p.cfg.Journal.recorded(it.Seq)
 	stop()
 	p.mu.Lock()
 	delete(p.attempts, it.Seq)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ import (
 
 // TestMain lets a test run this binary as a process that crashes.
 func TestMain(m *testing.M) {
+	if db := os.Getenv("LOADOUT_TEST_JOURNAL_DB"); db != "" {
+		die, _ := strconv.ParseBool(os.Getenv("LOADOUT_TEST_JOURNAL_DIE"))
+		os.Exit(journalProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), os.Getenv("LOADOUT_TEST_JOURNAL"), die, strings.Fields(os.Getenv("LOADOUT_TEST_POISON_SEND"))))
+	}
 	if db := os.Getenv("LOADOUT_TEST_POISON_DB"); db != "" {
 		os.Exit(poisonProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), strings.Fields(os.Getenv("LOADOUT_TEST_POISON_SEND"))))
 	}
@@ -126,5 +131,92 @@ func TestPoisonMessageIsQuarantinedAfterThreeCrashes(t *testing.T) {
 	}
 	if b2, _ := os.ReadFile(sent); string(b2) != string(b) {
 		t.Fatalf("more was sent: %q", b2)
+	}
+}
+
+// dyingInbox is a store that dies, with the process, as it is about to
+// record that an item was answered and sent: the moment after the
+// platform took the answer.
+type dyingInbox struct{ *store.DB }
+
+func (d dyingInbox) Finish(ctx context.Context, seq int64, state bridge.State) error {
+	if state == bridge.StateDone {
+		os.Exit(2)
+	}
+	return d.DB.Finish(ctx, seq, state)
+}
+
+// journalProcess is one life of a service that dies (when die is set)
+// right after its answer went out, with the journal at journal ("" for
+// none).
+func journalProcess(db, sent, journal string, die bool, send []string) int {
+	st, err := store.OpenTest(db)
+	if err != nil {
+		return 1
+	}
+	var inbox bridge.Inbox = st
+	if die {
+		inbox = dyingInbox{st}
+	}
+	var j *bridge.Journal
+	if journal != "" {
+		if j, err = bridge.OpenJournal(journal); err != nil {
+			return 1
+		}
+	}
+	ctx := context.Background()
+	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: inbox, Handler: crasher{}, Outlet: fileOutlet{sent},
+		Journal: j, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for i, text := range send {
+		if _, err := p.Accept(ctx, bridge.Pending{ID: fmt.Sprint("update:", i), Inbound: chat.Inbound{ChatKey: "test:1", UserKey: "test:1", Text: text}, Route: []byte("r")}); err != nil {
+			return 1
+		}
+	}
+	if err := p.Start(ctx); err != nil {
+		return 1
+	}
+	for range 500 {
+		if items, err := st.Unfinished(ctx, "test"); err == nil && len(items) == 0 {
+			p.Stop()
+			return 0
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 1
+}
+
+// A process killed after the platform took an answer and before the
+// inbox could record it sent the answer again at the next start. The
+// journal records the send with one write the moment the platform
+// answers: the next start finds it and sends nothing again. (Without the
+// journal, the test shows the double it prevents.)
+func TestAnswerTakenThenKilledIsNotSentAgain(t *testing.T) {
+	for _, withJournal := range []bool{true, false} {
+		dir := t.TempDir()
+		db, sent, journal := filepath.Join(dir, "loadout.db"), filepath.Join(dir, "sent.txt"), ""
+		if withJournal {
+			journal = filepath.Join(dir, "sent.journal")
+		}
+		run := func(die bool, send string) int {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "LOADOUT_TEST_JOURNAL_DB="+db, "LOADOUT_TEST_POISON_SENT="+sent,
+				"LOADOUT_TEST_JOURNAL="+journal, "LOADOUT_TEST_JOURNAL_DIE="+strconv.FormatBool(die), "LOADOUT_TEST_POISON_SEND="+send)
+			cmd.Run()
+			return cmd.ProcessState.ExitCode()
+		}
+		if code := run(true, "hello"); code != 2 {
+			t.Fatalf("the first life exited %d, not at the record", code)
+		}
+		if code := run(false, ""); code != 0 {
+			t.Fatalf("the second life exited %d", code)
+		}
+		b, _ := os.ReadFile(sent)
+		got := strings.Count(string(b), "ok: hello")
+		if withJournal && got != 1 {
+			t.Errorf("with the journal the answer arrived %d times", got)
+		}
+		if !withJournal && got != 2 {
+			t.Errorf("without the journal the answer arrived %d times; the test no longer shows the window", got)
+		}
 	}
 }

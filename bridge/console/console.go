@@ -49,6 +49,9 @@ type Config struct {
 	// MaxStarts is how often a message's turn may start and never come
 	// back before it is set aside (delivery.max_attempts); default 3.
 	MaxStarts int
+	// Journal records each answer printed before the inbox does
+	// (bridge.Journal); optional.
+	Journal *bridge.Journal
 }
 
 // Console reads one message at a time and prints each reply.
@@ -91,7 +94,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 	c := &Console{cfg: cfg}
 	c.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "console", Inbox: inbox, Handler: withQuit{router}, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
-		Stream: cfg.Stream, DraftEvery: draftEvery, ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts,
+		Stream: cfg.Stream, DraftEvery: draftEvery, ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal,
 	})
 	return c
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// MaxStarts is how often a message's turn may start and never come
 	// back before it is set aside (delivery.max_attempts); default 3.
 	MaxStarts int `yaml:"-"`
+	// Journal records each part the platform took before the inbox
+	// does (bridge.Journal); optional.
+	Journal *bridge.Journal `yaml:"-"`
 	// Exclusive, when set, keeps the Socket Mode connection to one
 	// process of those sharing the database.
 	Exclusive bridge.Exclusive `yaml:"-"`
@@ -165,7 +168,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	}
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
+		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
 		Stream: cfg.Stream, Claim: cfg.Claim,
 	})
 	for _, c := range cfg.AllowedChannels {

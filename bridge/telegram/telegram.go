@@ -87,6 +87,9 @@ type Config struct {
 	// MaxStarts is how often a message's turn may start and never come
 	// back before it is set aside (delivery.max_attempts); default 3.
 	MaxStarts int `yaml:"-"`
+	// Journal records each part the platform took before the inbox
+	// does (bridge.Journal); optional.
+	Journal *bridge.Journal `yaml:"-"`
 	// Exclusive, when set, keeps polling to one process of those sharing
 	// the database (Telegram allows one getUpdates per bot).
 	Exclusive bridge.Exclusive `yaml:"-"`
@@ -172,7 +175,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	}
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
+		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
 		Stream: cfg.Stream, Claim: cfg.Claim,
 	})
 	return a

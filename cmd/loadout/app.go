@@ -348,6 +348,20 @@ type namedRunner struct {
 
 const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`"
 
+// journal opens the channel's journal of sent parts beside the store
+// (bridge.Journal); none for a store in memory.
+func (a *app) journal(channel string) (*bridge.Journal, error) {
+	dir := storeDir(a.cfg.Store.Path)
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// Open for the process's life, like the store.
+	return bridge.OpenJournal(filepath.Join(dir, "sent-"+channel+".journal"))
+}
+
 // registerFiles adds the files group, over each chat's workspace
 // (files.dir, by default "files" beside the store), and exec when
 // exec.enabled.

@@ -60,6 +60,9 @@ func chatREPL(ctx context.Context, c *cli) error {
 	}
 	defer a.db.Close()
 	cc.Logger, cc.Observer = log, a.metrics
+	if cc.Journal, err = a.journal("console"); err != nil {
+		return err
+	}
 	con := console.New(cc, a.router, a.db)
 	a.outbox.AddFiles("console", con.SendFile)
 	a.outbox.AddSubmit("console", con.Submit)

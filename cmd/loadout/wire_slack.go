@@ -20,6 +20,11 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	}
 	sc := c.Config
 	sc.ShutdownGrace, sc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
+	j, err := a.journal("slack")
+	if err != nil {
+		return "", nil, err
+	}
+	sc.Journal = j
 	sc.Logger, sc.Observer = a.log, a.metrics
 	sc.Exclusive = a.exclusive
 	sc.Claim = a.claim()

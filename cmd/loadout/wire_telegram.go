@@ -27,6 +27,11 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	}
 	tc := c.Config
 	tc.ShutdownGrace, tc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
+	j, err := a.journal("telegram")
+	if err != nil {
+		return "", nil, err
+	}
+	tc.Journal = j
 	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
 	tc.Exclusive = a.exclusive
 	tc.Claim = a.claim()

@@ -1,0 +1,139 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+)
+
+// Journal narrows the one window in which a part can be sent twice: the
+// platform has taken it, and the process dies before the inbox records
+// that. The pipeline appends a line to the journal — one write(2), which
+// a killed process's kernel still completes — the moment the platform
+// answers, and only then writes to the inbox, which may wait on the
+// database. At start, what the journal holds is applied to the inbox
+// before anything is resumed. It does not survive a power cut (nor does
+// an unsynced database commit); it does survive SIGKILL, a crash and the
+// out-of-memory killer. It is safe for concurrent use.
+type Journal struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	// open are the entries written whose inbox write is not known to be
+	// done: what a compaction keeps.
+	open map[int64]journalEntry
+	size int64
+}
+
+type journalEntry struct {
+	sent int
+	done bool
+}
+
+// OpenJournal opens (creating) the journal at path.
+func OpenJournal(path string) (*Journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("delivery journal: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Journal{path: path, f: f, open: map[int64]journalEntry{}, size: st.Size()}, nil
+}
+
+// Close closes the journal's file.
+func (j *Journal) Close() error { return j.f.Close() }
+
+// compactAt is the size past which the journal is rewritten with only
+// its open entries.
+const compactAt = 1 << 20
+
+// sent records that the platform took the first n parts of item seq
+// (all of them when done).
+func (j *Journal) sent(seq int64, n int, done bool) error {
+	if j == nil {
+		return nil
+	}
+	line := fmt.Sprintf("%d %d %t\n", seq, n, done)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.open[seq] = journalEntry{n, done}
+	_, err := j.f.WriteString(line)
+	j.size += int64(len(line))
+	return err
+}
+
+// recorded says the inbox now holds what the journal said of seq.
+func (j *Journal) recorded(seq int64) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.open, seq)
+	if j.size > compactAt {
+		j.rewrite()
+	}
+}
+
+// rewrite replaces the file's contents with the open entries. j.mu is
+// held.
+func (j *Journal) rewrite() {
+	var b bytes.Buffer
+	for seq, e := range j.open {
+		fmt.Fprintf(&b, "%d %d %t\n", seq, e.sent, e.done)
+	}
+	if err := j.f.Truncate(0); err != nil {
+		return
+	}
+	n, _ := j.f.Write(b.Bytes())
+	j.size = int64(n)
+}
+
+// replay calls apply for each item's last line, then empties the journal
+// once every apply succeeded.
+func (j *Journal) replay(apply func(seq int64, sent int, done bool) error) error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	raw, err := os.ReadFile(j.path)
+	if err != nil {
+		return err
+	}
+	last := map[int64]journalEntry{}
+	var order []int64
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) != 3 {
+			continue // a line cut by the crash
+		}
+		seq, err1 := strconv.ParseInt(string(f[0]), 10, 64)
+		n, err2 := strconv.Atoi(string(f[1]))
+		done, err3 := strconv.ParseBool(string(f[2]))
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		if _, ok := last[seq]; !ok {
+			order = append(order, seq)
+		}
+		last[seq] = journalEntry{n, done}
+	}
+	for _, seq := range order {
+		e := last[seq]
+		if err := apply(seq, e.sent, e.done); err != nil {
+			return err
+		}
+	}
+	clear(j.open)
+	j.rewrite()
+	return nil
+}
