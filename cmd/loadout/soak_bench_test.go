@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +31,7 @@ var (
 	soakKills    = flag.Int("soak.kills", 10, "BenchmarkSoak: SIGKILLs of the process during the run")
 	soakFaults   = flag.Float64("soak.faults", 0.2, "BenchmarkSoak: share of model calls that fail, one of six ways")
 	soakSeed     = flag.Uint64("soak.seed", 1, "BenchmarkSoak: seed of the faults and the kills")
+	soakEvery    = flag.Duration("soak.every", 20*time.Second, "BenchmarkSoak: mean time between kills")
 )
 
 // BenchmarkSoak drives the whole process through the Telegram fake with
@@ -40,7 +40,8 @@ var (
 // with Retry-After, 500, a call past llm.timeout, an answer cut in the
 // middle, a tool call with invalid JSON arguments, a call of a tool that
 // does not exist — and the process is killed with SIGKILL -soak.kills
-// times at random moments and started again at once. It then checks
+// times at random moments (about -soak.every apart) and started again
+// at once. It then checks
 // every message: answered exactly once (the answer, or a plain failure
 // sentence, as a reply to it), none twice, in each chat's order, and
 // reports those counts, the messages per second and the slope of the
@@ -207,30 +208,30 @@ func soak(b *testing.B, bin, dir string) soakFigures {
 			}
 		}
 	}()
-	// The kills, at random points of the run.
-	var at []int
-	for range *soakKills {
-		at = append(at, int(rng.Float64()*0.9*float64(total)))
-	}
-	slices.Sort(at)
+	// The kills, at random moments: each life lasts a random time
+	// around -soak.every, drawn from the seed, unrelated to what the
+	// process is doing.
 	kills := 0
+	var killedAt []time.Time
+	next := time.Now().Add(time.Duration((0.5 + rng.Float64()) * float64(*soakEvery)))
 	deadline := time.Now().Add(50 * time.Minute)
 	for answered() < total {
 		if time.Now().After(deadline) {
 			close(stop)
 			b.Fatalf("after 50 minutes %d of %d messages are answered", answered(), total)
 		}
-		if len(at) > 0 && answered() >= at[0] {
-			at = at[1:]
+		if kills < *soakKills && time.Now().After(next) {
 			mu.Lock()
 			cmd.Process.Signal(syscall.SIGKILL)
 			mu.Unlock()
+			killedAt = append(killedAt, time.Now())
 			kills++
 			time.Sleep(50 * time.Millisecond)
 			start()
+			next = time.Now().Add(time.Duration((0.5 + rng.Float64()) * float64(*soakEvery)))
 			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	took := time.Since(began)
 	time.Sleep(3 * time.Second) // anything doubled arrives now
@@ -240,12 +241,14 @@ func soak(b *testing.B, bin, dir string) soakFigures {
 	f.kills, f.faults, f.peakRSS = kills, int(faults.Load()), peak
 	f.perSecond = float64(total) / took.Seconds()
 	replies := make(map[int][]string, total)
+	times := make(map[int][]time.Time, total)
 	last := map[int]int{} // chat → last message answered
 	for _, s := range tg.Sent() {
 		if s.ReplyTo < 1 || s.ReplyTo > total || s.Text == bridge.TextRetrying {
 			continue
 		}
 		replies[s.ReplyTo] = append(replies[s.ReplyTo], s.Text)
+		times[s.ReplyTo] = append(times[s.ReplyTo], s.At)
 		m, c := (s.ReplyTo-1)/chats, (s.ReplyTo-1)%chats
 		if prev, ok := last[c]; ok && m < prev {
 			f.disordered++
@@ -272,7 +275,7 @@ func soak(b *testing.B, bin, dir string) soakFigures {
 		case n > 1:
 			f.doubled++
 			if f.doubled <= 5 {
-				b.Logf("message %d got %q", id, replies[id])
+				b.Logf("message %d got %q at %v (kills at %v)", id, replies[id], times[id], killedAt)
 			}
 		}
 	}
