@@ -71,7 +71,7 @@ func BenchmarkSoak(b *testing.B) {
 
 type soakFigures struct {
 	lost, doubled, disordered, wrong, failed, kills, faults int
-	perSecond, slope, peakRSS                                float64
+	perSecond, slope, peakRSS                               float64
 }
 
 func soak(b *testing.B, bin, dir string) soakFigures {
