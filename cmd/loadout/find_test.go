@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,145 +18,171 @@ import (
 	"loadout/tools"
 )
 
-// findCases are requests a person makes, written for loadout's tools,
-// with the tool that does it.
-var findCases = []struct{ query, tool string }{
-	{"who emailed me about the invoice", "gmail_search"},
-	{"add buy milk to my to-do list", "tasks_create"},
-	{"what's left on my todo list", "tasks_list"},
-	{"mark the rent task as done", "tasks_update"},
-	{"find Ana's phone number", "contacts_search"},
-	{"add Bob Ng to my contacts", "contacts_create"},
-	{"add a paragraph under the Goals heading of the plan doc", "docs_write"},
-	{"replace 2025 with 2026 everywhere in the document", "docs_replace"},
-	{"what comments did people leave on my proposal doc", "docs_comments"},
-	{"read cells A1 to D20 of the budget sheet", "sheets_read"},
-	{"append a row to the expenses spreadsheet", "sheets_write"},
-	{"add another tab to that spreadsheet", "sheets_tabs"},
-	{"what do the slides of the Q1 deck say", "slides_read"},
-	{"add a slide to the presentation", "slides_add"},
-	{"make a survey form for the team lunch", "forms_create"},
-	{"how did people answer the lunch survey", "forms_responses"},
-	{"find emails from Ana last week", "gmail_search"},
-	{"read the latest message from my boss", "gmail_read"},
-	{"send an email to the team about Friday", "gmail_send"},
-	{"reply to that email saying yes", "gmail_reply"},
-	{"write a draft email to the landlord", "gmail_create_draft"},
-	{"send the draft I wrote", "gmail_send_draft"},
-	{"archive this email", "gmail_archive"},
-	{"delete that email", "gmail_trash"},
-	{"label the message as receipts", "gmail_modify_labels"},
-	{"what labels do I have in gmail", "gmail_list_labels"},
-	{"set an out of office reply while I'm on vacation", "gmail_set_vacation"},
-	{"is my vacation responder on", "gmail_get_vacation"},
-	{"change my email signature", "gmail_update_signature"},
-	{"show my email signature", "gmail_get_signature"},
-	{"create a filter so newsletters skip the inbox", "gmail_create_filter"},
-	{"list my email filters", "gmail_list_filters"},
-	{"delete the filter for newsletters", "gmail_delete_filter"},
-	{"which addresses can I forward mail to", "gmail_list_forwarding_addresses"},
-	{"move my 3pm meeting to Friday", "calendar_update_event"},
-	{"what's on my calendar tomorrow", "calendar_list_events"},
-	{"schedule a meeting with Ana on Monday at 10", "calendar_create_event"},
-	{"cancel the dentist appointment", "calendar_delete_event"},
-	{"when am I free on Thursday afternoon", "calendar_freebusy"},
-	{"show the details of the board meeting event", "calendar_get_event"},
-	{"which calendars do I have", "calendar_list_calendars"},
-	{"find the budget spreadsheet in my drive", "drive_search"},
-	{"read the project plan document in drive", "drive_read"},
-	{"share the slides with bea@example.com", "drive_share"},
-	{"create a folder for receipts in drive", "drive_create_folder"},
-	{"save these notes as a new document in google drive", "drive_create_file"},
-	{"move the report into the archive folder", "drive_move"},
-	{"delete the old draft document from drive", "drive_trash"},
-	{"get the details of this drive file", "drive_get"},
-	{"search the web for the best ramen in Lisbon", "web"},
-	{"open this link and summarize the page", "web"},
-	{"read the article at this url", "web"},
-	{"call the weather API with this endpoint", "http_request"},
-	{"make a POST request to our webhook", "http_request"},
-	{"remember that my daughter is called Rita", "memory"},
-	{"what do you remember about me", "memory"},
-	{"forget my old address", "memory"},
-	{"what did we decide about the budget last week", "search_history"},
-	{"find what I said earlier about the trip", "search_history"},
-	{"what time is it in Tokyo", "get_current_time"},
-	{"what is today's date", "get_current_time"},
-	{"remind me every morning to drink water", "scheduled_tasks"},
-	{"run this task daily at 8", "scheduled_tasks"},
-	{"how many pages does this pdf have", "pdf_info"},
-	{"extract the text of the pdf invoice", "pdf_text"},
-	{"show page 2 of the pdf as an image", "pdf_render"},
-	{"save this text to a file in the workspace", "files"},
-	{"list the files I sent you", "files"},
-	{"send me the file you made", "files"},
-	{"run the python script", "exec"},
-	{"change your name to Ada", "agent_config"},
-	{"disable the email sending tool in this chat", "tool_settings"},
-	{"create a new tool that calls our stock API", "custom_tools"},
-	{"show the skill for expense reports", "load_skill"},
-	{"delete the file report.txt from the workspace", "files"},
+// findRequest is one request of testdata/find_requests.tsv: the half it
+// belongs to, the tools that do it, and the words.
+type findRequest struct {
+	half  string
+	tools []string
+	query string
 }
 
-// BenchmarkFindTools measures find_tools' retrieval on findCases over
-// every tool loadout has (Google's included), and how long the index and
-// a query take.
-//
-//	go test -run '^$' -bench FindTools -benchtime 1x ./cmd/loadout/
-func BenchmarkFindTools(b *testing.B) {
+// findRequests reads the request set.
+func findRequests(t testing.TB) []findRequest {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "find_requests.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []findRequest
+	for i, line := range strings.Split(string(raw), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 3 || (f[0] != "tune" && f[0] != "test") {
+			t.Fatalf("find_requests.tsv line %d: %q", i+1, line)
+		}
+		out = append(out, findRequest{half: f[0], tools: strings.Split(f[1], "|"), query: f[2]})
+	}
+	return out
+}
+
+// fullApp is a deployment with every group: Google, exec, a skill.
+func fullApp(t testing.TB) *app {
+	t.Helper()
 	cfg, _ := parseConfig(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
-	cfg.Store.Path = filepath.Join(b.TempDir(), "x.db")
-	dir := b.TempDir()
-	cfg.Skills.Dir = dir
-	writeSkill(b, dir)
+	dir := t.TempDir()
+	cfg.Store.Path = filepath.Join(dir, "x.db")
+	cfg.Skills.Dir = filepath.Join(dir, "skills")
+	os.MkdirAll(cfg.Skills.Dir, 0o700)
+	writeSkill(t, cfg.Skills.Dir)
 	a, err := buildApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	defer a.db.Close()
+	t.Cleanup(func() { a.db.Close() })
+	return a
+}
+
+// The request set covers every tool the model can find, in both halves
+// at least once overall, and names no tool that does not exist.
+func TestFindRequestsCoverEveryTool(t *testing.T) {
+	reqs := findRequests(t)
+	if len(reqs) < 300 {
+		t.Fatalf("%d requests; at least 300 are needed", len(reqs))
+	}
+	a := fullApp(t)
+	named := map[string]int{}
+	halves := map[string]int{}
+	for _, r := range reqs {
+		halves[r.half]++
+		for _, tl := range r.tools {
+			if _, ok := a.reg.Tool(tl); !ok {
+				t.Errorf("%q names %s, which does not exist", r.query, tl)
+			}
+			named[tl]++
+		}
+	}
+	for _, d := range a.reg.All(nil) {
+		switch d.Name {
+		case tools.FindToolsName, tools.LoadGroupName, tools.UnloadGroupName:
+			continue
+		}
+		if named[d.Name] < 2 {
+			t.Errorf("%s has %d requests", d.Name, named[d.Name])
+		}
+	}
+	if d := halves["tune"] - halves["test"]; d < -1 || d > 1 {
+		t.Errorf("halves %v", halves)
+	}
+}
+
+// findFigures are retrieval figures over some requests.
+type findFigures struct {
+	at1, at5, mrr float64
+	misses        []string
+}
+
+// rankFigures runs each request through find_tools as the model calls it.
+func rankFigures(a *app, reqs []findRequest) findFigures {
 	find, _ := a.reg.Tool(tools.FindToolsName)
 	x := tools.NewExecutor(a.reg, nil)
 	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local", UserKey: "console:local"})
-	run := func(q string) string {
-		return x.Run(ctx, nil, []tools.Call{{ID: "1", Name: find.Name, Arguments: `{"query":"` + q + `","limit":5}`}})[0].Content
-	}
-	start := time.Now()
-	run("warm the index") // builds it
-	index := time.Since(start)
-	var at1, at5 int
-	var misses []string
-	start = time.Now()
-	for i := 0; i < b.N; i++ {
-		at1, at5, misses = 0, 0, nil
-		for _, c := range findCases {
-			lines := strings.Split(run(c.query), "\n")
-			for rank, l := range lines {
-				if strings.HasPrefix(l, "- "+c.tool+" (") {
-					if rank == 0 {
-						at1++
-					}
-					at5++
-					break
-				}
-				if rank == 4 {
-					break
-				}
-			}
-			if !strings.Contains(strings.Join(lines, "\n"), "- "+c.tool+" (") {
-				misses = append(misses, c.query+" → "+c.tool)
+	var f findFigures
+	for _, r := range reqs {
+		q, _ := json.Marshal(map[string]any{"query": r.query, "limit": 20})
+		lines := strings.Split(x.Run(ctx, nil, []tools.Call{{ID: "1", Name: find.Name, Arguments: string(q)}})[0].Content, "\n")
+		rank := 0
+		for i, l := range lines {
+			if slices.ContainsFunc(r.tools, func(tl string) bool { return strings.HasPrefix(l, "- "+tl+" (") }) {
+				rank = i + 1
+				break
 			}
 		}
+		switch {
+		case rank == 1:
+			f.at1++
+			fallthrough
+		case rank >= 1 && rank <= 5:
+			f.at5++
+		}
+		if rank > 0 {
+			f.mrr += 1 / float64(rank)
+		}
+		if rank != 1 {
+			f.misses = append(f.misses, fmt.Sprintf("%s → %s (rank %d)", r.query, strings.Join(r.tools, "|"), rank))
+		}
 	}
-	per := time.Since(start) / time.Duration(b.N*len(findCases))
-	n := float64(len(findCases))
-	b.ReportMetric(float64(at1)/n, "recall@1")
-	b.ReportMetric(float64(at5)/n, "recall@5")
+	n := float64(len(reqs))
+	f.at1, f.at5, f.mrr = f.at1/n, f.at5/n, f.mrr/n
+	return f
+}
+
+// BenchmarkFindTools measures find_tools' retrieval over every tool
+// loadout has (Google's included) on testdata/find_requests.tsv, each
+// half apart — the test half's figures are the ones that count; the
+// tuning half is what descriptions, examples and synonyms were changed
+// by — and how long the index and a query take.
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench FindTools -benchtime 1x ./cmd/loadout/
+//
+// -find.misses logs the tuning half's misses (never the test half's).
+func BenchmarkFindTools(b *testing.B) {
+	a := fullApp(b)
+	reqs := findRequests(b)
+	find, _ := a.reg.Tool(tools.FindToolsName)
+	x := tools.NewExecutor(a.reg, nil)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local", UserKey: "console:local"})
+	start := time.Now()
+	x.Run(ctx, nil, []tools.Call{{ID: "1", Name: find.Name, Arguments: `{"query":"warm the index"}`}}) // builds it
+	index := time.Since(start)
+	halves := map[string][]findRequest{}
+	for _, r := range reqs {
+		halves[r.half] = append(halves[r.half], r)
+	}
+	var figs map[string]findFigures
+	start = time.Now()
+	for range b.N {
+		figs = map[string]findFigures{}
+		for h, rs := range halves {
+			figs[h] = rankFigures(a, rs)
+		}
+	}
+	per := time.Since(start) / time.Duration(b.N*len(reqs))
+	for _, h := range []string{"test", "tune"} {
+		f := figs[h]
+		b.ReportMetric(f.at1, h+"-recall@1")
+		b.ReportMetric(f.at5, h+"-recall@5")
+		b.ReportMetric(f.mrr, h+"-MRR")
+	}
 	b.ReportMetric(float64(index.Microseconds())/1000, "index-ms")
 	b.ReportMetric(float64(per.Microseconds()), "µs/query")
-	if len(misses) > 0 {
-		b.Logf("not in the top five: %s", strings.Join(misses, "; "))
+	if *findMisses {
+		b.Logf("tuning half, not first: %s", strings.Join(figs["tune"].misses, "; "))
 	}
 }
+
+var findMisses = flag.Bool("find.misses", false, "BenchmarkFindTools: log the tuning half's misses")
 
 // find_tools with load loads the groups of what it found, recorded so a
 // restart restores them, like load_tool_group.
