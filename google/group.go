@@ -20,6 +20,9 @@ type Group struct {
 	tools.Group
 	Tools  []tools.Tool
 	Scopes []string
+	// Examples are requests each tool does, by tool name (see
+	// tools.Definition.Examples).
+	Examples map[string][]string
 }
 
 // Register adds the group to reg. Every Workspace tool acts in the
@@ -30,6 +33,9 @@ func (g Group) Register(reg *tools.Registry) error {
 	ts := make([]tools.Tool, len(g.Tools))
 	for i, t := range g.Tools {
 		t.Personal = true
+		if ex, ok := g.Examples[t.Name]; ok {
+			t.Examples = ex
+		}
 		ts[i] = t
 	}
 	return reg.AddGroup(g.Group, ts...)

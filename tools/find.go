@@ -2,17 +2,25 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/kljensen/snowball/english"
 )
 
 // FindToolsName is the core tool that searches the catalog.
 const FindToolsName = "find_tools"
+
+// LoadShare is how close to the best match's score a result must come
+// for find_tools with load to load its group.
+const LoadShare = 0.9
 
 type findInput struct {
 	Query string `json:"query" desc:"the task, in a few words"`
@@ -59,7 +67,7 @@ func FindTools(r *Registry) Tool {
 				Suggestion: "Describe the task differently, or tell the person it cannot be done here."}
 		}
 		var b strings.Builder
-		var groups []string
+		var groups, confident []string
 		for _, h := range hits {
 			where := h.group
 			if where == "" {
@@ -67,12 +75,22 @@ func FindTools(r *Registry) Tool {
 			} else if !contains(groups, h.group) {
 				groups = append(groups, h.group)
 			}
+			// Only a group whose tool scores close to the best is
+			// loaded: every schema loaded costs tokens on every turn.
+			if h.group != "" && h.score >= LoadShare*hits[0].score && !contains(confident, h.group) {
+				confident = append(confident, h.group)
+			}
 			fmt.Fprintf(&b, "- %s (%s): %s\n", h.name, where, h.desc)
 		}
 		out := strings.TrimRight(b.String(), "\n")
-		if in.Load && len(groups) > 0 {
-			sort.Strings(groups)
-			return loaded{text: out + "\nLoaded groups: " + strings.Join(groups, ", ") + ". Their tools are available now.", groups: groups}, nil
+		if in.Load && len(confident) > 0 {
+			sort.Strings(confident)
+			out += "\nLoaded groups: " + strings.Join(confident, ", ") + ". Their tools are available now."
+			if len(confident) < len(groups) {
+				out += fmt.Sprintf(" Not loaded, as their tools matched less well (under %d%% of the best match): %s; load one with load_tool_group if it is needed.",
+					int(LoadShare*100), strings.Join(slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return contains(confident, g) }), ", "))
+			}
+			return loaded{text: out, groups: confident}, nil
 		}
 		if len(groups) > 0 {
 			out += "\nLoad a group with load_tool_group (or call find_tools with load: true) before using its tools."
@@ -98,8 +116,10 @@ type loaded struct {
 	groups []string
 }
 
-// searchIndex is a BM25 index of the registry's tools, rebuilt when the
-// registry changes.
+// searchIndex is a BM25F index of the registry's tools, rebuilt when the
+// registry changes: each tool is a document of fields (its name, its
+// description, its examples, its parameters, its group), each weighed
+// and normalised by its own average length.
 type searchIndex struct {
 	reg     *Registry
 	mu      sync.Mutex
@@ -107,19 +127,40 @@ type searchIndex struct {
 	built   bool
 	docs    []searchDoc
 	df      map[string]int
-	avgLen  float64
+	avgLen  [numFields]float64
 }
+
+// The fields of a tool's document.
+const (
+	fieldName = iota
+	fieldDesc
+	fieldExamples
+	fieldParams
+	fieldGroup
+	numFields
+)
+
+// fieldWeight is how much a word counts in each field, fieldNorm how
+// much the field's length lowers it (BM25F's w and b).
+var (
+	fieldWeight = [numFields]float64{3, 2, 2, 0.5, 1}
+	fieldNorm   = [numFields]float64{0.3, 0.6, 0.75, 0.75, 0.5}
+)
 
 type searchDoc struct {
 	name, group, desc string
-	tf                map[string]int
-	length            int
+	readOnly          bool
+	tf                [numFields]map[string]int
+	length            [numFields]int
 }
 
 type hit struct {
 	name, group, desc string
 	score             float64
 }
+
+// BM25F's saturation.
+const bm25k1 = 1.2
 
 func (ix *searchIndex) search(q string, allowed func(name, group string) bool, limit int) []hit {
 	ix.mu.Lock()
@@ -128,8 +169,9 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 		ix.build()
 		ix.version, ix.built = v, true
 	}
-	terms := expand(searchWords(q))
-	const k1, b = 1.2, 0.75
+	words := searchWords(q)
+	terms := expand(words)
+	intent := intentOf(q)
 	n := float64(len(ix.docs))
 	var hits []hit
 	for _, d := range ix.docs {
@@ -138,17 +180,32 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 		}
 		score := 0.0
 		for t, w := range terms {
-			tf := float64(d.tf[t])
+			tf := 0.0
+			for f := range numFields {
+				c := float64(d.tf[f][t])
+				if c == 0 {
+					continue
+				}
+				norm := 1 - fieldNorm[f] + fieldNorm[f]*float64(d.length[f])/ix.avgLen[f]
+				tf += fieldWeight[f] * c / norm
+			}
 			if tf == 0 {
 				continue
 			}
 			df := float64(ix.df[t])
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-			score += w * idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(d.length)/ix.avgLen))
+			score += w * idf * tf / (tf + bm25k1)
 		}
-		if score > 0 {
-			hits = append(hits, hit{d.name, d.group, d.desc, score})
+		if score <= 0 {
+			continue
 		}
+		// A request that asks to look gains on tools that read; one
+		// that asks to change gains on tools that act.
+		switch {
+		case intent == intentRead && d.readOnly, intent == intentAct && !d.readOnly:
+			score *= 1 + effectBoost
+		}
+		hits = append(hits, hit{d.name, d.group, d.desc, score})
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
 	if len(hits) > limit {
@@ -157,44 +214,118 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 	return hits
 }
 
-// build indexes every tool but the catalog's own two: the name counts
-// three times, the description twice, parameters and group once.
+// effectBoost is what a tool whose effect matches the request's verb
+// gains.
+const effectBoost = 0.15
+
+// What a request asks for, by its verbs.
+const (
+	intentNone = iota
+	intentRead // to look: show, list, find, read
+	intentAct  // to change: send, delete, create, move
+)
+
+// Verbs of looking and of changing, as people write them.
+var (
+	readVerbs = map[string]bool{"show": true, "list": true, "find": true, "search": true, "read": true, "look": true, "check": true,
+		"see": true, "view": true, "open": true, "extract": true, "summarize": true, "summarise": true, "what": true, "whats": true, "which": true,
+		"who": true, "how": true, "is": true, "are": true, "any": true, "did": true, "do": true, "does": true, "where": true, "count": true}
+	actVerbs = map[string]bool{"send": true, "reply": true, "answer": true, "respond": true, "delete": true, "remove": true,
+		"trash": true, "bin": true, "cancel": true, "create": true, "add": true, "make": true, "new": true, "set": true, "turn": true,
+		"change": true, "update": true, "move": true, "rename": true, "share": true, "invite": true, "schedule": true, "book": true,
+		"put": true, "write": true, "save": true, "upload": true, "mark": true, "tick": true, "archive": true, "label": true,
+		"tag": true, "star": true, "clear": true, "empty": true, "wipe": true, "insert": true, "replace": true, "fix": true,
+		"stop": true, "disable": true, "enable": true, "draft": true, "start": true, "append": true, "email": true, "shoot": true,
+		"let": true, "push": true, "reorder": true, "rid": true, "swap": true, "correct": true, "block": true, "jot": true, "log": true}
+)
+
+// intentOf is what the request's words ask for: looking, changing, or
+// either (both or neither).
+func intentOf(q string) int {
+	read, act := false, false
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		read = read || readVerbs[w]
+		act = act || actVerbs[w]
+	}
+	switch {
+	case read && !act:
+		return intentRead
+	case act && !read:
+		return intentAct
+	}
+	return intentNone
+}
+
+// build indexes every tool but the catalog's own three.
 func (ix *searchIndex) build() {
 	defs := ix.reg.All(nil)
 	ix.docs, ix.df = nil, map[string]int{}
-	total := 0
+	var total [numFields]int
 	for _, d := range defs {
 		if d.Name == FindToolsName || d.Name == LoadGroupName || d.Name == UnloadGroupName {
 			continue
 		}
-		tf := map[string]int{}
-		add := func(text string, weight int) {
+		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, readOnly: d.ReadOnly}
+		add := func(f int, text string) {
+			if doc.tf[f] == nil {
+				doc.tf[f] = map[string]int{}
+			}
 			for _, w := range searchWords(text) {
-				tf[w] += weight
+				doc.tf[f][w]++
+				doc.length[f]++
 			}
 		}
-		add(strings.ReplaceAll(d.Name, "_", " "), 3)
-		add(d.Description, 2)
-		add(string(d.Parameters), 1)
+		add(fieldName, strings.ReplaceAll(d.Name, "_", " "))
+		add(fieldDesc, d.Description)
+		add(fieldExamples, strings.Join(d.Examples, " "))
+		add(fieldParams, paramText(d.Parameters))
 		if g, ok := ix.reg.Group(d.Group); ok {
-			add(strings.ReplaceAll(g.Name, "_", " ")+" "+g.Description, 1)
+			add(fieldGroup, g.DisplayName+" "+g.Description)
 		}
-		length := 0
-		for w, c := range tf {
-			ix.df[w]++
-			length += c
+		seen := map[string]bool{}
+		for f := range numFields {
+			total[f] += doc.length[f]
+			for w := range doc.tf[f] {
+				if !seen[w] {
+					seen[w] = true
+					ix.df[w]++
+				}
+			}
 		}
-		total += length
-		ix.docs = append(ix.docs, searchDoc{name: d.Name, group: d.Group, desc: d.Description, tf: tf, length: length})
+		ix.docs = append(ix.docs, doc)
 	}
-	ix.avgLen = math.Max(1, float64(total)/math.Max(1, float64(len(ix.docs))))
+	for f := range numFields {
+		ix.avgLen[f] = math.Max(1, float64(total[f])/math.Max(1, float64(len(ix.docs))))
+	}
+}
+
+// paramText is what a schema says in words: its parameters' names and
+// descriptions, without JSON Schema's own vocabulary.
+func paramText(schema []byte) string {
+	var s struct {
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for name, p := range s.Properties {
+		b.WriteString(strings.ReplaceAll(name, "_", " "))
+		b.WriteByte(' ')
+		b.WriteString(p.Description)
+		b.WriteByte(' ')
+	}
+	return b.String()
 }
 
 // compounds are written forms of one word, made one before splitting.
-var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list")
+var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list", "e-mail", "email", "out-of-office", "vacation",
+	"out of office", "vacation", "auto reply", "autoreply", "auto-reply", "autoreply", "sign-off", "signature", "google doc", "doc")
 
-// searchWords are text's lowercase words, lightly stemmed, without the
-// commonest words and JSON Schema's own.
+// searchWords are text's lowercase words, stemmed with the Snowball
+// (Porter2) English stemmer, without the commonest words.
 func searchWords(text string) []string {
 	var out []string
 	text = compounds.Replace(strings.ToLower(text))
@@ -207,25 +338,32 @@ func searchWords(text string) []string {
 	return out
 }
 
-// stem drops common English endings, so "meetings" finds "meeting".
+// stem is w's Snowball (Porter2) stem: "meetings" and "meeting",
+// "emailed" and "email" meet.
 func stem(w string) string {
-	for _, suf := range []string{"ing", "ies", "es", "ed", "s"} {
-		if len(w) > len(suf)+3 && strings.HasSuffix(w, suf) {
-			if suf == "ies" {
-				return w[:len(w)-3] + "y"
-			}
-			return w[:len(w)-len(suf)]
-		}
+	if s, ok := stems.Load(w); ok {
+		return s.(string)
 	}
-	return w
+	s := english.Stem(w, false)
+	stems.Store(w, s)
+	return s
 }
+
+// stems remembers the stems computed: the vocabulary is small, and the
+// stemmer is the index's main cost.
+var stems sync.Map
 
 var stop = map[string]bool{
 	"the": true, "a": true, "an": true, "to": true, "of": true, "and": true, "or": true, "in": true, "on": true, "for": true,
 	"my": true, "me": true, "is": true, "it": true, "this": true, "that": true, "with": true, "from": true, "by": true,
-	"be": true, "can": true, "you": true, "please": true, "what": true, "who": true, "when": true, "do": true, "i": true,
-	"type": true, "string": true, "object": true, "properties": true, "required": true, "description": true, "integer": true,
-	"boolean": true, "array": true, "items": true, "enum": true,
+	"be": true, "can": true, "you": true, "please": true, "who": true, "do": true, "i": true, "im": true, "i'm": true,
+	"at": true, "as": true, "are": true, "was": true, "we": true, "our": true, "us": true, "your": true, "its": true,
+	"have": true, "has": true, "had": true, "will": true, "would": true, "could": true, "should": true, "there": true,
+	"then": true, "them": true, "they": true, "these": true, "those": true, "so": true, "but": true, "if": true, "into": true,
+	"about": true, "up": true, "out": true, "all": true, "any": true, "some": true, "just": true, "now": true, "also": true,
+	"yet": true, "ok": true, "go": true, "ahead": true, "get": true, "got": true, "one": true, "let": true, "need": true,
+	"want": true, "like": true, "know": true, "tell": true, "give": true, "been": true, "did": true, "does": true, "what": true,
+	"whats": true, "which": true, "where": true, "when": true, "how": true, "s": true, "t": true, "don": true, "next": true,
 }
 
 // synonyms widen a query's words to the words the tools use, at half

@@ -63,6 +63,10 @@ type Definition struct {
 	// when set, decides per call instead (a tool whose actions differ).
 	Untrusted    bool
 	UntrustedFor func(ctx context.Context, in any) bool
+	// Examples are requests a person makes that this tool does ("who
+	// emailed me about the invoice"): find_tools indexes them; they are
+	// never sent to the model.
+	Examples []string
 	// Personal is true when what the tool returns belongs to the person
 	// who called it (their memories, their Google data): in a chat shared
 	// with others, the result is shown to the model on that person's

@@ -205,3 +205,21 @@ func TestFindToolsLoadsGroups(t *testing.T) {
 		t.Errorf("after a restart the request offered %s", got)
 	}
 }
+
+// Found by probing: with load, find_tools loaded the group of every one
+// of its five results (a PDF request loaded Google Drive too). Only the
+// groups of results close to the best are loaded, and the result says
+// which were left.
+func TestFindToolsLoadsOnlyConfidentGroups(t *testing.T) {
+	a := fullApp(t)
+	find, _ := a.reg.Tool(tools.FindToolsName)
+	x := tools.NewExecutor(a.reg, nil)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local", UserKey: "console:local"})
+	r := x.Run(ctx, nil, []tools.Call{{ID: "1", Name: find.Name, Arguments: `{"query":"extract the text from this pdf file","load":true}`}})[0]
+	if !slices.Equal(r.Groups, []string{"pdf"}) {
+		t.Fatalf("loaded %v:\n%s", r.Groups, r.Content)
+	}
+	if !strings.Contains(r.Content, "Loaded groups: pdf.") {
+		t.Errorf("the result does not say what was loaded:\n%s", r.Content)
+	}
+}

@@ -51,7 +51,7 @@ func New(c google.Client, o Options) google.Group {
 		o.TimeZone = ""
 	}
 	g := &group{opts: o, api: google.API[gcal.Service]{Client: c, Service: Service(), New: gcal.NewService, Backoff: o.Backoff, Map: mapError}}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{
 			Name:        GroupName,
 			DisplayName: "Google Calendar",

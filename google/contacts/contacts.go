@@ -35,7 +35,7 @@ const personFields = "names,emailAddresses,phoneNumbers,organizations,biographie
 // the calling person through c.
 func New(c google.Client, o Options) google.Group {
 	g := &group{api: google.API[people.Service]{Client: c, Service: Service(), New: people.NewService, Backoff: o.Backoff}}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Contacts",
 			Description: "The person's Google Contacts: find, list, read, add, change and delete contacts; contact groups."},
 		Tools: []tools.Tool{

@@ -47,7 +47,7 @@ func New(c google.Client, o Options) google.Group {
 	g := &group{opts: o,
 		api:   google.API[gdocs.Service]{Client: c, Service: Service(), New: gdocs.NewService, Backoff: o.Backoff},
 		drive: google.API[gdrive.Service]{Client: c, Service: CommentsService(), New: gdrive.NewService, Backoff: o.Backoff}}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Docs",
 			Description: "The person's Google Docs: create, read as Markdown, append or insert under a heading, find and replace, comments."},
 		Tools: []tools.Tool{

@@ -47,7 +47,7 @@ func New(c google.Client, o Options) google.Group {
 		o.MaxReadChars = 100000
 	}
 	g := &group{opts: o, api: newAPI(c, o.Backoff)}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{
 			Name:        GroupName,
 			DisplayName: "Google Drive",

@@ -32,7 +32,7 @@ type Options struct {
 // calling person through c.
 func New(c google.Client, o Options) google.Group {
 	g := &group{api: google.API[gforms.Service]{Client: c, Service: Service(), New: gforms.NewService, Backoff: o.Backoff}}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Forms",
 			Description: "The person's Google Forms: create, read the questions, add questions, read the responses."},
 		Tools: []tools.Tool{

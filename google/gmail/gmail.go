@@ -63,7 +63,7 @@ func New(c google.Client, o Options) google.Group {
 		DisplayName: "Google Gmail",
 		Description: "The person's own Gmail: search and read mail, send and reply, drafts, labels, archive and trash.",
 	}
-	return google.Group{Group: g, Scopes: Service().Scopes, Tools: []tools.Tool{
+	return google.Group{Examples: examples, Group: g, Scopes: Service().Scopes, Tools: []tools.Tool{
 		tools.New(tools.Definition{
 			Name:        "gmail_search",
 			Description: "Search the person's mail with Gmail query syntax (from:, to:, subject:, is:unread, has:attachment, newer_than:7d, label:, in:inbox). Returns ids, senders, subjects, dates and snippets.",

@@ -36,7 +36,7 @@ type Options struct {
 // acting as the calling person through c.
 func New(c google.Client, o Options) google.Group {
 	s := &settings{api: google.API[gmailapi.Service]{Client: c, Service: Service(), New: gmailapi.NewService, Backoff: o.Backoff}}
-	return google.Group{Group: tools.Group{
+	return google.Group{Examples: examples, Group: tools.Group{
 		Name:        GroupName,
 		DisplayName: "Google Gmail settings",
 		Description: "The person's Gmail settings: filters, vacation auto-reply, signature, forwarding addresses.",

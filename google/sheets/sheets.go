@@ -37,7 +37,7 @@ func New(c google.Client, o Options) google.Group {
 		o.MaxCells = 5000
 	}
 	g := &group{opts: o, api: google.API[gsheets.Service]{Client: c, Service: Service(), New: gsheets.NewService, Backoff: o.Backoff}}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Sheets",
 			Description: "The person's Google Sheets: create, list the sheets, read, write, append and clear ranges, add, rename and delete sheets."},
 		Tools: []tools.Tool{

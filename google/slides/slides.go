@@ -35,7 +35,7 @@ type Options struct {
 // the calling person through c.
 func New(c google.Client, o Options) google.Group {
 	g := &group{api: google.API[gslides.Service]{Client: c, Service: Service(), New: gslides.NewService, Backoff: o.Backoff}}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Slides",
 			Description: "The person's Google Slides: create, read every slide and its speaker notes, add slides, replace text, insert images."},
 		Tools: []tools.Tool{

@@ -34,7 +34,7 @@ type Options struct {
 // calling person through c.
 func New(c google.Client, o Options) google.Group {
 	g := &group{api: google.API[gtasks.Service]{Client: c, Service: Service(), New: gtasks.NewService, Backoff: o.Backoff}}
-	return google.Group{
+	return google.Group{Examples: examples,
 		Group: tools.Group{Name: GroupName, DisplayName: "Google Tasks",
 			Description: "The person's Google Tasks: to-do lists and their tasks, due dates, completing and moving tasks."},
 		Tools: []tools.Tool{

@@ -28,6 +28,7 @@ func Tool(now func() time.Time) tools.Tool {
 	}
 	return tools.New(tools.Definition{
 		Name:        "get_current_time",
+		Examples:    []string{"what time is it", "today's date", "what day is it today", "the time in another city or time zone"},
 		Description: "Get the current date and time, optionally in an IANA time zone.",
 		ReadOnly:    true,
 		Timeout:     2 * time.Second,

@@ -54,6 +54,7 @@ type agentInput struct {
 func agentConfig(st Store, def Defaults) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:           "agent_config",
+		Examples:       []string{"call yourself a different name", "change how you answer, your instructions", "switch the language model for this chat", "show your settings and system prompt"},
 		Description:    "View or update your own settings for this chat. Actions: view, update. Fields: name, system_prompt, model.",
 		WritesSettings: true,
 	}, func(ctx context.Context, in agentInput) (any, error) {
@@ -137,6 +138,7 @@ func toolSettings(st Store, reg *tools.Registry) tools.Tool {
 	protected := map[string]bool{tools.LoadGroupName: true, "agent_config": true, "tool_settings": true}
 	return tools.New(tools.Definition{
 		Name:           "tool_settings",
+		Examples:       []string{"turn a tool off for this chat", "switch the tool back on", "which tools are disabled here"},
 		Description:    "List the tools and whether each is enabled in this chat, or enable/disable tools (a disabled tool is removed from every tool list of this chat). Actions: list, enable, disable.",
 		WritesSettings: true,
 	}, func(ctx context.Context, in toolInput) (any, error) {

@@ -158,6 +158,7 @@ var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^
 func (m *Manager) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "custom_tools",
+		Examples:    []string{"make a new tool that calls an HTTP API", "list the tools made in this chat", "change or delete a custom tool"},
 		Description: "Create, list, update or delete HTTP tools in the custom group (admins only).",
 		// A tool made here can send anything anywhere, with the secrets
 		// its headers name: making or changing one is as grave as what

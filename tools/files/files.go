@@ -268,6 +268,7 @@ type done struct {
 func (w *Workspaces) Tool(sender Sender) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "files",
+		Examples:    []string{"save text into a file here", "show the files in this chat", "read a file the person uploaded", "send the file back to me", "delete a file from the chat workspace", "add lines to the end of a file"},
 		Description: "Files in this chat's workspace, such as those the person sent: list, read, write, append, delete, send to the person.",
 		EffectFor: tools.EffectBy(func(_ context.Context, in input) tools.Effect {
 			switch in.Action {

@@ -42,6 +42,7 @@ type shown struct {
 func (s *Scheduler) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "scheduled_tasks",
+		Examples:    []string{"remind me later to do something", "run a prompt every day at a time", "every week send me a summary", "list or stop my reminders"},
 		Description: "Schedule a prompt to run later in this chat; list, run now, update or delete tasks (a person's own, or anyone's for an admin).",
 		Timeout:     30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {

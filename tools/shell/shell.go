@@ -92,6 +92,7 @@ func Tool(cfg Config, dirs Dirs) tools.Tool {
 	cfg.Limits.setDefaults(cfg.Timeout)
 	return tools.New(tools.Definition{
 		Name:        "exec",
+		Examples:    []string{"run a command or script on the files", "execute a program in the workspace", "use a command line tool to process the data"},
 		Description: "Run an allowed command in this chat's workspace: " + strings.Join(cfg.Allow, ", ") + ".",
 		// A command changes the workspace: mutating, so it asks after
 		// untrusted content (tools.confirm_after_untrusted).

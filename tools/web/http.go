@@ -43,6 +43,7 @@ var shownHeaders = []string{"Content-Type", "Location", "Retry-After", "Link", "
 func httpRequest(cfg Config, client *http.Client) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "http_request",
+		Examples:    []string{"call a REST API", "send a POST with JSON to a url", "GET an endpoint and show the response", "hit a webhook"},
 		Description: "Call a public HTTP API the person names; no redirects followed.",
 		// What a service answers is not the person's words.
 		Untrusted: true,
