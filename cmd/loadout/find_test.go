@@ -51,6 +51,7 @@ func findRequests(t testing.TB) []findRequest {
 func fullApp(t testing.TB) *app {
 	t.Helper()
 	cfg, _ := parseConfig(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
+	cfg.Tools.Admins = []string{"console:local"} // an admin asks: custom_tools is theirs to find
 	dir := t.TempDir()
 	cfg.Store.Path = filepath.Join(dir, "x.db")
 	cfg.Skills.Dir = filepath.Join(dir, "skills")
