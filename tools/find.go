@@ -25,7 +25,7 @@ const LoadShare = 0.9
 type findInput struct {
 	Query string `json:"query" desc:"the task, in a few words"`
 	Limit int    `json:"limit,omitempty"`
-	Load  bool   `json:"load,omitempty" desc:"also load their groups"`
+	Load  bool   `json:"load,omitempty" desc:"load their groups too"`
 }
 
 // FindTools returns find_tools: the model describes what it wants to do

@@ -12,7 +12,7 @@ import (
 const LoadGroupName = "load_tool_group"
 
 type loadGroupInput struct {
-	GroupName string `json:"group_name" desc:"The name of the tool group to load"`
+	GroupName string `json:"group_name" desc:"the group to load"`
 }
 
 type unloadGroupInput struct {
@@ -30,7 +30,7 @@ const UnloadGroupName = "unload_tool_group"
 func LoadGroup(r *Registry) Tool {
 	return New(Definition{
 		Name:        LoadGroupName,
-		Description: "Load a tool group; you must before using its tools. They stay loaded for this conversation.",
+		Description: "Load a tool group before using its tools; it stays loaded.",
 		ReadOnly:    true,
 		Timeout:     5 * time.Second,
 	}, func(ctx context.Context, in loadGroupInput) (any, error) {
@@ -81,7 +81,7 @@ func LoadGroup(r *Registry) Tool {
 func UnloadGroup(r *Registry) Tool {
 	return New(Definition{
 		Name:        UnloadGroupName,
-		Description: "Unload a tool group you no longer need.",
+		Description: "Unload a group no longer needed.",
 		ReadOnly:    true,
 		Timeout:     5 * time.Second,
 	}, func(ctx context.Context, in unloadGroupInput) (any, error) {

@@ -300,7 +300,7 @@ func (r *Registry) anyEnabled(group string, disabled map[string]bool) bool {
 // did not fit. However many groups there are, the listing stays within
 // 240 tokens (TestListingIsBounded).
 const (
-	listingLines = 900
+	listingLines = 760
 	listingNames = 60
 )
 
@@ -320,7 +320,7 @@ func (r *Registry) Listing(disabled map[string]bool) string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("## Available Tool Groups\n\nLoad a group with load_tool_group before using its tools; find_tools finds tools by task.\n\n")
+			b.WriteString("## Available Tool Groups\n\nLoad a group with load_tool_group before using its tools; find_tools finds tools.\n\n")
 		}
 		line := fmt.Sprintf("- %s: %s\n", n, r.groups[n].Description)
 		switch {

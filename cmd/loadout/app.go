@@ -244,7 +244,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	if err := reg.AddGroup(tools.Group{Name: "http", DisplayName: "HTTP",
-		Description: "Call an HTTP API the person names"}, webTools[1:]...); err != nil {
+		Description: "Call an HTTP API"}, webTools[1:]...); err != nil {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)
@@ -396,7 +396,7 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 			}
 		}
 		return reg.AddGroup(tools.Group{Name: "exec", DisplayName: "Commands",
-			Description: "Run the allowed commands (" + strings.Join(a.cfg.Exec.Allow, ", ") + ") in this chat's workspace"},
+			Description: "Run allowed commands (" + strings.Join(a.cfg.Exec.Allow, ", ") + ") on the chat's files"},
 			shell.Tool(ec, ws))
 	}
 	return nil

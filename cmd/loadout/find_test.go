@@ -224,3 +224,32 @@ func TestFindToolsLoadsOnlyConfidentGroups(t *testing.T) {
 		t.Errorf("the result does not say what was loaded:\n%s", r.Content)
 	}
 }
+
+// The first turn stays lean in a full deployment — Google, exec on, a
+// skill, an admin: the core schemas and the group listing, as `loadout
+// tools` counts them, fit in 700 tokens, with every core tool there.
+func TestFirstTurnFitsIn700Tokens(t *testing.T) {
+	cfg, _ := parseConfig(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
+	dir := t.TempDir()
+	cfg.Store.Path = filepath.Join(dir, "x.db")
+	cfg.Tools.Admins = []string{"telegram:1"}
+	cfg.Skills.Dir = filepath.Join(dir, "skills")
+	os.MkdirAll(cfg.Skills.Dir, 0o700)
+	writeSkill(t, cfg.Skills.Dir)
+	cfg.Google = GoogleConfig{ClientID: "id.apps.googleusercontent.com", ClientSecret: "s", RedirectURL: "https://x.example/oauth/google/callback",
+		TokenKey: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}
+	a, err := buildApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.db.Close()
+	r := toolReport(a.reg, a.tokens.Count)
+	if r.groupsTotal > 700 {
+		t.Errorf("the first turn costs %d tokens (core %d + listing %d)", r.groupsTotal, r.coreTokens, r.listing)
+	}
+	for _, core := range []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "memory", "load_skill", "web"} {
+		if !slices.Contains(r.coreTools, core) {
+			t.Errorf("%s is not core: %v", core, r.coreTools)
+		}
+	}
+}

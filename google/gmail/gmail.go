@@ -61,7 +61,7 @@ func New(c google.Client, o Options) google.Group {
 	g := tools.Group{
 		Name:        GroupName,
 		DisplayName: "Google Gmail",
-		Description: "The person's own Gmail: search and read mail, send and reply, drafts, labels, archive and trash.",
+		Description: "The person's Gmail: search, read, send, reply, drafts, labels, archive, trash.",
 	}
 	return google.Group{Examples: examples, Group: g, Scopes: Service().Scopes, Tools: []tools.Tool{
 		tools.New(tools.Definition{

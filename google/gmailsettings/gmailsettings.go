@@ -39,7 +39,7 @@ func New(c google.Client, o Options) google.Group {
 	return google.Group{Examples: examples, Group: tools.Group{
 		Name:        GroupName,
 		DisplayName: "Google Gmail settings",
-		Description: "The person's Gmail settings: filters, vacation auto-reply, signature, forwarding addresses.",
+		Description: "Gmail settings: filters, vacation auto-reply, signature, forwarding.",
 	}, Scopes: Service().Scopes, Tools: []tools.Tool{
 		tools.New(tools.Definition{Name: "gmail_list_filters", Description: "List the mailbox's filters with their criteria and actions.", ReadOnly: true}, s.listFilters),
 		tools.New(tools.Definition{Name: "gmail_create_filter", Description: "Create a filter: match by from/to/subject/query, then label, archive, mark read, star, trash or forward.",

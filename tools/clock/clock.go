@@ -11,7 +11,7 @@ import (
 )
 
 type input struct {
-	TimeZone string `json:"time_zone,omitempty" desc:"IANA time zone such as Europe/Lisbon or America/New_York; default UTC"`
+	TimeZone string `json:"time_zone,omitempty" desc:"IANA zone, e.g. Europe/Lisbon; default UTC"`
 }
 
 type output struct {
@@ -29,7 +29,7 @@ func Tool(now func() time.Time) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "get_current_time",
 		Examples:    []string{"what time is it", "today's date", "what day is it today", "the time in another city or time zone"},
-		Description: "Get the current date and time, optionally in an IANA time zone.",
+		Description: "The current date and time, in a time zone if given.",
 		ReadOnly:    true,
 		Timeout:     2 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {

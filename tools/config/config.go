@@ -39,7 +39,7 @@ func Group(st Store, reg *tools.Registry, def Defaults) (tools.Group, []tools.To
 	g := tools.Group{
 		Name:        GroupName,
 		DisplayName: "Assistant settings",
-		Description: "View or change this chat's assistant name, system prompt and model; list, enable or disable tools",
+		Description: "This chat's assistant name, system prompt, model and tools",
 	}
 	return g, []tools.Tool{agentConfig(st, def), toolSettings(st, reg)}
 }

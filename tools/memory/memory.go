@@ -79,7 +79,7 @@ func Tool(cfg Config, st Store) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "memory",
 		Examples:    []string{"remember this about me", "what do you know about me", "forget something you remembered", "note my preference for next time"},
-		Description: "Facts about the person, kept across conversations.",
+		Description: "Facts about the person, kept for good.",
 		// Each person's memories are their own: a recall in a group is
 		// shown on that person's turns only.
 		Personal: true,

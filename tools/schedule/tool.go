@@ -14,7 +14,7 @@ import (
 // Group is the scheduled_tasks group.
 func Group() tools.Group {
 	return tools.Group{Name: "scheduled_tasks", DisplayName: "Scheduled tasks",
-		Description: "Run a prompt later, once or repeatedly"}
+		Description: "Run a prompt later or repeatedly"}
 }
 
 type input struct {

@@ -177,7 +177,7 @@ func (s *Set) Listing() string {
 
 type input struct {
 	Name string `json:"name" desc:"the skill's name"`
-	File string `json:"file,omitempty" desc:"one of the skill's files to read instead"`
+	File string `json:"file,omitempty" desc:"a file of the skill, instead"`
 }
 
 type loaded struct {
@@ -199,7 +199,7 @@ func (s *Set) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "load_skill",
 		Examples:    []string{"use the procedure we wrote down for this", "follow the instructions of a skill", "how do we usually do this task"},
-		Description: "Get a skill's instructions (or one of its files).",
+		Description: "A skill's instructions, or one of its files.",
 		ReadOnly:    true,
 		Timeout:     5 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {

@@ -89,7 +89,7 @@ type webInput struct {
 	Action string `json:"action" enum:"search,fetch"`
 	Query  string `json:"query,omitempty" desc:"search: words"`
 	URL    string `json:"url,omitempty" desc:"fetch: the page"`
-	Offset int    `json:"offset,omitempty" desc:"fetch: character to read on from"`
+	Offset int    `json:"offset,omitempty" desc:"fetch: read on from here"`
 }
 
 // Tools returns the web tool and http_request.
