@@ -54,7 +54,7 @@ type agentInput struct {
 func agentConfig(st Store, def Defaults) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:           "agent_config",
-		Examples:       []string{"call yourself a different name", "change how you answer, your instructions", "switch the language model for this chat", "show your settings and system prompt"},
+		Examples:       []string{"answer in a more formal or shorter way from now on", "change your tone or style", "call yourself a different name", "change how you answer, your instructions", "switch the language model for this chat", "show your settings and system prompt"},
 		Description:    "View or update your own settings for this chat. Actions: view, update. Fields: name, system_prompt, model.",
 		WritesSettings: true,
 	}, func(ctx context.Context, in agentInput) (any, error) {

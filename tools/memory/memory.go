@@ -78,7 +78,7 @@ func Tool(cfg Config, st Store) tools.Tool {
 	cfg.setDefaults()
 	return tools.New(tools.Definition{
 		Name:        "memory",
-		Examples:    []string{"remember this about me", "what do you know about me", "forget something you remembered", "note my preference for next time"},
+		Examples:    []string{"keep in mind something about me", "do you know my partner's name", "remember this about me", "what do you know about me", "forget something you remembered", "note my preference for next time"},
 		Description: "Facts about the person, kept for good.",
 		// Each person's memories are their own: a recall in a group is
 		// shown on that person's turns only.

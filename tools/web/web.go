@@ -104,7 +104,7 @@ func Tools(cfg Config) ([]tools.Tool, error) {
 	return []tools.Tool{
 		tools.New(tools.Definition{
 			Name:        "web",
-			Examples:    []string{"search the internet for something", "open a web page and read it", "look something up online", "latest news about a topic", "read the article at this link"},
+			Examples:    []string{"what is the weather forecast", "the exchange rate or a price today", "a fact you can look up, like how tall a building is", "search the internet for something", "open a web page and read it", "look something up online", "latest news about a topic", "read the article at this link"},
 			Description: "Search the web or read a page (as Markdown).",
 			ReadOnly:    true,
 			Untrusted:   true, // pages and results are written by others
