@@ -214,9 +214,9 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 	return hits
 }
 
-// effectBoost is what a tool whose effect matches the request's verb
+// effectBoost (chosen on the tuning half) is what a tool whose effect matches the request's verb
 // gains.
-const effectBoost = 0.15
+const effectBoost = 0.3
 
 // What a request asks for, by its verbs.
 const (
