@@ -395,6 +395,13 @@ var synonyms = map[string][]string{
 	"upload": {"create", "file"}, "attachment": {"files"}, "todo": {"task", "tasks"}, "survey": {"form"}, "questionnaire": {"form"},
 	"poll": {"form"}, "rsvp": {"form"}, "deck": {"presentation", "slides"}, "presentation": {"slides"}, "slide": {"slides"},
 	"phone": {"contact"}, "number": {"contact", "phone"}, "done": {"complete"}, "tick": {"complete"},
+	// Verbs, to the verbs tool names use.
+	"look": {"search"}, "locat": {"search"}, "seek": {"search"}, "hunt": {"search"},
+	"view": {"read", "get"}, "display": {"read", "list"}, "open": {"read"}, "see": {"read", "get"},
+	"everyon": {"list"}, "make": {"create"}, "start": {"create"}, "add": {"create"}, "put": {"create", "add"},
+	"edit": {"update"}, "modifi": {"update"}, "fix": {"update", "replace"}, "adjust": {"update"}, "correct": {"replace", "update"},
+	"eras": {"delete"}, "discard": {"delete", "trash"}, "rid": {"delete", "trash"},
+	"notifi": {"send"}, "inform": {"send"}, "tell": {"send"},
 }
 
 // expand weighs a query's words, adding their synonyms at half weight.
