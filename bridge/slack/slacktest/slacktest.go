@@ -380,10 +380,11 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	}
-	s.record(c)
-
+	// Acted on first, then recorded: a test that saw the call sees
+	// what it did (a posted message's ts).
 	var out bytes.Buffer
 	status := s.answer(w.Header(), &out, c)
+	s.record(c)
 	if held && reply && !s.wait(r, method, release) {
 		return // acted on; the answer is lost
 	}
