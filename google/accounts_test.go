@@ -510,7 +510,7 @@ func TestLoginLoopback(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go func() {
 		c, err := e.acc.LoginLoopback(ctx, "console:local", pw)
