@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/chat"
 )
 

@@ -16,8 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"loadout/backoff"
 	"loadout/bridge"
-	"loadout/bridge/backoff"
 	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/cluster"

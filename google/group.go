@@ -9,7 +9,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/tools"
 )
 

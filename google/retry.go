@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/api/googleapi"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 )
 
 // Retry calls fn until it returns nil or an error that is not Temporary,

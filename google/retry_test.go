@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/api/googleapi"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 )
 
 func TestRetryRetriesTemporaryErrors(t *testing.T) {

@@ -22,8 +22,8 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"golang.org/x/time/rate"
 
+	"loadout/backoff"
 	"loadout/bridge"
-	"loadout/bridge/backoff"
 	"loadout/chat"
 )
 

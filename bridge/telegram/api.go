@@ -8,7 +8,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 )
 
 // requestTimeout bounds every request but the long poll.

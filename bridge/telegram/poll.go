@@ -12,7 +12,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 )
 
 // offsetKey is the state key of the update offset.

@@ -28,8 +28,8 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"golang.org/x/time/rate"
 
+	"loadout/backoff"
 	"loadout/bridge"
-	"loadout/bridge/backoff"
 )
 
 // Store is the durable state the channel needs: the pipeline's inbox and

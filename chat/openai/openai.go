@@ -15,7 +15,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/chat"
 )
 

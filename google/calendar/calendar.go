@@ -15,7 +15,7 @@ import (
 	gcal "google.golang.org/api/calendar/v3"
 	"google.golang.org/api/googleapi"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/api/people/v1"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

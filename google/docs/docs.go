@@ -12,7 +12,7 @@ import (
 	gdocs "google.golang.org/api/docs/v1"
 	gdrive "google.golang.org/api/drive/v3"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

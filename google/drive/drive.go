@@ -12,7 +12,7 @@ import (
 	gdrive "google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

@@ -9,7 +9,7 @@ import (
 
 	gforms "google.golang.org/api/forms/v1"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

@@ -14,7 +14,7 @@ import (
 
 	gmailapi "google.golang.org/api/gmail/v1"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 	"loadout/tools/pdf"

@@ -12,7 +12,7 @@ import (
 
 	gmailapi "google.golang.org/api/gmail/v1"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google/gmailsettings"
 	"loadout/google/googletest"
 	"loadout/tools"

@@ -9,7 +9,7 @@ import (
 
 	gsheets "google.golang.org/api/sheets/v4"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

@@ -12,7 +12,7 @@ import (
 
 	gslides "google.golang.org/api/slides/v1"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

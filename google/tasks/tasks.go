@@ -10,7 +10,7 @@ import (
 
 	gtasks "google.golang.org/api/tasks/v1"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/google"
 	"loadout/tools"
 )

@@ -23,7 +23,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"loadout/bridge/backoff"
+	"loadout/backoff"
 	"loadout/proc"
 	"loadout/tools"
 )
