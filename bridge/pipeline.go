@@ -155,6 +155,10 @@ type OldestFinder interface {
 	OldestUnfinished(ctx context.Context, channel, chatKey string) (Item, bool, error)
 }
 
+// DefaultShutdownGrace is how long running turns may finish after a
+// stop unless configured (delivery.shutdown_grace).
+const DefaultShutdownGrace = 30 * time.Second
+
 // DefaultMaxReply is the longest answer sent, in bytes.
 const DefaultMaxReply = 64 << 10
 
@@ -222,7 +226,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 		cfg.Workers = 8
 	}
 	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = 30 * time.Second
+		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
 	if cfg.Retry.Attempts == 0 {
 		cfg.Retry.Attempts = 4

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"loadout/bridge"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/chat"
@@ -269,7 +270,7 @@ func defaults() Config {
 			SystemPrompt: "You are a helpful personal assistant. Answer briefly and plainly. Use tools when they help; load a tool group before using its tools.",
 		},
 		Store: StoreConfig{Path: "data/loadout.db"},
-		HTTP:  HTTPConfig{Listen: "127.0.0.1:8080", ShutdownGrace: Duration(30 * time.Second), Metrics: true},
+		HTTP:  HTTPConfig{Listen: "127.0.0.1:8080", ShutdownGrace: Duration(bridge.DefaultShutdownGrace), Metrics: true},
 		Log:   LogConfig{Level: "info", Format: "text"},
 	}
 }
