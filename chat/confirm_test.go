@@ -43,7 +43,7 @@ type sendIn struct {
 func confirmTools(o *outbox) func(r *tools.Registry) error {
 	return func(r *tools.Registry) error {
 		send := tools.New(tools.Definition{Name: "mail_send", Description: "Send an email", Effect: tools.EffectDestructive,
-			Summarize: tools.SummaryBy(func(_ context.Context, in sendIn) string {
+			Summarize: tools.By(func(_ context.Context, in sendIn) string {
 				return "Send an email to " + in.To + ", subject '" + in.Subject + "'"
 			})},
 			func(ctx context.Context, in sendIn) (any, error) {
@@ -309,7 +309,7 @@ type exactIn struct {
 func exactTools(got *outbox) func(r *tools.Registry) error {
 	return func(r *tools.Registry) error {
 		transfer := tools.New(tools.Definition{Name: "transfer", Description: "Move money", Effect: tools.EffectDestructive,
-			Summarize: tools.SummaryBy(func(_ context.Context, in exactIn) string {
+			Summarize: tools.By(func(_ context.Context, in exactIn) string {
 				return fmt.Sprintf("POST %s with ref %d", in.URL, in.Ref)
 			})},
 			func(ctx context.Context, in exactIn) (any, error) {
@@ -471,7 +471,7 @@ func TestApprovedCallThatNowReadsDifferentlyDoesNotRun(t *testing.T) {
 	sharedWith := "nobody else"
 	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
 		return r.Add(tools.New(tools.Definition{Name: "move_doc", Description: "Move a document", Effect: tools.EffectDestructive,
-			Summarize: tools.SummaryBy(func(_ context.Context, in echoIn) string {
+			Summarize: tools.By(func(_ context.Context, in echoIn) string {
 				audience.Lock()
 				defer audience.Unlock()
 				return "Move " + in.Text + " into Team, shared with " + sharedWith

@@ -47,13 +47,13 @@ type Definition struct {
 	// ReadOnly is at least EffectMutate; one that sends to other people,
 	// deletes or shares says EffectDestructive. EffectFor, when set,
 	// decides per call instead (a tool whose actions differ); it gets the
-	// call's decoded input, the value Run gets (see EffectBy).
+	// call's decoded input, the value Run gets (see By).
 	Effect    Effect
 	EffectFor func(ctx context.Context, in any) Effect
 	// Summarize, when set, says in one plain sentence what a call will do
 	// ("Send an email to ana@example.com, subject 'Invoice', 3 lines"),
 	// for the person who approves it; see Summary. It gets the call's
-	// decoded input, the value that runs once approved (see SummaryBy).
+	// decoded input, the value that runs once approved (see By).
 	Summarize func(ctx context.Context, in any) string
 	// Untrusted is true when what the tool returns is content from
 	// outside the person's own words (a web page, a mail or document
@@ -174,26 +174,11 @@ func Raw(def Definition, run func(ctx context.Context, args json.RawMessage) (an
 	}}
 }
 
-// EffectBy adapts a typed effect function to Definition.EffectFor: f gets
-// the tool's decoded input (the zero In when there is none).
-func EffectBy[In any](f func(ctx context.Context, in In) Effect) func(context.Context, any) Effect {
-	return func(ctx context.Context, v any) Effect {
-		in, _ := v.(In)
-		return f(ctx, in)
-	}
-}
-
-// UntrustedBy adapts a typed function to Definition.UntrustedFor.
-func UntrustedBy[In any](f func(ctx context.Context, in In) bool) func(context.Context, any) bool {
-	return func(ctx context.Context, v any) bool {
-		in, _ := v.(In)
-		return f(ctx, in)
-	}
-}
-
-// SummaryBy adapts a typed summary function to Definition.Summarize.
-func SummaryBy[In any](f func(ctx context.Context, in In) string) func(context.Context, any) string {
-	return func(ctx context.Context, v any) string {
+// By adapts a function of a tool's typed input to the Definition hooks
+// that get the decoded input as any — EffectFor, Summarize, UntrustedFor:
+// f gets the input as In (the zero In when there is none).
+func By[In, Out any](f func(ctx context.Context, in In) Out) func(context.Context, any) Out {
+	return func(ctx context.Context, v any) Out {
 		in, _ := v.(In)
 		return f(ctx, in)
 	}

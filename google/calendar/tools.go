@@ -306,10 +306,10 @@ func (g *group) createEvent() tools.Tool {
 		Name:        "calendar_create_event",
 		Description: "Create an event, timed or all-day, with attendees, reminders, recurrence and an optional Meet link.",
 		// Inviting people emails them: that waits for approval.
-		EffectFor: tools.EffectBy(func(_ context.Context, in createEventIn) tools.Effect {
+		EffectFor: tools.By(func(_ context.Context, in createEventIn) tools.Effect {
 			return invites(len(in.Attendees), in.SendUpdates)
 		}),
-		Summarize: tools.SummaryBy(func(_ context.Context, in createEventIn) string {
+		Summarize: tools.By(func(_ context.Context, in createEventIn) string {
 			s := fmt.Sprintf("Create the event '%s'%s at %s", tools.Shorten(in.Title, 80), onCalendar(in.CalendarID), in.Start)
 			if len(in.Attendees) > 0 {
 				s += " and invite " + tools.Names(in.Attendees, 5)
@@ -495,14 +495,14 @@ func (g *group) updateEvent() tools.Tool {
 		Name:        "calendar_update_event",
 		Description: "Change an event: title, time, location, description, attendees, reminders or Meet link; fields not given stay as they are.",
 		// Changing who is invited, or when, emails the attendees.
-		EffectFor: tools.EffectBy(func(_ context.Context, in updateEventIn) tools.Effect {
+		EffectFor: tools.By(func(_ context.Context, in updateEventIn) tools.Effect {
 			n := len(in.AddAttendees) + len(in.RemoveAttendees)
 			if in.Start != "" || in.End != "" {
 				n++
 			}
 			return invites(n, in.SendUpdates)
 		}),
-		Summarize: tools.SummaryBy(func(ctx context.Context, in updateEventIn) string {
+		Summarize: tools.By(func(ctx context.Context, in updateEventIn) string {
 			s := "Change the calendar event " + in.EventID + onCalendar(in.CalendarID)
 			if in.Start != "" {
 				s += ", to start at " + in.Start
@@ -746,7 +746,7 @@ func (g *group) deleteEvent() tools.Tool {
 		Name:        "calendar_delete_event",
 		Description: "Delete an event; attendees are told unless send_updates is none.",
 		Effect:      tools.EffectDestructive,
-		Summarize: tools.SummaryBy(func(ctx context.Context, in deleteEventIn) string {
+		Summarize: tools.By(func(ctx context.Context, in deleteEventIn) string {
 			s := "Delete the calendar event " + in.EventID + onCalendar(in.CalendarID)
 			if in.SendUpdates != "none" {
 				s += " and tell " + g.attendees(ctx, in.CalendarID, in.EventID)

@@ -45,7 +45,7 @@ func New(c google.Client, o Options) google.Group {
 			tools.New(tools.Definition{Name: "contacts_create", Description: "Add a contact with name, email addresses, phone numbers, organization and notes."}, g.create),
 			tools.New(tools.Definition{Name: "contacts_update", Description: "Change a contact: the fields given replace the old ones; others stay."}, g.update),
 			tools.New(tools.Definition{Name: "contacts_delete", Description: "Delete a contact.", Effect: tools.EffectDestructive,
-				Summarize: tools.SummaryBy(func(_ context.Context, in refIn) string {
+				Summarize: tools.By(func(_ context.Context, in refIn) string {
 					return "Delete the contact " + in.ResourceName
 				})}, g.delete),
 			tools.New(tools.Definition{Name: "contacts_groups", Description: "List the contact groups (labels) with their member counts.", ReadOnly: true, Untrusted: true}, g.groups),

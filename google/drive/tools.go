@@ -441,7 +441,7 @@ func (g *group) move() tools.Tool {
 		// A folder shared with others shares what moves into it: such a
 		// move widens access. Its sharing is read first; a move whose
 		// destination cannot be read counts as one.
-		EffectFor: tools.EffectBy(func(ctx context.Context, in moveIn) tools.Effect {
+		EffectFor: tools.By(func(ctx context.Context, in moveIn) tools.Effect {
 			if strings.TrimSpace(in.FolderID) == "" {
 				return tools.EffectMutate
 			}
@@ -450,7 +450,7 @@ func (g *group) move() tools.Tool {
 			}
 			return tools.EffectMutate
 		}),
-		Summarize: tools.SummaryBy(func(ctx context.Context, in moveIn) string {
+		Summarize: tools.By(func(ctx context.Context, in moveIn) string {
 			s := "Move the Drive file " + strings.TrimSpace(in.FileID)
 			if f := strings.TrimSpace(in.FolderID); f != "" {
 				s += " into the folder " + f
@@ -534,7 +534,7 @@ func (g *group) share() tools.Tool {
 		Name:        "drive_share",
 		Description: "Share a Drive file or folder (a doc, sheet, slides, anything) with an email address or anyone with the link, as reader, commenter or writer.",
 		Effect:      tools.EffectDestructive,
-		Summarize: tools.SummaryBy(func(_ context.Context, in shareIn) string {
+		Summarize: tools.By(func(_ context.Context, in shareIn) string {
 			s := fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(audience(in.Email, in.AnyoneWithLink), 200), in.Role)
 			if strings.TrimSpace(in.Message) != "" && (in.Notify == nil || *in.Notify) {
 				s += fmt.Sprintf(", emailing the note '%s'", tools.Shorten(in.Message, 80))
@@ -611,7 +611,7 @@ func (g *group) trash() tools.Tool {
 		Name:        "drive_trash",
 		Description: "Move a Drive file or folder to the trash, where it can be restored for 30 days.",
 		Effect:      tools.EffectDestructive,
-		Summarize: tools.SummaryBy(func(_ context.Context, in idIn) string {
+		Summarize: tools.By(func(_ context.Context, in idIn) string {
 			return "Move the Drive file " + in.FileID + " to the trash"
 		}),
 	}, func(ctx context.Context, in idIn) (any, error) {
@@ -681,7 +681,7 @@ func (g *group) unshare() tools.Tool {
 		Name:        "drive_unshare",
 		Description: "Stop sharing a Drive file or folder with an email address, or with anyone who has the link.",
 		Effect:      tools.EffectDestructive,
-		Summarize: tools.SummaryBy(func(_ context.Context, in unshareIn) string {
+		Summarize: tools.By(func(_ context.Context, in unshareIn) string {
 			return fmt.Sprintf("Take away %s's access to the Drive file %s", tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.FileID)
 		}),
 	}, func(ctx context.Context, in unshareIn) (any, error) {

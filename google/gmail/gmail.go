@@ -77,12 +77,12 @@ func New(c google.Client, o Options) google.Group {
 		tools.New(tools.Definition{
 			Name:        "gmail_send",
 			Description: "Send a new plain-text email from the person's account.",
-			Effect:      outbound, Summarize: tools.SummaryBy(summarizeSend),
+			Effect:      outbound, Summarize: tools.By(summarizeSend),
 		}, m.send),
 		tools.New(tools.Definition{
 			Name:        "gmail_reply",
 			Description: "Reply in the same thread to a message (to its sender, or to everyone with reply_all).",
-			Effect:      outbound, Summarize: tools.SummaryBy(m.summarizeReply),
+			Effect:      outbound, Summarize: tools.By(m.summarizeReply),
 		}, m.reply),
 		tools.New(tools.Definition{
 			Name:        "gmail_create_draft",
@@ -92,7 +92,7 @@ func New(c google.Client, o Options) google.Group {
 			Name:        "gmail_send_draft",
 			Description: "Send an existing draft by its draft id.",
 			Effect:      outbound,
-			Summarize:   tools.SummaryBy(m.summarizeSendDraft),
+			Summarize:   tools.By(m.summarizeSendDraft),
 		}, m.sendDraft),
 		tools.New(tools.Definition{
 			Name:        "gmail_list_labels",
@@ -111,7 +111,7 @@ func New(c google.Client, o Options) google.Group {
 			Name:        "gmail_trash",
 			Description: "Move messages to the trash (Gmail deletes them after 30 days).",
 			Effect:      tools.EffectDestructive,
-			Summarize: tools.SummaryBy(func(_ context.Context, in idsIn) string {
+			Summarize: tools.By(func(_ context.Context, in idsIn) string {
 				return fmt.Sprintf("Move %s to the Gmail trash (%s)", plural(len(in.MessageIDs), "message"), tools.Shorten(strings.Join(in.MessageIDs, ", "), 80))
 			}),
 		}, m.trash),

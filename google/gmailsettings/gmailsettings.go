@@ -44,20 +44,20 @@ func New(c google.Client, o Options) google.Group {
 		tools.New(tools.Definition{Name: "gmail_list_filters", Description: "List the mailbox's filters with their criteria and actions.", ReadOnly: true}, s.listFilters),
 		tools.New(tools.Definition{Name: "gmail_create_filter", Description: "Create a filter: match by from/to/subject/query, then label, archive, mark read, star, trash or forward.",
 			// Forwarding sends the person's mail to someone else.
-			EffectFor: tools.EffectBy(func(_ context.Context, in createFilterIn) tools.Effect {
+			EffectFor: tools.By(func(_ context.Context, in createFilterIn) tools.Effect {
 				if strings.TrimSpace(in.Forward) != "" {
 					return tools.EffectDestructive
 				}
 				return tools.EffectMutate
 			}),
-			Summarize: tools.SummaryBy(summarizeFilter)}, s.createFilter),
+			Summarize: tools.By(summarizeFilter)}, s.createFilter),
 		tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive}, s.deleteFilter),
 		tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
 		tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",
 			Effect: tools.EffectDestructive}, s.setVacation),
 		tools.New(tools.Definition{Name: "gmail_get_signature", Description: "Show the signature of the default send-as address (or a given one).", ReadOnly: true}, s.getSignature),
 		tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one).",
-			Summarize: tools.SummaryBy(func(_ context.Context, in updateSignatureIn) string {
+			Summarize: tools.By(func(_ context.Context, in updateSignatureIn) string {
 				of := cmp.Or(strings.TrimSpace(in.SendAsEmail), "the default send-as address")
 				if strings.TrimSpace(in.Signature) == "" {
 					return "Remove the signature of " + of

@@ -46,17 +46,17 @@ func New(c google.Client, o Options) google.Group {
 			tools.New(tools.Definition{Name: "sheets_read", Description: "Read a range in A1 notation, on any sheet ('Sheet2'!A1:D20; a sheet name alone reads it all).", ReadOnly: true, Untrusted: true}, g.read),
 			tools.New(tools.Definition{Name: "sheets_write", Description: "Write rows to a range, or append them after a table's last row; values are read as typed in the UI (formulas, dates)."}, g.write),
 			tools.New(tools.Definition{Name: "sheets_clear", Description: "Clear the values of a range.", Effect: tools.EffectDestructive,
-				Summarize: tools.SummaryBy(func(_ context.Context, in rangeIn) string {
+				Summarize: tools.By(func(_ context.Context, in rangeIn) string {
 					return fmt.Sprintf("Clear %s in the spreadsheet %s", in.Range, in.SpreadsheetID)
 				})}, g.clear),
 			tools.New(tools.Definition{Name: "sheets_tabs", Description: "Add, rename or delete a sheet of a spreadsheet.",
-				EffectFor: tools.EffectBy(func(_ context.Context, in tabsIn) tools.Effect {
+				EffectFor: tools.By(func(_ context.Context, in tabsIn) tools.Effect {
 					if in.Action == "delete" {
 						return tools.EffectDestructive
 					}
 					return tools.EffectMutate
 				}),
-				Summarize: tools.SummaryBy(func(_ context.Context, in tabsIn) string {
+				Summarize: tools.By(func(_ context.Context, in tabsIn) string {
 					return fmt.Sprintf("Delete the sheet %d of the spreadsheet %s, with everything on it", in.SheetID, in.SpreadsheetID)
 				})}, g.tabs),
 		},

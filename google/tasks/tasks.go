@@ -39,7 +39,7 @@ func New(c google.Client, o Options) google.Group {
 			Description: "The person's Google Tasks: to-do lists and their tasks, due dates, completing and moving tasks."},
 		Tools: []tools.Tool{
 			tools.New(tools.Definition{Name: "tasks_lists", Description: "List, create or delete the person's task lists.",
-				EffectFor: tools.EffectBy(func(_ context.Context, in listsIn) tools.Effect {
+				EffectFor: tools.By(func(_ context.Context, in listsIn) tools.Effect {
 					switch in.Action {
 					case "list":
 						return tools.EffectRead
@@ -48,7 +48,7 @@ func New(c google.Client, o Options) google.Group {
 					}
 					return tools.EffectMutate
 				}),
-				Summarize: tools.SummaryBy(func(_ context.Context, in listsIn) string {
+				Summarize: tools.By(func(_ context.Context, in listsIn) string {
 					return "Delete the task list " + in.ListID + " and every task in it"
 				})}, g.lists),
 			tools.New(tools.Definition{Name: "tasks_list", Description: "List the tasks of a list (default the person's first), optionally by due date and with completed ones.", ReadOnly: true, Untrusted: true}, g.list),
@@ -56,7 +56,7 @@ func New(c google.Client, o Options) google.Group {
 			tools.New(tools.Definition{Name: "tasks_update", Description: "Change a task's title, notes or due date, or mark it done or not done."}, g.update),
 			tools.New(tools.Definition{Name: "tasks_move", Description: "Move a task: under a parent task, after another task, or to the top."}, g.move),
 			tools.New(tools.Definition{Name: "tasks_delete", Description: "Delete a task.", Effect: tools.EffectDestructive,
-				Summarize: tools.SummaryBy(func(_ context.Context, in taskRef) string {
+				Summarize: tools.By(func(_ context.Context, in taskRef) string {
 					if in.ListID == "" {
 						return "Delete the task " + in.TaskID + " from the first list"
 					}

@@ -163,13 +163,13 @@ func (m *Manager) Tool() tools.Tool {
 		// A tool made here can send anything anywhere, with the secrets
 		// its headers name: making or changing one is as grave as what
 		// it may do.
-		EffectFor: tools.EffectBy(func(_ context.Context, in input) tools.Effect {
+		EffectFor: tools.By(func(_ context.Context, in input) tools.Effect {
 			if in.Action == "list" {
 				return tools.EffectRead
 			}
 			return tools.EffectDestructive
 		}),
-		Summarize: tools.SummaryBy(m.summarize),
+		Summarize: tools.By(m.summarize),
 		Timeout:   20 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		if !m.admitted(ctx) {

@@ -270,7 +270,7 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 		Name:        "files",
 		Examples:    []string{"save text into a file here", "show the files in this chat", "read a file the person uploaded", "send the file back to me", "delete a file from the chat workspace", "add lines to the end of a file"},
 		Description: "Files in this chat's workspace, such as those the person sent: list, read, write, append, delete, send to the person.",
-		EffectFor: tools.EffectBy(func(_ context.Context, in input) tools.Effect {
+		EffectFor: tools.By(func(_ context.Context, in input) tools.Effect {
 			switch in.Action {
 			case "list", "read", "send":
 				// Sending shows the person a file of their own chat,
@@ -281,7 +281,7 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 			}
 			return tools.EffectMutate
 		}),
-		Summarize: tools.SummaryBy(func(_ context.Context, in input) string {
+		Summarize: tools.By(func(_ context.Context, in input) string {
 			switch in.Action {
 			case "delete":
 				return fmt.Sprintf("Delete the file '%s' from this chat's workspace", filepath.ToSlash(clean(in.Path)))
@@ -294,7 +294,7 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 		}),
 		// A file in the workspace may be one someone sent, or a page
 		// saved from the web.
-		UntrustedFor: tools.UntrustedBy(func(_ context.Context, in input) bool { return in.Action == "read" }),
+		UntrustedFor: tools.By(func(_ context.Context, in input) bool { return in.Action == "read" }),
 		Timeout:      30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		chatKey := tools.CallerFrom(ctx).ChatKey

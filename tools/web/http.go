@@ -48,14 +48,14 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 		// What a service answers is not the person's words.
 		Untrusted: true,
 		// Anything but a read sends data somewhere on the person's behalf.
-		EffectFor: tools.EffectBy(func(_ context.Context, in httpInput) tools.Effect {
+		EffectFor: tools.By(func(_ context.Context, in httpInput) tools.Effect {
 			switch strings.ToUpper(in.Method) {
 			case http.MethodGet, http.MethodHead:
 				return tools.EffectMutate
 			}
 			return tools.EffectDestructive
 		}),
-		Summarize: tools.SummaryBy(func(_ context.Context, in httpInput) string {
+		Summarize: tools.By(func(_ context.Context, in httpInput) string {
 			// Where it goes in full (host and path, as the request will
 			// use them); the query and the body may be cut.
 			s := strings.ToUpper(in.Method) + " "
