@@ -151,7 +151,7 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 	}
 	res.Input = in.JSON
 	res.Untrusted = res.Status == StatusSuccess && (e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value))
-	res.Personal = res.Status == StatusSuccess && e.Personal
+	res.Personal = res.Status == StatusSuccess && (e.Personal || e.PersonalFor != nil && e.PersonalFor(ctx, in.Value))
 	return res
 }
 

@@ -70,8 +70,11 @@ type Definition struct {
 	// Personal is true when what the tool returns belongs to the person
 	// who called it (their memories, their Google data): in a chat shared
 	// with others, the result is shown to the model on that person's
-	// turns only; on anyone else's it is a placeholder.
-	Personal bool
+	// turns only; on anyone else's it is a placeholder. PersonalFor,
+	// when set, decides per call instead (a PDF read from the person's
+	// Drive, but not one from the chat's files).
+	Personal    bool
+	PersonalFor func(ctx context.Context, in any) bool
 	// WritesSettings is true when a successful call may change the chat's
 	// Settings; the engine then reads them again before the next round.
 	WritesSettings bool

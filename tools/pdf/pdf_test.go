@@ -193,3 +193,37 @@ func BenchmarkWorkerText(b *testing.B) {
 		}
 	})
 }
+
+// A PDF read from the person's Google Drive is theirs, as Drive's own
+// results are: in a group it is shown on their turns only. One from the
+// chat's files is the chat's.
+func TestPDFFromDriveIsPersonal(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drive := func(_ context.Context, id string, _ int64) (string, []byte, error) {
+		return "statement.pdf", document("", "Ana's bank statement"), nil
+	}
+	r := tools.NewRegistry()
+	if err := r.AddGroup(Group(), Tools(Config{Workspaces: ws, Drive: drive})...); err != nil {
+		t.Fatal(err)
+	}
+	ws.Save(context.Background(), "telegram:-100", "menu.pdf", bytes.NewReader(document("", "Lunch menu")))
+	x := tools.NewExecutor(r, nil)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "telegram:-100", UserKey: "telegram:1001"})
+	for _, c := range []struct {
+		name, args string
+		personal   bool
+	}{
+		{"pdf_text", `{"drive_file_id":"1abc"}`, true},
+		{"pdf_info", `{"drive_file_id":"1abc"}`, true},
+		{"pdf_text", `{"path":"menu.pdf"}`, false},
+		{"pdf_info", `{"path":"menu.pdf"}`, false},
+	} {
+		res := x.Run(ctx, nil, []tools.Call{{ID: "1", Name: c.name, Arguments: c.args}})[0]
+		if res.Status != tools.StatusSuccess || res.Personal != c.personal {
+			t.Errorf("%s %s: personal %v, want %v (%+v)", c.name, c.args, res.Personal, c.personal, res)
+		}
+	}
+}
