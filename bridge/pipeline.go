@@ -673,10 +673,8 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		took = time.Since(start)
 		if stopped && ctx.Err() == nil {
-			// The person stopped it: done, unanswered, never resumed.
-			p.write(ctx, log, "record the turn's return", func(ctx context.Context) error {
-				return p.cfg.Inbox.Returned(ctx, it.Seq)
-			})
+			// The person stopped it: done, unanswered, never resumed (so
+			// its count of starts no longer matters).
 			if err := p.write(ctx, log, "mark the stopped event done", func(ctx context.Context) error {
 				return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
 			}); err != nil {
