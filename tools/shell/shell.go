@@ -168,9 +168,12 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 	env := []string{"PATH=" + cfg.Path, "HOME=" + dir, "LANG=C.UTF-8", "TMPDIR=" + dir}
 	// The command runs under a keeper: it and whatever it starts end
 	// with it, with its timeout, and with loadout.
-	cmd := proc.Command(ctx, prog, in.Args...)
+	var cmd *proc.Cmd
 	var report *os.File
-	if !cfg.Unconfined {
+	if cfg.Unconfined {
+		cmd = proc.Command(ctx, prog, in.Args...)
+		cmd.Env = env
+	} else {
 		s := newSpec(cfg, prog, in.Args, env, dir)
 		if s.User != 0 {
 			// The command runs as nobody: the workspace becomes
@@ -191,8 +194,6 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 		cmd = proc.Command(ctx, "/proc/self/exe", "-test.run=^$")
 		cmd.Env = []string{childEnv + "=" + s.encode()}
 		cmd.ExtraFiles = []*os.File{w}
-	} else {
-		cmd.Env = env
 	}
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(in.Stdin)
@@ -200,8 +201,8 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Start()
 	if err == nil {
-		if len(cmd.ExtraFiles) > 0 {
-			cmd.ExtraFiles[0].Close() // the child's copy is the one left
+		for _, f := range cmd.ExtraFiles {
+			f.Close() // the child's copy is the one left: EOF when it execs
 		}
 		err = cmd.Wait()
 	}
