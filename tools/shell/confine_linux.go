@@ -20,6 +20,9 @@ import (
 // kept from reaching loadout too.
 const minABI = 4
 
+// kernelABI is the kernel's Landlock ABI version; a test sets another.
+var kernelABI = landlockABI
+
 // landlockABI is the kernel's Landlock ABI version; 0 without Landlock.
 func landlockABI() int {
 	v, err := llsys.LandlockGetABIVersion()
@@ -36,7 +39,7 @@ func Check(cfg Config) error {
 	if !cfg.Enabled || cfg.Unconfined {
 		return nil
 	}
-	if v := landlockABI(); v < minABI {
+	if v := kernelABI(); v < minABI {
 		return fmt.Errorf("exec: this kernel's Landlock (ABI %d) cannot confine commands; ABI %d (Linux 6.7) or newer is needed. Set exec.unconfined: true to run them without confinement, or turn exec off", v, minABI)
 	}
 	return nil

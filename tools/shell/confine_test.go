@@ -157,54 +157,24 @@ func TestCommandsAreLimited(t *testing.T) {
 }
 
 // Where Landlock cannot confine, exec says so at start, naming the way
-// out; exec.unconfined is that way.
+// out; exec.unconfined is that way, and exec off needs none.
 func TestCheckNamesTheWayOut(t *testing.T) {
-	if err := Check(Config{Enabled: true, Unconfined: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Check(Config{}); err != nil {
-		t.Fatal(err)
-	}
-	err := Check(Config{Enabled: true})
-	if landlockABI() >= minABI {
-		if err != nil {
-			t.Fatal(err)
+	defer func(f func() int) { kernelABI = f }(kernelABI)
+	for _, abi := range []int{0, 3} {
+		kernelABI = func() int { return abi }
+		if err := Check(Config{Enabled: true}); err == nil || !strings.Contains(err.Error(), "exec.unconfined: true") || !strings.Contains(err.Error(), "ABI "+strconv.Itoa(abi)) {
+			t.Errorf("ABI %d: Check = %v", abi, err)
 		}
-		return
+		if err := Check(Config{Enabled: true, Unconfined: true}); err != nil {
+			t.Errorf("ABI %d, unconfined: %v", abi, err)
+		}
+		if err := Check(Config{}); err != nil {
+			t.Errorf("ABI %d, exec off: %v", abi, err)
+		}
 	}
-	if err == nil || !strings.Contains(err.Error(), "exec.unconfined: true") {
-		t.Fatalf("Check = %v", err)
-	}
-}
-
-// gone waits until none of the processes the command started is left,
-// reaped ones included (a zombie still counts toward the process limit):
-// those running as its user (nobody when the tests run as root), or
-// those whose command line forks.
-func gone(t *testing.T) {
-	t.Helper()
-	const marker = "os.fork()"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := 0
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			if _, err := strconv.Atoi(e.Name()); err != nil {
-				continue
-			}
-			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-			if strings.Contains(string(b), marker) || os.Geteuid() == 0 && strings.Contains(string(st), "\nUid:\t65534\t") {
-				left++
-			}
-		}
-		if left == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes of the command are left", left)
-		}
-		time.Sleep(20 * time.Millisecond)
+	kernelABI = func() int { return minABI }
+	if err := Check(Config{Enabled: true}); err != nil {
+		t.Errorf("ABI %d: %v", minABI, err)
 	}
 }
 
@@ -236,5 +206,35 @@ func BenchmarkExec(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+// gone waits until none of the processes the command started is left,
+// reaped ones included (a zombie still counts toward the process limit):
+// those running as its user (nobody when the tests run as root), or
+// those whose command line forks.
+func gone(t *testing.T) {
+	t.Helper()
+	const marker = "os.fork()"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := 0
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+			if strings.Contains(string(b), marker) || os.Geteuid() == 0 && strings.Contains(string(st), "\nUid:\t65534\t") {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the command are left", left)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
