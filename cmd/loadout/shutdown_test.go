@@ -17,6 +17,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/proc/proctest"
 	"loadout/tools/mcp/mcptest"
 )
 
@@ -239,36 +240,22 @@ func TestNothingLoadoutStartedOutlivesIt(t *testing.T) {
 		}
 		io.WriteString(in, "run it\n")
 		deadline := time.Now().Add(15 * time.Second)
-		for (running(server) == 0 || running(command) < 2) && time.Now().Before(deadline) {
+		for (proctest.Running(server) == 0 || proctest.Running(command) < 2) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if running(server) == 0 || running(command) < 2 {
+		if proctest.Running(server) == 0 || proctest.Running(command) < 2 {
 			cmd.Process.Kill()
-			t.Fatalf("%s: the server (%d) or the command (%d) never ran\n%s", sig, running(server), running(command), out.String())
+			t.Fatalf("%s: the server (%d) or the command (%d) never ran\n%s", sig, proctest.Running(server), proctest.Running(command), out.String())
 		}
 		cmd.Process.Signal(sig)
 		cmd.Wait()
 		in.Close()
 		deadline = time.Now().Add(10 * time.Second)
-		for running(server)+running(command) > 0 && time.Now().Before(deadline) {
+		for proctest.Running(server)+proctest.Running(command) > 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if n, m := running(server), running(command); n+m > 0 {
+		if n, m := proctest.Running(server), proctest.Running(command); n+m > 0 {
 			t.Errorf("after %s: %d processes of the MCP server and %d of the command are left", sig, n, m)
 		}
 	}
-}
-
-// running counts the live processes whose command line holds marker.
-func running(marker string) int {
-	n := 0
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if strings.Contains(string(b), marker) && !strings.Contains(string(st), ") Z ") {
-			n++
-		}
-	}
-	return n
 }

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"loadout/proc"
+	"loadout/proc/proctest"
 	"loadout/tools"
 	"loadout/tools/mcp/mcptest"
 )
@@ -338,23 +339,7 @@ func TestServerThatNeverConnectsIsEnded(t *testing.T) {
 	if err := c.ensure(ctx); err == nil {
 		t.Fatal("a mute server connected")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := 0
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-			if strings.Contains(string(b), marker) && !strings.Contains(string(st), ") Z ") {
-				n++
-			}
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes of the server are left", n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if n := proctest.Left(marker, 10*time.Second); n != 0 {
+		t.Fatalf("%d processes of the server are left", n)
 	}
 }

@@ -208,6 +208,7 @@ func BenchmarkExec(b *testing.B) {
 		})
 	}
 }
+
 // gone waits until none of the processes the command started is left,
 // reaped ones included (a zombie still counts toward the process limit):
 // those running as its user (nobody when the tests run as root), or

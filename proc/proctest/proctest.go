@@ -1,0 +1,42 @@
+// Package proctest counts the processes a test started, to check that
+// none outlives what it should.
+package proctest
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Running counts the live processes (zombies aside) whose command line
+// holds marker.
+func Running(marker string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if strings.Contains(string(b), marker) && !strings.Contains(string(st), ") Z ") {
+			n++
+		}
+	}
+	return n
+}
+
+// Left waits up to wait for the processes with marker to be gone and
+// returns how many are still running.
+func Left(marker string, wait time.Duration) int {
+	deadline := time.Now().Add(wait)
+	for {
+		n := Running(marker)
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
