@@ -72,12 +72,12 @@ func FindTools(r *Registry) Tool {
 			where := h.group
 			if where == "" {
 				where = "core"
-			} else if !contains(groups, h.group) {
+			} else if !slices.Contains(groups, h.group) {
 				groups = append(groups, h.group)
 			}
 			// Only a group whose tool scores close to the best is
 			// loaded: every schema loaded costs tokens on every turn.
-			if h.group != "" && h.score >= LoadShare*hits[0].score && !contains(confident, h.group) {
+			if h.group != "" && h.score >= LoadShare*hits[0].score && !slices.Contains(confident, h.group) {
 				confident = append(confident, h.group)
 			}
 			fmt.Fprintf(&b, "- %s (%s): %s\n", h.name, where, h.desc)
@@ -88,7 +88,7 @@ func FindTools(r *Registry) Tool {
 			out += "\nLoaded groups: " + strings.Join(confident, ", ") + ". Their tools are available now."
 			if len(confident) < len(groups) {
 				out += fmt.Sprintf(" Not loaded, as their tools matched less well (under %d%% of the best match): %s; load one with load_tool_group if it is needed.",
-					int(LoadShare*100), strings.Join(slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return contains(confident, g) }), ", "))
+					int(LoadShare*100), strings.Join(slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return slices.Contains(confident, g) }), ", "))
 			}
 			return loaded{text: out, groups: confident}, nil
 		}
@@ -97,15 +97,6 @@ func FindTools(r *Registry) Tool {
 		}
 		return out, nil
 	})
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // loaded is the answer of a call that changed the session's groups
