@@ -26,10 +26,10 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// limitMemory sets, in the worker, the limits its environment names: the
+// setLimits sets, in the worker, the limits its environment names: the
 // address space it has now plus the memory allowed (the Go runtime and
 // the binary already take some), and the processor time.
-func limitMemory() error {
+func setLimits() error {
 	// Exit if loadout ended before the worker could be told to die
 	// with it.
 	if strconv.Itoa(os.Getppid()) != os.Getenv(parentEnv) {

@@ -13,6 +13,6 @@ const (
 // sysProcAttr puts a worker in a process group of its own.
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-// limitMemory sets no limit where the platform has no RLIMIT_AS; the
+// setLimits sets no limit where the platform has no RLIMIT_AS; the
 // wall-clock limit still holds.
-func limitMemory() error { return nil }
+func setLimits() error { return nil }

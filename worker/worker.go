@@ -84,7 +84,7 @@ func Serve(jobs map[string]Func) {
 		fmt.Fprintf(os.Stderr, "worker: no job %q\n", name)
 		os.Exit(3)
 	}
-	if err := limitMemory(); err != nil {
+	if err := setLimits(); err != nil {
 		fmt.Fprintf(os.Stderr, "worker: %v\n", err)
 		os.Exit(3)
 	}
