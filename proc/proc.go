@@ -24,6 +24,12 @@ import (
 	"time"
 )
 
+// Self is how loadout starts itself again (a keeper, a worker, exec's
+// confined child): its own binary, with an argument that makes a test
+// binary run no tests, so that its TestMain hands the process over as
+// main does.
+var Self = []string{"/proc/self/exe", "-test.run=^$"}
+
 // keepEnv carries the program to keep; its presence makes the process a
 // keeper.
 const keepEnv = "LOADOUT_KEEP"
@@ -52,7 +58,7 @@ func Command(ctx context.Context, name string, args ...string) *Cmd {
 		name = lp // found as exec.Command finds it, on loadout's PATH
 	}
 	c := &Cmd{name: name, args: args}
-	c.Cmd = exec.CommandContext(ctx, "/proc/self/exe", "-test.run=^$") // a test binary runs no tests
+	c.Cmd = exec.CommandContext(ctx, Self[0], Self[1:]...)
 	c.Cmd.Args[0] = "loadout-keeper"
 	c.Cmd.SysProcAttr = sysProcAttr()
 	c.Cmd.Cancel = func() error { return c.Cmd.Process.Signal(syscall.SIGTERM) }

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"loadout/proc"
 )
 
 // Func is a job: it reads a request and answers it, in the worker.
@@ -113,7 +115,7 @@ func Run(ctx context.Context, job string, req []byte, l Limits) ([]byte, error) 
 	// that thread for as long as the worker runs.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.CommandContext(ctx, "/proc/self/exe", "-test.run=^$") // a test binary runs no tests
+	cmd := exec.CommandContext(ctx, proc.Self[0], proc.Self[1:]...)
 	cmd.Env = []string{
 		jobEnv + "=" + job,
 		memEnv + "=" + fmt.Sprint(l.MemoryMB),

@@ -191,7 +191,7 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 		defer w.Close()
 		report = r
 		// The keeper runs the binary again as the confined child.
-		cmd = proc.Command(ctx, "/proc/self/exe", "-test.run=^$")
+		cmd = proc.Command(ctx, proc.Self[0], proc.Self[1:]...)
 		cmd.Env = []string{childEnv + "=" + s.encode()}
 		cmd.ExtraFiles = []*os.File{w}
 	}
