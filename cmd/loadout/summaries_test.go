@@ -184,7 +184,7 @@ func generateArgs(rng *rand.Rand, tool string, schema json.RawMessage) (args str
 	var s map[string]any
 	_ = json.Unmarshal(schema, &s)
 	g := &argGen{rng: rng, tool: tool}
-	v := g.object(s, true)
+	v := g.object(s)
 	b, _ := json.Marshal(v)
 	return string(b), g.values
 }
@@ -195,7 +195,7 @@ type argGen struct {
 	values []string
 }
 
-func (g *argGen) object(s map[string]any, all bool) map[string]any {
+func (g *argGen) object(s map[string]any) map[string]any {
 	out := map[string]any{}
 	props, _ := s["properties"].(map[string]any)
 	req := map[string]bool{}
@@ -224,7 +224,7 @@ func (g *argGen) value(name string, s map[string]any) any {
 	}
 	switch s["type"] {
 	case "object":
-		return g.object(s, false)
+		return g.object(s)
 	case "array":
 		item, _ := s["items"].(map[string]any)
 		n := 1 + g.rng.IntN(5)
