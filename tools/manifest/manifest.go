@@ -90,15 +90,15 @@ func LoadDir(dir string, client *http.Client) ([]Loaded, error) {
 // tool may not send, or not to that host).
 type Secrets func(name, host string) (string, error)
 
-// Environment is the Secrets of the operator's own manifests: any
+// environment is the Secrets of the operator's own manifests: any
 // variable of the process's environment, to the tool's host.
-func Environment(name, _ string) (string, error) { return os.Getenv(name), nil }
+func environment(name, _ string) (string, error) { return os.Getenv(name), nil }
 
 // Parse reads one manifest of the operator's. group is the group name
 // (the file's base name). The _meta entry, if present, is not a tool.
-// Its headers may send any environment variable (Environment).
+// Its headers may send any environment variable.
 func Parse(raw []byte, group string, client *http.Client) (Loaded, error) {
-	return ParseWith(raw, group, client, Environment)
+	return ParseWith(raw, group, client, environment)
 }
 
 // ParseWith is Parse with the tools' headers given only what secrets
