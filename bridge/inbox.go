@@ -24,6 +24,9 @@ type Pending struct {
 	// Reply, when not empty, is sent as the answer without running a turn
 	// and without storing Inbound.Text: a refusal, a usage hint, a notice.
 	Reply string
+	// Voice is the voice note the message is, when it is one; Inbound.Text
+	// then holds what came with it (a caption, the note about its audio).
+	Voice *VoiceNote
 }
 
 // State is where an inbox item is in its life.
@@ -53,7 +56,10 @@ type Item struct {
 	// Parts is the answer as the channel sends it, one message each; set
 	// once the item is answered.
 	Parts []string
-	// Sent counts the parts already sent.
+	// Speech, when set, is the answer's text read aloud: one more part,
+	// sent after Parts through the channel's Speaker.
+	Speech string
+	// Sent counts the parts already sent (the spoken one included).
 	Sent int
 	// Draft is the channel's reference to the answer shown while it was
 	// written (a Drafter's), if one was posted; the first part replaces
@@ -75,8 +81,12 @@ type Inbox interface {
 	Unfinished(ctx context.Context, channel string) ([]Item, error)
 	// Seen reports whether the channel holds an item with id.
 	Seen(ctx context.Context, channel, id string) (bool, error)
-	// Answer stores an item's answer parts and marks it answered.
-	Answer(ctx context.Context, seq int64, parts []string) error
+	// Answer stores an item's answer parts, and the text to read aloud
+	// ("" for none), and marks it answered.
+	Answer(ctx context.Context, seq int64, parts []string, speech string) error
+	// Transcribed stores what is known of an item's voice note (its
+	// transcript, whether it was sent back).
+	Transcribed(ctx context.Context, seq int64, note VoiceNote) error
 	// MarkSent records that the first n parts of an item went out.
 	MarkSent(ctx context.Context, seq int64, n int) error
 	// Drafted records the reference of the draft shown for an item.

@@ -140,6 +140,9 @@ type PipelineConfig struct {
 	// oldest unfinished event first, whichever process took it in. The
 	// Inbox must then be an OldestFinder.
 	Claim Claim
+	// Voice transcribes the voice notes people send and speaks answers
+	// (see VoiceNote); nil when voice notes are not set up.
+	Voice Voice
 }
 
 // Claim runs run while this process holds the claim name among the
@@ -212,6 +215,8 @@ type Pipeline struct {
 	// those CancelTurn stopped.
 	turns     map[string]context.CancelFunc
 	cancelled map[string]bool
+	// voiceOff are the chats told that voice notes are not set up.
+	voiceOff map[string]bool
 }
 
 type job struct {
@@ -266,7 +271,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, out: cfg.Outlet, pace: newPacer(cfg.Pacing),
 		sem: make(chan struct{}, cfg.Workers), quit: make(chan struct{}),
 		queues: map[string][]job{}, active: map[int64]bool{}, attempts: map[int64]int{}, waiters: map[int64][]chan error{},
-		turns: map[string]context.CancelFunc{}, cancelled: map[string]bool{},
+		turns: map[string]context.CancelFunc{}, cancelled: map[string]bool{}, voiceOff: map[string]bool{},
 	}
 }
 
@@ -661,7 +666,13 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		p.mu.Lock()
 		p.turns[it.ID] = tcancel
 		p.mu.Unlock()
-		text, err := p.turn(tctx, it, j.resume, onText)
+		// A voice note is heard first: transcribed once, the transcript
+		// stored; one that cannot be heard is answered with a sentence.
+		text, err := p.listen(tctx, out, &it, log)
+		answered := err == nil && text == ""
+		if answered {
+			text, err = p.turn(tctx, it, j.resume, onText)
+		}
 		p.mu.Lock()
 		delete(p.turns, it.ID)
 		stopped := p.cancelled[it.ID]
@@ -702,39 +713,53 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			// The question's buttons go with its last part.
 			parts[len(parts)-1] += askMark + ask
 		}
+		speech := ""
+		if _, _, command := ParseCommand(it.Inbound.Text); answered && !command && p.cfg.Voice != nil && p.cfg.Voice.Aloud(it.Voice != nil) {
+			speech = text
+		}
 		if err := p.write(ctx, log, "store the answer", func(ctx context.Context) error {
-			return p.cfg.Inbox.Answer(ctx, it.Seq, parts)
+			return p.cfg.Inbox.Answer(ctx, it.Seq, parts, speech)
 		}); err != nil {
 			// Not sent: a later try finds the answer recorded by the
 			// engine and sends it then, once.
 			return errLeft
 		}
-		it.Parts, it.Sent = parts, 0
+		it.Parts, it.Speech, it.Sent = parts, speech, 0
 	}
 	var sendErr error
-	for i := it.Sent; i < len(it.Parts); i++ {
-		var draft []byte
-		if i == 0 {
-			draft = it.Draft
-		}
-		err := p.send(ctx, out, it.Route, draft, it.Parts[i], it.Inbound.UserKey)
-		if ctx.Err() == nil {
-			p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
+	// The answer read aloud, when it is, is its last part.
+	total := len(it.Parts)
+	if it.Speech != "" {
+		total++
+	}
+	for i := it.Sent; i < total; i++ {
+		var err error
+		if i == len(it.Parts) {
+			err = p.speak(ctx, out, it, log)
+		} else {
+			var draft []byte
+			if i == 0 {
+				draft = it.Draft
+			}
+			err = p.send(ctx, out, it.Route, draft, it.Parts[i], it.Inbound.UserKey)
+			if ctx.Err() == nil {
+				p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				log.Info("delivery: sending interrupted (shutdown, or the chat's claim lost); the rest is sent on a later try", "part", i+1, "parts", len(it.Parts))
+				log.Info("delivery: sending interrupted (shutdown, or the chat's claim lost); the rest is sent on a later try", "part", i+1, "parts", total)
 				return ctx.Err()
 			}
-			log.Error("delivery: the platform did not take the answer; giving up on it", "part", i+1, "parts", len(it.Parts), "err", err)
+			log.Error("delivery: the platform did not take the answer; giving up on it", "part", i+1, "parts", total, "err", err)
 			sendErr = err
 			break
 		}
 		// The journal first: one write, the moment the platform took it.
-		if err := p.cfg.Journal.sent(it.Seq, i+1, i+1 == len(it.Parts)); err != nil {
+		if err := p.cfg.Journal.sent(it.Seq, i+1, i+1 == total); err != nil {
 			log.Warn("delivery: cannot write the journal of sent parts", "err", err)
 		}
-		if i+1 < len(it.Parts) {
+		if i+1 < total {
 			// The last part is recorded by marking the event done: a
 			// crash in between repeats only that part, as it would here.
 			if p.write(ctx, log, "record a sent part", func(ctx context.Context) error {

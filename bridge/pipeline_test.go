@@ -363,12 +363,12 @@ type failingInbox struct {
 	answer, finish atomic.Int32 // failures left
 }
 
-func (f *failingInbox) Answer(ctx context.Context, seq int64, parts []string) error {
+func (f *failingInbox) Answer(ctx context.Context, seq int64, parts []string, speech string) error {
 	if f.answer.Load() > 0 {
 		f.answer.Add(-1)
 		return fmt.Errorf("answer: %w", chat.ErrTransient)
 	}
-	return f.DB.Answer(ctx, seq, parts)
+	return f.DB.Answer(ctx, seq, parts, speech)
 }
 
 func (f *failingInbox) Finish(ctx context.Context, seq int64, s bridge.State) error {

@@ -40,7 +40,11 @@ type inboxItem struct {
 	Draft []byte
 	// Images are the workspace names of pictures sent with the event, a
 	// JSON array.
-	Images    string
+	Images string
+	// Voice is the event's voice note (bridge.VoiceNote) as JSON, with
+	// its transcript once made; Speech the answer's text read aloud.
+	Voice     string
+	Speech    string
 	CreatedAt time.Time
 	UpdatedAt time.Time `gorm:"index"`
 }
@@ -90,6 +94,10 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 		b, _ := json.Marshal(p.Inbound.Images) // strings always encode
 		row.Images = string(b)
 	}
+	if p.Voice != nil {
+		b, _ := json.Marshal(p.Voice) // strings, an int and a bool always encode
+		row.Voice = string(b)
+	}
 	if parts != nil {
 		b, err := json.Marshal(parts)
 		if err != nil {
@@ -99,9 +107,9 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 	}
 	// Plain SQL: this runs for every event.
 	err := d.db.WithContext(ctx).Raw(`INSERT INTO inbox_items (channel, event_id, chat_key, user_key, text, route,
-			parts, sent, state, draft, images, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
-		row.Channel, row.EventID, row.ChatKey, row.UserKey, row.Text, row.Route, row.Parts, row.State, row.Images,
+			parts, sent, state, draft, images, voice, speech, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, '', ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
+		row.Channel, row.EventID, row.ChatKey, row.UserKey, row.Text, row.Route, row.Parts, row.State, row.Images, row.Voice,
 		row.CreatedAt, row.UpdatedAt).Row().Scan(&row.Seq)
 	if err == nil {
 		return row.item(), true, nil
@@ -118,7 +126,7 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 
 func (r inboxItem) item() bridge.Item {
 	it := bridge.Item{
-		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent, Draft: r.Draft,
+		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent, Draft: r.Draft, Speech: r.Speech,
 		Pending: bridge.Pending{ID: r.EventID, Route: r.Route,
 			Inbound: chatInbound(r.ChatKey, r.UserKey, r.Text)},
 	}
@@ -128,6 +136,12 @@ func (r inboxItem) item() bridge.Item {
 	}
 	if r.Images != "" {
 		_ = json.Unmarshal([]byte(r.Images), &it.Inbound.Images)
+	}
+	if r.Voice != "" {
+		var v bridge.VoiceNote
+		if json.Unmarshal([]byte(r.Voice), &v) == nil {
+			it.Voice = &v
+		}
 	}
 	return it
 }
@@ -166,13 +180,22 @@ func (d *DB) Unfinished(ctx context.Context, channel string) ([]bridge.Item, err
 	return out, nil
 }
 
-// Answer stores the parts of an item's answer.
-func (d *DB) Answer(ctx context.Context, seq int64, parts []string) error {
+// Answer stores the parts of an item's answer and the text read aloud.
+func (d *DB) Answer(ctx context.Context, seq int64, parts []string, speech string) error {
 	b, err := json.Marshal(parts)
 	if err != nil {
 		return err
 	}
-	return d.updateItem(ctx, seq, "parts = ?, sent = 0, state = ?", string(b), string(bridge.StateAnswered))
+	return d.updateItem(ctx, seq, "parts = ?, speech = ?, sent = 0, state = ?", string(b), speech, string(bridge.StateAnswered))
+}
+
+// Transcribed stores what is known of an item's voice note.
+func (d *DB) Transcribed(ctx context.Context, seq int64, note bridge.VoiceNote) error {
+	b, err := json.Marshal(note)
+	if err != nil {
+		return err
+	}
+	return d.updateItem(ctx, seq, "voice = ?", string(b))
 }
 
 // MarkSent records that n parts of an item were sent.

@@ -48,7 +48,7 @@ func TestInboxLifecycle(t *testing.T) {
 	}
 	c, _, _ := db.Accept(ctx, "telegram", pend("update:3", "telegram:1", "three"), nil)
 
-	if err := db.Answer(ctx, a.Seq, []string{"p1", "p2", "p3"}); err != nil {
+	if err := db.Answer(ctx, a.Seq, []string{"p1", "p2", "p3"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.MarkSent(ctx, a.Seq, 2); err != nil {

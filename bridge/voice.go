@@ -1,0 +1,192 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// VoiceNote is a voice message a person sent. The channel keeps its audio
+// in the chat's workspace and hands it to the pipeline, which transcribes
+// it once, before the turn, and stores the transcript with the event: a
+// resumed or redelivered event is never transcribed again.
+type VoiceNote struct {
+	// File is the audio's name in the chat's workspace.
+	File string `json:"file"`
+	// Seconds is the length the platform stated; 0 when it stated none.
+	Seconds int `json:"seconds,omitempty"`
+	// Transcript is what was heard, once it was.
+	Transcript string `json:"transcript,omitempty"`
+	// Echoed records that the transcript was sent back (voice.echo).
+	Echoed bool `json:"echoed,omitempty"`
+}
+
+// Voice is the speech service the pipeline uses (voice.Service is one):
+// nil when voice notes are not set up.
+type Voice interface {
+	// Limits are the stated size and length past which a note is
+	// refused before it is downloaded.
+	Limits() (maxBytes int64, maxSeconds int)
+	// Transcribe returns what is said in the note's audio.
+	Transcribe(ctx context.Context, chatKey string, note VoiceNote) (string, error)
+	// Heard is told once the transcript is stored.
+	Heard(chatKey string, note VoiceNote)
+	// Aloud reports whether an answer is spoken too; spoken is whether
+	// the person's message was a voice note.
+	Aloud(spoken bool) bool
+	// Echo reports whether a note's transcript is sent back first.
+	Echo() bool
+	// Speak returns text read aloud as OGG/Opus audio.
+	Speak(ctx context.Context, chatKey, text string) ([]byte, error)
+}
+
+// Speaker is an optional Outlet feature: it sends OGG/Opus audio to the
+// route as a voice message (Telegram) or an audio file (Slack). A reply
+// spoken aloud goes out through it as one more part of the answer, after
+// the text.
+type Speaker interface {
+	SendVoice(ctx context.Context, route []byte, audio []byte) error
+}
+
+// Sentences people see about voice notes.
+const (
+	// TextVoiceOff answers the first voice note of a chat when voice is
+	// not set up.
+	TextVoiceOff = "Sorry, voice notes are not set up here, so I can't listen to this one. Please type your message."
+	// TextVoiceUnheard answers a note whose transcription failed; %s is
+	// where its audio is kept.
+	TextVoiceUnheard = "Sorry, I couldn't make out your voice note (the transcription service did not answer). Its audio is kept in this chat's files as %s. Please send it again, or type your message."
+	// TextVoiceSilent answers a note in which no words were heard.
+	TextVoiceSilent = "I couldn't hear any words in your voice note (its audio is kept as %s). Please try again, or type your message."
+)
+
+// spokenText is the message the model reads for a transcribed note: the
+// transcript, marked as spoken, then what came with it (a caption, the
+// note about the kept audio).
+func spokenText(v *VoiceNote, rest string) string {
+	return strings.TrimSpace("(voice message) " + v.Transcript + "\n" + rest)
+}
+
+// echoText is the transcript sent back so the person can check it.
+func echoText(v *VoiceNote) string { return "“" + v.Transcript + "”" }
+
+// VoiceRefusal decides about a voice note before it is downloaded, from
+// the size and length its platform states (0 when it states none): "" to
+// take it, else the sentence that answers the person. When voice is not
+// set up, the chat is told once; later notes are ignored (ok false).
+func (p *Pipeline) VoiceRefusal(chatKey string, size int64, seconds int) (reply string, ok bool) {
+	if p.cfg.Voice == nil {
+		p.mu.Lock()
+		told := p.voiceOff[chatKey]
+		p.voiceOff[chatKey] = true
+		p.mu.Unlock()
+		if !told {
+			p.log.Warn("a voice note arrived but voice is off: set voice.transcription_model (e.g. whisper-1) to transcribe notes", "channel", p.cfg.Channel, "chat", chatKey)
+			return TextVoiceOff, true
+		}
+		return "", false
+	}
+	maxBytes, maxSeconds := p.cfg.Voice.Limits()
+	switch {
+	case maxSeconds > 0 && seconds > maxSeconds:
+		return fmt.Sprintf("Sorry, your voice note is %s long; I listen to notes up to %s. Please send a shorter one, or type your message.",
+			minutes(seconds), minutes(maxSeconds)), true
+	case maxBytes > 0 && size > maxBytes:
+		return fmt.Sprintf("Sorry, your voice note is %s; I take notes up to %s. Please send a shorter one, or type your message.",
+			humanSize(size), humanSize(maxBytes)), true
+	}
+	return "", true
+}
+
+// minutes renders a length of audio: "45 seconds", "10 minutes", "12:05".
+func minutes(s int) string {
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%d seconds", s)
+	case s%60 == 0:
+		return fmt.Sprintf("%d minutes", s/60)
+	}
+	return fmt.Sprintf("%d:%02d minutes", s/60, s%60)
+}
+
+// listen hears the event's voice note before its turn: it transcribes the
+// note unless an earlier try stored its transcript, stores it, sends it
+// back when voice.echo asks, and makes it the message the turn reads. A
+// note that cannot be heard returns the sentence that answers it instead
+// of a turn; a store failure returns the error (the event stays pending).
+func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, log *slog.Logger) (string, error) {
+	v := it.Voice
+	if v == nil {
+		return "", nil
+	}
+	if p.cfg.Voice == nil {
+		// Stored while voice was set up, and it no longer is.
+		return TextVoiceOff, nil
+	}
+	if v.Transcript == "" {
+		text, err := p.cfg.Voice.Transcribe(ctx, it.Inbound.ChatKey, *v)
+		switch {
+		case ctx.Err() != nil:
+			return "", ctx.Err()
+		case err != nil:
+			log.Warn("delivery: a voice note could not be transcribed; the person is told, and its audio kept", "file", v.File, "err", err)
+			return fmt.Sprintf(TextVoiceUnheard, v.File), nil
+		case text == "":
+			return fmt.Sprintf(TextVoiceSilent, v.File), nil
+		}
+		v.Transcript = text
+		if err := p.write(ctx, log, "store the transcript", func(ctx context.Context) error {
+			return p.cfg.Inbox.Transcribed(ctx, it.Seq, *v)
+		}); err != nil {
+			return "", err
+		}
+		p.cfg.Voice.Heard(it.Inbound.ChatKey, *v)
+	}
+	if p.cfg.Voice.Echo() && !v.Echoed {
+		if err := p.send(ctx, out, it.Route, nil, echoText(v), it.Inbound.UserKey); err != nil && ctx.Err() == nil {
+			log.Warn("delivery: could not send a voice note's transcript back (voice.echo)", "err", err)
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		v.Echoed = true
+		if err := p.write(ctx, log, "record the transcript sent back", func(ctx context.Context) error {
+			return p.cfg.Inbox.Transcribed(ctx, it.Seq, *v)
+		}); err != nil {
+			return "", err
+		}
+	}
+	it.Inbound.Text = spokenText(v, it.Inbound.Text)
+	return "", nil
+}
+
+// speak sends the answer read aloud, the reply's last part. Speech that
+// fails is logged and skipped: the text went out already. Only an
+// interrupted send is an error, so the part is tried after the restart.
+func (p *Pipeline) speak(ctx context.Context, out Outlet, it Item, log *slog.Logger) error {
+	sp, ok := out.(Speaker)
+	if !ok || p.cfg.Voice == nil {
+		return nil
+	}
+	audio, err := p.cfg.Voice.Speak(ctx, it.Inbound.ChatKey, it.Speech)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.Warn("delivery: the answer could not be spoken; the text went out", "err", err)
+		return nil
+	}
+	if err := p.pace.wait(ctx, it.Route); err != nil {
+		return err
+	}
+	err = sp.SendVoice(ctx, it.Route, audio)
+	if ctx.Err() == nil {
+		p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
+	}
+	if err != nil && ctx.Err() == nil {
+		log.Warn("delivery: the platform did not take the spoken answer; the text went out", "err", err)
+		return nil
+	}
+	return err
+}

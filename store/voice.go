@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// voiceUsage is what voice cost a chat: notes transcribed, their
+// seconds, and the characters of answers read aloud.
+type voiceUsage struct {
+	ChatKey   string `gorm:"primaryKey"`
+	Notes     int    `gorm:"not null;default:0"`
+	Seconds   int    `gorm:"not null;default:0"`
+	Chars     int    `gorm:"not null;default:0"`
+	UpdatedAt time.Time
+}
+
+// VoiceUsage is what voice cost one chat so far.
+type VoiceUsage struct {
+	Notes, Seconds, Chars int
+}
+
+// AddVoiceUsage adds a transcribed note's seconds (a note when seconds
+// is not negative and chars is 0) or an answer's spoken characters to
+// the chat's count.
+func (d *DB) AddVoiceUsage(ctx context.Context, chatKey string, seconds, chars int) error {
+	notes := 0
+	if chars == 0 {
+		notes = 1
+	}
+	return kind(d.db.WithContext(ctx).Exec(`INSERT INTO voice_usages (chat_key, notes, seconds, chars, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (chat_key) DO UPDATE SET notes = voice_usages.notes + excluded.notes, seconds = voice_usages.seconds + excluded.seconds,
+			chars = voice_usages.chars + excluded.chars, updated_at = excluded.updated_at`,
+		chatKey, notes, seconds, chars, d.now()).Error)
+}
+
+// VoiceUsage returns what voice cost the chat so far.
+func (d *DB) VoiceUsage(ctx context.Context, chatKey string) (VoiceUsage, error) {
+	var rows []voiceUsage
+	err := d.db.WithContext(ctx).Where("chat_key = ?", chatKey).Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return VoiceUsage{}, kind(err)
+	}
+	return VoiceUsage{Notes: rows[0].Notes, Seconds: rows[0].Seconds, Chars: rows[0].Chars}, nil
+}

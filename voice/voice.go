@@ -1,0 +1,438 @@
+// Package voice turns the voice notes people send into text and answers
+// into speech, through an OpenAI-compatible audio service
+// (/audio/transcriptions and /audio/speech): OpenAI's, or a local server
+// that speaks the same API.
+//
+// The delivery pipeline (bridge) decides when: it transcribes a note once,
+// before the turn, and stores the transcript with the event; it speaks an
+// answer as one more part of the reply. This package only does the work
+// and counts what it costs.
+package voice
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"loadout/backoff"
+	"loadout/bridge"
+)
+
+// Reply policies (voice.reply).
+const (
+	ReplyNever      = "never"
+	ReplyWhenSpoken = "when_spoken"
+	ReplyAlways     = "always"
+)
+
+// Defaults of the voice section.
+const (
+	DefaultMaxBytes    = 25 << 20
+	DefaultMaxSeconds  = 600
+	DefaultSpeakChars  = 1500
+	DefaultSpeechModel = "tts-1"
+	DefaultSpeechVoice = "alloy"
+	DefaultTimeout     = 120 * time.Second
+)
+
+// maxSpeech bounds the audio a speech request may return.
+const maxSpeech = 25 << 20
+
+// Config is the voice section. Voice is off while TranscriptionModel is
+// empty.
+type Config struct {
+	// TranscriptionModel names the speech-to-text model ("whisper-1");
+	// empty turns voice off.
+	TranscriptionModel string `yaml:"transcription_model"`
+	// BaseURL and APIKey default to the llm section's.
+	BaseURL string `yaml:"base_url"`
+	APIKey  string `yaml:"api_key"`
+	// Language is an optional ISO-639-1 hint ("en", "de").
+	Language string `yaml:"language"`
+	// Echo answers a note first with its transcript, in quotes.
+	Echo bool `yaml:"echo"`
+	// KeepAudio keeps the note's audio in the chat's workspace (default
+	// true); false deletes it once transcribed.
+	KeepAudio *bool `yaml:"keep_audio"`
+	// MaxBytes and MaxSeconds refuse a note, by the size and length its
+	// platform states, before it is downloaded.
+	MaxBytes   int64 `yaml:"max_bytes"`
+	MaxSeconds int   `yaml:"max_seconds"`
+	// Reply is when answers are spoken too: never (default),
+	// when_spoken (a voice note's answer) or always.
+	Reply       string `yaml:"reply"`
+	SpeechModel string `yaml:"speech_model"`
+	SpeechVoice string `yaml:"speech_voice"`
+	// SpeakChars is the most of an answer read aloud; a longer one says
+	// that the rest is in the text.
+	SpeakChars int `yaml:"speak_chars"`
+	// Timeout bounds one request to the audio service.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Enabled reports whether voice notes are transcribed.
+func (c Config) Enabled() bool { return strings.TrimSpace(c.TranscriptionModel) != "" }
+
+// WithDefaults fills what is left out. base and key are the llm
+// section's, used when the voice section names no service of its own.
+func (c Config) WithDefaults(base, key string) Config {
+	if c.BaseURL == "" {
+		c.BaseURL, c.APIKey = base, firstOr(c.APIKey, key)
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxSeconds == 0 {
+		c.MaxSeconds = DefaultMaxSeconds
+	}
+	if c.Reply == "" {
+		c.Reply = ReplyNever
+	}
+	if c.SpeechModel == "" {
+		c.SpeechModel = DefaultSpeechModel
+	}
+	if c.SpeechVoice == "" {
+		c.SpeechVoice = DefaultSpeechVoice
+	}
+	if c.SpeakChars == 0 {
+		c.SpeakChars = DefaultSpeakChars
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.KeepAudio == nil {
+		keep := true
+		c.KeepAudio = &keep
+	}
+	return c
+}
+
+// Check reports what is wrong with the section, each error naming its
+// key.
+func (c Config) Check() []error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("config: voice.%s: %s", key, fmt.Sprintf(format, a...)))
+	}
+	switch c.Reply {
+	case "", ReplyNever, ReplyWhenSpoken, ReplyAlways:
+	default:
+		bad("reply", "must be never, when_spoken or always, got %q", c.Reply)
+	}
+	if c.BaseURL != "" {
+		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("base_url", "must be an http(s) URL, got %q", c.BaseURL)
+		}
+	}
+	if c.MaxBytes < 0 {
+		bad("max_bytes", "must not be negative")
+	}
+	if c.MaxSeconds < 0 {
+		bad("max_seconds", "must not be negative")
+	}
+	if c.SpeakChars < 0 {
+		bad("speak_chars", "must not be negative")
+	}
+	if c.Timeout < 0 {
+		bad("timeout", "must not be negative")
+	}
+	if l := c.Language; l != "" && (len(l) < 2 || len(l) > 3 || strings.IndexFunc(l, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0) {
+		bad("language", "must be an ISO-639-1 code like en or de, got %q", l)
+	}
+	if c.Reply == ReplyWhenSpoken && !c.Enabled() {
+		bad("reply", "when_spoken needs voice.transcription_model: no voice note is heard without it")
+	}
+	return errs
+}
+
+// Workspace finds a chat's files (files.Workspaces is one).
+type Workspace interface {
+	Path(chatKey, name string) (string, error)
+}
+
+// Usage keeps what voice costs, per chat.
+type Usage interface {
+	AddVoiceUsage(ctx context.Context, chatKey string, seconds, chars int) error
+}
+
+// Meter counts what voice costs as it happens (the /metrics series).
+type Meter interface {
+	Transcribed(chatKey string, seconds int)
+	Spoken(chatKey string, chars int)
+}
+
+// Service transcribes and speaks for the delivery pipeline. It is
+// bridge.Voice.
+type Service struct {
+	cfg   Config
+	c     *goopenai.Client
+	ws    Workspace
+	usage Usage
+	meter Meter
+	retry backoff.Policy
+	log   *slog.Logger
+}
+
+var _ bridge.Voice = (*Service)(nil)
+
+// Options are a Service's parts besides its config.
+type Options struct {
+	Workspace  Workspace
+	Usage      Usage // optional
+	Meter      Meter // optional
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	// Sleep replaces the wait between attempts (tests).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New returns a Service for cfg (defaults filled by WithDefaults).
+func New(cfg Config, o Options) *Service {
+	oc := goopenai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = cfg.BaseURL
+	if o.HTTPClient != nil {
+		oc.HTTPClient = o.HTTPClient
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Service{
+		cfg: cfg, c: goopenai.NewClientWithConfig(oc), ws: o.Workspace, usage: o.Usage, meter: o.Meter, log: o.Logger,
+		retry: backoff.Policy{Attempts: 3, Initial: time.Second, Max: 10 * time.Second, Sleep: o.Sleep},
+	}
+}
+
+// Limits are the stated size and length past which a note is refused
+// before download.
+func (s *Service) Limits() (maxBytes int64, maxSeconds int) { return s.cfg.MaxBytes, s.cfg.MaxSeconds }
+
+// Aloud reports whether an answer is spoken too; spoken is whether the
+// person's message was a voice note.
+func (s *Service) Aloud(spoken bool) bool {
+	return s.cfg.Reply == ReplyAlways || (spoken && s.cfg.Reply == ReplyWhenSpoken)
+}
+
+// Echo reports whether a note is answered first with its transcript.
+func (s *Service) Echo() bool { return s.cfg.Echo }
+
+// Transcribe returns what is said in the note's audio, a file of the
+// chat's workspace.
+func (s *Service) Transcribe(ctx context.Context, chatKey string, note bridge.VoiceNote) (string, error) {
+	if !s.cfg.Enabled() {
+		return "", errors.New("voice.transcription_model is not set")
+	}
+	path, err := s.ws.Path(chatKey, note.File)
+	if err != nil {
+		return "", err
+	}
+	var text string
+	err = s.retry.Do(ctx, transient, func(ctx context.Context) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+		resp, err := s.c.CreateTranscription(ctx, goopenai.AudioRequest{
+			Model: s.cfg.TranscriptionModel, FilePath: filepath.Base(path), Reader: f, Language: s.cfg.Language,
+		})
+		text = resp.Text
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("voice: transcription: %w", err)
+	}
+	seconds := note.Seconds
+	if seconds == 0 {
+		seconds = oggSeconds(path)
+	}
+	s.count(ctx, chatKey, seconds, 0)
+	return strings.TrimSpace(text), nil
+}
+
+// Heard is called once the transcript is stored: without
+// voice.keep_audio the audio is deleted then.
+func (s *Service) Heard(chatKey string, note bridge.VoiceNote) {
+	if *s.cfg.KeepAudio {
+		return
+	}
+	path, err := s.ws.Path(chatKey, note.File)
+	if err == nil {
+		err = os.Remove(path)
+	}
+	if err != nil {
+		s.log.Warn("voice: could not delete a transcribed note's audio (voice.keep_audio is false)", "chat", chatKey, "file", note.File, "err", err)
+	}
+}
+
+// Speak reads text aloud, at most voice.speak_chars of it, and returns
+// OGG/Opus audio.
+func (s *Service) Speak(ctx context.Context, chatKey, text string) ([]byte, error) {
+	say := Speakable(text, s.cfg.SpeakChars)
+	if say == "" {
+		return nil, errors.New("voice: nothing to say")
+	}
+	var audio []byte
+	err := s.retry.Do(ctx, transient, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		defer cancel()
+		resp, err := s.c.CreateSpeech(ctx, goopenai.CreateSpeechRequest{
+			Model: goopenai.SpeechModel(s.cfg.SpeechModel), Input: say,
+			Voice: goopenai.SpeechVoice(s.cfg.SpeechVoice), ResponseFormat: goopenai.SpeechResponseFormatOpus,
+		})
+		if err != nil {
+			return err
+		}
+		defer resp.Close()
+		audio, err = io.ReadAll(io.LimitReader(resp, maxSpeech+1))
+		if err == nil && len(audio) > maxSpeech {
+			err = fmt.Errorf("the speech is larger than %d MB", maxSpeech>>20)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("voice: speech: %w", err)
+	}
+	if len(audio) == 0 {
+		return nil, errors.New("voice: speech: the service returned no audio")
+	}
+	s.count(ctx, chatKey, 0, len([]rune(say)))
+	return audio, nil
+}
+
+func (s *Service) count(ctx context.Context, chatKey string, seconds, chars int) {
+	if s.meter != nil {
+		if seconds > 0 {
+			s.meter.Transcribed(chatKey, seconds)
+		}
+		if chars > 0 {
+			s.meter.Spoken(chatKey, chars)
+		}
+	}
+	if s.usage != nil {
+		if err := s.usage.AddVoiceUsage(context.WithoutCancel(ctx), chatKey, seconds, chars); err != nil {
+			s.log.Warn("voice: could not record what a note cost", "chat", chatKey, "err", err)
+		}
+	}
+}
+
+// transient reports a failure worth another try: a rate limit, a server
+// error, or no answer at all.
+func transient(err error) (bool, time.Duration) {
+	if errors.Is(err, context.Canceled) {
+		return false, 0
+	}
+	var ae *goopenai.APIError
+	var re *goopenai.RequestError
+	switch {
+	case errors.As(err, &ae):
+		return ae.HTTPStatusCode == 429 || ae.HTTPStatusCode >= 500, 0
+	case errors.As(err, &re):
+		return re.HTTPStatusCode == 429 || re.HTTPStatusCode >= 500, 0
+	case errors.Is(err, os.ErrNotExist):
+		return false, 0
+	}
+	var ue *url.Error
+	return errors.As(err, &ue), 0
+}
+
+// Speakable is text as it is read aloud: Markdown's marks and link
+// targets dropped, and cut at a sentence's or word's end within limit
+// characters, saying that the rest is in the text.
+func Speakable(text string, limit int) string {
+	text = plain(text)
+	r := []rune(text)
+	if limit <= 0 || len(r) <= limit {
+		return text
+	}
+	const rest = " The rest is in my written answer."
+	cut := string(r[:limit])
+	if i := strings.LastIndexAny(cut, ".!?\n"); i > len(cut)/2 {
+		cut = cut[:i+1]
+	} else if i := strings.LastIndexFunc(cut, unicode.IsSpace); i > 0 {
+		cut = cut[:i] + "…"
+	}
+	return strings.TrimSpace(cut) + rest
+}
+
+// plain drops Markdown's emphasis, heading and code marks and keeps a
+// link's words, not its address. One pass over the text.
+func plain(text string) string {
+	var b strings.Builder
+	b.Grow(len(text))
+	lineStart := true
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == '*' || c == '_' || c == '`' || c == '~':
+			continue
+		case c == '#' && lineStart:
+			for i+1 < len(text) && (text[i+1] == '#' || text[i+1] == ' ') {
+				i++
+			}
+			continue
+		case c == ']' && i+1 < len(text) && text[i+1] == '(':
+			if end := strings.IndexByte(text[i+1:], ')'); end >= 0 && !strings.ContainsAny(text[i+1:i+1+end], "\n") {
+				i += end + 1
+			}
+			continue
+		case c == '[':
+			continue
+		}
+		b.WriteByte(c)
+		lineStart = c == '\n'
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// oggSeconds is an OGG file's length in whole seconds (rounded up), read
+// from the last page's granule position at Opus's 48 kHz; 0 when the
+// file is not OGG.
+func oggSeconds(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	const tail = 64 << 10
+	off := max(st.Size()-tail, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return 0
+	}
+	i := bytes.LastIndex(buf, []byte("OggS"))
+	if i < 0 || len(buf)-i < 14 {
+		return 0
+	}
+	granule := binary.LittleEndian.Uint64(buf[i+6 : i+14])
+	if granule == math.MaxUint64 {
+		return 0
+	}
+	return int((granule + 47999) / 48000)
+}
+
+func firstOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
