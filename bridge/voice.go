@@ -32,6 +32,9 @@ type Voice interface {
 	Transcribe(ctx context.Context, chatKey string, note VoiceNote) (string, error)
 	// Heard is told once the transcript is stored.
 	Heard(chatKey string, note VoiceNote)
+	// KeepsAudio reports whether a note's audio stays in the workspace
+	// once heard.
+	KeepsAudio() bool
 	// Aloud reports whether an answer is spoken too; spoken is whether
 	// the person's message was a voice note.
 	Aloud(spoken bool) bool
@@ -62,10 +65,14 @@ const (
 )
 
 // spokenText is the message the model reads for a transcribed note: the
-// transcript, marked as spoken, then what came with it (a caption, the
-// note about the kept audio).
-func spokenText(v *VoiceNote, rest string) string {
-	return strings.TrimSpace("(voice message) " + v.Transcript + "\n" + rest)
+// transcript, marked as spoken, where its audio is kept, then what came
+// with it (a caption).
+func spokenText(v *VoiceNote, caption string, kept bool) string {
+	text := "(voice message) " + v.Transcript
+	if kept {
+		text += "\n[The voice note's audio is kept in this chat's workspace as " + v.File + ".]"
+	}
+	return strings.TrimSpace(text + "\n" + caption)
 }
 
 // echoText is the transcript sent back so the person can check it.
@@ -157,7 +164,7 @@ func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, log *slog.L
 			return "", err
 		}
 	}
-	it.Inbound.Text = spokenText(v, it.Inbound.Text)
+	it.Inbound.Text = spokenText(v, it.Inbound.Text, p.cfg.Voice.KeepsAudio())
 	return "", nil
 }
 
@@ -190,3 +197,14 @@ func (p *Pipeline) speak(ctx context.Context, out Outlet, it Item, log *slog.Log
 	}
 	return err
 }
+
+// More sentences about voice notes, which channels send.
+const (
+	// TextVoiceNotKept answers a note when there is no workspace to keep
+	// its audio in.
+	TextVoiceNotKept = "Sorry, I can't listen to voice notes here: there is nowhere to keep their audio. Please type your message."
+	// TextVoiceNotDownloaded answers a note the platform would not give.
+	TextVoiceNotDownloaded = "Sorry, I couldn't download your voice note. Please send it again, or type your message."
+	// TextVoiceNotSaved answers a note that could not be kept; %v is why.
+	TextVoiceNotSaved = "Sorry, I couldn't keep your voice note: %v. Please type your message."
+)

@@ -265,6 +265,10 @@ func (s *Service) Transcribe(ctx context.Context, chatKey string, note bridge.Vo
 	return strings.TrimSpace(text), nil
 }
 
+// KeepsAudio reports whether a note's audio stays once heard
+// (voice.keep_audio).
+func (s *Service) KeepsAudio() bool { return *s.cfg.KeepAudio }
+
 // Heard is called once the transcript is stored: without
 // voice.keep_audio the audio is deleted then.
 func (s *Service) Heard(chatKey string, note bridge.VoiceNote) {

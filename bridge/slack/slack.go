@@ -89,6 +89,9 @@ type Config struct {
 	// Files keeps the files people share with the bot, in the chat's
 	// workspace; nil tells the model they are not kept.
 	Files bridge.FileSaver `yaml:"-"`
+	// Voice transcribes the voice notes people send and speaks answers;
+	// nil when voice notes are not set up (see bridge.Voice).
+	Voice bridge.Voice `yaml:"-"`
 	// Stream shows an answer while the model writes it: one message,
 	// updated as the text grows (at most once a second), then replaced
 	// by the formatted answer. Default off.
@@ -169,7 +172,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
 		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
-		Stream: cfg.Stream, Claim: cfg.Claim,
+		Stream: cfg.Stream, Claim: cfg.Claim, Voice: cfg.Voice,
 	})
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {

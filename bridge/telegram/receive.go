@@ -106,7 +106,8 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (brid
 	if m == nil || m.From == nil || m.Chat == nil || m.From.IsBot {
 		return bridge.Pending{}, false
 	}
-	hasFile := m.Document != nil || len(m.Photo) > 0
+	heard := spokenOf(m)
+	hasFile := m.Document != nil || len(m.Photo) > 0 || heard != nil
 	if hasFile {
 		// A file's words are its caption; in a group, so is the mention.
 		c := *m
@@ -144,12 +145,22 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (brid
 		return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey}, Route: r.encode(), Reply: bridge.TextRefused}, true
 	}
 	var images []string
+	var voice *bridge.VoiceNote
 	if hasFile {
 		// A redelivered update is dropped by the inbox; its file is not
 		// downloaded a second time first.
 		if seen, err := a.pipe.Seen(ctx, updateRef(u.UpdateID)); err == nil && seen {
 			return bridge.Pending{}, false
 		}
+	}
+	switch {
+	case heard != nil:
+		note, reply, ok := a.takeVoice(ctx, chatKey, heard)
+		if !ok || reply != "" {
+			return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id}, Route: r.encode(), Reply: reply}, ok
+		}
+		voice = note
+	case hasFile:
 		note, image := a.keepFile(ctx, chatKey, m)
 		text = strings.TrimSpace(note + "\n" + text)
 		if image != "" {
@@ -159,6 +170,7 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (brid
 	return bridge.Pending{
 		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + id, Text: text, Images: images},
 		Route:   r.encode(),
+		Voice:   voice,
 	}, true
 }
 

@@ -63,6 +63,9 @@ type Config struct {
 	// Files keeps the documents and photos people send, in the chat's
 	// workspace; nil tells the model they are not kept.
 	Files bridge.FileSaver `yaml:"-"`
+	// Voice transcribes the voice notes people send and speaks answers;
+	// nil when voice notes are not set up (see bridge.Voice).
+	Voice bridge.Voice `yaml:"-"`
 	// HTTPClient makes the requests; default a new http.Client. Requests
 	// carry their own deadlines, so it needs no overall timeout.
 	HTTPClient *http.Client `yaml:"-"`
@@ -176,7 +179,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
 		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
-		Stream: cfg.Stream, Claim: cfg.Claim,
+		Stream: cfg.Stream, Claim: cfg.Claim, Voice: cfg.Voice,
 	})
 	return a
 }

@@ -60,6 +60,9 @@ type Message struct {
 	// is then the caption.
 	Document *File
 	Photo    *File
+	// Voice, Audio or VideoNote attach a recording of Seconds length.
+	Voice, Audio, VideoNote *File
+	Seconds                 int
 }
 
 // File is a file a person sends, or one the bot uploaded.
@@ -69,11 +72,13 @@ type File struct {
 	Content []byte
 }
 
-// Upload is one file the bot sent (sendDocument or sendPhoto).
+// Upload is one file the bot sent (sendDocument, sendPhoto or
+// sendVoice).
 type Upload struct {
 	Method   string
 	ChatID   string
 	ThreadID string
+	ReplyTo  string
 	File
 }
 
@@ -304,7 +309,7 @@ func (s *Server) updateJSON(id int, m Message) []byte {
 	if ents := entities(m.Text); len(ents) > 0 {
 		msg["entities"] = ents
 	}
-	if m.Document != nil || m.Photo != nil {
+	if m.Document != nil || m.Photo != nil || m.Voice != nil || m.Audio != nil || m.VideoNote != nil {
 		delete(msg, "text")
 		delete(msg, "entities")
 		if m.Text != "" {
@@ -317,11 +322,27 @@ func (s *Server) updateJSON(id int, m Message) []byte {
 			s.files = map[string]File{}
 		}
 		fid := fmt.Sprintf("file-%d", id)
-		if m.Document != nil {
+		for key, f := range map[string]*File{"voice": m.Voice, "audio": m.Audio, "video_note": m.VideoNote} {
+			if f == nil {
+				continue
+			}
+			s.files[fid] = *f
+			att := map[string]any{"file_id": fid, "file_unique_id": "u" + fid, "duration": m.Seconds, "file_size": len(f.Content)}
+			if f.MIME != "" {
+				att["mime_type"] = f.MIME
+			}
+			if f.Name != "" {
+				att["file_name"] = f.Name
+			}
+			msg[key] = att
+		}
+		switch {
+		case m.Voice != nil || m.Audio != nil || m.VideoNote != nil:
+		case m.Document != nil:
 			s.files[fid] = *m.Document
 			msg["document"] = map[string]any{"file_id": fid, "file_unique_id": "u" + fid, "file_name": m.Document.Name,
 				"mime_type": m.Document.MIME, "file_size": len(m.Document.Content)}
-		} else {
+		default:
 			s.files[fid] = *m.Photo
 			msg["photo"] = []map[string]any{
 				{"file_id": fid + "-small", "file_unique_id": "small" + fid, "width": 90, "height": 90, "file_size": 10},
@@ -580,8 +601,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeOK(w, map[string]any{"file_id": r.PostForm.Get("file_id"), "file_size": len(f.Content), "file_path": "documents/" + r.PostForm.Get("file_id")})
-	case "sendDocument", "sendPhoto":
-		field := map[string]string{"sendDocument": "document", "sendPhoto": "photo"}[method]
+	case "sendDocument", "sendPhoto", "sendVoice":
+		field := map[string]string{"sendDocument": "document", "sendPhoto": "photo", "sendVoice": "voice"}[method]
 		fh := r.MultipartForm.File[field]
 		if len(fh) != 1 {
 			writeErr(w, 400, "Bad Request: there is no "+field+" in the request", 0)
@@ -592,6 +613,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		f.Close()
 		s.mu.Lock()
 		s.uploads = append(s.uploads, Upload{Method: method, ChatID: r.PostForm.Get("chat_id"), ThreadID: r.PostForm.Get("message_thread_id"),
+			ReplyTo: r.PostForm.Get("reply_to_message_id"),
 			File: File{Name: fh[0].Filename, MIME: fh[0].Header.Get("Content-Type"), Content: content}})
 		id := s.nextMsg
 		s.nextMsg++

@@ -1,0 +1,109 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"loadout/bridge"
+)
+
+// spoken is the audio of a voice note, an audio file or a round video
+// note, as Telegram states it before any download.
+type spoken struct {
+	id, name string
+	size     int
+	seconds  int
+}
+
+// spokenOf returns the message's voice note, audio or video note; nil
+// when it has none.
+func spokenOf(m *message) *spoken {
+	switch {
+	case m.Voice != nil:
+		v := m.Voice
+		return &spoken{id: v.FileID, name: "voice-" + v.FileUniqueID + ext(v.MimeType, ".ogg"), size: v.FileSize, seconds: v.Duration}
+	case m.Audio != nil:
+		v := m.Audio
+		name := v.FileName
+		if name == "" {
+			name = "audio-" + v.FileUniqueID + ext(v.MimeType, ".mp3")
+		}
+		return &spoken{id: v.FileID, name: name, size: v.FileSize, seconds: v.Duration}
+	case m.VideoNote != nil:
+		v := m.VideoNote
+		return &spoken{id: v.FileID, name: "video-note-" + v.FileUniqueID + ".mp4", size: v.FileSize, seconds: v.Duration}
+	}
+	return nil
+}
+
+// ext is the file extension for an audio type.
+func ext(mimeType, def string) string {
+	switch mimeType {
+	case "audio/ogg", "audio/opus":
+		return ".ogg"
+	case "audio/mpeg", "audio/mp3":
+		return ".mp3"
+	case "audio/mp4", "audio/x-m4a", "audio/m4a":
+		return ".m4a"
+	case "audio/wav", "audio/x-wav":
+		return ".wav"
+	case "audio/webm":
+		return ".webm"
+	case "audio/flac":
+		return ".flac"
+	}
+	return def
+}
+
+// takeVoice decides about a voice note by what Telegram states of it,
+// then downloads it into the chat's workspace: the event the pipeline
+// transcribes, or a sentence that answers the person.
+func (a *Adapter) takeVoice(ctx context.Context, chatKey string, v *spoken) (note *bridge.VoiceNote, reply string, ok bool) {
+	reply, ok = a.pipe.VoiceRefusal(chatKey, int64(v.size), v.seconds)
+	switch {
+	case !ok || reply != "":
+		return nil, reply, ok
+	case a.cfg.Files == nil:
+		return nil, bridge.TextVoiceNotKept, true
+	case v.size > maxDownload:
+		return nil, "Sorry, your voice note is larger than the 20 MB Telegram lets me download. Please send a shorter one, or type your message.", true
+	}
+	body, err := a.download(ctx, v.id)
+	if err != nil {
+		a.log.Warn("telegram: could not download a voice note", "file", v.name, "err", err)
+		return nil, bridge.TextVoiceNotDownloaded, true
+	}
+	defer body.Close()
+	saved, _, err := a.cfg.Files.Save(ctx, chatKey, v.name, body)
+	if err != nil {
+		a.log.Warn("telegram: could not keep a voice note", "file", v.name, "err", err)
+		return nil, fmt.Sprintf(bridge.TextVoiceNotSaved, err), true
+	}
+	return &bridge.VoiceNote{File: saved, Seconds: v.seconds}, "", true
+}
+
+// SendVoice sends OGG/Opus audio to the route as a voice message.
+func (a *Adapter) SendVoice(ctx context.Context, route []byte, audio []byte) error {
+	var r routeInfo
+	if err := json.Unmarshal(route, &r); err != nil {
+		return fmt.Errorf("telegram: unreadable route: %w", err)
+	}
+	params := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10)}
+	if r.ThreadID != 0 {
+		params["message_thread_id"] = strconv.Itoa(r.ThreadID)
+	}
+	if r.ReplyTo != 0 {
+		params["reply_to_message_id"] = strconv.Itoa(r.ReplyTo)
+		params["allow_sending_without_reply"] = "true"
+	}
+	return a.policy(callAttempts).Do(ctx, retryable, func(ctx context.Context) error {
+		_, err := a.api(ctx).UploadFiles("sendVoice", params, []tgbotapi.RequestFile{{Name: "voice",
+			Data: tgbotapi.FileReader{Name: "answer.ogg", Reader: bytes.NewReader(audio)}}})
+		return err
+	})
+}
