@@ -111,6 +111,8 @@ func minutes(s int) string {
 	switch {
 	case s < 60:
 		return fmt.Sprintf("%d seconds", s)
+	case s == 60:
+		return "1 minute"
 	case s%60 == 0:
 		return fmt.Sprintf("%d minutes", s/60)
 	}

@@ -373,7 +373,18 @@ func (a *Adapter) toPending(ctx context.Context, team string, inner any) (bridge
 	}
 	text = a.commandWord(PlainText(text, self))
 	var notes, images []string
+	var voice *bridge.VoiceNote
 	for _, f := range shared {
+		if voice == nil && isAudio(f) {
+			// The first recording is the message; it is heard.
+			note, reply, ok := a.takeVoice(ctx, chatKey, f)
+			if !ok || reply != "" {
+				r.TS = ""
+				return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + userTeam + ":" + user}, Route: r.encode(), Reply: reply}, ok
+			}
+			voice = note
+			continue
+		}
 		note, image := a.keepFile(ctx, chatKey, f)
 		notes = append(notes, note)
 		if image != "" {
@@ -383,12 +394,13 @@ func (a *Adapter) toPending(ctx context.Context, team string, inner any) (bridge
 	if len(notes) > 0 {
 		text = strings.TrimSpace(strings.Join(notes, "\n") + "\n" + text)
 	}
-	if text == "" {
+	if text == "" && voice == nil {
 		return bridge.Pending{}, false
 	}
 	return bridge.Pending{
 		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "slack:" + userTeam + ":" + user, Text: text, Images: images},
 		Route:   r.encode(),
+		Voice:   voice,
 	}, true
 }
 

@@ -44,6 +44,7 @@ type options struct {
 	chunk    int
 	stream   bool
 	files    bridge.FileSaver
+	voice    bridge.Voice
 	// allowed is slack.allowed_users; default just owner.
 	allowed []string
 }
@@ -65,6 +66,7 @@ func start(t *testing.T, o options) *harness {
 		SendPerChannelSecond: -1, // lifted; TestDefaultPacing checks the limit
 		Stream:               o.stream,
 		Files:                o.files,
+		Voice:                o.voice,
 		Logger:               slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, router, h.env.Store)
 	h.adapter.sleep = func(ctx context.Context, d time.Duration) error {

@@ -2,9 +2,9 @@ package telegram
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html"
-	"context"
 	"io"
 	"log/slog"
 	"os"

@@ -86,6 +86,7 @@ type Server struct {
 	files     map[string]File   // shared by people, by id
 	staged    map[string][]byte // uploaded by the bot, not yet shared
 	uploads   []Upload
+	downloads int
 	envelopes []envelope // sent over Socket Mode, in order
 	lose      int        // acknowledgements still to lose
 	lost      []string
@@ -809,12 +810,23 @@ type File struct {
 	Name    string
 	MIME    string
 	Content []byte
+	// Type is Slack's filetype ("slack_audio" for a clip recorded in
+	// Slack); Seconds, a recording's stated length.
+	Type    string
+	Seconds int
 }
 
 // Upload is a file the bot shared in a conversation.
 type Upload struct {
 	Channel, Thread, Title string
 	Content                []byte
+}
+
+// Downloads counts the bot's downloads of shared files.
+func (s *Server) Downloads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.downloads
 }
 
 // Uploads returns the files the bot shared.
@@ -836,8 +848,15 @@ func (s *Server) DMWithFile(channel, user, text, ts string, f File) Event {
 	s.mu.Unlock()
 	e := DM(channel, user, text, ts)
 	e["subtype"] = "file_share"
-	e["files"] = []map[string]any{{"id": id, "name": f.Name, "mimetype": f.MIME, "size": len(f.Content),
-		"url_private_download": s.URL + "/files/" + id + "/" + f.Name}}
+	file := map[string]any{"id": id, "name": f.Name, "mimetype": f.MIME, "size": len(f.Content),
+		"url_private_download": s.URL + "/files/" + id + "/" + f.Name}
+	if f.Type != "" {
+		file["filetype"] = f.Type
+	}
+	if f.Seconds > 0 {
+		file["duration_ms"] = f.Seconds * 1000
+	}
+	e["files"] = []map[string]any{file}
 	return e
 }
 
@@ -850,6 +869,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/files/"), "/")
 	s.mu.Lock()
 	f, ok := s.files[id]
+	s.downloads++
 	s.mu.Unlock()
 	if !ok {
 		http.NotFound(w, r)

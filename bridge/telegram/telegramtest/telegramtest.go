@@ -614,7 +614,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.uploads = append(s.uploads, Upload{Method: method, ChatID: r.PostForm.Get("chat_id"), ThreadID: r.PostForm.Get("message_thread_id"),
 			ReplyTo: r.PostForm.Get("reply_to_message_id"),
-			File: File{Name: fh[0].Filename, MIME: fh[0].Header.Get("Content-Type"), Content: content}})
+			File:    File{Name: fh[0].Filename, MIME: fh[0].Header.Get("Content-Type"), Content: content}})
 		id := s.nextMsg
 		s.nextMsg++
 		s.notify()
