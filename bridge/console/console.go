@@ -52,6 +52,11 @@ type Config struct {
 	// Journal records each answer printed before the inbox does
 	// (bridge.Journal); optional.
 	Journal *bridge.Journal
+	// Files keeps the audio files given with /voice, and spoken answers,
+	// in the console chat's workspace; Voice hears and speaks (nil when
+	// voice is not set up).
+	Files bridge.FileSaver
+	Voice bridge.Voice
 }
 
 // Console reads one message at a time and prints each reply.
@@ -95,13 +100,14 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 	c.pipe = bridge.NewPipeline(bridge.PipelineConfig{
 		Channel: "console", Inbox: inbox, Handler: withQuit{router}, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
 		Stream: cfg.Stream, DraftEvery: draftEvery, ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal,
+		Voice: cfg.Voice,
 	})
 	return c
 }
 
 // quitHelp is the line /help and /start gain in the console, the one
 // channel where /quit means something.
-const quitHelp = "\n/quit — leave the console (Ctrl-D does too)"
+const quitHelp = "\n/voice FILE — hear a local audio file as a voice note (typing its path does too)\n/quit — leave the console (Ctrl-D does too)"
 
 // withQuit lists /quit in the router's answers to /help and /start.
 type withQuit struct{ bridge.Handler }
@@ -400,11 +406,20 @@ func (c *Console) handle(ctx context.Context, text string) {
 		c.current = ""
 		c.mu.Unlock()
 	}()
-	err := c.pipe.Deliver(ctx, bridge.Pending{
+	pend := bridge.Pending{
 		ID:      id,
 		Inbound: chat.Inbound{ChatKey: c.ChatKey(), UserKey: c.ChatKey(), Text: text},
 		Route:   []byte(c.ChatKey()),
-	})
+	}
+	if file, ok := voiceFile(text); ok {
+		note, reply := c.takeVoice(ctx, file)
+		if reply != "" {
+			c.Send(ctx, nil, reply)
+			return
+		}
+		pend.Inbound.Text, pend.Voice = "", note
+	}
+	err := c.pipe.Deliver(ctx, pend)
 	switch {
 	case err == nil, ctx.Err() != nil, errors.Is(err, bridge.ErrTurnStopped):
 	case errors.Is(err, bridge.ErrNotStored):
