@@ -374,12 +374,16 @@ func Speakable(text string, limit int) string {
 	return strings.TrimSpace(cut) + rest
 }
 
+// maxTarget is the longest link target plain drops.
+const maxTarget = 2048
+
 // plain drops Markdown's emphasis, heading and code marks and keeps a
 // link's words, not its address. One pass over the text.
 func plain(text string) string {
 	var b strings.Builder
 	b.Grow(len(text))
 	lineStart := true
+	scanned := 0 // text[:scanned] holds no ")" or line end a link needs
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		switch {
@@ -391,8 +395,21 @@ func plain(text string) string {
 			}
 			continue
 		case c == ']' && i+1 < len(text) && text[i+1] == '(':
-			if end := strings.IndexByte(text[i+1:], ')'); end >= 0 && !strings.ContainsAny(text[i+1:i+1+end], "\n") {
-				i += end + 1
+			// A link's target: skipped up to its ")", looked for within
+			// maxTarget bytes of the line, so the pass stays linear.
+			// What an earlier look found free of both is not read again.
+			from, limit := max(i+1, scanned), min(len(text), i+1+maxTarget)
+			if from >= limit {
+				continue
+			}
+			end := strings.IndexAny(text[from:limit], ")\n")
+			switch {
+			case end < 0:
+				scanned = limit
+			case text[from+end] == ')':
+				i = from + end
+			default:
+				scanned = from + end
 			}
 			continue
 		case c == '[':
