@@ -2,7 +2,9 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 )
@@ -210,3 +212,31 @@ const (
 	// TextVoiceNotSaved answers a note that could not be kept; %v is why.
 	TextVoiceNotSaved = "Sorry, I couldn't keep your voice note: %v. Please type your message."
 )
+
+// Capped reads r up to limit bytes and then fails, so a file saver
+// stops and removes what it wrote: what arrives is held to a size
+// whatever the platform stated.
+func Capped(r io.Reader, limit int64) io.Reader { return &capped{r: r, left: limit} }
+
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, ErrTooLarge
+	}
+	return n, err
+}
+
+// ErrTooLarge is what a Capped reader fails with.
+var ErrTooLarge = errors.New("it is larger than the most I take")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -46,14 +47,14 @@ func (a *Adapter) takeVoice(ctx context.Context, chatKey string, f slackapi.File
 	go func() {
 		pw.CloseWithError(a.api.GetFileContext(ctx, f.URLPrivateDownload, pw))
 	}()
-	saved, n, err := a.cfg.Files.Save(ctx, chatKey, name, io.LimitReader(pr, limit+1))
+	saved, _, err := a.cfg.Files.Save(ctx, chatKey, name, bridge.Capped(pr, limit))
 	pr.CloseWithError(io.ErrClosedPipe) // lets the download end if Save stopped early
 	switch {
+	case errors.Is(err, bridge.ErrTooLarge):
+		return nil, fmt.Sprintf(bridge.TextVoiceNotSaved, err), true
 	case err != nil:
 		a.log.Warn("slack: could not keep a voice note", "file", name, "err", err)
 		return nil, bridge.TextVoiceNotDownloaded, true
-	case n > limit:
-		return nil, fmt.Sprintf(bridge.TextVoiceNotSaved, fmt.Sprintf("it is larger than %d bytes", limit)), true
 	}
 	return &bridge.VoiceNote{File: saved, Seconds: seconds}, "", true
 }

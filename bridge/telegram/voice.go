@@ -79,7 +79,12 @@ func (a *Adapter) takeVoice(ctx context.Context, chatKey string, v *spoken) (not
 		return nil, bridge.TextVoiceNotDownloaded, true
 	}
 	defer body.Close()
-	saved, _, err := a.cfg.Files.Save(ctx, chatKey, v.name, body)
+	// What arrives is held to the limits, whatever size was stated.
+	limit := int64(maxDownload)
+	if max, _ := a.cfg.Voice.Limits(); max > 0 {
+		limit = min(limit, max)
+	}
+	saved, _, err := a.cfg.Files.Save(ctx, chatKey, v.name, bridge.Capped(body, limit))
 	if err != nil {
 		a.log.Warn("telegram: could not keep a voice note", "file", v.name, "err", err)
 		return nil, fmt.Sprintf(bridge.TextVoiceNotSaved, err), true

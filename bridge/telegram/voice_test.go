@@ -245,3 +245,45 @@ func TestVoiceEchoAndAudioNotKept(t *testing.T) {
 		t.Fatalf("the workspace keeps %d files", len(entries))
 	}
 }
+
+// A stranger's voice note is refused like their text: nothing is
+// downloaded or transcribed, so nobody outside the allowlist costs the
+// owner a transcription.
+func TestVoiceNoteFromAStrangerIsNotDownloaded(t *testing.T) {
+	v := newVoiced(t, nil)
+	v.start(v.env, v.config(nil))
+	v.tg.Push(telegramtest.Message{From: mallory, Voice: &telegramtest.File{MIME: "audio/ogg", Content: voicetest.Note(t)}, Seconds: 3})
+	sent := v.tg.WaitSent(t, 1)
+	if html.UnescapeString(sent[0].Text) != bridge.TextRefused {
+		t.Fatalf("answered %q", sent[0].Text)
+	}
+	if n := len(v.tg.Calls("getFile")); n != 0 || len(v.audio.Transcriptions()) != 0 {
+		t.Fatalf("%d downloads, %d transcriptions for a stranger", n, len(v.audio.Transcriptions()))
+	}
+}
+
+// The spoken answer is a part of the reply like the text's: the process
+// stops while it is on its way; after the restart it goes out, once, and
+// the text already sent is not sent again.
+func TestSpokenAnswerIsAPartSentOnce(t *testing.T) {
+	v := newVoiced(t, func(c *voice.Config) { c.Reply = voice.ReplyAlways })
+	v.env.Model.Text("Hello.")
+	v.tg.Pause("sendVoice")
+	_, stop := v.start(v.env, v.config(hardStop))
+	id := v.tg.Push(telegramtest.Message{From: ana, Text: "hi"})
+	v.tg.WaitSent(t, 1)
+	v.tg.WaitFor(t, "the spoken answer on its way", func() bool { return v.tg.Waiting("sendVoice") == 1 })
+	stop()
+	if state := itemState(v.env, id); state != "answered" {
+		t.Fatalf("inbox state %q after the stop, want answered", state)
+	}
+	v.tg.WaitFor(t, "the cut upload to end", func() bool { return v.tg.Waiting("sendVoice") == 0 })
+	v.tg.Resume("sendVoice")
+	env2 := chattest.NewEnv(t, chattest.Options{DBPath: v.env.DBPath, Model: v.env.Model})
+	v.start(env2, v.config(nil))
+	v.tg.WaitFor(t, "the spoken answer", func() bool { return len(v.tg.Uploads()) == 1 })
+	chattest.Eventually(t, "the event done", func() bool { return itemState(env2, id) == "done" })
+	if sent := v.tg.Sent(); len(sent) != 1 || len(v.tg.Uploads()) != 1 {
+		t.Fatalf("%d texts and %d voice messages, want 1 and 1", len(sent), len(v.tg.Uploads()))
+	}
+}

@@ -69,6 +69,8 @@ type app struct {
 	skills *skills.Set
 	// workspaces are the chats' files.
 	workspaces *files.Workspaces
+	// voice hears voice notes and speaks answers; nil when voice is off.
+	voice bridge.Voice
 	// scheduler runs the scheduled tasks, in the chats' channels.
 	scheduler *schedule.Scheduler
 	// mcp are the MCP servers' clients.
@@ -159,6 +161,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec.Middleware = []tools.Middleware{a.metrics.tools(a.reg)}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
+	a.wireVoice()
 	if err := a.wireGoogle(ctx); err != nil {
 		db.Close()
 		return nil, err

@@ -31,6 +31,7 @@ import (
 	"loadout/tools/schedule"
 	"loadout/tools/shell"
 	"loadout/tools/web"
+	"loadout/voice"
 
 	"gopkg.in/yaml.v3"
 )
@@ -61,6 +62,7 @@ type Config struct {
 	Telegram  TelegramConfig  `yaml:"telegram"`
 	Slack     SlackConfig     `yaml:"slack"`
 	Google    GoogleConfig    `yaml:"google"`
+	Voice     voice.Config    `yaml:"voice"`
 }
 
 // AgentConfig is the assistant's identity.
@@ -427,24 +429,28 @@ func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[s
 			fv.SetInt(int64(d))
 		case t.Kind() == reflect.String:
 			fv.SetString(raw)
-		case t.Kind() == reflect.Int:
-			n, err := strconv.Atoi(strings.TrimSpace(raw))
+		case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
 			if err != nil {
 				return bad("a whole number")
 			}
-			fv.SetInt(int64(n))
+			fv.SetInt(n)
 		case t.Kind() == reflect.Float64:
 			x, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
 				return bad("a number")
 			}
 			fv.SetFloat(x)
-		case t.Kind() == reflect.Bool:
+		case t.Kind() == reflect.Bool, t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Bool:
 			b, err := strconv.ParseBool(strings.TrimSpace(raw))
 			if err != nil {
 				return bad("true or false")
 			}
-			fv.SetBool(b)
+			if t.Kind() == reflect.Pointer {
+				fv.Set(reflect.ValueOf(&b))
+			} else {
+				fv.SetBool(b)
+			}
 		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 			var list []string
 			for item := range strings.SplitSeq(raw, ",") {
@@ -626,6 +632,7 @@ func (c Config) validate(set map[string]bool) error {
 		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
 	errs = append(errs, c.MCP.Check()...)
+	errs = append(errs, c.Voice.Check()...)
 	for _, g := range c.Google.Groups {
 		if !slices.Contains(googleGroupNames(), g) {
 			bad("google.groups", "%q is not a Workspace group; known: %s", g, strings.Join(googleGroupNames(), ", "))

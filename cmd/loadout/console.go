@@ -60,6 +60,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 	}
 	defer a.db.Close()
 	cc.Logger, cc.Observer = log, a.metrics
+	cc.Files, cc.Voice = a.workspaces, a.voice
 	if cc.Journal, err = a.journal("console"); err != nil {
 		return err
 	}

@@ -27,6 +27,8 @@ type metrics struct {
 	groupLoads   *prometheus.CounterVec
 	sends        *prometheus.CounterVec
 	apiRetries   *prometheus.CounterVec
+	voiceSeconds *prometheus.CounterVec
+	voiceChars   *prometheus.CounterVec
 }
 
 // inboxStats is what the inbox gauges are read from at each scrape.
@@ -63,8 +65,17 @@ func newMetrics(inbox inboxStats) *metrics {
 		apiRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loadout_platform_retries_total", Help: "Platform API calls tried again after a rate limit or server error, by channel.",
 		}, []string{"channel"}),
+		// By chat: a deployment's chats are its allowed people and
+		// groups, a bounded set, and voice is paid per chat.
+		voiceSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_voice_transcribed_seconds_total", Help: "Seconds of voice notes transcribed, by chat.",
+		}, []string{"chat"}),
+		voiceChars: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_voice_spoken_characters_total", Help: "Characters of answers read aloud, by chat.",
+		}, []string{"chat"}),
 	}
 	m.reg.MustRegister(m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
+		m.voiceSeconds, m.voiceChars,
 		inboxCollector{inbox},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -73,6 +84,15 @@ func newMetrics(inbox inboxStats) *metrics {
 // Handler serves the registry.
 func (m *metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Transcribed and Spoken make metrics a voice.Meter.
+func (m *metrics) Transcribed(chatKey string, seconds int) {
+	m.voiceSeconds.WithLabelValues(chatKey).Add(float64(seconds))
+}
+
+func (m *metrics) Spoken(chatKey string, chars int) {
+	m.voiceChars.WithLabelValues(chatKey).Add(float64(chars))
 }
 
 // Turn, Sent and Retried make metrics a bridge.Observer.

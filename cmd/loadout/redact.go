@@ -35,7 +35,7 @@ func newRedactor(cfg Config) *redactor {
 	for _, v := range []string{
 		cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
 		cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret,
-		cfg.Google.ClientSecret, cfg.Google.TokenKey,
+		cfg.Google.ClientSecret, cfg.Google.TokenKey, cfg.Voice.APIKey,
 	} {
 		if v = strings.TrimSpace(v); len(v) >= 6 && !slices.Contains(vals, v) {
 			vals = append(vals, v)

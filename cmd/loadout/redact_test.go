@@ -25,9 +25,10 @@ const (
 	tokenKey     = "c2VjcmV0LWtleS1zZWNyZXQta2V5LXNlY3JldC1rZXk="
 	googleAccess = "ya29.a0AfH6SMBSecretAccessToken"
 	googleRefr   = "1//0gSecretRefreshToken-abcdef"
+	voiceKey     = "gsk_SecretSpeechServerKey42"
 )
 
-var allSecrets = []string{tgToken, slackBot, slackApp, signing, llmKey, clientSecret, tokenKey, googleAccess, googleRefr,
+var allSecrets = []string{tgToken, slackBot, slackApp, signing, llmKey, clientSecret, tokenKey, googleAccess, googleRefr, voiceKey,
 	"AAHk2m9SecretTelegramTokenValue_x1"}
 
 func secretConfig() Config {
@@ -36,6 +37,7 @@ func secretConfig() Config {
 	cfg.Telegram.Token = tgToken
 	cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret = slackBot, slackApp, signing
 	cfg.Google.ClientSecret, cfg.Google.TokenKey = clientSecret, tokenKey
+	cfg.Voice.APIKey = voiceKey
 	cfg.Log.Level = "debug"
 	return cfg
 }
@@ -51,7 +53,7 @@ func TestLoggerRedactsEverywhere(t *testing.T) {
 			"GET https://api.telegram.org/bot"+tgToken+"/getMe failed",
 			"err", wrapped, "auth", "Bearer "+googleAccess, "url", "https://x/?access_token="+googleAccess+"&a=1",
 			"list", []string{signing, "ok"}, slog.Group("slack", "bot", slackBot, "secret", clientSecret),
-			"stringer", stringer(llmKey), "key", tokenKey, "n", 42)
+			"stringer", stringer(llmKey), "key", tokenKey, "voice", "Bearer "+voiceKey, "n", 42)
 		out := buf.String()
 		for _, s := range allSecrets {
 			if strings.Contains(out, s) {

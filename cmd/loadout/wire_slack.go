@@ -28,7 +28,7 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	sc.Logger, sc.Observer = a.log, a.metrics
 	sc.Exclusive = a.exclusive
 	sc.Claim = a.claim()
-	sc.Files = a.workspaces
+	sc.Files, sc.Voice = a.workspaces, a.voice
 	if sc.HTTPClient == nil {
 		sc.HTTPClient = a.api
 	}

@@ -35,7 +35,7 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
 	tc.Exclusive = a.exclusive
 	tc.Claim = a.claim()
-	tc.Files = a.workspaces
+	tc.Files, tc.Voice = a.workspaces, a.voice
 	if tc.HTTPClient == nil {
 		tc.HTTPClient = a.api
 	}
