@@ -256,8 +256,12 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 	if path == "" {
 		abs = "(none: defaults and LOADOUT_* variables)"
 	}
+	voiceNotes := "off (set voice.transcription_model to hear them)"
+	if cfg.Voice.Enabled() {
+		voiceNotes = cfg.Voice.TranscriptionModel + ", answers spoken: " + cmp.Or(cfg.Voice.Reply, "never")
+	}
 	log.Info("loadout starting", "command", cmd, "config", abs, "model", cfg.model(), "llm_host", host,
-		"channels", strings.Join(chans, ", "), "google", cfg.Google.configured(), "store", cfg.Store.Path)
+		"channels", strings.Join(chans, ", "), "google", cfg.Google.configured(), "voice_notes", voiceNotes, "store", cfg.Store.Path)
 }
 
 // findCommand matches the longest command name at the start of args and
