@@ -45,6 +45,10 @@ type Command struct {
 	// /start: a command that does not work in this deployment.
 	Hidden bool
 	Run    func(ctx context.Context, in chat.Inbound, args string) (string, error)
+	// Reply, when set, is run instead of Run: a command whose answer may
+	// ask for an approval (/approve carries the turn on, which may ask
+	// again).
+	Reply func(ctx context.Context, in chat.Inbound, args string) (chat.Reply, error)
 }
 
 // Router sends a message to its command or, if it is not one, to the
@@ -76,20 +80,16 @@ func NewRouter(engine *chat.Engine, name string) *Router {
 	r.Register(Command{Name: "help", Help: "list the commands", Run: r.help})
 	r.Register(Command{Name: "clear", Help: "start a new conversation (unloads every tool group)", Run: r.clear})
 	r.Register(Command{Name: "status", Help: "show this conversation's size, loaded tool groups, token use and what waits for your approval", Run: r.status})
-	r.Register(Command{Name: "approve", Help: "let me go ahead with what I asked you to approve", Run: r.decide(true)})
-	r.Register(Command{Name: "deny", Help: "stop what I asked you to approve", Run: r.decide(false)})
+	r.Register(Command{Name: "approve", Help: "let me go ahead with what I asked you to approve", Reply: r.decide(true)})
+	r.Register(Command{Name: "deny", Help: "stop what I asked you to approve", Reply: r.decide(false)})
 	return r
 }
 
 // decide answers the chat's pending approval (or the one named) for the
 // approve and deny commands, which the channels' buttons send too.
-func (r *Router) decide(approve bool) func(ctx context.Context, in chat.Inbound, args string) (string, error) {
-	return func(ctx context.Context, in chat.Inbound, args string) (string, error) {
-		reply, err := r.engine.Decide(ctx, in, strings.TrimSpace(args), approve)
-		if err != nil {
-			return "", err
-		}
-		return WithAsk(reply.Text, reply.Ask), nil
+func (r *Router) decide(approve bool) func(ctx context.Context, in chat.Inbound, args string) (chat.Reply, error) {
+	return func(ctx context.Context, in chat.Inbound, args string) (chat.Reply, error) {
+		return r.engine.Decide(ctx, in, strings.TrimSpace(args), approve)
 	}
 }
 
@@ -98,26 +98,6 @@ func (r *Router) decide(approve bool) func(ctx context.Context, in chat.Inbound,
 // it before taking it.
 func (r *Router) Answerable(ctx context.Context, chatKey, userKey, id string) (chat.Answerable, error) {
 	return r.engine.Answerable(ctx, chatKey, userKey, id)
-}
-
-// askMark joins an answer to the approval it asks for; the pipeline keeps
-// them together and the channel shows Approve and Deny for it.
-const askMark = "\x00ask:"
-
-// WithAsk joins text and the approval id it asks for, if any.
-func WithAsk(text, id string) string {
-	text = strings.ReplaceAll(text, "\x00", "")
-	if id == "" {
-		return text
-	}
-	return text + askMark + id
-}
-
-// CutAsk splits an answer (or its last part) into its text and the
-// approval id it asks for.
-func CutAsk(s string) (text, id string) {
-	text, id, _ = strings.Cut(s, askMark)
-	return text, id
 }
 
 // Register adds a command, replacing one of the same name. Call it before
@@ -140,19 +120,20 @@ func (r *Router) Commands() []Command {
 
 // Handle answers one inbound message. An error means the store failed;
 // the delivery pipeline keeps the message and tries again.
-func (r *Router) Handle(ctx context.Context, in chat.Inbound) (string, error) {
-	if name, args, ok := ParseCommand(in.Text); ok {
-		c, found := r.commands[name]
-		if !found {
-			return fmt.Sprintf("I don't know the command /%s. Send /help to see what I understand.", name), nil
-		}
-		return c.Run(ctx, in, args)
+func (r *Router) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, error) {
+	name, args, ok := ParseCommand(in.Text)
+	if !ok {
+		return r.engine.Handle(ctx, in)
 	}
-	reply, err := r.engine.Handle(ctx, in)
-	if err != nil {
-		return "", err
+	c, found := r.commands[name]
+	switch {
+	case !found:
+		return chat.Reply{Text: fmt.Sprintf("I don't know the command /%s. Send /help to see what I understand.", name)}, nil
+	case c.Reply != nil:
+		return c.Reply(ctx, in, args)
 	}
-	return WithAsk(reply.Text, reply.Ask), nil
+	text, err := c.Run(ctx, in, args)
+	return chat.Reply{Text: text}, err
 }
 
 // ParseCommand splits "/name@bot args" into name and args. Names are

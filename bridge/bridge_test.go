@@ -47,7 +47,7 @@ func TestRouterCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out
+		return out.Text
 	}
 	if s := say("/start"); !strings.Contains(s, "Ada") || !strings.Contains(s, "/clear") {
 		t.Errorf("/start = %q", s)
@@ -151,7 +151,7 @@ func TestHelpStartAndStatusFitTheDeployment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out
+		return out.Text
 	}
 	for _, cmd := range []string{"/help", "/start"} {
 		if s := say(cmd); strings.Contains(s, "/connect") || !strings.Contains(s, "/clear") {

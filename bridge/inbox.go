@@ -27,6 +27,21 @@ type Pending struct {
 	// Voice is the voice note the message is, when it is one; Inbound.Text
 	// then holds what came with it (a caption, the note about its audio).
 	Voice *VoiceNote
+	// Unattended marks an event nobody waits on: a scheduled task's run,
+	// which asks no one to approve anything.
+	Unattended bool
+}
+
+// Answer is an event's answer as the channel sends it.
+type Answer struct {
+	// Parts are the messages, in order.
+	Parts []string
+	// Ask is the approval the last part asks for: the channel shows
+	// Approve and Deny with it (an Asker), or the commands (AskHint).
+	Ask string
+	// Speech, when set, is the answer's text read aloud: one more part,
+	// sent after Parts through the channel's Speaker.
+	Speech string
 }
 
 // State is where an inbox item is in its life.
@@ -53,12 +68,8 @@ type Item struct {
 	Channel string
 	Pending
 	State State
-	// Parts is the answer as the channel sends it, one message each; set
-	// once the item is answered.
-	Parts []string
-	// Speech, when set, is the answer's text read aloud: one more part,
-	// sent after Parts through the channel's Speaker.
-	Speech string
+	// Answer is set once the item is answered.
+	Answer
 	// Sent counts the parts already sent (the spoken one included).
 	Sent int
 	// Draft is the channel's reference to the answer shown while it was
@@ -81,9 +92,8 @@ type Inbox interface {
 	Unfinished(ctx context.Context, channel string) ([]Item, error)
 	// Seen reports whether the channel holds an item with id.
 	Seen(ctx context.Context, channel, id string) (bool, error)
-	// Answer stores an item's answer parts, and the text to read aloud
-	// ("" for none), and marks it answered.
-	Answer(ctx context.Context, seq int64, parts []string, speech string) error
+	// Answer stores an item's answer and marks it answered.
+	Answer(ctx context.Context, seq int64, a Answer) error
 	// Transcribed stores what is known of an item's voice note (its
 	// transcript, whether it was sent back).
 	Transcribed(ctx context.Context, seq int64, note VoiceNote) error

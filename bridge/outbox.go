@@ -64,8 +64,9 @@ type Outbox struct {
 	submits map[string]SubmitFunc
 }
 
-// SubmitFunc hands a message to a chat as if its person had sent it,
-// under an id its inbox dedupes by.
+// SubmitFunc hands a scheduled task's message to a chat as if its person
+// had sent it, under an id its inbox dedupes by; its turn runs
+// unattended (Pending.Unattended).
 type SubmitFunc func(ctx context.Context, chatKey, userKey, id, text string) error
 
 // AddSubmit makes f the submitter for chat keys that start with prefix

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -17,9 +16,11 @@ import (
 	"loadout/chat"
 )
 
-// Handler answers one message; *Router is one.
+// Handler answers one message; *Router is one. The reply's Ask, when
+// set, is the approval its text asks for: the channel shows Approve and
+// Deny with the answer's last part.
 type Handler interface {
-	Handle(ctx context.Context, in chat.Inbound) (string, error)
+	Handle(ctx context.Context, in chat.Inbound) (chat.Reply, error)
 }
 
 // Outlet is what the pipeline needs from a channel to deliver answers.
@@ -668,10 +669,11 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		p.mu.Unlock()
 		// A voice note is heard first: transcribed once, the transcript
 		// stored; one that cannot be heard is answered with a sentence.
-		text, err := p.listen(tctx, out, &it, log)
-		answered := err == nil && text == ""
+		heard, err := p.listen(tctx, out, &it, log)
+		reply := chat.Reply{Text: heard}
+		answered := err == nil && heard == ""
 		if answered {
-			text, err = p.turn(tctx, it, j.resume, onText)
+			reply, err = p.turn(tctx, it, j.resume, onText)
 		}
 		p.mu.Lock()
 		delete(p.turns, it.ID)
@@ -707,24 +709,19 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		if err != nil {
 			return p.failed(ctx, out, it, err, log)
 		}
-		text, ask := CutAsk(text)
-		parts := out.Split(capText(text, p.cfg.MaxReply))
-		if ask != "" && len(parts) > 0 {
-			// The question's buttons go with its last part.
-			parts[len(parts)-1] += askMark + ask
-		}
-		speech := ""
+		// The question's buttons go with the answer's last part.
+		ans := Answer{Parts: out.Split(capText(reply.Text, p.cfg.MaxReply)), Ask: reply.Ask}
 		if _, _, command := ParseCommand(it.Inbound.Text); answered && !command && p.cfg.Voice != nil && p.cfg.Voice.Aloud(it.Voice != nil) {
-			speech = text
+			ans.Speech = reply.Text
 		}
 		if err := p.write(ctx, log, "store the answer", func(ctx context.Context) error {
-			return p.cfg.Inbox.Answer(ctx, it.Seq, parts, speech)
+			return p.cfg.Inbox.Answer(ctx, it.Seq, ans)
 		}); err != nil {
 			// Not sent: a later try finds the answer recorded by the
 			// engine and sends it then, once.
 			return errLeft
 		}
-		it.Parts, it.Speech, it.Sent = parts, speech, 0
+		it.Answer, it.Sent = ans, 0
 	}
 	var sendErr error
 	// The answer read aloud, when it is, is its last part.
@@ -741,7 +738,11 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			if i == 0 {
 				draft = it.Draft
 			}
-			err = p.send(ctx, out, it.Route, draft, it.Parts[i], it.Inbound.UserKey)
+			ask := ""
+			if i == len(it.Parts)-1 {
+				ask = it.Ask
+			}
+			err = p.send(ctx, out, it.Route, draft, it.Parts[i], ask, it.Inbound.UserKey)
 			if ctx.Err() == nil {
 				p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
 			}
@@ -792,22 +793,22 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 // a transient failure. Every try after the first, and every try of an
 // event resumed from the inbox, tells the engine to look for what an
 // earlier try recorded.
-func (p *Pipeline) turn(ctx context.Context, it Item, resume bool, onText func(string)) (string, error) {
+func (p *Pipeline) turn(ctx context.Context, it Item, resume bool, onText func(string)) (chat.Reply, error) {
 	in := it.Inbound
 	in.ID = p.cfg.Channel + ":" + it.ID
 	in.Resume = resume
 	in.OnText = onText
-	// A scheduled task's run has nobody to approve anything; the event id
-	// says so, and is kept across restarts.
-	in.Unattended = strings.HasPrefix(it.ID, chat.TaskEventPrefix)
-	var text string
+	// A scheduled task's run has nobody to approve anything; the inbox
+	// keeps that with the event, across restarts.
+	in.Unattended = it.Unattended
+	var reply chat.Reply
 	err := p.cfg.Retry.Do(ctx, transient, func(ctx context.Context) error {
 		var err error
-		text, err = p.cfg.Handler.Handle(ctx, in)
+		reply, err = p.cfg.Handler.Handle(ctx, in)
 		in.Resume = true
 		return err
 	})
-	return text, err
+	return reply, err
 }
 
 func transient(err error) (bool, time.Duration) { return errors.Is(err, chat.ErrTransient), 0 }
@@ -857,7 +858,7 @@ func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, starts i
 
 // send sends one part once the channel's pacing lets it go; with a
 // draft, the part replaces it.
-func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, part, user string) error {
+func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, part, ask, user string) error {
 	if err := p.pace.wait(ctx, route); err != nil {
 		return err
 	}
@@ -872,7 +873,6 @@ func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, pa
 		context.AfterFunc(sctx, func() { t.Stop() })
 	})
 	defer stop()
-	part, ask := CutAsk(part)
 	if ask != "" {
 		// The question is a message of its own: a draft the model's
 		// text streamed into stays as that text.
@@ -920,7 +920,7 @@ func (p *Pipeline) tell(ctx context.Context, out Outlet, route, draft []byte, te
 		return
 	}
 	for _, part := range out.Split(text) {
-		err := p.send(ctx, out, route, draft, part, "")
+		err := p.send(ctx, out, route, draft, part, "", "")
 		draft = nil
 		if err != nil {
 			log.Error("delivery: could not tell the person", "err", err)

@@ -69,7 +69,14 @@ func (o *outlet) waitFor(t *testing.T, n int) []string {
 
 type handlerFunc func(ctx context.Context, in chat.Inbound) (string, error)
 
-func (f handlerFunc) Handle(ctx context.Context, in chat.Inbound) (string, error) { return f(ctx, in) }
+func (f handlerFunc) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, error) {
+	text, err := f(ctx, in)
+	return chat.Reply{Text: text}, err
+}
+
+type replyFunc func(ctx context.Context, in chat.Inbound) (chat.Reply, error)
+
+func (f replyFunc) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, error) { return f(ctx, in) }
 
 func openStore(t *testing.T) (*store.DB, string) {
 	t.Helper()
@@ -363,12 +370,12 @@ type failingInbox struct {
 	answer, finish atomic.Int32 // failures left
 }
 
-func (f *failingInbox) Answer(ctx context.Context, seq int64, parts []string, speech string) error {
+func (f *failingInbox) Answer(ctx context.Context, seq int64, a bridge.Answer) error {
 	if f.answer.Load() > 0 {
 		f.answer.Add(-1)
 		return fmt.Errorf("answer: %w", chat.ErrTransient)
 	}
-	return f.DB.Answer(ctx, seq, parts, speech)
+	return f.DB.Answer(ctx, seq, a)
 }
 
 func (f *failingInbox) Finish(ctx context.Context, seq int64, s bridge.State) error {
@@ -683,16 +690,18 @@ func TestPipelineMarksTasksUnattendedAndAsksWithoutButtons(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out,
-		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		Handler: replyFunc(func(ctx context.Context, in chat.Inbound) (chat.Reply, error) {
 			mu.Lock()
 			seen[in.ID] = in.Unattended
 			mu.Unlock()
 			if in.Text == "ask" {
-				return bridge.WithAsk("Approve this?", "abc"), nil
+				return chat.Reply{Text: "Approve this?", Ask: "abc"}, nil
 			}
-			return "ok", nil
+			return chat.Reply{Text: "ok"}, nil
 		})})
-	accept(t, p, pending(chat.TaskEventPrefix+"7:1700000000", "A", "run the report"))
+	task := pending("task:7:1700000000", "A", "run the report")
+	task.Unattended = true
+	accept(t, p, task)
 	accept(t, p, pending("ev1", "A", "ask"))
 	got := out.waitFor(t, 2)
 	mu.Lock()

@@ -50,12 +50,12 @@ func (o fileOutlet) Send(_ context.Context, _ []byte, text string) error {
 // kill would — nothing can recover it.
 type crasher struct{}
 
-func (crasher) Handle(_ context.Context, in chat.Inbound) (string, error) {
+func (crasher) Handle(_ context.Context, in chat.Inbound) (chat.Reply, error) {
 	if in.Text == "boom" {
 		go func() { panic("the process ends here") }()
 		select {}
 	}
-	return "ok: " + in.Text, nil
+	return chat.Reply{Text: "ok: " + in.Text}, nil
 }
 
 // poisonProcess is one life of the service: it resumes what the inbox

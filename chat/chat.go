@@ -185,10 +185,6 @@ type Approval struct {
 	ExpiresAt time.Time
 }
 
-// TaskEventPrefix starts the event id of a scheduled task's run: such a
-// turn is unattended (Inbound.Unattended).
-const TaskEventPrefix = "task:"
-
 // Inbound is one message from a person.
 type Inbound struct {
 	// ChatKey identifies the conversation, e.g. "telegram:123".

@@ -43,10 +43,14 @@ type inboxItem struct {
 	Images string
 	// Voice is the event's voice note (bridge.VoiceNote) as JSON, with
 	// its transcript once made; Speech the answer's text read aloud.
-	Voice     string
-	Speech    string
-	CreatedAt time.Time
-	UpdatedAt time.Time `gorm:"index"`
+	Voice  string
+	Speech string
+	// Ask is the approval the answer's last part asks for.
+	Ask string
+	// Unattended marks a scheduled task's run (bridge.Pending).
+	Unattended bool `gorm:"not null;default:false"`
+	CreatedAt  time.Time
+	UpdatedAt  time.Time `gorm:"index"`
 }
 
 // migrateInbox creates the inbox's partial index, moves the unfinished
@@ -73,6 +77,11 @@ func migrateInbox(g *gorm.DB) error {
 			return fmt.Errorf("move the Telegram inbox: %w", err)
 		}
 	}
+	// An earlier version marked a task's run by its event id's "task:"
+	// prefix; the inbox keeps the mark now.
+	if err := g.Exec(unattendedTasks).Error; err != nil {
+		return err
+	}
 	// An earlier version looked messages up by external id; the inbox
 	// recognises redeliveries now, and the lookup's index only slowed
 	// writes. Its Slack dedupe kept event ids as states.
@@ -82,6 +91,10 @@ func migrateInbox(g *gorm.DB) error {
 	return g.Exec(`DELETE FROM states WHERE key LIKE 'seen:%'`).Error
 }
 
+// unattendedTasks marks the unfinished task runs an earlier version
+// stored with only their event id to say so.
+const unattendedTasks = `UPDATE inbox_items SET unattended = true WHERE event_id LIKE 'task:%' AND state IN ('pending', 'answered')`
+
 // Accept stores p as pending, or answered with parts. It reports false
 // and returns the stored item when the channel already has p.ID.
 func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts []string) (bridge.Item, bool, error) {
@@ -89,6 +102,7 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 	row := inboxItem{
 		Channel: channel, EventID: p.ID, ChatKey: p.Inbound.ChatKey, UserKey: p.Inbound.UserKey,
 		Text: p.Inbound.Text, Route: p.Route, State: string(bridge.StatePending), CreatedAt: now, UpdatedAt: now,
+		Unattended: p.Unattended,
 	}
 	if len(p.Inbound.Images) > 0 {
 		b, _ := json.Marshal(p.Inbound.Images) // strings always encode
@@ -107,10 +121,10 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 	}
 	// Plain SQL: this runs for every event.
 	err := d.db.WithContext(ctx).Raw(`INSERT INTO inbox_items (channel, event_id, chat_key, user_key, text, route,
-			parts, sent, state, draft, images, voice, speech, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, '', ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
+			parts, sent, state, draft, images, voice, speech, ask, unattended, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, '', '', ?, ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
 		row.Channel, row.EventID, row.ChatKey, row.UserKey, row.Text, row.Route, row.Parts, row.State, row.Images, row.Voice,
-		row.CreatedAt, row.UpdatedAt).Row().Scan(&row.Seq)
+		row.Unattended, row.CreatedAt, row.UpdatedAt).Row().Scan(&row.Seq)
 	if err == nil {
 		return row.item(), true, nil
 	}
@@ -126,8 +140,9 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 
 func (r inboxItem) item() bridge.Item {
 	it := bridge.Item{
-		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent, Draft: r.Draft, Speech: r.Speech,
-		Pending: bridge.Pending{ID: r.EventID, Route: r.Route,
+		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent, Draft: r.Draft,
+		Answer: bridge.Answer{Ask: r.Ask, Speech: r.Speech},
+		Pending: bridge.Pending{ID: r.EventID, Route: r.Route, Unattended: r.Unattended,
 			Inbound: chatInbound(r.ChatKey, r.UserKey, r.Text)},
 	}
 	if r.Parts != "" {
@@ -180,13 +195,14 @@ func (d *DB) Unfinished(ctx context.Context, channel string) ([]bridge.Item, err
 	return out, nil
 }
 
-// Answer stores the parts of an item's answer and the text read aloud.
-func (d *DB) Answer(ctx context.Context, seq int64, parts []string, speech string) error {
-	b, err := json.Marshal(parts)
+// Answer stores an item's answer: its parts, the approval the last asks
+// for, and the text read aloud.
+func (d *DB) Answer(ctx context.Context, seq int64, a bridge.Answer) error {
+	b, err := json.Marshal(a.Parts)
 	if err != nil {
 		return err
 	}
-	return d.updateItem(ctx, seq, "parts = ?, speech = ?, sent = 0, state = ?", string(b), speech, string(bridge.StateAnswered))
+	return d.updateItem(ctx, seq, "parts = ?, ask = ?, speech = ?, sent = 0, state = ?", string(b), a.Ask, a.Speech, string(bridge.StateAnswered))
 }
 
 // Transcribed stores what is known of an item's voice note.

@@ -48,7 +48,7 @@ func TestInboxLifecycle(t *testing.T) {
 	}
 	c, _, _ := db.Accept(ctx, "telegram", pend("update:3", "telegram:1", "three"), nil)
 
-	if err := db.Answer(ctx, a.Seq, []string{"p1", "p2", "p3"}, ""); err != nil {
+	if err := db.Answer(ctx, a.Seq, bridge.Answer{Parts: []string{"p1", "p2", "p3"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.MarkSent(ctx, a.Seq, 2); err != nil {
@@ -198,5 +198,31 @@ func TestInboxStats(t *testing.T) {
 	if len(got) != 2 || got[0].Channel != want[0].Channel || got[0].Open != 1 || !got[0].Oldest.Equal(want[0].Oldest) ||
 		got[1].Open != 2 || !got[1].Oldest.Equal(want[1].Oldest) {
 		t.Fatalf("InboxStats = %+v, want %+v", got, want)
+	}
+}
+
+// A task's run an earlier version stored — marked unattended only by its
+// event id — is still run unattended after the upgrade.
+func TestOpenMarksEarlierTaskRunsUnattended(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db.Accept(ctx, "telegram", pend("task:7:1700000000", "telegram:1", "run the report"), nil)
+	db.Accept(ctx, "telegram", pend("update:1", "telegram:1", "hello"), nil)
+	// As the earlier version left it: no mark, and its schema stamp.
+	db.Gorm().Exec("UPDATE inbox_items SET unattended = false")
+	db.Gorm().Exec("PRAGMA user_version = 1")
+	db.Close()
+	db, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	items, err := db.Unfinished(ctx, "telegram")
+	if err != nil || len(items) != 2 || !items[0].Unattended || items[1].Unattended {
+		t.Fatalf("items %+v, %v", items, err)
 	}
 }

@@ -112,12 +112,12 @@ const quitHelp = "\n/voice FILE — hear a local audio file as a voice note (typ
 // withQuit lists /quit in the router's answers to /help and /start.
 type withQuit struct{ bridge.Handler }
 
-func (h withQuit) Handle(ctx context.Context, in chat.Inbound) (string, error) {
-	text, err := h.Handler.Handle(ctx, in)
+func (h withQuit) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, error) {
+	reply, err := h.Handler.Handle(ctx, in)
 	if name, _, ok := bridge.ParseCommand(in.Text); ok && err == nil && (name == "help" || name == "start") {
-		text += quitHelp
+		reply.Text += quitHelp
 	}
-	return text, err
+	return reply, err
 }
 
 // ChatKey is the console's session key.
@@ -201,7 +201,8 @@ func (c *Console) Submit(ctx context.Context, chatKey, userKey, id, text string)
 	if chatKey != c.ChatKey() {
 		return fmt.Errorf("console: %q is not this console's chat", chatKey)
 	}
-	_, err := c.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: []byte(chatKey)})
+	_, err := c.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: []byte(chatKey),
+		Unattended: true})
 	return err
 }
 

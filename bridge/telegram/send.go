@@ -147,7 +147,8 @@ func (a *Adapter) Submit(ctx context.Context, chatKey, userKey, id, text string)
 	if err != nil {
 		return err
 	}
-	_, err = a.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: r.encode()})
+	_, err = a.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: r.encode(),
+		Unattended: true})
 	return err
 }
 

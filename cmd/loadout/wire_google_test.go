@@ -54,8 +54,8 @@ func TestGoogleGroupsHiddenWhenNotConfigured(t *testing.T) {
 		}
 	}
 	reply, err := a.router.Handle(context.Background(), chat.Inbound{ChatKey: "telegram:1", UserKey: "telegram:1", Text: "/connect google"})
-	if err != nil || !strings.Contains(reply, "isn't set up") {
-		t.Fatalf("/connect = %q, %v", reply, err)
+	if err != nil || !strings.Contains(reply.Text, "isn't set up") {
+		t.Fatalf("/connect = %q, %v", reply.Text, err)
 	}
 }
 
@@ -149,7 +149,7 @@ func ask(t *testing.T, a *app, in chat.Inbound, text string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reply
+	return reply.Text
 }
 
 // Found by probing: /connect google in a group posted the sign-in link

@@ -14,7 +14,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"loadout/chat"
 	"loadout/tools"
 )
 
@@ -169,7 +168,8 @@ func (s *Scheduler) RunDue(ctx context.Context) {
 			}
 			continue // another process has it
 		}
-		id := fmt.Sprintf("%s%d:%d", chat.TaskEventPrefix, t.ID, t.NextRun.Unix())
+		// The run's event id: the same run submitted again is recognised.
+		id := fmt.Sprintf("task:%d:%d", t.ID, t.NextRun.Unix())
 		text := fmt.Sprintf("[Scheduled task %d, run unattended: nobody is waiting to confirm anything] %s", t.ID, t.Prompt)
 		outcome := "delivered to the chat"
 		if err := s.submit(ctx, t.ChatKey, t.UserKey, id, text); err != nil {
