@@ -469,7 +469,7 @@ func (a *Accounts) Options(ctx context.Context, svc Service) ([]option.ClientOpt
 // in Google's Testing publishing status.
 func expired() *tools.Error {
 	e := NotConnected(" any more: Google refused to renew its access")
-	e.Suggestion = "Ask the person to send /connect google again in a private chat. If this happens every week, the owner's Google OAuth app is in Testing status, whose sign-ins last 7 days (see the README)."
+	e.Suggestion = "Ask the person to send /connect google again in a private chat. If this happens every week, the owner's Google OAuth app is in Testing status, whose sign-ins last 7 days (see docs/google.md)."
 	return e
 }
 

@@ -40,7 +40,7 @@ import (
 // that uses it (the package Configs below carry the yaml tags, so a knob a
 // package has is a key, and its zero value means "the package default");
 // defaults() holds only what this command owns. Every key is documented in
-// the sample config.yaml and the README.
+// the sample config.yaml and docs/configuration.md.
 type Config struct {
 	Agent     AgentConfig     `yaml:"agent"`
 	LLM       LLMConfig       `yaml:"llm"`

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -240,13 +242,109 @@ google:
 	}
 }
 
-// The sample config.yaml shows every key, and the README names each.
-func TestEveryKeyIsDocumented(t *testing.T) {
-	raw, err := os.ReadFile("../../config.yaml")
+// The sample config.yaml shows every key the code has, and no other (a
+// key the code does not know fails TestSampleConfigLoads).
+func TestEveryKeyIsInTheSample(t *testing.T) {
+	sample := sampleKeys(t)
+	inSample := map[string]bool{}
+	for _, k := range sample {
+		inSample[k.key] = true
+	}
+	for _, k := range codeKeys() {
+		if !inSample[k] {
+			t.Errorf("config.yaml lacks %s", k)
+		}
+	}
+}
+
+var updateDocs = flag.Bool("update-docs", false, "TestConfigurationDocListsEveryKey: rewrite the key list of docs/configuration.md")
+
+// docs/configuration.md ends with every key, its default and what it
+// does, generated from config.yaml: a key the code has and the page
+// lacks, or the reverse, fails here (go test ./cmd/loadout -run
+// TestConfigurationDocListsEveryKey -update-docs rewrites the list).
+func TestConfigurationDocListsEveryKey(t *testing.T) {
+	const path = "../../docs/configuration.md"
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc := string(raw)
+	const begin = "<!-- every key: generated from config.yaml by TestConfigurationDocListsEveryKey -->"
+	const end = "<!-- end of every key -->"
+	var b strings.Builder
+	b.WriteString(begin + "\n## Every key\n\nThe defaults are those of the sample `config.yaml`; a key left out of a file takes them.\n")
+	section := ""
+	for _, k := range sampleKeys(t) {
+		if top, _, _ := strings.Cut(k.key, "."); top != section {
+			section = top
+			fmt.Fprintf(&b, "\n### %s\n\n| key | default | meaning |\n|---|---|---|\n", section)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.key, k.def, strings.ReplaceAll(k.meaning, "|", "\\|"))
+	}
+	b.WriteString(end)
+	want := b.String()
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if *updateDocs {
+		if i < 0 || j < i {
+			doc = strings.TrimRight(doc, "\n") + "\n\n" + want + "\n"
+		} else {
+			doc = doc[:i] + want + doc[j+len(end):]
+		}
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if i < 0 || j < i || doc[i:j+len(end)] != want {
+		t.Fatalf("%s: its key list is not config.yaml's; run go test ./cmd/loadout -run TestConfigurationDocListsEveryKey -update-docs", path)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(doc[i:j], "\n") {
+		if k, ok := strings.CutPrefix(line, "| `"); ok {
+			k, _, _ = strings.Cut(k, "`")
+			listed[k] = true
+		}
+	}
+	code := map[string]bool{}
+	for _, k := range codeKeys() {
+		code[k] = true
+		if !listed[k] {
+			t.Errorf("%s does not list %s", path, k)
+		}
+	}
+	for k := range listed {
+		if !code[k] {
+			t.Errorf("%s lists %s, which is no key", path, k)
+		}
+	}
+}
+
+// codeKeys are the config's leaf keys, as the code declares them.
+func codeKeys() []string {
+	var out []string
+	var walk func(typ reflect.Type, prefix string)
+	walk = func(typ reflect.Type, prefix string) {
+		for _, f := range keyFields(typ) {
+			k := joinKey(prefix, f.name)
+			if f.typ.Kind() == reflect.Struct && f.typ != reflect.TypeOf(Duration(0)) {
+				walk(f.typ, k)
+				continue
+			}
+			out = append(out, k)
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
+	return out
+}
+
+type sampleKey struct{ key, def, meaning string }
+
+// sampleKeys are config.yaml's leaf keys in order, each with its value
+// and its comment.
+func sampleKeys(t *testing.T) []sampleKey {
+	t.Helper()
+	raw, err := os.ReadFile("../../config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,37 +352,32 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		t.Fatal(err)
 	}
-	inSample := map[string]bool{}
+	var out []sampleKey
 	var walk func(n *yaml.Node, prefix string)
 	walk = func(n *yaml.Node, prefix string) {
-		if n.Kind != yaml.MappingNode {
-			return
-		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := joinKey(prefix, n.Content[i].Value)
-			inSample[k] = true
-			walk(n.Content[i+1], k)
+			k, v := n.Content[i], n.Content[i+1]
+			key := joinKey(prefix, k.Value)
+			if v.Kind == yaml.MappingNode && len(v.Content) > 0 {
+				walk(v, key)
+				continue
+			}
+			def := v.Value
+			switch {
+			case v.Kind != yaml.ScalarNode:
+				bare := *v
+				bare.HeadComment, bare.LineComment, bare.FootComment = "", "", ""
+				b, _ := yaml.Marshal(&bare)
+				def = strings.TrimSpace(string(b))
+			case def == "":
+				def = `""`
+			}
+			meaning := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v.LineComment+k.LineComment), "#"))
+			out = append(out, sampleKey{key: key, def: "`" + def + "`", meaning: meaning})
 		}
 	}
 	walk(root.Content[0], "")
-	var check func(t reflect.Type, prefix string)
-	check = func(typ reflect.Type, prefix string) {
-		for _, f := range keyFields(typ) {
-			k := joinKey(prefix, f.name)
-			if f.typ.Kind() == reflect.Struct && f.typ != reflect.TypeOf(Duration(0)) {
-				check(f.typ, k)
-				continue
-			}
-			if !inSample[k] {
-				t.Errorf("config.yaml lacks %s", k)
-			}
-			short := k[strings.LastIndex(k, ".")+1:]
-			if !strings.Contains(string(readme), "`"+k+"`") && !strings.Contains(string(readme), k) && !strings.Contains(string(readme), short) {
-				t.Errorf("README does not mention %s", k)
-			}
-		}
-	}
-	check(reflect.TypeOf(Config{}), "")
+	return out
 }
 
 func TestMCPServersConfig(t *testing.T) {
