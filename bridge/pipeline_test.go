@@ -76,7 +76,9 @@ func (f handlerFunc) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, e
 
 type replyFunc func(ctx context.Context, in chat.Inbound) (chat.Reply, error)
 
-func (f replyFunc) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, error) { return f(ctx, in) }
+func (f replyFunc) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, error) {
+	return f(ctx, in)
+}
 
 func openStore(t *testing.T) (*store.DB, string) {
 	t.Helper()
