@@ -7,21 +7,6 @@ import (
 	"time"
 )
 
-// Drafter is an optional Outlet feature: an answer shown while the model
-// writes it. Telegram and Slack post a message and edit it as the text
-// grows; the console prints the text as it comes.
-type Drafter interface {
-	// Draft shows text, the answer so far. draft is nil the first time:
-	// Draft then posts a message and returns its reference, which later
-	// calls pass back to edit that message. The returned reference is
-	// what later calls must use.
-	Draft(ctx context.Context, route, draft []byte, text string) ([]byte, error)
-	// Replace turns the draft into part, the first message of the final
-	// answer (or a sentence of the pipeline's own), formatted as Send
-	// would format it.
-	Replace(ctx context.Context, route, draft []byte, part string) error
-}
-
 // DefaultDraftEvery is how often a draft is edited at most.
 const DefaultDraftEvery = time.Second
 

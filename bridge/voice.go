@@ -46,14 +46,6 @@ type Voice interface {
 	Speak(ctx context.Context, chatKey, text string) ([]byte, error)
 }
 
-// Speaker is an optional Outlet feature: it sends OGG/Opus audio to the
-// route as a voice message (Telegram) or an audio file (Slack). A reply
-// spoken aloud goes out through it as one more part of the answer, after
-// the text.
-type Speaker interface {
-	SendVoice(ctx context.Context, route []byte, audio []byte) error
-}
-
 // Sentences people see about voice notes.
 const (
 	// TextVoiceOff answers the first voice note of a chat when voice is

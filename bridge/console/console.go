@@ -123,6 +123,32 @@ func (h withQuit) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, erro
 // ChatKey is the console's session key.
 func (c *Console) ChatKey() string { return "console:" + c.cfg.User }
 
+var (
+	_ bridge.Channel    = (*Console)(nil)
+	_ bridge.FileSender = (*Console)(nil)
+	_ bridge.Asker      = (*Console)(nil)
+	_ bridge.Drafter    = (*Console)(nil)
+	_ bridge.Speaker    = (*Console)(nil)
+)
+
+// Name is the channel's name and chat-key prefix.
+func (c *Console) Name() string { return "console" }
+
+// Pipeline is the console's delivery pipeline.
+func (c *Console) Pipeline() *bridge.Pipeline { return c.pipe }
+
+// Route is the console's own chat key for its one chat; an error for any
+// other.
+func (c *Console) Route(chatKey string) ([]byte, error) {
+	if chatKey != c.ChatKey() {
+		return nil, fmt.Errorf("console: %q is not this console's chat", chatKey)
+	}
+	return []byte(chatKey), nil
+}
+
+// Private: the console is one person's.
+func (c *Console) Private(chatKey string) bool { return chatKey == c.ChatKey() }
+
 // Split keeps an answer whole: a terminal has no size limit.
 func (c *Console) Split(text string) []string { return []string{text} }
 
@@ -194,18 +220,6 @@ func (c *Console) Replace(ctx context.Context, route, _ []byte, part string) err
 	return c.Send(ctx, route, part)
 }
 
-// Submit runs a message in the console's chat as if typed (a scheduled
-// task's prompt); its answer is printed, or held while a line is being
-// typed.
-func (c *Console) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
-	if chatKey != c.ChatKey() {
-		return fmt.Errorf("console: %q is not this console's chat", chatKey)
-	}
-	_, err := c.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: []byte(chatKey),
-		Unattended: true})
-	return err
-}
-
 // Ask prints a question that waits for the person's approval, with its
 // own prompt line naming its code, and takes the next line "y" or "n" as
 // the answer.
@@ -240,7 +254,7 @@ func (c *Console) answer(text string) string {
 }
 
 // SendFile shows a file the assistant sends: in a terminal, its path.
-func (c *Console) SendFile(ctx context.Context, _, name, path string) error {
+func (c *Console) SendFile(ctx context.Context, _ []byte, name, path string) error {
 	return c.Send(ctx, nil, fmt.Sprintf("[file %s: %s]", name, path))
 }
 

@@ -2,10 +2,10 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -63,19 +63,16 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File)
 	return bridge.FileNote(saved, mimeType, n), image
 }
 
-// SendFile uploads a workspace file to the chat named by chatKey
-// ("slack:<team>:<channel>" or with ":<thread>"), with Slack's upload
-// flow (files.getUploadURLExternal, the upload, then
+// SendFile uploads a workspace file to the route's conversation (its
+// thread, when it is one) with Slack's upload flow
+// (files.getUploadURLExternal, the upload, then
 // files.completeUploadExternal sharing it in the conversation).
-func (a *Adapter) SendFile(ctx context.Context, chatKey, name, path string) error {
-	parts := strings.Split(chatKey, ":")
-	if len(parts) < 3 || parts[0] != "slack" {
-		return fmt.Errorf("slack: %q is not a Slack chat", chatKey)
+func (a *Adapter) SendFile(ctx context.Context, raw []byte, name, path string) error {
+	var r route
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("slack: unreadable route: %w", err)
 	}
-	channel, thread := parts[2], ""
-	if len(parts) > 3 {
-		thread = parts[3]
-	}
+	channel, thread := r.Channel, r.Thread
 	st, err := os.Stat(path)
 	if err != nil {
 		return err

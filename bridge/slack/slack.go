@@ -595,19 +595,6 @@ func slackError(err error, code string) bool {
 	return ok && se.Err == code
 }
 
-// Notify sends text to the conversation named by chatKey
-// ("slack:<team>:<channel>" or "slack:<team>:<channel>:<thread_ts>")
-// outside a turn, through the delivery pipeline, and waits until it is
-// sent. It fails for a key that is not a Slack conversation or when Slack
-// does not take the message.
-func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
-	r, err := routeOf(chatKey)
-	if err != nil {
-		return err
-	}
-	return a.pipe.Notify(ctx, chatKey, r.encode(), text)
-}
-
 // routeOf is where messages to the conversation chatKey names go.
 func routeOf(chatKey string) (route, error) {
 	parts := strings.Split(chatKey, ":")
@@ -621,18 +608,49 @@ func routeOf(chatKey string) (route, error) {
 	return r, nil
 }
 
-// Submit hands a message to the conversation chatKey names as if its
-// person had sent it (a scheduled task's prompt): stored in the inbox
-// under id, so it is run and answered once, in order with the
-// conversation's messages.
-func (a *Adapter) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
+var (
+	_ bridge.Channel    = (*Adapter)(nil)
+	_ bridge.Readier    = (*Adapter)(nil)
+	_ bridge.FileSender = (*Adapter)(nil)
+	_ bridge.Mounter    = (*Adapter)(nil)
+	_ bridge.Indicator  = (*Adapter)(nil)
+	_ bridge.Asker      = (*Adapter)(nil)
+	_ bridge.Drafter    = (*Adapter)(nil)
+	_ bridge.Speaker    = (*Adapter)(nil)
+)
+
+// Name is the channel's name and chat-key prefix.
+func (a *Adapter) Name() string { return "slack" }
+
+// Pipeline is the channel's delivery pipeline.
+func (a *Adapter) Pipeline() *bridge.Pipeline { return a.pipe }
+
+// Route is where messages to the conversation chatKey names go
+// ("slack:<team>:<channel>" or "slack:<team>:<channel>:<thread_ts>").
+func (a *Adapter) Route(chatKey string) ([]byte, error) {
 	r, err := routeOf(chatKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = a.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: r.encode(),
-		Unattended: true})
-	return err
+	return r.encode(), nil
+}
+
+// Private reports whether chatKey is a direct message: Slack's ids of
+// those start with D.
+func (a *Adapter) Private(chatKey string) bool {
+	r, err := routeOf(chatKey)
+	return err == nil && strings.HasPrefix(r.Channel, "D") && r.Thread == ""
+}
+
+// Mount serves the Events API endpoints, in events mode: events, slash
+// commands and button presses.
+func (a *Adapter) Mount(mux *http.ServeMux) {
+	if a.cfg.Mode != ModeEvents {
+		return
+	}
+	mux.Handle("POST /slack/events", a.EventsHandler())
+	mux.Handle("POST /slack/commands", a.CommandsHandler())
+	mux.Handle("POST /slack/interactivity", a.InteractivityHandler())
 }
 
 // policy is the channel's retry schedule with the given number of

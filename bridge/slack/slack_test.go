@@ -625,10 +625,14 @@ func TestRejectedTokensStopRunWithAnError(t *testing.T) {
 func TestNotifyReachesDMAndThread(t *testing.T) {
 	h := start(t, options{})
 	ctx := context.Background()
-	if err := h.adapter.Notify(ctx, "slack:T0001:D1", "Google is **connected**."); err != nil {
+	var hub bridge.Hub
+	hub.Add(h.adapter, nil)
+	// A notice waits for the channel to be connected.
+	chattest.Eventually(t, "connected", h.adapter.Ready)
+	if err := hub.Notify(ctx, "slack:T0001:D1", "Google is **connected**."); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.adapter.Notify(ctx, "slack:T0001:C1:200.1", "in the thread"); err != nil {
+	if err := hub.Notify(ctx, "slack:T0001:C1:200.1", "in the thread"); err != nil {
 		t.Fatal(err)
 	}
 	posts := h.fake.WaitCalls(t, "chat.postMessage", 2)
@@ -638,11 +642,11 @@ func TestNotifyReachesDMAndThread(t *testing.T) {
 	if p := posts[1].Params; p["channel"] != "C1" || p["thread_ts"] != "200.1" {
 		t.Errorf("thread notice = %v", p)
 	}
-	if err := h.adapter.Notify(ctx, "telegram:1", "x"); err == nil {
+	if err := hub.Notify(ctx, "telegram:1", "x"); err == nil {
 		t.Error("a Telegram key was accepted")
 	}
 	h.fake.Fail("chat.postMessage", slacktest.Failure{Error: "channel_not_found"})
-	if err := h.adapter.Notify(ctx, "slack:T0001:D404", "x"); err == nil {
+	if err := hub.Notify(ctx, "slack:T0001:D404", "x"); err == nil {
 		t.Error("a refused post reported success")
 	}
 }

@@ -95,17 +95,12 @@ func (a *Adapter) download(ctx context.Context, fileID string) (io.ReadCloser, e
 // documents.
 var photoTypes = map[string]bool{".jpg": true, ".jpeg": true, ".png": true, ".webp": true}
 
-// SendFile sends a workspace file to the chat named by chatKey
-// ("telegram:<chat>" or "telegram:<chat>:<topic>"): a photo up to 10 MB
-// as a photo, anything else as a document.
-func (a *Adapter) SendFile(ctx context.Context, chatKey, name, filePath string) error {
-	rest, ok := strings.CutPrefix(chatKey, "telegram:")
-	if !ok {
-		return fmt.Errorf("telegram: %q is not a Telegram chat", chatKey)
-	}
-	chatID, topic, _ := strings.Cut(rest, ":")
-	if _, err := strconv.ParseInt(chatID, 10, 64); err != nil {
-		return fmt.Errorf("telegram: %q is not a Telegram chat", chatKey)
+// SendFile sends a workspace file to the route's chat (and topic): a
+// photo up to 10 MB as a photo, anything else as a document.
+func (a *Adapter) SendFile(ctx context.Context, route []byte, name, filePath string) error {
+	var r routeInfo
+	if err := json.Unmarshal(route, &r); err != nil {
+		return fmt.Errorf("telegram: unreadable route: %w", err)
 	}
 	st, err := os.Stat(filePath)
 	if err != nil {
@@ -115,8 +110,10 @@ func (a *Adapter) SendFile(ctx context.Context, chatKey, name, filePath string) 
 	if photoTypes[strings.ToLower(path.Ext(name))] && st.Size() <= 10<<20 {
 		method, field = "sendPhoto", "photo"
 	}
-	params := tgbotapi.Params{"chat_id": chatID}
-	params.AddNonEmpty("message_thread_id", topic)
+	params := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10)}
+	if r.ThreadID != 0 {
+		params["message_thread_id"] = strconv.Itoa(r.ThreadID)
+	}
 	return a.policy(callAttempts).Do(ctx, retryable, func(ctx context.Context) error {
 		f, err := os.Open(filePath)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"loadout/bridge"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/tools/files"
@@ -71,10 +72,12 @@ func TestSendFile(t *testing.T) {
 	os.WriteFile(doc, []byte("the notes"), 0o600)
 	os.WriteFile(img, []byte("\x89PNG chart"), 0o600)
 	ctx := context.Background()
-	if err := a.SendFile(ctx, "telegram:42", "notes.txt", doc); err != nil {
+	var hub bridge.Hub
+	hub.Add(a, nil)
+	if err := hub.SendFile(ctx, "telegram:42", "notes.txt", doc); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SendFile(ctx, "telegram:-100:7", "chart.png", img); err != nil {
+	if err := hub.SendFile(ctx, "telegram:-100:7", "chart.png", img); err != nil {
 		t.Fatal(err)
 	}
 	up := h.tg.Uploads()
@@ -84,7 +87,7 @@ func TestSendFile(t *testing.T) {
 	if up[1].Method != "sendPhoto" || up[1].ChatID != "-100" || up[1].ThreadID != "7" {
 		t.Errorf("the photo went as %+v", up[1])
 	}
-	if err := a.SendFile(ctx, "slack:T1:C1", "x", doc); err == nil {
+	if err := hub.SendFile(ctx, "slack:T1:C1", "x", doc); err == nil {
 		t.Error("a Slack chat key was accepted")
 	}
 }

@@ -5,19 +5,22 @@ import (
 	"errors"
 	"testing"
 
+	"loadout/bridge"
 	"loadout/chat/chattest"
 )
 
 func TestNotifySendsToChatAndTopic(t *testing.T) {
 	h := newHarness(t, chattest.Options{})
-	a := New(h.config(nil), nil, h.env.Store)
-	if err := a.Notify(context.Background(), "telegram:42", "hi"); !errors.Is(err, ErrNotRunning) {
+	var hub bridge.Hub
+	hub.Add(New(h.config(nil), nil, h.env.Store), nil)
+	if err := hub.Notify(context.Background(), "telegram:42", "hi"); !errors.Is(err, bridge.ErrNotRunning) {
 		t.Fatalf("before Run: %v", err)
 	}
-	a, _ = h.start(h.env, h.config(nil))
+	a, _ := h.start(h.env, h.config(nil))
+	hub.Add(a, nil)
 	// Notify needs the channel ready: connected and its inbox resumed.
 	chattest.Eventually(t, "ready", a.Ready)
-	if err := a.Notify(context.Background(), "telegram:-100:7", "Your **Google** account is connected."); err != nil {
+	if err := hub.Notify(context.Background(), "telegram:-100:7", "Your **Google** account is connected."); err != nil {
 		t.Fatal(err)
 	}
 	sent := h.tg.WaitSent(t, 1)
@@ -25,7 +28,7 @@ func TestNotifySendsToChatAndTopic(t *testing.T) {
 		t.Fatalf("sent = %+v", sent[0])
 	}
 	for _, bad := range []string{"slack:T:C", "telegram:x", "telegram:1:y"} {
-		if err := a.Notify(context.Background(), bad, "x"); err == nil {
+		if err := hub.Notify(context.Background(), bad, "x"); err == nil {
 			t.Errorf("Notify(%q) accepted", bad)
 		}
 	}

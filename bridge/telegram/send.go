@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"loadout/bridge"
-	"loadout/chat"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,9 +17,6 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 )
-
-// ErrNotRunning is returned by Notify before Run has connected.
-var ErrNotRunning = errors.New("telegram: the channel is not connected")
 
 // Split cuts a Markdown answer into the parts sent as separate messages.
 func (a *Adapter) Split(text string) []string { return Chunks(text, MaxMessage) }
@@ -100,25 +96,6 @@ func (a *Adapter) Working(ctx context.Context, route []byte) (stop func()) {
 // firstSignWait bounds how long a turn waits for its first typing sign.
 const firstSignWait = 2 * time.Second
 
-// Notify sends text, formatted as a reply is, to the chat (and forum
-// topic) that chatKey names, e.g. "telegram:-100123:7", through the
-// delivery pipeline, and waits until it is sent. Other parts use it to
-// tell a person something outside a turn, such as a finished account
-// connection.
-func (a *Adapter) Notify(ctx context.Context, chatKey, text string) error {
-	r, err := routeOf(chatKey)
-	if err != nil {
-		return err
-	}
-	a.mu.Lock()
-	ready := a.ready
-	a.mu.Unlock()
-	if !ready {
-		return ErrNotRunning
-	}
-	return a.pipe.Notify(ctx, chatKey, r.encode(), text)
-}
-
 // routeOf is where messages to the chat or topic chatKey names go.
 func routeOf(chatKey string) (routeInfo, error) {
 	rest, ok := strings.CutPrefix(chatKey, "telegram:")
@@ -139,17 +116,21 @@ func routeOf(chatKey string) (routeInfo, error) {
 	return r, nil
 }
 
-// Submit hands a message to the chat chatKey names as if its person had
-// sent it (a scheduled task's prompt): stored in the inbox under id, so
-// it is run and answered once, in order with the chat's messages.
-func (a *Adapter) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
+// Route is where messages to the chat or forum topic chatKey names go
+// ("telegram:42", "telegram:-100123:7").
+func (a *Adapter) Route(chatKey string) ([]byte, error) {
 	r, err := routeOf(chatKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = a.pipe.Accept(ctx, bridge.Pending{ID: id, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}, Route: r.encode(),
-		Unattended: true})
-	return err
+	return r.encode(), nil
+}
+
+// Private reports whether chatKey is a private chat with one person:
+// Telegram gives those positive ids, groups negative ones.
+func (a *Adapter) Private(chatKey string) bool {
+	r, err := routeOf(chatKey)
+	return err == nil && r.ChatID > 0 && r.ThreadID == 0
 }
 
 // Chunks splits Markdown into pieces that fit one message: bridge.Split,

@@ -232,6 +232,30 @@ func (a *Adapter) UserName() string {
 	return a.bot.Self.UserName
 }
 
+var (
+	_ bridge.Channel    = (*Adapter)(nil)
+	_ bridge.Readier    = (*Adapter)(nil)
+	_ bridge.FileSender = (*Adapter)(nil)
+	_ bridge.Mounter    = (*Adapter)(nil)
+	_ bridge.Indicator  = (*Adapter)(nil)
+	_ bridge.Asker      = (*Adapter)(nil)
+	_ bridge.Drafter    = (*Adapter)(nil)
+	_ bridge.Speaker    = (*Adapter)(nil)
+)
+
+// Name is the channel's name and chat-key prefix.
+func (a *Adapter) Name() string { return "telegram" }
+
+// Pipeline is the channel's delivery pipeline.
+func (a *Adapter) Pipeline() *bridge.Pipeline { return a.pipe }
+
+// Mount serves the webhook at WebhookPath, in webhook mode.
+func (a *Adapter) Mount(mux *http.ServeMux) {
+	if a.cfg.Mode == ModeWebhook {
+		mux.Handle("POST "+a.WebhookPath(), a)
+	}
+}
+
 // WebhookPath is the path of WebhookURL, where ServeHTTP must be mounted.
 func (a *Adapter) WebhookPath() string {
 	u, err := url.Parse(a.cfg.WebhookURL)

@@ -55,8 +55,8 @@ type app struct {
 	router *bridge.Router
 	// mux serves /healthz and whatever channels and Google register.
 	mux *http.ServeMux
-	// outbox reaches chats outside a turn; channels add themselves.
-	outbox bridge.Outbox
+	// hub holds the channels and reaches any chat through its own.
+	hub bridge.Hub
 	// google is the Google accounts store, when Google is configured.
 	google *google.Accounts
 	// limits replaces the HTTP server's limits; nil means the defaults.
@@ -86,7 +86,7 @@ type app struct {
 	api *http.Client
 
 	mu    sync.Mutex
-	chans []namedRunner // running, for /readyz
+	chans []bridge.Channel // running, for /readyz
 }
 
 // apiIdleConns is how many idle connections the API client keeps to each
@@ -191,8 +191,8 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	chans := a.chans
 	a.mu.Unlock()
 	for _, c := range chans {
-		if rd, ok := c.runner.(interface{ Ready() bool }); ok && !rd.Ready() {
-			problems = append(problems, c.name+" not connected")
+		if rd, ok := c.(bridge.Readier); ok && !rd.Ready() {
+			problems = append(problems, c.Name()+" not connected")
 		}
 	}
 	if len(problems) > 0 {
@@ -259,7 +259,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	}
 	sc := a.cfg.Scheduler
 	sc.TimeZone, sc.Logger, sc.Admins = a.cfg.Agent.TimeZone, a.log, tools.NewAdmins(a.cfg.Tools.Admins)
-	a.scheduler = schedule.New(sc, a.db, a.outbox.Submit)
+	a.scheduler = schedule.New(sc, a.db, a.hub.Submit)
 	if err := reg.AddGroup(schedule.Group(), a.scheduler.Tool()); err != nil {
 		return nil, err
 	}
@@ -324,29 +324,21 @@ func (a *app) runMCP(ctx context.Context) (wait func()) {
 	return wg.Wait
 }
 
-// runner is a long-lived part: Run returns after its goroutines exit.
-type runner interface {
-	Run(ctx context.Context) error
-}
-
-// channels returns the enabled channels.
-func (a *app) channels(ctx context.Context) ([]namedRunner, error) {
-	var out []namedRunner
-	for _, build := range []func(context.Context) (string, runner, error){a.telegramChannel, a.slackChannel} {
-		name, r, err := build(ctx)
+// channels builds the enabled channels and adds them to the hub, which
+// mounts their HTTP endpoints.
+func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
+	var out []bridge.Channel
+	for _, build := range []func(context.Context) (bridge.Channel, error){a.telegramChannel, a.slackChannel} {
+		c, err := build(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if r != nil {
-			out = append(out, namedRunner{name, r})
+		if c != nil {
+			a.hub.Add(c, a.mux)
+			out = append(out, c)
 		}
 	}
 	return out, nil
-}
-
-type namedRunner struct {
-	name string
-	runner
 }
 
 const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`"
@@ -384,7 +376,7 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 	a.workspaces = ws
 	if err := reg.AddGroup(tools.Group{Name: "files", DisplayName: "Files",
 		Description: "This chat's files: read, write, list, delete, send"},
-		ws.Tool(fileSender{&a.outbox})); err != nil {
+		ws.Tool(fileSender{&a.hub})); err != nil {
 		return err
 	}
 	if a.cfg.Exec.Enabled {
@@ -405,8 +397,8 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 	return nil
 }
 
-// fileSender sends workspace files through the channels' outbox.
-type fileSender struct{ out *bridge.Outbox }
+// fileSender sends workspace files through the chats' channels.
+type fileSender struct{ out *bridge.Hub }
 
 func (s fileSender) SendFile(ctx context.Context, chatKey, name, path string) error {
 	err := s.out.SendFile(ctx, chatKey, name, path)

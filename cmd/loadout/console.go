@@ -65,8 +65,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 		return err
 	}
 	con := console.New(cc, a.router, a.db)
-	a.outbox.AddFiles("console", con.SendFile)
-	a.outbox.AddSubmit("console", con.Submit)
+	a.hub.Add(con, nil)
 	// Tasks are run while the console is: their answers are printed.
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

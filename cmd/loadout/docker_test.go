@@ -35,7 +35,7 @@ func TestImageConfigRunsTelegramFromEnvironment(t *testing.T) {
 	}
 	defer a.db.Close()
 	chans, err := a.channels(context.Background())
-	if err != nil || len(chans) != 1 || chans[0].name != "telegram" {
+	if err != nil || len(chans) != 1 || chans[0].Name() != "telegram" {
 		t.Fatalf("channels = %v, %v", chans, err)
 	}
 	// Without any variable the image still starts (and says what is missing).

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"loadout/bridge"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 // startRun runs a.run on ln with chans in the background. The returned
 // stop (also run at cleanup) cancels it and fails the test if run returns
 // an error or does not return within ten seconds.
-func startRun(t *testing.T, a *app, ln net.Listener, chans []namedRunner) (stop func()) {
+func startRun(t *testing.T, a *app, ln net.Listener, chans []bridge.Channel) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -81,7 +81,7 @@ type httpLimits struct {
 
 // run serves HTTP on ln and runs the channels. If one part fails, the
 // others are stopped and the first error is returned.
-func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) error {
+func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.mu.Lock()
@@ -120,13 +120,13 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []namedRunner) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.log.Info("channel started", "channel", c.name)
+			a.log.Info("channel started", "channel", c.Name())
 			err := c.Run(ctx)
 			if err != nil && ctx.Err() == nil {
-				fail(fmt.Errorf("%s: %w", c.name, err))
+				fail(fmt.Errorf("%s: %w", c.Name(), err))
 				return
 			}
-			a.log.Info("channel stopped", "channel", c.name)
+			a.log.Info("channel stopped", "channel", c.Name())
 		}()
 	}
 	<-ctx.Done()

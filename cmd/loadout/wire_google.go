@@ -183,7 +183,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 
 // wireGoogle adds /connect, /disconnect and the OAuth callback over the
 // accounts registerGoogle built. A finished
-// connection is announced in the chat that asked, through a.outbox (the
+// connection is announced in the chat that asked, through a.hub (the
 // browser page says so too).
 func (a *app) wireGoogle(ctx context.Context) error {
 	if !a.cfg.Google.configured() {
@@ -198,7 +198,7 @@ func (a *app) wireGoogle(ctx context.Context) error {
 	if acc == nil { // only listing tools, with an unusable Google setup
 		return nil
 	}
-	notify := &a.outbox
+	notify := &a.hub
 	path := googleCallbackPath
 	if u, err := url.Parse(a.cfg.Google.RedirectURL); err == nil && u.Path != "" && a.cfg.Google.RedirectURL != "" {
 		path = u.Path
@@ -209,7 +209,7 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			if !strings.EqualFold(strings.TrimSpace(args), "google") {
 				return "Usage: /connect google", nil
 			}
-			if !privateChat(in.ChatKey) {
+			if !a.hub.Private(in.ChatKey) {
 				// Whoever opens a link consents for the person who asked:
 				// it never goes where others can open it.
 				return a.connectPrivately(in.ChatKey), nil
@@ -232,7 +232,7 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			return "", err
 		case !ok:
 			return "Google account: not connected (/connect google in a private chat)", nil
-		case email == "" || !privateChat(in.ChatKey):
+		case email == "" || !a.hub.Private(in.ChatKey):
 			// The address is for the person alone: others read a group.
 			return "Google account: connected on " + at.Format("2006-01-02"), nil
 		}
@@ -256,23 +256,6 @@ func (a *app) wireGoogle(ctx context.Context) error {
 			return "Your Google account is disconnected and my access to it is revoked.", nil
 		}})
 	return nil
-}
-
-// privateChat reports whether only the person and loadout see the chat
-// chatKey names: a Telegram private chat (a positive chat id), a Slack
-// direct message (a "D…" conversation), the console. Anything else, and
-// anything not known, counts as shared.
-func privateChat(chatKey string) bool {
-	parts := strings.Split(chatKey, ":")
-	switch parts[0] {
-	case "console":
-		return true
-	case "telegram":
-		return len(parts) == 2 && parts[1] != "" && parts[1][0] != '-'
-	case "slack":
-		return len(parts) == 3 && strings.HasPrefix(parts[2], "D")
-	}
-	return false
 }
 
 // connectPrivately tells a person who asked for a sign-in link in a

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge"
 	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/google/googletest"
@@ -132,11 +133,7 @@ func googleApp(t *testing.T, model *chattest.ModelServer, oauth *googletest.OAut
 		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
 		AuthURL:  oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
 	}
-	a, err = newApp(context.Background(), cfg, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.db.Close() }) // after the server stops
+	a = appWithChannels(t, cfg)
 	startRun(t, a, ln, nil)
 	return a, base
 }
@@ -242,16 +239,13 @@ func TestConnectGoogleFromChatThenUseGmail(t *testing.T) {
 	if res := httpGet(t, base+"/oauth/google/callback?state=forged&code=x"); res != http.StatusBadRequest {
 		t.Fatalf("forged state = %d", res)
 	}
-	var told []string
-	a.outbox.Add("telegram", func(_ context.Context, chatKey, text string) error {
-		told = append(told, chatKey+": "+text)
-		return nil
-	})
+	notices := tellingChannel(t, a, "telegram")
 	back := oauth.Approve(t, link, "ana-access", "ana-refresh", "")
 	if res := httpGet(t, back); res != http.StatusOK {
 		t.Fatalf("callback = %d", res)
 	}
 	// The chat that asked is told, through the channel that owns it.
+	told := notices()
 	if len(told) != 1 || !strings.HasPrefix(told[0], "telegram:42: ") || !strings.Contains(told[0], "connected") {
 		t.Fatalf("chat notices = %q", told)
 	}
@@ -486,11 +480,7 @@ func TestCredentialsFileEndpointsAreUsed(t *testing.T) {
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "sk-test"
 	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
 	cfg.Google = GoogleConfig{CredentialsFile: creds, TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)), RevokeURL: oauth.RevokeURL()}
-	a, err := newApp(context.Background(), cfg, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.db.Close() })
+	a := appWithChannels(t, cfg)
 	startRun(t, a, ln, nil)
 	ana := chat.Inbound{ChatKey: "telegram:42", UserKey: "telegram:42"}
 	reply := ask(t, a, ana, "/connect google")
@@ -504,4 +494,63 @@ func TestCredentialsFileEndpointsAreUsed(t *testing.T) {
 	if st := ask(t, a, ana, "/status"); !strings.Contains(st, "Google account: ana-access@example.com") {
 		t.Fatalf("/status = %q", st)
 	}
+}
+
+// tellingChannel replaces the hub's channel name with one that keeps
+// which of its chats are private and records what it sends, "chat key:
+// text", on a running pipeline of its own.
+func tellingChannel(t *testing.T, a *app, name string) (told func() []string) {
+	t.Helper()
+	var real bridge.Channel
+	for _, c := range a.hub.Channels() {
+		if c.Name() == name {
+			real = c
+		}
+	}
+	rc := &recordingChannel{Channel: real}
+	rc.pipe = bridge.NewPipeline(bridge.PipelineConfig{Channel: name, Inbox: a.db, Handler: a.router, Outlet: rc, Logger: quietLog()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); rc.pipe.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; rc.pipe.Stop() })
+	a.hub.Add(rc, nil)
+	return func() []string {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return slices.Clone(rc.sent)
+	}
+}
+
+type recordingChannel struct {
+	bridge.Channel
+	pipe *bridge.Pipeline
+	mu   sync.Mutex
+	sent []string
+}
+
+func (c *recordingChannel) Pipeline() *bridge.Pipeline           { return c.pipe }
+func (c *recordingChannel) Route(chatKey string) ([]byte, error) { return []byte(chatKey), nil }
+func (c *recordingChannel) Split(text string) []string           { return []string{text} }
+func (c *recordingChannel) Send(_ context.Context, route []byte, part string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = append(c.sent, string(route)+": "+part)
+	return nil
+}
+
+// appWithChannels is the app of cfg with the Telegram and Slack channels
+// built, not run: the hub knows their chats (which are private).
+func appWithChannels(t *testing.T, cfg Config) *app {
+	t.Helper()
+	cfg.Telegram.Enabled, cfg.Telegram.Token = true, "1:test"
+	cfg.Slack.Enabled, cfg.Slack.BotToken, cfg.Slack.AppToken = true, "xoxb-test", "xapp-test"
+	a, err := newApp(context.Background(), cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.db.Close() }) // after the server stops
+	if _, err := a.channels(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

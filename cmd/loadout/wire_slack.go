@@ -13,16 +13,16 @@ var _ bridge.Inbox = (*store.DB)(nil)
 // slackChannel builds the Slack channel when slack.enabled is set. In
 // events mode it also mounts /slack/events and /slack/commands on the
 // HTTP server.
-func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
+func (a *app) slackChannel(ctx context.Context) (bridge.Channel, error) {
 	c := a.cfg.Slack
 	if !c.Enabled {
-		return "", nil, nil
+		return nil, nil
 	}
 	sc := c.Config
 	sc.ShutdownGrace, sc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
 	j, err := a.journal("slack")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	sc.Journal = j
 	sc.Logger, sc.Observer = a.log, a.metrics
@@ -32,14 +32,5 @@ func (a *app) slackChannel(ctx context.Context) (string, runner, error) {
 	if sc.HTTPClient == nil {
 		sc.HTTPClient = a.api
 	}
-	adapter := slack.New(sc, a.router, a.db)
-	a.outbox.AddFiles("slack", adapter.SendFile)
-	a.outbox.AddSubmit("slack", adapter.Submit)
-	if c.Mode == slack.ModeEvents {
-		a.mux.Handle("POST /slack/events", adapter.EventsHandler())
-		a.mux.Handle("POST /slack/commands", adapter.CommandsHandler())
-		a.mux.Handle("POST /slack/interactivity", adapter.InteractivityHandler())
-	}
-	a.outbox.Add("slack", adapter.Notify)
-	return "slack", adapter, nil
+	return slack.New(sc, a.router, a.db), nil
 }

@@ -42,10 +42,11 @@ func slackTestApp(t *testing.T, mode string) (*app, *slacktest.Server, *chattest
 
 func runSlack(t *testing.T, a *app) {
 	t.Helper()
-	name, r, err := a.slackChannel(context.Background())
-	if err != nil || name != "slack" || r == nil {
-		t.Fatalf("slackChannel = %q, %v, %v", name, r, err)
+	chans, err := a.channels(context.Background())
+	if err != nil || len(chans) != 1 || chans[0].Name() != "slack" {
+		t.Fatalf("channels = %v, %v", chans, err)
 	}
+	r := chans[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -72,8 +73,8 @@ func TestSlackChannelSocketMode(t *testing.T) {
 	if p["channel"] != "D1" || p["text"] != "hello from *loadout*" {
 		t.Fatalf("post = %v", p)
 	}
-	if err := a.outbox.Notify(context.Background(), "slack:"+slacktest.TeamID+":D1", "notice"); err != nil {
-		t.Errorf("outbox: %v", err)
+	if err := a.hub.Notify(context.Background(), "slack:"+slacktest.TeamID+":D1", "notice"); err != nil {
+		t.Errorf("hub: %v", err)
 	}
 	if p := fake.WaitCalls(t, "chat.postMessage", 2)[1].Params; p["text"] != "notice" {
 		t.Errorf("outbox post = %v", p)
@@ -137,7 +138,7 @@ func TestSlackChannelEventsModeRegistersRoutes(t *testing.T) {
 
 func TestSlackChannelDisabled(t *testing.T) {
 	a := &app{cfg: defaults()}
-	if name, r, err := a.slackChannel(context.Background()); name != "" || r != nil || err != nil {
-		t.Errorf("disabled slack built %q %v %v", name, r, err)
+	if c, err := a.slackChannel(context.Background()); c != nil || err != nil {
+		t.Errorf("disabled slack built %v %v", c, err)
 	}
 }

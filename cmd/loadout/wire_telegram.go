@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 
+	"loadout/bridge"
 	"loadout/bridge/telegram"
 	"loadout/store"
 )
@@ -14,22 +15,22 @@ var _ telegram.Store = (*store.DB)(nil)
 // telegramChannel builds the Telegram channel when telegram.enabled is set.
 // In webhook mode it mounts the webhook on the HTTP server at the path of
 // telegram.webhook_url.
-func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
+func (a *app) telegramChannel(ctx context.Context) (bridge.Channel, error) {
 	c := a.cfg.Telegram
 	if !c.Enabled {
-		return "", nil, nil
+		return nil, nil
 	}
 	if c.Mode == telegram.ModeWebhook {
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
-			return "", nil, fmt.Errorf("config: telegram.webhook_url: must be a public https URL, got %q", c.WebhookURL)
+			return nil, fmt.Errorf("config: telegram.webhook_url: must be a public https URL, got %q", c.WebhookURL)
 		}
 	}
 	tc := c.Config
 	tc.ShutdownGrace, tc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
 	j, err := a.journal("telegram")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	tc.Journal = j
 	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
@@ -41,11 +42,5 @@ func (a *app) telegramChannel(ctx context.Context) (string, runner, error) {
 	}
 	ad := telegram.New(tc, a.router, a.db)
 	a.tgBot = ad
-	a.outbox.AddFiles("telegram", ad.SendFile)
-	a.outbox.AddSubmit("telegram", ad.Submit)
-	if c.Mode == telegram.ModeWebhook {
-		a.mux.Handle("POST "+ad.WebhookPath(), ad)
-	}
-	a.outbox.Add("telegram", ad.Notify)
-	return "telegram", ad, nil
+	return ad, nil
 }

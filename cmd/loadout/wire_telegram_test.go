@@ -45,7 +45,7 @@ func serveTelegramFor(t *testing.T, tg *telegramtest.Server, model *chattest.Mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(chans) != 1 || chans[0].name != "telegram" {
+	if len(chans) != 1 || chans[0].Name() != "telegram" {
 		t.Fatalf("channels = %v", chans)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -145,7 +145,7 @@ func TestTelegramWebhookURLMustBeHTTPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.db.Close()
-	if _, _, err := a.telegramChannel(context.Background()); err == nil {
+	if _, err := a.telegramChannel(context.Background()); err == nil {
 		t.Fatal("accepted a plain-http webhook_url")
 	}
 }

@@ -1,0 +1,128 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"loadout/chat"
+)
+
+// The channel contract. A channel is one package (telegram, slack,
+// console) that turns a platform's events into Pendings for its Pipeline
+// and sends the answers back. What every channel implements is Channel;
+// what some can do besides is one of the optional interfaces below, found
+// by type assertion. The Hub holds the running channels and reaches any
+// chat through its channel by the chat key's prefix.
+//
+// A new channel writes: a Config and New; Name; Run (connect, call
+// Pipeline().Start once it can send, hand each event to
+// Pipeline().Receive, return when ctx ends); Split and Send; Route (chat
+// key → reply address) and Private; and whichever optional capabilities
+// its platform has. cmd adds it to the Hub in one line.
+
+// Channel is what every channel implements.
+type Channel interface {
+	// Name is the channel's name, which is also its chat keys' prefix
+	// ("telegram" for "telegram:42").
+	Name() string
+	// Run receives the platform's events until ctx ends; it starts the
+	// channel's pipeline once it can send, and stops it before returning.
+	Run(ctx context.Context) error
+	// Pipeline is the channel's delivery pipeline.
+	Pipeline() *Pipeline
+	// Route is the reply address of a chat of this channel, as Send and
+	// the optional features take it; an error when chatKey is not one.
+	Route(chatKey string) ([]byte, error)
+	// Private reports whether the chat is one person's (a direct
+	// message), not a group's.
+	Private(chatKey string) bool
+	Outlet
+}
+
+// Readier is an optional Channel feature: whether it is connected to its
+// platform (/readyz, and whether a notice can be sent now).
+type Readier interface {
+	Ready() bool
+}
+
+// FileSender is an optional Channel feature: it sends the file at path,
+// named name, to the route.
+type FileSender interface {
+	SendFile(ctx context.Context, route []byte, name, path string) error
+}
+
+// Mounter is an optional Channel feature: it serves HTTP endpoints
+// (webhooks, slash commands) on the process's server.
+type Mounter interface {
+	Mount(mux *http.ServeMux)
+}
+
+// Outlet is what the pipeline needs from a channel to deliver answers.
+type Outlet interface {
+	// Split cuts an answer into the messages the platform sends, in order.
+	Split(text string) []string
+	// Send sends one part to route. It retries what the platform lets it
+	// retry (rate limits, server errors); an error means the part did not
+	// go out.
+	Send(ctx context.Context, route []byte, part string) error
+}
+
+// Indicator is an optional Outlet feature: a sign that an answer is on
+// its way (Telegram's "typing…", a Slack reaction), shown from the start
+// of a turn until its answer is sent. stop may be called more than once.
+type Indicator interface {
+	Working(ctx context.Context, route []byte) (stop func())
+}
+
+// Asker is an optional Outlet feature: it sends the last part of an
+// answer that asks the person to approve a call (approval id) as a
+// message of its own, never an edit of text the model wrote, with
+// Approve and Deny buttons that only user (the asker's user key) may
+// use, each labelled with the approval's code (chat.CodeOf), and the
+// code in the text (AskLine). Without it the part goes out with
+// AskHint.
+type Asker interface {
+	Ask(ctx context.Context, route []byte, part, id, user string) error
+}
+
+// TextNotYours answers a press of Approve or Deny by anyone but the
+// person asked.
+const TextNotYours = "Only the person who asked can answer this."
+
+// AskHint ends a question sent by a channel without buttons: the
+// commands that answer it, with its code.
+func AskHint(id string) string {
+	code := chat.CodeOf(id)
+	return fmt.Sprintf("\n\nAnswer /approve %s to go ahead or /deny %s to stop.", code, code)
+}
+
+// AskLine ends a question sent with buttons: its code, which the buttons
+// carry too, so the person can tell it from a question the model wrote.
+func AskLine(id string) string {
+	code := chat.CodeOf(id)
+	return fmt.Sprintf("\n\nRequest %s — the buttons below answer it (or /approve %s, /deny %s).", code, code, code)
+}
+
+// Drafter is an optional Outlet feature: an answer shown while the model
+// writes it. Telegram and Slack post a message and edit it as the text
+// grows; the console prints the text as it comes.
+type Drafter interface {
+	// Draft shows text, the answer so far. draft is nil the first time:
+	// Draft then posts a message and returns its reference, which later
+	// calls pass back to edit that message. The returned reference is
+	// what later calls must use.
+	Draft(ctx context.Context, route, draft []byte, text string) ([]byte, error)
+	// Replace turns the draft into part, the first message of the final
+	// answer (or a sentence of the pipeline's own), formatted as Send
+	// would format it.
+	Replace(ctx context.Context, route, draft []byte, part string) error
+}
+
+// Speaker is an optional Outlet feature: it sends OGG/Opus audio to the
+// route as a voice message (Telegram) or an audio file (Slack). A reply
+// spoken aloud goes out through it as one more part of the answer, after
+// the text.
+type Speaker interface {
+	SendVoice(ctx context.Context, route []byte, audio []byte) error
+}

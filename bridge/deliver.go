@@ -1,0 +1,366 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+	"unicode/utf8"
+
+	"loadout/backoff"
+	"loadout/chat"
+)
+
+// errClaimed marks an event whose chat another process is serving.
+var errClaimed = errors.New("bridge: another process is answering this chat")
+
+// claimRetry is how soon an event whose chat another process serves is
+// tried again.
+const claimRetry = 100 * time.Millisecond
+
+// claimed runs j under its chat's claim: it runs the chat's unfinished
+// events oldest first — those other processes took in too, which a
+// process that died left behind — up to and including j.
+func (p *Pipeline) claimed(ctx context.Context, out Outlet, j job) error {
+	finder := p.cfg.Inbox.(OldestFinder)
+	ok, err := p.cfg.Claim(ctx, "chat:"+p.cfg.Channel+":"+j.it.Inbound.ChatKey, func(ctx context.Context) error {
+		for {
+			it, found, err := finder.OldestUnfinished(ctx, p.cfg.Channel, j.it.Inbound.ChatKey)
+			if err != nil {
+				return errLeft
+			}
+			if !found || it.Seq > j.it.Seq {
+				return nil // j was answered by another process
+			}
+			mine := it.Seq == j.it.Seq
+			// Another process may have begun it: its turn resumes.
+			if err := p.run(ctx, out, job{it: it, resume: j.resume || !mine || it.State != StatePending}); err != nil || mine {
+				return err
+			}
+		}
+	})
+	switch {
+	case !ok && err != nil:
+		p.log.Error("delivery: cannot claim the chat; trying again later", "chat", j.it.Inbound.ChatKey, "err", err)
+		return errLeft
+	case !ok:
+		return errClaimed
+	}
+	return err
+}
+
+// errLeft marks an event left unfinished for a later try.
+var errLeft = errors.New("bridge: the message is kept and will be tried again")
+
+// run handles one event: the turn (unless answered), then the unsent
+// parts. A panic fails the event and tells the person.
+func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
+	it := j.it
+	log := p.log.With("channel", p.cfg.Channel, "event", it.ID, "chat", it.Inbound.ChatKey)
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("delivery: handling the event panicked; it is marked failed", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
+				return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
+			})
+			p.tell(ctx, out, it.Route, it.Draft, TextFailed, log)
+			p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
+			err = fmt.Errorf("bridge: event %s panicked: %v", it.ID, r)
+		}
+	}()
+	// The sign shows during a turn; an answered event resumed after a
+	// restart shows it too, briefly, so a sign an earlier process left
+	// behind (a Slack reaction) is taken down when its answer is sent.
+	stop := func() {}
+	if ind, ok := out.(Indicator); ok && (it.State == StatePending || j.resume) {
+		stop = ind.Working(ctx, it.Route)
+	}
+	defer stop()
+	var took time.Duration
+	if it.State == StatePending {
+		// Recorded before the turn runs, so a turn that takes the process
+		// down with it is counted though nothing after it runs.
+		var starts int
+		if err := p.write(ctx, log, "record the turn's start", func(ctx context.Context) (err error) {
+			starts, err = p.cfg.Inbox.Begin(ctx, it.Seq)
+			return err
+		}); err != nil {
+			return errLeft
+		}
+		if starts > p.cfg.MaxStarts {
+			return p.quarantine(ctx, out, it, starts-1, log)
+		}
+		start := time.Now()
+		var onText func(string)
+		var d *drafter
+		if dr, ok := out.(Drafter); ok && p.cfg.Stream {
+			d = p.newDrafter(ctx, dr, it, log)
+			onText = d.update
+		}
+		tctx, tcancel := context.WithCancel(ctx)
+		p.mu.Lock()
+		p.turns[it.ID] = tcancel
+		p.mu.Unlock()
+		// A voice note is heard first: transcribed once, the transcript
+		// stored; one that cannot be heard is answered with a sentence.
+		heard, err := p.listen(tctx, out, &it, log)
+		reply := chat.Reply{Text: heard}
+		answered := err == nil && heard == ""
+		if answered {
+			reply, err = p.turn(tctx, it, j.resume, onText)
+		}
+		p.mu.Lock()
+		delete(p.turns, it.ID)
+		stopped := p.cancelled[it.ID]
+		delete(p.cancelled, it.ID)
+		p.mu.Unlock()
+		tcancel()
+		if d != nil {
+			it.Draft = d.close()
+		}
+		took = time.Since(start)
+		if stopped && ctx.Err() == nil {
+			// The person stopped it: done, unanswered, never resumed (so
+			// its count of starts no longer matters).
+			if err := p.write(ctx, log, "mark the stopped event done", func(ctx context.Context) error {
+				return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
+			}); err != nil {
+				return errLeft
+			}
+			p.cfg.Observer.Turn(p.cfg.Channel, OutcomeStopped, took)
+			return ErrTurnStopped
+		}
+		if ctx.Err() != nil || err != nil {
+			// The turn came back: not the process's end.
+			p.write(context.WithoutCancel(ctx), log, "record the turn's return", func(ctx context.Context) error {
+				return p.cfg.Inbox.Returned(ctx, it.Seq)
+			})
+		}
+		if ctx.Err() != nil {
+			log.Info("delivery: turn interrupted (shutdown, or the chat's claim lost); it is answered on a later try")
+			return ctx.Err()
+		}
+		if err != nil {
+			return p.failed(ctx, out, it, err, log)
+		}
+		// The question's buttons go with the answer's last part.
+		ans := Answer{Parts: out.Split(capText(reply.Text, p.cfg.MaxReply)), Ask: reply.Ask}
+		if _, _, command := ParseCommand(it.Inbound.Text); answered && !command && p.cfg.Voice != nil && p.cfg.Voice.Aloud(it.Voice != nil) {
+			ans.Speech = reply.Text
+		}
+		if err := p.write(ctx, log, "store the answer", func(ctx context.Context) error {
+			return p.cfg.Inbox.Answer(ctx, it.Seq, ans)
+		}); err != nil {
+			// Not sent: a later try finds the answer recorded by the
+			// engine and sends it then, once.
+			return errLeft
+		}
+		it.Answer, it.Sent = ans, 0
+	}
+	var sendErr error
+	// The answer read aloud, when it is, is its last part.
+	total := len(it.Parts)
+	if it.Speech != "" {
+		total++
+	}
+	for i := it.Sent; i < total; i++ {
+		var err error
+		if i == len(it.Parts) {
+			err = p.speak(ctx, out, it, log)
+		} else {
+			var draft []byte
+			if i == 0 {
+				draft = it.Draft
+			}
+			ask := ""
+			if i == len(it.Parts)-1 {
+				ask = it.Ask
+			}
+			err = p.send(ctx, out, it.Route, draft, it.Parts[i], ask, it.Inbound.UserKey)
+			if ctx.Err() == nil {
+				p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				log.Info("delivery: sending interrupted (shutdown, or the chat's claim lost); the rest is sent on a later try", "part", i+1, "parts", total)
+				return ctx.Err()
+			}
+			log.Error("delivery: the platform did not take the answer; giving up on it", "part", i+1, "parts", total, "err", err)
+			sendErr = err
+			break
+		}
+		// The journal first: one write, the moment the platform took it.
+		if err := p.cfg.Journal.sent(it.Seq, i+1, i+1 == total); err != nil {
+			log.Warn("delivery: cannot write the journal of sent parts", "err", err)
+		}
+		if i+1 < total {
+			// The last part is recorded by marking the event done: a
+			// crash in between repeats only that part, as it would here.
+			if p.write(ctx, log, "record a sent part", func(ctx context.Context) error {
+				return p.cfg.Inbox.MarkSent(ctx, it.Seq, i+1)
+			}) == nil {
+				p.cfg.Journal.recorded(it.Seq)
+			}
+		}
+	}
+	// Recorded before anything else (the sign's end may wait on the
+	// platform): the shorter the time between the platform taking the
+	// last part and this write, the smaller the chance that a crash in
+	// between sends it again.
+	if err := p.write(ctx, log, "mark the event done", func(ctx context.Context) error {
+		return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
+	}); err != nil {
+		stop()
+		return errLeft
+	}
+	p.cfg.Journal.recorded(it.Seq)
+	stop()
+	p.mu.Lock()
+	delete(p.attempts, it.Seq)
+	p.mu.Unlock()
+	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeAnswered, took)
+	return sendErr
+}
+
+// turn runs the handler, trying again in place while the store reports
+// a transient failure. Every try after the first, and every try of an
+// event resumed from the inbox, tells the engine to look for what an
+// earlier try recorded.
+func (p *Pipeline) turn(ctx context.Context, it Item, resume bool, onText func(string)) (chat.Reply, error) {
+	in := it.Inbound
+	in.ID = p.cfg.Channel + ":" + it.ID
+	in.Resume = resume
+	in.OnText = onText
+	// A scheduled task's run has nobody to approve anything; the inbox
+	// keeps that with the event, across restarts.
+	in.Unattended = it.Unattended
+	var reply chat.Reply
+	err := p.cfg.Retry.Do(ctx, transient, func(ctx context.Context) error {
+		var err error
+		reply, err = p.cfg.Handler.Handle(ctx, in)
+		in.Resume = true
+		return err
+	})
+	return reply, err
+}
+
+func transient(err error) (bool, time.Duration) { return errors.Is(err, chat.ErrTransient), 0 }
+
+// failed handles a turn that failed: the event stays pending and is tried
+// again later, up to MaxAttempts; then it is failed. The person hears a
+// true sentence either way.
+func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, log *slog.Logger) error {
+	p.mu.Lock()
+	p.attempts[it.Seq]++
+	n := p.attempts[it.Seq]
+	p.mu.Unlock()
+	if n >= p.cfg.MaxAttempts {
+		log.Error("delivery: the message failed too often; giving up on it", "attempts", n, "err", err)
+		p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
+			return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
+		})
+		p.tell(ctx, out, it.Route, it.Draft, TextFailed, log)
+		p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
+		return err
+	}
+	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeRetrying, 0)
+	log.Error("delivery: the message failed; it stays pending and is tried again", "attempt", n, "err", err)
+	if n == 1 {
+		p.tell(ctx, out, it.Route, nil, TextRetrying, log)
+	}
+	return errLeft
+}
+
+// quarantine sets aside an event whose turn started MaxStarts times and
+// never came back: each time, the process ended under it. It is failed
+// first, then the person is told once, with its reference, and the
+// chat's later messages run.
+func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, starts int, log *slog.Logger) error {
+	ref := p.cfg.Channel + ":" + it.ID
+	log.Error("delivery: a message's turn started and never came back, each time the process ended under it; it is set aside (quarantined)",
+		"starts", starts, "ref", ref)
+	if err := p.write(ctx, log, "quarantine the event", func(ctx context.Context) error {
+		return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
+	}); err != nil {
+		return errLeft
+	}
+	p.tell(ctx, out, it.Route, it.Draft, fmt.Sprintf(TextQuarantined, ref), log)
+	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeQuarantined, 0)
+	return fmt.Errorf("bridge: event %s quarantined after %d starts", ref, starts)
+}
+
+// send sends one part once the channel's pacing lets it go; with a
+// draft, the part replaces it.
+func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, part, ask, user string) error {
+	if err := p.pace.wait(ctx, route); err != nil {
+		return err
+	}
+	// A part on its way is not cut the moment the shutdown grace runs
+	// out: cut, it may still arrive and then be sent again after the
+	// restart. It gets up to sendOverrun more; the wait for the next
+	// part is cut at once.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(min(sendOverrun, p.cfg.ShutdownGrace), cancel)
+		context.AfterFunc(sctx, func() { t.Stop() })
+	})
+	defer stop()
+	if ask != "" {
+		// The question is a message of its own: a draft the model's
+		// text streamed into stays as that text.
+		if a, ok := out.(Asker); ok {
+			return a.Ask(sctx, route, part, ask, user)
+		}
+		return out.Send(sctx, route, part+AskHint(ask))
+	}
+	if dr, ok := out.(Drafter); ok && draft != nil {
+		return dr.Replace(sctx, route, draft, part)
+	}
+	return out.Send(sctx, route, part)
+}
+
+// sendOverrun is how long a part already being sent may take after the
+// shutdown grace has run out; never longer than the grace itself.
+const sendOverrun = 3 * time.Second
+
+// capText cuts text to at most limit bytes, at a rune boundary, followed by
+// TextCut.
+func capText(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	cut := max(limit-len(TextCut), 0)
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + TextCut
+}
+
+// write runs a store call, trying again while it fails; the shutdown
+// does not cut it. It logs and returns the last error.
+func (p *Pipeline) write(ctx context.Context, log *slog.Logger, what string, fn func(ctx context.Context) error) error {
+	err := p.cfg.Retry.Do(context.WithoutCancel(ctx), backoff.Always, fn)
+	if err != nil {
+		log.Error("delivery: could not "+what, "err", err)
+	}
+	return err
+}
+
+// tell sends a sentence of the pipeline's own, best effort.
+func (p *Pipeline) tell(ctx context.Context, out Outlet, route, draft []byte, text string, log *slog.Logger) {
+	if ctx.Err() != nil || len(route) == 0 {
+		return
+	}
+	for _, part := range out.Split(text) {
+		err := p.send(ctx, out, route, draft, part, "", "")
+		draft = nil
+		if err != nil {
+			log.Error("delivery: could not tell the person", "err", err)
+			return
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"loadout/chat"
+)
+
+// ErrNotRunning is a notice for a channel not connected yet.
+var ErrNotRunning = errors.New("bridge: the chat's channel is not connected")
+
+// ErrNoFiles is SendFile's error for a chat whose channel cannot send
+// files.
+var ErrNoFiles = errors.New("bridge: this chat's channel does not send files")
+
+// Hub holds the running channels and reaches any chat through the channel
+// its key names: a notice outside a turn (the Google connect callback), a
+// scheduled task's message, a file. One copy for every channel. The zero
+// value is ready; it is safe for concurrent use.
+type Hub struct {
+	mu    sync.RWMutex
+	chans map[string]Channel
+}
+
+// Add takes a channel; one of the same name is replaced. A channel with
+// HTTP endpoints is mounted on mux (when not nil).
+func (h *Hub) Add(c Channel, mux *http.ServeMux) {
+	h.mu.Lock()
+	if h.chans == nil {
+		h.chans = map[string]Channel{}
+	}
+	h.chans[c.Name()] = c
+	h.mu.Unlock()
+	if m, ok := c.(Mounter); ok && mux != nil {
+		m.Mount(mux)
+	}
+}
+
+// Channels returns the channels, by name.
+func (h *Hub) Channels() []Channel {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]Channel, 0, len(h.chans))
+	for _, name := range slices.Sorted(maps.Keys(h.chans)) {
+		out = append(out, h.chans[name])
+	}
+	return out
+}
+
+// owner is the channel of chatKey and the chat's route there.
+func (h *Hub) owner(chatKey string) (Channel, []byte, error) {
+	name, _, _ := strings.Cut(chatKey, ":")
+	h.mu.RLock()
+	c := h.chans[name]
+	h.mu.RUnlock()
+	if c == nil {
+		return nil, nil, fmt.Errorf("bridge: no running channel delivers to %q", chatKey)
+	}
+	route, err := c.Route(chatKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, route, nil
+}
+
+// Notify sends text to a chat outside a turn, in the chat's order with
+// its turns, and waits until it is sent. It fails when no running
+// channel owns the key, or the channel is not connected yet.
+func (h *Hub) Notify(ctx context.Context, chatKey, text string) error {
+	c, route, err := h.owner(chatKey)
+	if err != nil {
+		return err
+	}
+	if r, ok := c.(Readier); ok && !r.Ready() {
+		return ErrNotRunning
+	}
+	return c.Pipeline().Notify(ctx, chatKey, route, text)
+}
+
+// Submit hands a scheduled task's message to a chat as if its person had
+// sent it, under an id its inbox dedupes by: stored, then run in order
+// with the chat's messages, unattended (nobody is asked to approve
+// anything), and answered once.
+func (h *Hub) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
+	c, route, err := h.owner(chatKey)
+	if err != nil {
+		return err
+	}
+	_, err = c.Pipeline().Accept(ctx, Pending{ID: id, Route: route, Unattended: true,
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}})
+	return err
+}
+
+// SendFile sends a workspace file to a chat through its channel.
+func (h *Hub) SendFile(ctx context.Context, chatKey, name, path string) error {
+	c, route, err := h.owner(chatKey)
+	if err != nil {
+		return err
+	}
+	fs, ok := c.(FileSender)
+	if !ok {
+		return ErrNoFiles
+	}
+	return fs.SendFile(ctx, route, name, path)
+}
+
+// Private reports whether a chat is one person's; false for a chat of no
+// running channel.
+func (h *Hub) Private(chatKey string) bool {
+	name, _, _ := strings.Cut(chatKey, ":")
+	h.mu.RLock()
+	c := h.chans[name]
+	h.mu.RUnlock()
+	return c != nil && c.Private(chatKey)
+}
+
+// NotReady names the channels not connected to their platform.
+func (h *Hub) NotReady() []string {
+	var out []string
+	for _, c := range h.Channels() {
+		if r, ok := c.(Readier); ok && !r.Ready() {
+			out = append(out, c.Name())
+		}
+	}
+	return out
+}
