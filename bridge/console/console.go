@@ -26,6 +26,9 @@ import (
 
 // Config configures a Console.
 type Config struct {
+	// Delivery is what the process gives every channel: files, voice,
+	// the journal, the shutdown grace, logging and metrics.
+	bridge.Delivery `yaml:"-"`
 	// In and Out carry the conversation. When Interactive(In, Out), lines
 	// are edited at the terminal; otherwise In is read one line at a time.
 	In  io.Reader
@@ -40,23 +43,6 @@ type Config struct {
 	HistoryFile string
 	// Stream prints an answer as the model writes it. Default off.
 	Stream bool `yaml:"stream"`
-	Logger *slog.Logger
-	// Observer is told about turns and sends, for metrics; optional.
-	Observer bridge.Observer
-	// ShutdownGrace is how long the turn under way may finish once Run's
-	// context ends (delivery.shutdown_grace); default 30s.
-	ShutdownGrace time.Duration
-	// MaxStarts is how often a message's turn may start and never come
-	// back before it is set aside (delivery.max_attempts); default 3.
-	MaxStarts int
-	// Journal records each answer printed before the inbox does
-	// (bridge.Journal); optional.
-	Journal *bridge.Journal
-	// Files keeps the audio files given with /voice, and spoken answers,
-	// in the console chat's workspace; Voice hears and speaks (nil when
-	// voice is not set up).
-	Files bridge.FileSaver
-	Voice bridge.Voice
 }
 
 // Console reads one message at a time and prints each reply.
@@ -97,11 +83,9 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Console {
 		cfg.Logger = slog.Default()
 	}
 	c := &Console{cfg: cfg}
-	c.pipe = bridge.NewPipeline(bridge.PipelineConfig{
-		Channel: "console", Inbox: inbox, Handler: withQuit{router}, Outlet: c, Workers: 1, Logger: cfg.Logger, Observer: cfg.Observer,
-		Stream: cfg.Stream, DraftEvery: draftEvery, ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal,
-		Voice: cfg.Voice,
-	})
+	c.pipe = bridge.NewPipeline(cfg.Delivery.Pipeline(bridge.PipelineConfig{
+		Channel: "console", Inbox: inbox, Handler: withQuit{router}, Outlet: c, Workers: 1, Stream: cfg.Stream, DraftEvery: draftEvery,
+	}))
 	return c
 }
 

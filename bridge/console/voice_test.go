@@ -41,7 +41,7 @@ func TestConsoleHearsALocalAudioFile(t *testing.T) {
 	}
 	var out bytes.Buffer
 	c := console.New(console.Config{In: strings.NewReader("/voice " + note + "\n" + note + "\n/voice\n/quit\n"), Out: &out, User: "ana",
-		Files: ws, Voice: svc}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
+		Delivery: bridge.Delivery{Files: ws, Voice: svc}}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	if err := c.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

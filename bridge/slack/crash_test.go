@@ -67,9 +67,10 @@ func (r *rig) boot() *proc {
 	p := &proc{env: env, lost: make(chan int, 1)}
 	p.adapter = New(Config{
 		BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: secret, Mode: r.mode,
-		APIURL: r.fake.APIURL, AllowedUsers: []string{owner}, ShutdownGrace: time.Nanosecond,
+		APIURL: r.fake.APIURL, AllowedUsers: []string{owner},
 		Backoff: time.Millisecond, ChunkSize: r.chunk, SendPerChannelSecond: -1,
-		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Delivery: bridge.Delivery{ShutdownGrace: time.Nanosecond,
+			Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	conns := r.fake.Connections()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -30,7 +30,7 @@ func allowedPerson(team, user string) bool {
 // after auth.test, and is never run.
 func fuzzAdapter() *Adapter {
 	a := New(Config{BotToken: "xoxb-test", AllowedUsers: fuzzAllowed, AllowedChannels: []string{"C1", "C2"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, bridge.NewRouter(nil, "loadout"), nil)
+		Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, bridge.NewRouter(nil, "loadout"), nil)
 	a.botUserID, a.teamID = slacktest.BotUserID, slacktest.TeamID
 	return a
 }

@@ -23,7 +23,7 @@ func TestEventsBeforeIdentifyAreDeferred(t *testing.T) {
 	env := chattest.NewEnv(t, chattest.Options{})
 	a := New(Config{
 		BotToken: "xoxb-test", SigningSecret: secret, Mode: ModeEvents, APIURL: "http://127.0.0.1:1/",
-		AllowedUsers: []string{owner}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		AllowedUsers: []string{owner}, Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	post := func(h http.Handler, body []byte, form bool) int {
 		hd := slacktest.Sign(secret, time.Now(), body)

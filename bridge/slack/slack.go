@@ -42,6 +42,9 @@ const WorkingReaction = "hourglass_flowing_sand"
 
 // Config configures an Adapter. Zero values are the documented defaults.
 type Config struct {
+	// Delivery is what the process gives every channel: files, voice,
+	// the journal, the shutdown grace, logging and metrics.
+	bridge.Delivery `yaml:"-"`
 	// BotToken (xoxb-) calls the Web API.
 	BotToken string `yaml:"bot_token"`
 	// AppToken (xapp-) opens Socket Mode connections.
@@ -60,22 +63,6 @@ type Config struct {
 	AllowedChannels []string `yaml:"allowed_channels"`
 	// Workers is the number of turns run at once; default 8.
 	Workers int `yaml:"workers"`
-	// ShutdownGrace is how long in-flight turns may run after ctx is
-	// cancelled; default 30s.
-	ShutdownGrace time.Duration `yaml:"-"`
-	// MaxStarts is how often a message's turn may start and never come
-	// back before it is set aside (delivery.max_attempts); default 3.
-	MaxStarts int `yaml:"-"`
-	// Journal records each part the platform took before the inbox
-	// does (bridge.Journal); optional.
-	Journal *bridge.Journal `yaml:"-"`
-	// Exclusive, when set, keeps the Socket Mode connection to one
-	// process of those sharing the database.
-	Exclusive bridge.Exclusive `yaml:"-"`
-	// Claim, when set, keeps each chat's messages to one process at a
-	// time among those sharing the database (webhooks behind a load
-	// balancer); see bridge.PipelineConfig.
-	Claim bridge.Claim `yaml:"-"`
 	// Attempts is how often a Web API call is tried when Slack is busy or
 	// unreachable; default 5.
 	Attempts int `yaml:"attempts"`
@@ -86,25 +73,12 @@ type Config struct {
 	// about one message a second in a channel; zero means 1, a negative
 	// value turns pacing off.
 	SendPerChannelSecond float64 `yaml:"send_per_channel_second"`
-	// Files keeps the files people share with the bot, in the chat's
-	// workspace; nil tells the model they are not kept.
-	Files bridge.FileSaver `yaml:"-"`
-	// Voice transcribes the voice notes people send and speaks answers;
-	// nil when voice notes are not set up (see bridge.Voice).
-	Voice bridge.Voice `yaml:"-"`
 	// Stream shows an answer while the model writes it: one message,
 	// updated as the text grows (at most once a second), then replaced
 	// by the formatted answer. Default off.
 	Stream bool `yaml:"stream"`
 	// ChunkSize is the longest message posted, in characters; default 3500.
 	ChunkSize int `yaml:"chunk_size"`
-	// HTTPClient is used for the Web API and response URLs; default
-	// http.DefaultClient.
-	HTTPClient *http.Client `yaml:"-"`
-	Logger     *slog.Logger `yaml:"-"`
-	// Observer is told about turns, sends and retried API calls, for
-	// metrics; optional.
-	Observer bridge.Observer `yaml:"-"`
 }
 
 // Adapter connects Slack to a router. Create it with New and start it
@@ -169,11 +143,11 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 		log:      log,
 		sleep:    backoff.Sleep,
 	}
-	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
-		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal, Logger: log, Observer: cfg.Observer, Pacing: pacing(cfg),
-		Stream: cfg.Stream, Claim: cfg.Claim, Voice: cfg.Voice,
-	})
+	d := cfg.Delivery
+	d.Logger = log
+	a.pipe = bridge.NewPipeline(d.Pipeline(bridge.PipelineConfig{
+		Channel: "slack", Inbox: inbox, Handler: router, Outlet: a, Workers: cfg.Workers, Pacing: pacing(cfg), Stream: cfg.Stream,
+	}))
 	for _, c := range cfg.AllowedChannels {
 		if c = strings.TrimSpace(c); c != "" {
 			a.channels[c] = true

@@ -62,12 +62,11 @@ func start(t *testing.T, o options) *harness {
 	h.adapter = New(Config{
 		BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: secret, Mode: o.mode,
 		APIURL: h.fake.APIURL, AllowedUsers: o.allowed, AllowedChannels: o.channels,
-		Workers: 4, ShutdownGrace: 5 * time.Second, Backoff: time.Millisecond, ChunkSize: o.chunk,
+		Workers: 4, Backoff: time.Millisecond, ChunkSize: o.chunk,
 		SendPerChannelSecond: -1, // lifted; TestDefaultPacing checks the limit
 		Stream:               o.stream,
-		Files:                o.files,
-		Voice:                o.voice,
-		Logger:               slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Delivery: bridge.Delivery{ShutdownGrace: 5 * time.Second, Files: o.files, Voice: o.voice,
+			Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 	}, router, h.env.Store)
 	h.adapter.sleep = func(ctx context.Context, d time.Duration) error {
 		h.waits <- d
@@ -607,7 +606,7 @@ func TestRejectedTokensStopRunWithAnError(t *testing.T) {
 		{"bad-bot", "xapp-test", "slack.bot_token"},
 		{"xoxb-test", "not-an-app-token", "slack.app_token"},
 	} {
-		a := New(Config{BotToken: c.bot, AppToken: c.app, APIURL: fake.APIURL, Backoff: time.Millisecond, Logger: quiet},
+		a := New(Config{BotToken: c.bot, AppToken: c.app, APIURL: fake.APIURL, Backoff: time.Millisecond, Delivery: bridge.Delivery{Logger: quiet}},
 			bridge.NewRouter(env.Engine, "loadout"), env.Store)
 		done := make(chan error, 1)
 		go func() { done <- a.Run(context.Background()) }()
@@ -660,7 +659,7 @@ func TestStartupWaitsForSlack(t *testing.T) {
 	fake.Fail("auth.test", fails...)
 	env := chattest.NewEnv(t, chattest.Options{})
 	a := New(Config{BotToken: "xoxb-test", Mode: ModeEvents, APIURL: fake.APIURL, Attempts: 2,
-		Logger: slog.New(slog.NewTextHandler(&chattest.LogBuffer{}, nil))}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
+		Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(&chattest.LogBuffer{}, nil))}}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	a.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -20,7 +20,7 @@ import (
 // id) and @bea (by username) allowed; it is never run.
 func fuzzAdapter() (*Adapter, tgbotapi.User) {
 	a := New(Config{Token: telegramtest.Token, AllowedUsers: []string{"42", "@bea"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, bridge.NewRouter(nil, "loadout"), nil)
+		Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, bridge.NewRouter(nil, "loadout"), nil)
 	return a, tgbotapi.User{ID: telegramtest.BotID, UserName: telegramtest.BotUserName, IsBot: true}
 }
 

@@ -23,7 +23,7 @@ func BenchmarkFirstTextVisible(b *testing.B) {
 	env := chattest.NewEnv(b, chattest.Options{})
 	tg := telegramtest.New(b)
 	a := New(Config{Token: telegramtest.Token, APIEndpoint: tg.Endpoint(), AllowedUsers: []string{"42"}, Stream: true,
-		SendPerSecond: -1, SendPerChatSecond: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		SendPerSecond: -1, SendPerChatSecond: -1, Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}},
 		bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

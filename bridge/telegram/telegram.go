@@ -51,6 +51,9 @@ const MaxMessage = 4096
 
 // Config configures an Adapter. Zero values are the documented defaults.
 type Config struct {
+	// Delivery is what the process gives every channel: files, voice,
+	// the journal, the shutdown grace, logging and metrics.
+	bridge.Delivery `yaml:"-"`
 	// Token is the bot token from BotFather. Required.
 	Token string `yaml:"token"`
 	// APIEndpoint is the Bot API URL format with two %s (token, method);
@@ -60,15 +63,6 @@ type Config struct {
 	// %s (token, file path); default api_endpoint's, with /file before
 	// /bot.
 	FileEndpoint string `yaml:"file_endpoint"`
-	// Files keeps the documents and photos people send, in the chat's
-	// workspace; nil tells the model they are not kept.
-	Files bridge.FileSaver `yaml:"-"`
-	// Voice transcribes the voice notes people send and speaks answers;
-	// nil when voice notes are not set up (see bridge.Voice).
-	Voice bridge.Voice `yaml:"-"`
-	// HTTPClient makes the requests; default a new http.Client. Requests
-	// carry their own deadlines, so it needs no overall timeout.
-	HTTPClient *http.Client `yaml:"-"`
 	// AllowedUsers are numeric user ids and @usernames. Empty allows
 	// nobody.
 	AllowedUsers []string `yaml:"allowed_users"`
@@ -84,22 +78,6 @@ type Config struct {
 	Workers int `yaml:"workers"`
 	// PollTimeout is the long-poll timeout; default 30s.
 	PollTimeout time.Duration `yaml:"poll_timeout"`
-	// ShutdownGrace is how long in-flight turns may run after Run's context
-	// is cancelled; default 30s.
-	ShutdownGrace time.Duration `yaml:"-"`
-	// MaxStarts is how often a message's turn may start and never come
-	// back before it is set aside (delivery.max_attempts); default 3.
-	MaxStarts int `yaml:"-"`
-	// Journal records each part the platform took before the inbox
-	// does (bridge.Journal); optional.
-	Journal *bridge.Journal `yaml:"-"`
-	// Exclusive, when set, keeps polling to one process of those sharing
-	// the database (Telegram allows one getUpdates per bot).
-	Exclusive bridge.Exclusive `yaml:"-"`
-	// Claim, when set, keeps each chat's messages to one process at a
-	// time among those sharing the database (webhooks behind a load
-	// balancer); see bridge.PipelineConfig.
-	Claim bridge.Claim `yaml:"-"`
 	// TypingInterval is how often "typing…" is renewed; default 4s.
 	TypingInterval time.Duration `yaml:"typing_interval"`
 	// MaxBackoff caps the wait between retries after errors; default 1m.
@@ -114,11 +92,7 @@ type Config struct {
 	// Stream shows an answer while the model writes it: one message,
 	// edited as the text grows (at most once a second, within the send
 	// limits), then replaced by the formatted answer. Default off.
-	Stream bool         `yaml:"stream"`
-	Logger *slog.Logger `yaml:"-"`
-	// Observer is told about turns, sends and retried API calls, for
-	// metrics; optional.
-	Observer bridge.Observer `yaml:"-"`
+	Stream bool `yaml:"stream"`
 }
 
 // Adapter is the Telegram channel. Run it once; it also serves the webhook
@@ -169,6 +143,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Logger = cfg.Logger.With("channel", "telegram")
 	if cfg.Observer == nil {
 		cfg.Observer = bridge.NopObserver{}
 	}
@@ -176,11 +151,9 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 		cfg: cfg, router: router, store: st, allow: bridge.NewAllowlist(cfg.AllowedUsers),
 		log: cfg.Logger, sleep: backoff.Sleep,
 	}
-	a.pipe = bridge.NewPipeline(bridge.PipelineConfig{
-		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers,
-		ShutdownGrace: cfg.ShutdownGrace, MaxStarts: cfg.MaxStarts, Journal: cfg.Journal, Logger: cfg.Logger, Observer: cfg.Observer, Pacing: pacing(cfg),
-		Stream: cfg.Stream, Claim: cfg.Claim, Voice: cfg.Voice,
-	})
+	a.pipe = bridge.NewPipeline(cfg.Delivery.Pipeline(bridge.PipelineConfig{
+		Channel: "telegram", Inbox: st, Handler: router, Outlet: a, Workers: cfg.Workers, Pacing: pacing(cfg), Stream: cfg.Stream,
+	}))
 	return a
 }
 

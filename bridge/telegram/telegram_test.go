@@ -49,7 +49,7 @@ func (h *harness) config(mut func(*Config)) Config {
 		Token:        telegramtest.Token,
 		APIEndpoint:  h.tg.Endpoint(),
 		AllowedUsers: []string{"42", "@bea"},
-		Logger:       slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Delivery:     bridge.Delivery{Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 		// The platform's send limits are lifted here; TestDefaultPacing
 		// checks what they are.
 		SendPerSecond: -1, SendPerChatSecond: -1, SendPerGroupMinute: -1,

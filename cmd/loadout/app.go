@@ -343,6 +343,20 @@ func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
 
 const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`"
 
+// delivery is what the process gives a channel: the same for every
+// channel but its journal and its log's name.
+func (a *app) delivery(channel string) (bridge.Delivery, error) {
+	j, err := a.journal(channel)
+	if err != nil {
+		return bridge.Delivery{}, err
+	}
+	return bridge.Delivery{
+		ShutdownGrace: a.cfg.grace(), MaxStarts: a.cfg.Delivery.MaxAttempts, Journal: j,
+		Exclusive: a.exclusive, Claim: a.claim(), Files: a.workspaces, Voice: a.voice, HTTPClient: a.api,
+		Logger: a.log, Observer: a.metrics,
+	}, nil
+}
+
 // journal opens the channel's journal of sent parts beside the store
 // (bridge.Journal); none for a store in memory.
 func (a *app) journal(channel string) (*bridge.Journal, error) {

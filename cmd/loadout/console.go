@@ -37,8 +37,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 		log = newLogger(quiet, c.stderr)
 	}
 	startup := c.log
-	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User, Stream: cfg.Console.Stream,
-		ShutdownGrace: cfg.grace(), MaxStarts: cfg.Delivery.MaxAttempts}
+	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User, Stream: cfg.Console.Stream}
 	if dir := storeDir(cfg.Store.Path); dir != "" && console.Interactive(c.stdin, c.stdout) {
 		cc.HistoryFile = filepath.Join(dir, consoleHistoryFile)
 		if sameTerminal(c.stderr, c.stdout) {
@@ -59,9 +58,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 		return err
 	}
 	defer a.db.Close()
-	cc.Logger, cc.Observer = log, a.metrics
-	cc.Files, cc.Voice = a.workspaces, a.voice
-	if cc.Journal, err = a.journal("console"); err != nil {
+	if cc.Delivery, err = a.delivery("console"); err != nil {
 		return err
 	}
 	con := console.New(cc, a.router, a.db)

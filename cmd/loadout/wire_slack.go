@@ -19,18 +19,9 @@ func (a *app) slackChannel(ctx context.Context) (bridge.Channel, error) {
 		return nil, nil
 	}
 	sc := c.Config
-	sc.ShutdownGrace, sc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
-	j, err := a.journal("slack")
-	if err != nil {
+	var err error
+	if sc.Delivery, err = a.delivery("slack"); err != nil {
 		return nil, err
-	}
-	sc.Journal = j
-	sc.Logger, sc.Observer = a.log, a.metrics
-	sc.Exclusive = a.exclusive
-	sc.Claim = a.claim()
-	sc.Files, sc.Voice = a.workspaces, a.voice
-	if sc.HTTPClient == nil {
-		sc.HTTPClient = a.api
 	}
 	return slack.New(sc, a.router, a.db), nil
 }

@@ -27,18 +27,9 @@ func (a *app) telegramChannel(ctx context.Context) (bridge.Channel, error) {
 		}
 	}
 	tc := c.Config
-	tc.ShutdownGrace, tc.MaxStarts = a.cfg.grace(), a.cfg.Delivery.MaxAttempts
-	j, err := a.journal("telegram")
-	if err != nil {
+	var err error
+	if tc.Delivery, err = a.delivery("telegram"); err != nil {
 		return nil, err
-	}
-	tc.Journal = j
-	tc.Logger, tc.Observer = a.log.With("channel", "telegram"), a.metrics
-	tc.Exclusive = a.exclusive
-	tc.Claim = a.claim()
-	tc.Files, tc.Voice = a.workspaces, a.voice
-	if tc.HTTPClient == nil {
-		tc.HTTPClient = a.api
 	}
 	ad := telegram.New(tc, a.router, a.db)
 	a.tgBot = ad
