@@ -1,0 +1,272 @@
+package chat
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"loadout/tools"
+)
+
+// turn is the state of one Handle call.
+type turn struct {
+	e        *Engine
+	sess     Session
+	in       Inbound
+	history  []Message
+	current  int // index of this turn's user message in history
+	loaded   []string
+	settings tools.Settings
+	failures map[string]int
+	usage    Usage
+	count    int // messages persisted in the session so far
+	// unsaved is the person's message until the turn's first record is
+	// written with it.
+	unsaved *Message
+	// ask is the approval the turn ends with, when a call was held.
+	ask *Approval
+	// tainted is set once the turn has read untrusted content: its
+	// mutating and destructive calls then wait for approval
+	// (tools.Policy.AfterUntrusted).
+	tainted bool
+}
+
+// record persists msgs (after the person's message, if that is not
+// written yet) in one transaction, even when ctx was cut at shutdown: a
+// turn is never left half-recorded.
+func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
+	if t.unsaved != nil {
+		msgs = append([]Message{*t.unsaved}, msgs...)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	var err error
+	if t.ask != nil {
+		err = t.e.store.Hold(context.WithoutCancel(ctx), t.sess.ID, msgs, usage, *t.ask)
+	} else {
+		err = t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, usage)
+	}
+	if err != nil {
+		return err
+	}
+	t.unsaved = nil
+	t.count += len(msgs)
+	return nil
+}
+
+func (t *turn) run(ctx context.Context) (Reply, error) {
+	e := t.e
+	for round := 0; ; round++ {
+		if round >= e.cfg.MaxToolRounds {
+			return t.finish(ctx, fmt.Sprintf(
+				"I stopped after %d rounds of tool calls without reaching an answer. Tell me how you'd like to continue, or narrow the request.", round))
+		}
+		cat := e.catalog(t.loaded, t.settings.Disabled)
+		req := Request{
+			Model:  firstNonEmpty(t.settings.Model, e.cfg.Model),
+			Tools:  cat.Definitions(),
+			OnText: t.in.OnText,
+		}
+		system := e.systemPrompt(ctx, t.settings, t.in)
+		// The budget is in the model's tokens; the estimates are scaled to
+		// it by what this model reported before.
+		sysTokens := e.cfg.Count(system)
+		budget := int(float64(e.cfg.HistoryTokens)/e.ratio(ctx, req.Model)) - sysTokens
+		buf := e.buffers.Get().(*[]Message)
+		req.Messages = trimHistory(*buf, t.history, t.current, budget, e.cfg.ToolResultChars, Message{Role: RoleSystem, Text: system})
+		hideOthers(req.Messages, t.in.UserKey)
+		if len(req.Messages) == 0 {
+			req.Messages = []Message{{Role: RoleSystem, Text: system}}
+		}
+
+		resp, err := e.model.Complete(ctx, req)
+		if err != nil {
+			// The person's message is kept, as the sentence says.
+			if err := t.record(ctx, nil, Usage{}); err != nil {
+				return Reply{}, fmt.Errorf("persist message of session %d: %w", t.sess.ID, err)
+			}
+			return Reply{Text: t.modelFailed(ctx, round, req.Model, err), Usage: t.usage}, nil
+		}
+		estimated := sysTokens + e.schemaTokens(req.Tools)
+		for _, m := range req.Messages[1:] {
+			estimated += m.Tokens
+		}
+		// The model is done with the request (Model.Complete keeps
+		// nothing of it), so its buffer serves the next one; cleared
+		// first, so it holds no texts alive.
+		clear(req.Messages)
+		*buf = req.Messages[:0]
+		e.buffers.Put(buf)
+		e.observe(ctx, req.Model, estimated, resp.Usage.PromptTokens)
+		t.usage = t.usage.Add(resp.Usage)
+		if len(resp.ToolCalls) == 0 {
+			text := resp.Text
+			if strings.TrimSpace(text) == "" {
+				text = "(I have nothing to add.)"
+			}
+			return t.finishWith(ctx, text, resp.Usage)
+		}
+
+		stop, err := t.runTools(ctx, cat, t.settings.Disabled, resp)
+		if err != nil {
+			return Reply{}, err
+		}
+		if t.ask != nil {
+			// The turn ends with the question runTools recorded; the
+			// answer carries it on.
+			return Reply{Text: t.history[len(t.history)-1].Text, Ask: t.ask.ID, Usage: t.usage}, nil
+		}
+		if stop != "" {
+			return t.finish(ctx, stop)
+		}
+	}
+}
+
+// modelFailed logs a failed model call for the operator, naming the key to
+// fix when it is a setup fault, and returns the sentence for the person.
+func (t *turn) modelFailed(ctx context.Context, round int, model string, err error) string {
+	log := t.e.cfg.Logger.With("chat", t.in.ChatKey, "session", t.sess.ID, "round", round)
+	switch {
+	case ctx.Err() != nil:
+		log.Warn("model call cut short by shutdown", "err", err)
+		return msgCanceled
+	case errors.Is(err, ErrModelKey):
+		log.Error("the model service rejected the API key: check llm.api_key (and llm.base_url)", "err", err)
+		return msgModelKey
+	case errors.Is(err, ErrModelUnknown):
+		where := "llm.model"
+		if t.settings.Model != "" {
+			where = "this chat's model setting (agent_config), which overrides llm.model"
+		}
+		log.Error("the model service does not know the model: check "+where, "model", model, "err", err)
+		return msgModelName
+	}
+	log.Error("model call failed", "err", err)
+	return msgModelDown
+}
+
+// runTools executes one round of tool calls, persists the assistant
+// message with its results, widens the catalog after successful loads and
+// reports a stop sentence when the same failing call has repeated too often.
+func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[string]bool, resp Response) (string, error) {
+	e := t.e
+	calls := make([]tools.Call, len(resp.ToolCalls))
+	for i, c := range resp.ToolCalls {
+		if c.ID == "" {
+			resp.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", len(t.history), i)
+		}
+		calls[i] = tools.Call{ID: resp.ToolCalls[i].ID, Name: c.Name, Arguments: c.Arguments}
+	}
+	tctx := tools.WithCaller(ctx, tools.Caller{
+		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
+		Loaded: slices.Clone(t.loaded), Unattended: t.in.Unattended, Tainted: t.tainted,
+	})
+	run := calls[:min(len(calls), e.cfg.MaxToolCalls)]
+	results := append(e.exec.Run(tctx, cat, run), skipped(calls[len(run):], len(calls), e.cfg.MaxToolCalls)...)
+	for _, r := range results {
+		if r.Untrusted {
+			t.tainted = true
+		}
+	}
+	ask := t.holdRound(results)
+
+	asst := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
+	asst.Tokens = e.countMessage(asst)
+	msgs := []Message{asst}
+	stop := ""
+	settingsChanged := false
+	changed := -1 // index in msgs of the last result that changed the groups
+	for i, r := range results {
+		m := Message{
+			Role: RoleTool, Text: r.Content, ToolCallID: r.CallID, ToolName: r.Name,
+			Status: r.Status, Code: r.Code, Arguments: calls[i].Arguments,
+		}
+		if r.Personal {
+			m.UserKey = t.in.UserKey
+		}
+		m.Tokens = e.countMessage(m)
+		if r.Status == tools.StatusSuccess {
+			if len(r.Groups) > 0 {
+				// One row records a call's changes (find_tools may load
+				// several); the store applies them again in order.
+				m.Group = strings.Join(r.Groups, ",")
+				t.loaded = tools.ApplyGroupChanges(t.loaded, r.Groups)
+				changed = len(msgs)
+			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
+				settingsChanged = true
+			}
+		} else if r.Status == tools.StatusError && r.Code != tools.CodeTooManyCalls {
+			// Arguments compare in their checked form (keys in another
+			// order are the same call), or, refused, without spacing.
+			key := r.Name + "\x00" + cmp.Or(r.Input, compact(calls[i].Arguments))
+			t.failures[key]++
+			if t.failures[key] >= e.cfg.RepeatLimit && stop == "" {
+				stop = fmt.Sprintf("I stopped: %s failed %d times in a row with the same input, so trying again won't help. Please check the request and try again.",
+					r.Name, t.failures[key])
+			}
+		}
+		msgs = append(msgs, m)
+	}
+	if changed >= 0 {
+		t.keepBudget(msgs, changed)
+	}
+	if ask != nil {
+		// The question is recorded with the round and the approval, in
+		// one transaction: a turn resumed after a crash finds it.
+		q := Message{Role: RoleAssistant, Text: question(*ask, e.cfg.ConfirmTTL), Code: askCode + ask.ID}
+		q.Tokens = e.countMessage(q)
+		msgs = append(msgs, q)
+		t.ask = ask
+	}
+	// Once a round has run, its record is written even if ctx was cut at
+	// shutdown.
+	if err := t.record(ctx, msgs, resp.Usage); err != nil {
+		return "", fmt.Errorf("persist tool round of session %d: %w", t.sess.ID, err)
+	}
+	t.history = append(t.history, msgs...)
+	if settingsChanged {
+		s, err := e.settings(context.WithoutCancel(ctx), t.in.ChatKey)
+		if err != nil {
+			return "", err
+		}
+		t.settings = s
+	}
+	return stop, nil
+}
+
+// skipped answers the calls of a response beyond the limit without running
+// them: every call needs a result, and the model learns to batch.
+func skipped(calls []tools.Call, asked, limit int) []tools.Result {
+	if len(calls) == 0 {
+		return nil
+	}
+	content := (&tools.Error{
+		Code:       tools.CodeTooManyCalls,
+		Message:    fmt.Sprintf("Not run: the response asked for %d tool calls and at most %d run per response.", asked, limit),
+		Suggestion: fmt.Sprintf("Batch the work: at most %d calls per response (use a tool's list or filter parameters where it has them), then continue with the rest.", limit),
+	}).JSON()
+	out := make([]tools.Result, len(calls))
+	for i, c := range calls {
+		out[i] = tools.Result{CallID: c.ID, Name: c.Name, Status: tools.StatusError, Code: tools.CodeTooManyCalls, Content: content}
+	}
+	return out
+}
+
+// finish persists a reply the engine wrote itself (a guard's sentence).
+func (t *turn) finish(ctx context.Context, text string) (Reply, error) {
+	return t.finishWith(ctx, text, Usage{})
+}
+
+func (t *turn) finishWith(ctx context.Context, text string, usage Usage) (Reply, error) {
+	m := Message{Role: RoleAssistant, Text: text}
+	m.Tokens = t.e.countMessage(m)
+	if err := t.record(ctx, []Message{m}, usage); err != nil {
+		return Reply{}, fmt.Errorf("persist reply of session %d: %w", t.sess.ID, err)
+	}
+	t.history = append(t.history, m)
+	return Reply{Text: text, Usage: t.usage}, nil
+}
