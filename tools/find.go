@@ -162,6 +162,7 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 	}
 	words := searchWords(q)
 	terms := expand(words)
+	ix.correct(words, terms)
 	intent := intentOf(q)
 	n := float64(len(ix.docs))
 	var hits []hit
@@ -288,6 +289,52 @@ func (ix *searchIndex) build() {
 	for f := range numFields {
 		ix.avgLen[f] = math.Max(1, float64(total[f])/math.Max(1, float64(len(ix.docs))))
 	}
+}
+
+// typoWeight is what a word the index has counts for a query word it
+// does not have but is one slip away from ("serch", "calender").
+const typoWeight = 0.5
+
+// correct adds, for each query word no tool uses, the words of the index
+// one edit away (an insertion, a deletion, a substitution or two
+// neighbours swapped), at typoWeight. Only words of four letters or
+// more are corrected: shorter ones are too near too many others.
+func (ix *searchIndex) correct(words []string, terms map[string]float64) {
+	for _, w := range words {
+		if len(w) < 4 || ix.df[w] > 0 || synonyms[w] != nil {
+			continue
+		}
+		for t := range ix.df {
+			if d := len(t) - len(w); d < -1 || d > 1 || !oneEdit(w, t) {
+				continue
+			}
+			if _, ok := terms[t]; !ok {
+				terms[t] = typoWeight
+			}
+		}
+	}
+}
+
+// oneEdit reports whether a and b are one insertion, deletion,
+// substitution or swap of neighbours apart. Linear in their length.
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case i == len(a):
+		return len(b)-len(a) == 1
+	case len(a) == len(b):
+		if a[i+1:] == b[i+1:] {
+			return true
+		}
+		return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+	}
+	return a[i:] == b[i+1:]
 }
 
 // paramText is what a schema says in words: its parameters' names and

@@ -348,6 +348,10 @@ func TestFindTools(t *testing.T) {
 	if res := find(nil, `{"query":"zebra xylophone"}`); res.Code != CodeNotFound {
 		t.Errorf("nothing fits: %+v", res)
 	}
+	// A slip of the keyboard still finds its tool.
+	if res := find(nil, `{"query":"serch my emials"}`); !strings.HasPrefix(res.Content, "- mail_search (mail)") {
+		t.Errorf("a misspelt request: %s", res.Content)
+	}
 }
 
 // TEST (effects too low): a tool whose name or description's verb says
@@ -376,6 +380,21 @@ func TestRegistryRefusesAReadOnlyToolThatSaysItActs(t *testing.T) {
 	} {
 		if err := NewRegistry().Add(New(d, noop)); err != nil {
 			t.Errorf("%s refused: %v", d.Name, err)
+		}
+	}
+}
+
+func TestOneEdit(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"serch", "search", true}, {"calender", "calendar", true}, {"emial", "email", true}, {"mail", "mails", true},
+		{"mail", "mail", false}, {"mail", "main", true}, {"search", "sarch", true}, {"abc", "cab", false}, {"form", "from", true},
+		{"drive", "dive", true}, {"sheet", "sheets", true}, {"sheet", "shelves", false},
+	} {
+		if got := oneEdit(c.a, c.b); got != c.want {
+			t.Errorf("oneEdit(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }
