@@ -60,6 +60,9 @@ func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
 
 func (t *turn) run(ctx context.Context) (Reply, error) {
 	e := t.e
+	// What the turn's calls share (a person's Google client) lives as
+	// long as the turn.
+	ctx = tools.WithTurn(ctx)
 	for round := 0; ; round++ {
 		if round >= e.cfg.MaxToolRounds {
 			return t.finish(ctx, fmt.Sprintf(

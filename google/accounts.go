@@ -423,18 +423,12 @@ func (a *Accounts) Options(ctx context.Context, svc Service) ([]option.ClientOpt
 	if user == "" {
 		return nil, NotConnected(" (no person is known for this call)")
 	}
-	acct, ok, err := a.load(ctx, user)
+	au, err := tools.PerTurn(ctx, "google.account "+user, func() (authorised, error) { return a.authorise(ctx, user) })
 	if err != nil {
 		return nil, err
 	}
-	if ok && acct.Disconnected {
-		return nil, expired()
-	}
-	if !ok || acct.Token == nil {
-		return nil, NotConnected("")
-	}
 	for _, s := range svc.Scopes {
-		if !slices.Contains(acct.Scopes, s) {
+		if !slices.Contains(au.scopes, s) {
 			// Unticked on the consent screen, or the group was turned on
 			// after the person connected: asking again adds it
 			// (include_granted_scopes keeps what was granted).
@@ -450,18 +444,42 @@ func (a *Accounts) Options(ctx context.Context, svc Service) ([]option.ClientOpt
 			}
 		}
 	}
-	src := &savingSource{a: a, ctx: context.WithoutCancel(ctx), user: user, acct: acct, last: acct.Token.AccessToken}
+	opts := []option.ClientOption{option.WithHTTPClient(au.client)}
+	if e := EndpointOption(a.cfg.Endpoint, svc); e != nil {
+		opts = append(opts, e)
+	}
+	return opts, nil
+}
+
+// authorised is a person's account, read and decrypted, with the HTTP
+// client that signs requests with its token (renewing and saving it):
+// made once per turn and shared by the turn's calls.
+type authorised struct {
+	scopes []string
+	client *http.Client
+}
+
+// authorise reads user's account and builds its client. It outlives the
+// call that made it, so it keeps none of that call's deadline.
+func (a *Accounts) authorise(ctx context.Context, user string) (authorised, error) {
+	acct, ok, err := a.load(ctx, user)
+	if err != nil {
+		return authorised{}, err
+	}
+	if ok && acct.Disconnected {
+		return authorised{}, expired()
+	}
+	if !ok || acct.Token == nil {
+		return authorised{}, NotConnected("")
+	}
+	ctx = context.WithoutCancel(ctx)
+	src := &savingSource{a: a, ctx: ctx, user: user, acct: acct, last: acct.Token.AccessToken}
 	src.src = a.oauth.TokenSource(a.httpContext(ctx), acct.Token)
 	base := a.cfg.HTTPClient.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc := &http.Client{Transport: &oauth2.Transport{Source: src, Base: base}}
-	opts := []option.ClientOption{option.WithHTTPClient(hc)}
-	if e := EndpointOption(a.cfg.Endpoint, svc); e != nil {
-		opts = append(opts, e)
-	}
-	return opts, nil
+	return authorised{scopes: acct.Scopes, client: &http.Client{Transport: &oauth2.Transport{Source: src, Base: base}}}, nil
 }
 
 // expired is the error once Google refused to renew an account's access

@@ -54,11 +54,14 @@ type API[S any] struct {
 	Map func(err error, what string) error
 }
 
-// Connect builds the service acting as tools.CallerFrom(ctx).UserKey. A
-// person without a usable account gets the client's not_connected error
-// as is.
+// Connect builds the service acting as tools.CallerFrom(ctx).UserKey,
+// once per turn: the turn's later calls reuse it. A person without a
+// usable account gets the client's not_connected error as is.
 func (a API[S]) Connect(ctx context.Context) (*S, error) {
-	return NewService(ctx, a.Client, a.Service, fmt.Sprintf("google: %snew service", a.Service.Path), a.New)
+	key := fmt.Sprintf("google.service %s %s %T", tools.CallerFrom(ctx).UserKey, a.Service.Path, (*S)(nil))
+	return tools.PerTurn(ctx, key, func() (*S, error) {
+		return NewService(ctx, a.Client, a.Service, fmt.Sprintf("google: %snew service", a.Service.Path), a.New)
+	})
 }
 
 // Call runs fn, retrying temporary Google errors (429, 5xx, network) by

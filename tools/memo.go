@@ -48,3 +48,43 @@ func Once[T any](ctx context.Context, key string, f func() (T, error)) (T, error
 	v, _ := e.v.(T)
 	return v, e.err
 }
+
+type turnKey struct{}
+
+// WithTurn gives a turn its memo: what PerTurn keeps lives as long as the
+// turn. The engine gives each turn one.
+func WithTurn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, turnKey{}, &memo{entries: map[string]*memoEntry{}})
+}
+
+// PerTurn returns what f returns, calling it once per key in the turn
+// ctx belongs to, for every call of the turn (a person's Google client:
+// their token decrypted once, the service built once). Outside a turn it
+// just calls f. An error is not kept: the next call tries again. Keys
+// name their package and what they depend on ("google.account "+user).
+func PerTurn[T any](ctx context.Context, key string, f func() (T, error)) (T, error) {
+	m, ok := ctx.Value(turnKey{}).(*memo)
+	if !ok {
+		return f()
+	}
+	m.mu.Lock()
+	e, ok := m.entries[key]
+	if !ok {
+		e = &memoEntry{}
+		m.entries[key] = e
+	}
+	m.mu.Unlock()
+	e.once.Do(func() { e.v, e.err = f() })
+	if e.err != nil {
+		// Forgotten, so the next call tries again; this one reports it.
+		m.mu.Lock()
+		if m.entries[key] == e {
+			delete(m.entries, key)
+		}
+		m.mu.Unlock()
+		var zero T
+		return zero, e.err
+	}
+	v, _ := e.v.(T)
+	return v, nil
+}

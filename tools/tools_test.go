@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"loadout/tokens"
 	"regexp"
@@ -396,5 +397,28 @@ func TestOneEdit(t *testing.T) {
 		if got := oneEdit(c.a, c.b); got != c.want {
 			t.Errorf("oneEdit(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// PerTurn keeps a value for the turn's calls, not past the turn, and
+// keeps no error.
+func TestPerTurn(t *testing.T) {
+	n := 0
+	f := func() (int, error) { n++; return n, nil }
+	turn := WithTurn(context.Background())
+	a, _ := PerTurn(turn, "k", f)
+	b, _ := PerTurn(withMemo(turn), "k", f) // another call of the turn
+	if a != 1 || b != 1 {
+		t.Fatalf("the turn's calls got %d and %d", a, b)
+	}
+	if c, _ := PerTurn(WithTurn(context.Background()), "k", f); c != 2 {
+		t.Fatalf("the next turn got %d", c)
+	}
+	fails := 0
+	g := func() (int, error) { fails++; return 0, errors.New("down") }
+	PerTurn(turn, "e", g)
+	PerTurn(turn, "e", g)
+	if fails != 2 {
+		t.Fatalf("an error was kept: %d tries", fails)
 	}
 }

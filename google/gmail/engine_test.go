@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -130,4 +131,81 @@ type lazyClient struct{ acc **google.Accounts }
 
 func (l lazyClient) Options(ctx context.Context, svc google.Service) ([]option.ClientOption, error) {
 	return (*l.acc).Options(ctx, svc)
+}
+
+// countingStore counts the reads of sealed Google accounts.
+type countingStore struct {
+	google.TokenStore
+	mu    sync.Mutex
+	reads int
+}
+
+func (s *countingStore) GoogleToken(ctx context.Context, userKey string) ([]byte, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.TokenStore.GoogleToken(ctx, userKey)
+}
+
+func (s *countingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// A turn reads and decrypts the person's account once, however many of
+// its calls reach Google (here four, in two rounds, two at once); the
+// next turn reads it again, so a disconnect between turns is seen.
+func TestATurnReadsThePersonsAccountOnce(t *testing.T) {
+	f := googletest.NewAPI(t)
+	f.Handle("GET /gmail/v1/users/me/messages", func(r googletest.Request) (int, string) { return 200, `{"messages":[],"resultSizeEstimate":0}` })
+	f.Handle("GET /gmail/v1/users/me/labels", func(r googletest.Request) (int, string) {
+		return 200, `{"labels":[{"id":"INBOX","name":"INBOX","type":"system"}]}`
+	})
+	api := newServer(t, f)
+	oauth := googletest.NewOAuthServer(t, "cid")
+	var acc *google.Accounts
+	env := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+		mg := gmail.New(lazyClient{&acc}, gmail.Options{})
+		return r.AddGroup(mg.Group, mg.Tools...)
+	}})
+	store := &countingStore{TokenStore: env.Store}
+	var err error
+	acc, err = google.New(google.Config{
+		ClientID: "cid", ClientSecret: "s", RedirectURL: "http://127.0.0.1:1/oauth/google/callback",
+		Scopes: gmail.Service().Scopes, Key: bytes.Repeat([]byte{1}, 32), Store: store, Endpoint: api,
+		AuthURL: oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, _ := acc.AuthURL("telegram:1", "telegram:1")
+	back, _ := url.Parse(oauth.Approve(t, link, "ana-access", "ana-refresh", ""))
+	if _, err := acc.Finish(context.Background(), back.Query().Get("state"), back.Query().Get("code")); err != nil {
+		t.Fatal(err)
+	}
+	before := store.count()
+	env.Model.Call("load_tool_group", `{"group_name":"google_gmail"}`)
+	env.Model.Call("gmail_search", `{"query":"is:unread"}`, "gmail_list_labels", `{}`)
+	env.Model.Call("gmail_search", `{"query":"from:bob"}`, "gmail_list_labels", `{}`)
+	env.Model.Text("Nothing new.")
+	in := chat.Inbound{ChatKey: "telegram:1", UserKey: "telegram:1", Text: "anything new?"}
+	if _, err := env.Engine.Handle(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.Requests()); n != 4 {
+		t.Fatalf("%d API requests, want 4", n)
+	}
+	if n := store.count() - before; n != 1 {
+		t.Fatalf("the account was read %d times in one turn, want 1", n)
+	}
+	env.Model.Call("gmail_list_labels", `{}`)
+	env.Model.Text("INBOX.")
+	in.Text = "labels?"
+	if _, err := env.Engine.Handle(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.count() - before; n != 2 {
+		t.Fatalf("the account was read %d times in two turns, want 2", n)
+	}
 }
