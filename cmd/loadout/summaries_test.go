@@ -256,7 +256,12 @@ func (g *argGen) str(name string, s map[string]any) string {
 		return "shared@example.com" // who the fake's file is shared with
 	case n == "add" || n == "remove" || strings.Contains(n, "label"):
 		return []string{"Work", "STARRED"}[g.rng.IntN(2)] // labels the fake has
-	case strings.Contains(n, "date") && !strings.Contains(n, "time") || strings.Contains(desc, "YYYY-MM-DD") && !strings.Contains(desc, "RFC 3339"):
+	case strings.HasSuffix(n, "zone"):
+		return []string{"Europe/Berlin", "UTC", "America/New_York"}[g.rng.IntN(3)]
+	case strings.HasPrefix(g.tool, "calendar_") && (n == "from" || n == "to"):
+		return fmt.Sprintf("2026-12-%02dT%02d:00:00Z", 1+g.rng.IntN(13)+(map[string]int{"from": 0, "to": 14})[n], 8+g.rng.IntN(10))
+	case strings.Contains(n, "date") && !strings.Contains(n, "time") || strings.HasPrefix(n, "due_") ||
+		strings.Contains(desc, "YYYY-MM-DD") && !strings.Contains(desc, "RFC 3339"):
 		return fmt.Sprintf("2026-12-%02d", 1+g.rng.IntN(27))
 	case n == "start" || n == "end" || n == "due" || strings.Contains(n, "time") || strings.HasSuffix(n, "_at") || strings.Contains(desc, "RFC 3339"):
 		return fmt.Sprintf("2026-12-%02dT%02d:00:00Z", 1+g.rng.IntN(27), 8+g.rng.IntN(10))

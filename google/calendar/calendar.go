@@ -58,7 +58,81 @@ func New(c google.Client, o Options) google.Group {
 			Description: "List, create, update and delete events in the person's Google Calendar, and check free/busy times.",
 		},
 		Tools: []tools.Tool{
-			g.listCalendars(), g.listEvents(), g.getEvent(), g.createEvent(), g.updateEvent(), g.deleteEvent(), g.freebusy(),
+			tools.New(tools.Definition{
+				Name:        "calendar_list_calendars",
+				Description: "List the person's calendars with their ids, names, access roles and time zones.",
+				ReadOnly:    true, Untrusted: true,
+			}, g.listCalendars),
+			tools.New(tools.Definition{
+				Name:        "calendar_list_events",
+				Description: "List events in a time range (default: the next 7 days of the primary calendar), recurring events expanded, in start order.",
+				ReadOnly:    true, Untrusted: true,
+			}, g.listEvents),
+			tools.New(tools.Definition{
+				Name:        "calendar_get_event",
+				Description: "Get one event with its description, attendees and their replies, organizer, reminders, recurrence and links.",
+				ReadOnly:    true, Untrusted: true,
+			}, g.getEvent),
+			tools.New(tools.Definition{
+				Name:        "calendar_create_event",
+				Description: "Create an event, timed or all-day, with attendees, reminders, recurrence and an optional Meet link.",
+				// Inviting people emails them: that waits for approval.
+				EffectFor: tools.By(func(_ context.Context, in createEventIn) tools.Effect {
+					return invites(len(in.Attendees), in.SendUpdates)
+				}),
+				Summarize: tools.By(func(_ context.Context, in createEventIn) string {
+					s := fmt.Sprintf("Create the event '%s'%s at %s", tools.Shorten(in.Title, 80), onCalendar(in.CalendarID), in.Start)
+					if len(in.Attendees) > 0 {
+						s += " and invite " + tools.Names(in.Attendees, 5)
+					}
+					return s
+				}),
+			}, g.createEvent),
+			tools.New(tools.Definition{
+				Name:        "calendar_update_event",
+				Description: "Change an event: title, time, location, description, attendees, reminders or Meet link; fields not given stay as they are.",
+				// Changing who is invited, or when, emails the attendees.
+				EffectFor: tools.By(func(_ context.Context, in updateEventIn) tools.Effect {
+					n := len(in.AddAttendees) + len(in.RemoveAttendees)
+					if in.Start != "" || in.End != "" {
+						n++
+					}
+					return invites(n, in.SendUpdates)
+				}),
+				Summarize: tools.By(func(ctx context.Context, in updateEventIn) string {
+					s := "Change the calendar event " + in.EventID + onCalendar(in.CalendarID)
+					if in.Start != "" {
+						s += ", to start at " + in.Start
+					}
+					if len(in.AddAttendees) > 0 {
+						s += ", invite " + tools.Names(in.AddAttendees, 5)
+					}
+					if len(in.RemoveAttendees) > 0 {
+						s += ", uninvite " + tools.Names(in.RemoveAttendees, 5)
+					}
+					if in.SendUpdates != "none" {
+						return s + ", and email " + g.attendees(ctx, in.CalendarID, in.EventID)
+					}
+					return s + ", without emailing " + g.attendees(ctx, in.CalendarID, in.EventID)
+				}),
+			}, g.updateEvent),
+			tools.New(tools.Definition{
+				Name:        "calendar_delete_event",
+				Description: "Delete an event; attendees are told unless send_updates is none.",
+				Effect:      tools.EffectDestructive,
+				Summarize: tools.By(func(ctx context.Context, in deleteEventIn) string {
+					s := "Delete the calendar event " + in.EventID + onCalendar(in.CalendarID)
+					if in.SendUpdates != "none" {
+						s += " and tell " + g.attendees(ctx, in.CalendarID, in.EventID)
+					}
+					return s
+				}),
+			}, g.deleteEvent),
+			tools.New(tools.Definition{
+				Name:        "calendar_freebusy",
+				Description: "Show busy periods of the person's or others' calendars in a time range (default: the next 7 days), to find free time.",
+				ReadOnly:    true, Untrusted: true,
+			}, g.freebusy),
 		},
 		Scopes: Service().Scopes,
 	}

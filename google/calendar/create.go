@@ -80,125 +80,109 @@ func (g *group) attendees(ctx context.Context, calendar, id string) string {
 	return "its attendees " + tools.Names(who, 5)
 }
 
-func (g *group) createEvent() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "calendar_create_event",
-		Description: "Create an event, timed or all-day, with attendees, reminders, recurrence and an optional Meet link.",
-		// Inviting people emails them: that waits for approval.
-		EffectFor: tools.By(func(_ context.Context, in createEventIn) tools.Effect {
-			return invites(len(in.Attendees), in.SendUpdates)
-		}),
-		Summarize: tools.By(func(_ context.Context, in createEventIn) string {
-			s := fmt.Sprintf("Create the event '%s'%s at %s", tools.Shorten(in.Title, 80), onCalendar(in.CalendarID), in.Start)
-			if len(in.Attendees) > 0 {
-				s += " and invite " + tools.Names(in.Attendees, 5)
-			}
-			return s
-		}),
-	}, func(ctx context.Context, in createEventIn) (any, error) {
-		calID := calendarID(in.CalendarID)
-		title := strings.TrimSpace(in.Title)
-		if title == "" {
-			return nil, google.Invalid("title", "is empty")
-		}
-		zone, err := zoneParam(in.TimeZone)
+func (g *group) createEvent(ctx context.Context, in createEventIn) (any, error) {
+	calID := calendarID(in.CalendarID)
+	title := strings.TrimSpace(in.Title)
+	if title == "" {
+		return nil, google.Invalid("title", "is empty")
+	}
+	zone, err := zoneParam(in.TimeZone)
+	if err != nil {
+		return nil, err
+	}
+	start, err := parseMoment("start", in.Start)
+	if err != nil {
+		return nil, err
+	}
+	var end *moment
+	if strings.TrimSpace(in.End) != "" {
+		m, err := parseMoment("end", in.End)
 		if err != nil {
 			return nil, err
 		}
-		start, err := parseMoment("start", in.Start)
-		if err != nil {
-			return nil, err
+		if m.date != start.date {
+			return nil, google.Invalid("end", "must be a date when start is a date, and a time when start is a time")
 		}
-		var end *moment
-		if strings.TrimSpace(in.End) != "" {
-			m, err := parseMoment("end", in.End)
-			if err != nil {
+		end = &m
+	}
+	attendees, err := attendeeList("attendees", in.Attendees)
+	if err != nil {
+		return nil, err
+	}
+	reminders, err := reminderList(in.Reminders)
+	if err != nil {
+		return nil, err
+	}
+	updates, err := sendUpdates(in.SendUpdates)
+	if err != nil {
+		return nil, err
+	}
+	rrule := strings.TrimSpace(in.Recurrence)
+	if rrule != "" && !strings.HasPrefix(rrule, "RRULE:") {
+		return nil, google.Invalid("recurrence", "must start with RRULE:, e.g. RRULE:FREQ=WEEKLY;COUNT=4")
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ev := &gcal.Event{Summary: title, Location: in.Location, Description: in.Description, Reminders: reminders}
+	for _, a := range attendees {
+		ev.Attendees = append(ev.Attendees, &gcal.EventAttendee{Email: a})
+	}
+	if rrule != "" {
+		ev.Recurrence = []string{rrule}
+	}
+	if start.date {
+		last := start
+		if end != nil {
+			last = *end
+		}
+		if last.t.Before(start.t) {
+			return nil, google.Invalid("end", "must not be before start")
+		}
+		ev.Start = &gcal.EventDateTime{Date: start.day()}
+		ev.End = &gcal.EventDateTime{Date: last.t.AddDate(0, 0, 1).Format(time.DateOnly)}
+	} else {
+		// Recurring events need a zone to expand in; local times need
+		// one to mean anything.
+		var loc *time.Location
+		if zone != "" || start.local || (end != nil && end.local) || rrule != "" {
+			if loc, err = g.zoneFor(ctx, svc, calID, zone); err != nil {
 				return nil, err
 			}
-			if m.date != start.date {
-				return nil, google.Invalid("end", "must be a date when start is a date, and a time when start is a time")
-			}
-			end = &m
 		}
-		attendees, err := attendeeList("attendees", in.Attendees)
-		if err != nil {
-			return nil, err
+		s := start.in(loc)
+		e := s.Add(time.Hour)
+		if end != nil {
+			e = end.in(loc)
 		}
-		reminders, err := reminderList(in.Reminders)
-		if err != nil {
-			return nil, err
+		if !e.After(s) {
+			return nil, google.Invalid("end", "must be after start")
 		}
-		updates, err := sendUpdates(in.SendUpdates)
-		if err != nil {
-			return nil, err
+		ev.Start, ev.End = timed(s, loc), timed(e, loc)
+	}
+	// A chosen id makes a retried insert that had in fact succeeded
+	// come back as 409, and the event is then fetched instead.
+	ev.Id = randomID(26)
+	c := svc.Events.Insert(calID, ev).SendUpdates(updates)
+	if in.Meet {
+		ev.ConferenceData = meetRequest()
+		c.ConferenceDataVersion(1)
+	}
+	retried := false
+	var out *gcal.Event
+	err = google.Retry(ctx, g.opts.Backoff, func() error {
+		defer func() { retried = true }()
+		out, err = c.Context(ctx).Do()
+		if isConflict(err) && retried {
+			out, err = svc.Events.Get(calID, ev.Id).Context(ctx).Do()
 		}
-		rrule := strings.TrimSpace(in.Recurrence)
-		if rrule != "" && !strings.HasPrefix(rrule, "RRULE:") {
-			return nil, google.Invalid("recurrence", "must start with RRULE:, e.g. RRULE:FREQ=WEEKLY;COUNT=4")
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ev := &gcal.Event{Summary: title, Location: in.Location, Description: in.Description, Reminders: reminders}
-		for _, a := range attendees {
-			ev.Attendees = append(ev.Attendees, &gcal.EventAttendee{Email: a})
-		}
-		if rrule != "" {
-			ev.Recurrence = []string{rrule}
-		}
-		if start.date {
-			last := start
-			if end != nil {
-				last = *end
-			}
-			if last.t.Before(start.t) {
-				return nil, google.Invalid("end", "must not be before start")
-			}
-			ev.Start = &gcal.EventDateTime{Date: start.day()}
-			ev.End = &gcal.EventDateTime{Date: last.t.AddDate(0, 0, 1).Format(time.DateOnly)}
-		} else {
-			// Recurring events need a zone to expand in; local times need
-			// one to mean anything.
-			var loc *time.Location
-			if zone != "" || start.local || (end != nil && end.local) || rrule != "" {
-				if loc, err = g.zoneFor(ctx, svc, calID, zone); err != nil {
-					return nil, err
-				}
-			}
-			s := start.in(loc)
-			e := s.Add(time.Hour)
-			if end != nil {
-				e = end.in(loc)
-			}
-			if !e.After(s) {
-				return nil, google.Invalid("end", "must be after start")
-			}
-			ev.Start, ev.End = timed(s, loc), timed(e, loc)
-		}
-		// A chosen id makes a retried insert that had in fact succeeded
-		// come back as 409, and the event is then fetched instead.
-		ev.Id = randomID(26)
-		c := svc.Events.Insert(calID, ev).SendUpdates(updates)
-		if in.Meet {
-			ev.ConferenceData = meetRequest()
-			c.ConferenceDataVersion(1)
-		}
-		retried := false
-		var out *gcal.Event
-		err = google.Retry(ctx, g.opts.Backoff, func() error {
-			defer func() { retried = true }()
-			out, err = c.Context(ctx).Do()
-			if isConflict(err) && retried {
-				out, err = svc.Events.Get(calID, ev.Id).Context(ctx).Do()
-			}
-			return err
-		})
-		if err != nil {
-			return nil, mapError(err, calendarWhat(calID))
-		}
-		return toDetail(out), nil
+		return err
 	})
+	if err != nil {
+		return nil, mapError(err, calendarWhat(calID))
+	}
+	return toDetail(out), nil
 }
 
 func isConflict(err error) bool {

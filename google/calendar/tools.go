@@ -8,7 +8,6 @@ import (
 	gcal "google.golang.org/api/calendar/v3"
 
 	"loadout/google"
-	"loadout/tools"
 )
 
 type calendarOut struct {
@@ -21,45 +20,39 @@ type calendarOut struct {
 
 type noInput struct{}
 
-func (g *group) listCalendars() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "calendar_list_calendars",
-		Description: "List the person's calendars with their ids, names, access roles and time zones.",
-		ReadOnly:    true, Untrusted: true,
-	}, func(ctx context.Context, _ noInput) (any, error) {
-		svc, err := g.api.Connect(ctx)
+func (g *group) listCalendars(ctx context.Context, _ noInput) (any, error) {
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []calendarOut
+	token := ""
+	for page := 0; page < 4; page++ {
+		var res *gcal.CalendarList
+		err = g.api.Call(ctx, "the calendar list", func() error {
+			c := svc.CalendarList.List().Context(ctx).MaxResults(250).
+				Fields("nextPageToken", "items(id,summary,summaryOverride,primary,accessRole,timeZone)")
+			if token != "" {
+				c.PageToken(token)
+			}
+			res, err = c.Do()
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		var out []calendarOut
-		token := ""
-		for page := 0; page < 4; page++ {
-			var res *gcal.CalendarList
-			err = g.api.Call(ctx, "the calendar list", func() error {
-				c := svc.CalendarList.List().Context(ctx).MaxResults(250).
-					Fields("nextPageToken", "items(id,summary,summaryOverride,primary,accessRole,timeZone)")
-				if token != "" {
-					c.PageToken(token)
-				}
-				res, err = c.Do()
-				return err
-			})
-			if err != nil {
-				return nil, err
+		for _, c := range res.Items {
+			name := c.SummaryOverride
+			if name == "" {
+				name = c.Summary
 			}
-			for _, c := range res.Items {
-				name := c.SummaryOverride
-				if name == "" {
-					name = c.Summary
-				}
-				out = append(out, calendarOut{ID: c.Id, Name: name, Primary: c.Primary, Access: c.AccessRole, TimeZone: c.TimeZone})
-			}
-			if token = res.NextPageToken; token == "" {
-				break
-			}
+			out = append(out, calendarOut{ID: c.Id, Name: name, Primary: c.Primary, Access: c.AccessRole, TimeZone: c.TimeZone})
 		}
-		return map[string]any{"calendars": out}, nil
-	})
+		if token = res.NextPageToken; token == "" {
+			break
+		}
+	}
+	return map[string]any{"calendars": out}, nil
 }
 
 // resolveRange resolves from/to arguments: defaults from now to 7 days on, and
@@ -131,65 +124,59 @@ type listEventsOut struct {
 	NextPageToken string  `json:"next_page_token,omitempty"`
 }
 
-func (g *group) listEvents() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "calendar_list_events",
-		Description: "List events in a time range (default: the next 7 days of the primary calendar), recurring events expanded, in start order.",
-		ReadOnly:    true, Untrusted: true,
-	}, func(ctx context.Context, in listEventsIn) (any, error) {
-		calID := calendarID(in.CalendarID)
-		zone, err := zoneParam(in.TimeZone)
-		if err != nil {
-			return nil, err
-		}
-		size := in.MaxResults
-		switch {
-		case size == 0:
-			size = 50
-		case size < 1 || size > 250:
-			return nil, google.Invalid("max_results", "must be between 1 and 250")
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		start, end, loc, err := g.resolveRange(ctx, svc, calID, zone, in.From, in.To)
-		if err != nil {
-			return nil, err
-		}
-		var res *gcal.Events
-		err = g.api.Call(ctx, calendarWhat(calID), func() error {
-			c := svc.Events.List(calID).Context(ctx).SingleEvents(true).OrderBy("startTime").
-				TimeMin(start.Format(time.RFC3339)).TimeMax(end.Format(time.RFC3339)).MaxResults(int64(size)).
-				Fields("timeZone", "nextPageToken", "items("+eventFields+")")
-			if loc != nil {
-				c.TimeZone(loc.String())
-			}
-			if q := strings.TrimSpace(in.Query); q != "" {
-				c.Q(q)
-			}
-			if in.PageToken != "" {
-				c.PageToken(in.PageToken)
-			}
-			res, err = c.Do()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if loc == nil {
-			loc, _ = loadZone(res.TimeZone)
-		}
-		out := listEventsOut{CalendarID: calID, From: stamp(start, loc), To: stamp(end, loc),
-			TimeZone: res.TimeZone, Events: make([]event, 0, len(res.Items)), NextPageToken: res.NextPageToken}
+func (g *group) listEvents(ctx context.Context, in listEventsIn) (any, error) {
+	calID := calendarID(in.CalendarID)
+	zone, err := zoneParam(in.TimeZone)
+	if err != nil {
+		return nil, err
+	}
+	size := in.MaxResults
+	switch {
+	case size == 0:
+		size = 50
+	case size < 1 || size > 250:
+		return nil, google.Invalid("max_results", "must be between 1 and 250")
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start, end, loc, err := g.resolveRange(ctx, svc, calID, zone, in.From, in.To)
+	if err != nil {
+		return nil, err
+	}
+	var res *gcal.Events
+	err = g.api.Call(ctx, calendarWhat(calID), func() error {
+		c := svc.Events.List(calID).Context(ctx).SingleEvents(true).OrderBy("startTime").
+			TimeMin(start.Format(time.RFC3339)).TimeMax(end.Format(time.RFC3339)).MaxResults(int64(size)).
+			Fields("timeZone", "nextPageToken", "items("+eventFields+")")
 		if loc != nil {
-			out.TimeZone = loc.String()
+			c.TimeZone(loc.String())
 		}
-		for _, e := range res.Items {
-			out.Events = append(out.Events, toEvent(e))
+		if q := strings.TrimSpace(in.Query); q != "" {
+			c.Q(q)
 		}
-		return out, nil
+		if in.PageToken != "" {
+			c.PageToken(in.PageToken)
+		}
+		res, err = c.Do()
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	if loc == nil {
+		loc, _ = loadZone(res.TimeZone)
+	}
+	out := listEventsOut{CalendarID: calID, From: stamp(start, loc), To: stamp(end, loc),
+		TimeZone: res.TimeZone, Events: make([]event, 0, len(res.Items)), NextPageToken: res.NextPageToken}
+	if loc != nil {
+		out.TimeZone = loc.String()
+	}
+	for _, e := range res.Items {
+		out.Events = append(out.Events, toEvent(e))
+	}
+	return out, nil
 }
 
 type getEventIn struct {
@@ -198,38 +185,32 @@ type getEventIn struct {
 	TimeZone   string `json:"time_zone,omitempty" desc:"IANA zone for the result; default the calendar's"`
 }
 
-func (g *group) getEvent() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "calendar_get_event",
-		Description: "Get one event with its description, attendees and their replies, organizer, reminders, recurrence and links.",
-		ReadOnly:    true, Untrusted: true,
-	}, func(ctx context.Context, in getEventIn) (any, error) {
-		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
-		if id == "" {
-			return nil, google.Invalid("event_id", "is empty")
+func (g *group) getEvent(ctx context.Context, in getEventIn) (any, error) {
+	calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
+	if id == "" {
+		return nil, google.Invalid("event_id", "is empty")
+	}
+	zone, err := zoneParam(in.TimeZone)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var e *gcal.Event
+	err = g.api.Call(ctx, eventWhat(id), func() error {
+		c := svc.Events.Get(calID, id).Context(ctx)
+		if zone != "" {
+			c.TimeZone(zone)
 		}
-		zone, err := zoneParam(in.TimeZone)
-		if err != nil {
-			return nil, err
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var e *gcal.Event
-		err = g.api.Call(ctx, eventWhat(id), func() error {
-			c := svc.Events.Get(calID, id).Context(ctx)
-			if zone != "" {
-				c.TimeZone(zone)
-			}
-			e, err = c.Do()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return toDetail(e), nil
+		e, err = c.Do()
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return toDetail(e), nil
 }
 
 type freebusyIn struct {
@@ -250,70 +231,64 @@ type busyOut struct {
 	Error string   `json:"error,omitempty"`
 }
 
-func (g *group) freebusy() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "calendar_freebusy",
-		Description: "Show busy periods of the person's or others' calendars in a time range (default: the next 7 days), to find free time.",
-		ReadOnly:    true, Untrusted: true,
-	}, func(ctx context.Context, in freebusyIn) (any, error) {
-		zone, err := zoneParam(in.TimeZone)
-		if err != nil {
-			return nil, err
+func (g *group) freebusy(ctx context.Context, in freebusyIn) (any, error) {
+	zone, err := zoneParam(in.TimeZone)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(in.Calendars))
+	for _, c := range in.Calendars {
+		if c = strings.TrimSpace(c); c != "" {
+			ids = append(ids, c)
 		}
-		ids := make([]string, 0, len(in.Calendars))
-		for _, c := range in.Calendars {
-			if c = strings.TrimSpace(c); c != "" {
-				ids = append(ids, c)
-			}
-		}
-		if len(ids) == 0 {
-			ids = []string{"primary"}
-		}
-		if len(ids) > 50 {
-			return nil, google.Invalid("calendars", "may hold at most 50 calendars")
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		start, end, loc, err := g.resolveRange(ctx, svc, "primary", zone, in.From, in.To)
-		if err != nil {
-			return nil, err
-		}
-		req := &gcal.FreeBusyRequest{TimeMin: start.Format(time.RFC3339), TimeMax: end.Format(time.RFC3339)}
-		if loc != nil {
-			req.TimeZone = loc.String()
-		}
-		for _, id := range ids {
-			req.Items = append(req.Items, &gcal.FreeBusyRequestItem{Id: id})
-		}
-		var res *gcal.FreeBusyResponse
-		err = g.api.Call(ctx, "free/busy information", func() error {
-			res, err = svc.Freebusy.Query(req).Context(ctx).Do()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]busyOut, 0, len(ids))
-		for _, id := range ids {
-			b := busyOut{ID: id, Busy: []period{}}
-			fc, ok := res.Calendars[id]
-			if !ok {
-				b.Error = "no answer for this calendar"
-			}
-			for _, p := range fc.Busy {
-				b.Busy = append(b.Busy, period{Start: p.Start, End: p.End})
-			}
-			for _, e := range fc.Errors {
-				b.Error = e.Reason
-			}
-			out = append(out, b)
-		}
-		result := map[string]any{"from": stamp(start, loc), "to": stamp(end, loc), "calendars": out}
-		if loc != nil {
-			result["time_zone"] = loc.String()
-		}
-		return result, nil
+	}
+	if len(ids) == 0 {
+		ids = []string{"primary"}
+	}
+	if len(ids) > 50 {
+		return nil, google.Invalid("calendars", "may hold at most 50 calendars")
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start, end, loc, err := g.resolveRange(ctx, svc, "primary", zone, in.From, in.To)
+	if err != nil {
+		return nil, err
+	}
+	req := &gcal.FreeBusyRequest{TimeMin: start.Format(time.RFC3339), TimeMax: end.Format(time.RFC3339)}
+	if loc != nil {
+		req.TimeZone = loc.String()
+	}
+	for _, id := range ids {
+		req.Items = append(req.Items, &gcal.FreeBusyRequestItem{Id: id})
+	}
+	var res *gcal.FreeBusyResponse
+	err = g.api.Call(ctx, "free/busy information", func() error {
+		res, err = svc.Freebusy.Query(req).Context(ctx).Do()
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]busyOut, 0, len(ids))
+	for _, id := range ids {
+		b := busyOut{ID: id, Busy: []period{}}
+		fc, ok := res.Calendars[id]
+		if !ok {
+			b.Error = "no answer for this calendar"
+		}
+		for _, p := range fc.Busy {
+			b.Busy = append(b.Busy, period{Start: p.Start, End: p.End})
+		}
+		for _, e := range fc.Errors {
+			b.Error = e.Reason
+		}
+		out = append(out, b)
+	}
+	result := map[string]any{"from": stamp(start, loc), "to": stamp(end, loc), "calendars": out}
+	if loc != nil {
+		result["time_zone"] = loc.String()
+	}
+	return result, nil
 }

@@ -29,146 +29,117 @@ type updateEventIn struct {
 	Recurrence      *string  `json:"recurrence,omitempty" desc:"new RRULE, e.g. RRULE:FREQ=WEEKLY;COUNT=4; \"\" ends the repeating"`
 }
 
-func (g *group) updateEvent() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "calendar_update_event",
-		Description: "Change an event: title, time, location, description, attendees, reminders or Meet link; fields not given stay as they are.",
-		// Changing who is invited, or when, emails the attendees.
-		EffectFor: tools.By(func(_ context.Context, in updateEventIn) tools.Effect {
-			n := len(in.AddAttendees) + len(in.RemoveAttendees)
-			if in.Start != "" || in.End != "" {
-				n++
-			}
-			return invites(n, in.SendUpdates)
-		}),
-		Summarize: tools.By(func(ctx context.Context, in updateEventIn) string {
-			s := "Change the calendar event " + in.EventID + onCalendar(in.CalendarID)
-			if in.Start != "" {
-				s += ", to start at " + in.Start
-			}
-			if len(in.AddAttendees) > 0 {
-				s += ", invite " + tools.Names(in.AddAttendees, 5)
-			}
-			if len(in.RemoveAttendees) > 0 {
-				s += ", uninvite " + tools.Names(in.RemoveAttendees, 5)
-			}
-			if in.SendUpdates != "none" {
-				return s + ", and email " + g.attendees(ctx, in.CalendarID, in.EventID)
-			}
-			return s + ", without emailing " + g.attendees(ctx, in.CalendarID, in.EventID)
-		}),
-	}, func(ctx context.Context, in updateEventIn) (any, error) {
-		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
-		if id == "" {
-			return nil, google.Invalid("event_id", "is empty")
-		}
-		zone, err := zoneParam(in.TimeZone)
+func (g *group) updateEvent(ctx context.Context, in updateEventIn) (any, error) {
+	calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
+	if id == "" {
+		return nil, google.Invalid("event_id", "is empty")
+	}
+	zone, err := zoneParam(in.TimeZone)
+	if err != nil {
+		return nil, err
+	}
+	var start, end *moment
+	if strings.TrimSpace(in.Start) != "" {
+		m, err := parseMoment("start", in.Start)
 		if err != nil {
 			return nil, err
 		}
-		var start, end *moment
-		if strings.TrimSpace(in.Start) != "" {
-			m, err := parseMoment("start", in.Start)
-			if err != nil {
-				return nil, err
-			}
-			start = &m
-		}
-		if strings.TrimSpace(in.End) != "" {
-			m, err := parseMoment("end", in.End)
-			if err != nil {
-				return nil, err
-			}
-			end = &m
-		}
-		add, err := attendeeList("add_attendees", in.AddAttendees)
+		start = &m
+	}
+	if strings.TrimSpace(in.End) != "" {
+		m, err := parseMoment("end", in.End)
 		if err != nil {
 			return nil, err
 		}
-		remove, err := attendeeList("remove_attendees", in.RemoveAttendees)
-		if err != nil {
+		end = &m
+	}
+	add, err := attendeeList("add_attendees", in.AddAttendees)
+	if err != nil {
+		return nil, err
+	}
+	remove, err := attendeeList("remove_attendees", in.RemoveAttendees)
+	if err != nil {
+		return nil, err
+	}
+	reminders, err := reminderList(in.Reminders)
+	if err != nil {
+		return nil, err
+	}
+	updates, err := sendUpdates(in.SendUpdates)
+	if err != nil {
+		return nil, err
+	}
+	if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
+		return nil, google.Invalid("title", "is empty")
+	}
+	var rrule []string
+	if in.Recurrence != nil {
+		r := strings.TrimSpace(*in.Recurrence)
+		if r != "" && !strings.HasPrefix(r, "RRULE:") {
+			return nil, google.Invalid("recurrence", "must start with RRULE:, e.g. RRULE:FREQ=WEEKLY;COUNT=4, or be \"\" to stop repeating")
+		}
+		if r != "" {
+			rrule = []string{r}
+		}
+	}
+	if in.Title == nil && in.Location == nil && in.Description == nil && start == nil && end == nil &&
+		len(add) == 0 && len(remove) == 0 && reminders == nil && !in.Meet && in.Recurrence == nil {
+		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Nothing to change was given.",
+			Suggestion: "Call calendar_update_event again with the fields to change."}
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	old, err := g.event(ctx, in.CalendarID, id)
+	if err != nil {
+		return nil, err
+	}
+	patch := &gcal.Event{Reminders: reminders}
+	if in.Title != nil {
+		patch.Summary = strings.TrimSpace(*in.Title)
+	}
+	if in.Location != nil {
+		patch.Location = *in.Location
+		patch.ForceSendFields = append(patch.ForceSendFields, "Location")
+	}
+	if in.Description != nil {
+		patch.Description = *in.Description
+		patch.ForceSendFields = append(patch.ForceSendFields, "Description")
+	}
+	if in.Recurrence != nil {
+		// The series' new rule; null ends the repeating.
+		patch.Recurrence = rrule
+		if rrule == nil {
+			patch.NullFields = append(patch.NullFields, "Recurrence")
+		}
+	}
+	if start != nil || end != nil {
+		if err := g.reschedule(ctx, svc, calID, zone, old, patch, start, end); err != nil {
 			return nil, err
 		}
-		reminders, err := reminderList(in.Reminders)
-		if err != nil {
-			return nil, err
-		}
-		updates, err := sendUpdates(in.SendUpdates)
-		if err != nil {
-			return nil, err
-		}
-		if in.Title != nil && strings.TrimSpace(*in.Title) == "" {
-			return nil, google.Invalid("title", "is empty")
-		}
-		var rrule []string
-		if in.Recurrence != nil {
-			r := strings.TrimSpace(*in.Recurrence)
-			if r != "" && !strings.HasPrefix(r, "RRULE:") {
-				return nil, google.Invalid("recurrence", "must start with RRULE:, e.g. RRULE:FREQ=WEEKLY;COUNT=4, or be \"\" to stop repeating")
-			}
-			if r != "" {
-				rrule = []string{r}
-			}
-		}
-		if in.Title == nil && in.Location == nil && in.Description == nil && start == nil && end == nil &&
-			len(add) == 0 && len(remove) == 0 && reminders == nil && !in.Meet && in.Recurrence == nil {
-			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Nothing to change was given.",
-				Suggestion: "Call calendar_update_event again with the fields to change."}
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		old, err := g.event(ctx, in.CalendarID, id)
-		if err != nil {
-			return nil, err
-		}
-		patch := &gcal.Event{Reminders: reminders}
-		if in.Title != nil {
-			patch.Summary = strings.TrimSpace(*in.Title)
-		}
-		if in.Location != nil {
-			patch.Location = *in.Location
-			patch.ForceSendFields = append(patch.ForceSendFields, "Location")
-		}
-		if in.Description != nil {
-			patch.Description = *in.Description
-			patch.ForceSendFields = append(patch.ForceSendFields, "Description")
-		}
-		if in.Recurrence != nil {
-			// The series' new rule; null ends the repeating.
-			patch.Recurrence = rrule
-			if rrule == nil {
-				patch.NullFields = append(patch.NullFields, "Recurrence")
-			}
-		}
-		if start != nil || end != nil {
-			if err := g.reschedule(ctx, svc, calID, zone, old, patch, start, end); err != nil {
-				return nil, err
-			}
-		}
-		if len(add) > 0 || len(remove) > 0 {
-			patch.Attendees = mergeAttendees(old.Attendees, add, remove)
-			patch.ForceSendFields = append(patch.ForceSendFields, "Attendees")
-		}
-		meet := in.Meet && old.HangoutLink == "" && old.ConferenceData == nil
-		if meet {
-			patch.ConferenceData = meetRequest()
-		}
-		c := svc.Events.Patch(calID, id, patch).SendUpdates(updates)
-		if meet {
-			c.ConferenceDataVersion(1)
-		}
-		var out *gcal.Event
-		err = g.api.Call(ctx, eventWhat(id), func() error {
-			out, err = c.Context(ctx).Do()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return toDetail(out), nil
+	}
+	if len(add) > 0 || len(remove) > 0 {
+		patch.Attendees = mergeAttendees(old.Attendees, add, remove)
+		patch.ForceSendFields = append(patch.ForceSendFields, "Attendees")
+	}
+	meet := in.Meet && old.HangoutLink == "" && old.ConferenceData == nil
+	if meet {
+		patch.ConferenceData = meetRequest()
+	}
+	c := svc.Events.Patch(calID, id, patch).SendUpdates(updates)
+	if meet {
+		c.ConferenceDataVersion(1)
+	}
+	var out *gcal.Event
+	err = g.api.Call(ctx, eventWhat(id), func() error {
+		out, err = c.Context(ctx).Do()
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return toDetail(out), nil
 }
 
 // reschedule sets patch's start and end from the new start and/or end,
@@ -280,37 +251,24 @@ type deleteEventIn struct {
 	SendUpdates string `json:"send_updates,omitempty" desc:"who is emailed; default all" enum:"all,external,none"`
 }
 
-func (g *group) deleteEvent() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "calendar_delete_event",
-		Description: "Delete an event; attendees are told unless send_updates is none.",
-		Effect:      tools.EffectDestructive,
-		Summarize: tools.By(func(ctx context.Context, in deleteEventIn) string {
-			s := "Delete the calendar event " + in.EventID + onCalendar(in.CalendarID)
-			if in.SendUpdates != "none" {
-				s += " and tell " + g.attendees(ctx, in.CalendarID, in.EventID)
-			}
-			return s
-		}),
-	}, func(ctx context.Context, in deleteEventIn) (any, error) {
-		calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
-		if id == "" {
-			return nil, google.Invalid("event_id", "is empty")
-		}
-		updates, err := sendUpdates(in.SendUpdates)
-		if err != nil {
-			return nil, err
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		err = g.api.Call(ctx, eventWhat(id), func() error {
-			return svc.Events.Delete(calID, id).Context(ctx).SendUpdates(updates).Do()
-		})
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"deleted": true, "event_id": id, "calendar_id": calID}, nil
+func (g *group) deleteEvent(ctx context.Context, in deleteEventIn) (any, error) {
+	calID, id := calendarID(in.CalendarID), strings.TrimSpace(in.EventID)
+	if id == "" {
+		return nil, google.Invalid("event_id", "is empty")
+	}
+	updates, err := sendUpdates(in.SendUpdates)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = g.api.Call(ctx, eventWhat(id), func() error {
+		return svc.Events.Delete(calID, id).Context(ctx).SendUpdates(updates).Do()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"deleted": true, "event_id": id, "calendar_id": calID}, nil
 }

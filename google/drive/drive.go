@@ -53,7 +53,100 @@ func New(c google.Client, o Options) google.Group {
 			DisplayName: "Google Drive",
 			Description: "Search, read, create, move, share and trash files and folders in the person's Google Drive.",
 		},
-		Tools:  []tools.Tool{g.search(), g.get(), g.read(), g.export(), g.createFile(), g.createFolder(), g.move(), g.share(), g.unshare(), g.trash()},
+		Tools: []tools.Tool{
+			tools.New(tools.Definition{
+				Name:        "drive_search",
+				Description: "Search Drive files by name, full text, type or folder; with no filter, lists recently modified files.",
+				ReadOnly:    true, Untrusted: true,
+			}, g.search),
+			tools.New(tools.Definition{
+				Name:        "drive_get",
+				Description: "Get a Drive file's metadata: name, type, size, dates, owners, link, parent folders and who has access.",
+				ReadOnly:    true, Untrusted: true,
+			}, g.get),
+			tools.New(tools.Definition{
+				Name:        "drive_read",
+				Description: "Read a Drive file as text: Docs and Slides as plain text, Sheets as CSV (first sheet), text files as they are; long content is cut with a note.",
+				ReadOnly:    true, Untrusted: true,
+				Timeout: 60 * time.Second,
+			}, g.read),
+			tools.New(tools.Definition{
+				Name:        "drive_export",
+				Description: "Export a Google Doc, Sheet or Slides as text, Markdown or CSV, or as PDF or Office into the chat's files.",
+				Timeout:     90 * time.Second,
+			}, g.export),
+			tools.New(tools.Definition{
+				Name:        "drive_create_file",
+				Description: "Create a Drive file from text, optionally converted to a Google Doc (from text or Markdown) or Sheet (from CSV).",
+				Timeout:     60 * time.Second,
+			}, g.createFile),
+			tools.New(tools.Definition{
+				Name:        "drive_create_folder",
+				Description: "Create a Drive folder.",
+			}, g.createFolder),
+			tools.New(tools.Definition{
+				Name:        "drive_move",
+				Description: "Move a Drive file or folder into another folder, rename it, or both.",
+				// A folder shared with others shares what moves into it: such a
+				// move widens access. Its sharing is read first; a move whose
+				// destination cannot be read counts as one.
+				EffectFor: tools.By(func(ctx context.Context, in moveIn) tools.Effect {
+					if strings.TrimSpace(in.FolderID) == "" {
+						return tools.EffectMutate
+					}
+					if others, err := g.sharedWith(ctx, in.FolderID); err != nil || len(others) > 0 {
+						return tools.EffectDestructive
+					}
+					return tools.EffectMutate
+				}),
+				Summarize: tools.By(func(ctx context.Context, in moveIn) string {
+					s := "Move the Drive file " + strings.TrimSpace(in.FileID)
+					if f := strings.TrimSpace(in.FolderID); f != "" {
+						s += " into the folder " + f
+						switch others, err := g.sharedWith(ctx, f); {
+						case err != nil:
+							s += " (whose sharing could not be read)"
+						case len(others) > 0:
+							s += ", which is shared with " + tools.Names(others, 3) + ": they get access to it"
+						default:
+							s += " (not shared with anyone else)"
+						}
+					}
+					if n := strings.TrimSpace(in.Name); n != "" {
+						s += fmt.Sprintf(", renamed '%s'", n)
+					}
+					return s
+				}),
+			}, g.move),
+			tools.New(tools.Definition{
+				Name:        "drive_share",
+				Description: "Share a Drive file or folder (a doc, sheet, slides, anything) with an email address or anyone with the link, as reader, commenter or writer.",
+				Effect:      tools.EffectDestructive,
+				Summarize: tools.By(func(_ context.Context, in shareIn) string {
+					s := fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(audience(in.Email, in.AnyoneWithLink), 200), in.Role)
+					if strings.TrimSpace(in.Message) != "" && (in.Notify == nil || *in.Notify) {
+						s += fmt.Sprintf(", emailing the note '%s'", tools.Shorten(in.Message, 80))
+					}
+					return s
+				}),
+			}, g.share),
+			tools.New(tools.Definition{
+				Name:        "drive_unshare",
+				Description: "Stop sharing a Drive file or folder with an email address, or with anyone who has the link.",
+				Effect:      tools.EffectDestructive,
+				Summarize: tools.By(func(_ context.Context, in unshareIn) string {
+					return fmt.Sprintf("Take away %s's access to the Drive file %s", tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.FileID)
+				}),
+			}, g.unshare),
+			tools.New(tools.Definition{
+				Name:        "drive_trash",
+				Description: "Move a Drive file or folder to the trash, where it can be restored for 30 days.",
+				Effect:      tools.EffectDestructive,
+				Summarize: tools.By(func(_ context.Context, in idIn) string {
+					return "Move the Drive file " + in.FileID + " to the trash"
+				}),
+			}, g.trash),
+		},
 		Scopes: Service().Scopes,
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
 	gdrive "google.golang.org/api/drive/v3"
 
@@ -69,77 +68,71 @@ type exportIn struct {
 	Format string `json:"format" enum:"text,markdown,csv,pdf,docx,xlsx,pptx" desc:"text/markdown/csv come back as text; the others are saved in the chat's files"`
 }
 
-func (g *group) export() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "drive_export",
-		Description: "Export a Google Doc, Sheet or Slides as text, Markdown or CSV, or as PDF or Office into the chat's files.",
-		Timeout:     90 * time.Second,
-	}, func(ctx context.Context, in exportIn) (any, error) {
-		id := strings.TrimSpace(in.FileID)
-		if id == "" {
-			return nil, google.Invalid("file_id", "is empty")
+func (g *group) export(ctx context.Context, in exportIn) (any, error) {
+	id := strings.TrimSpace(in.FileID)
+	if id == "" {
+		return nil, google.Invalid("file_id", "is empty")
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var f *gdrive.File
+	if err := g.api.Call(ctx, fileWhat(id), func() (err error) {
+		f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType").Do()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	formats, ok := exports[f.MimeType]
+	if !ok {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is a %s file; only Google Docs, Sheets and Slides can be exported.", f.Name, friendlyType(f.MimeType)),
+			Suggestion: "Read it with drive_read, or give the person its link."}
+	}
+	mime, ok := formats[in.Format]
+	if !ok {
+		allowed := make([]string, 0, len(formats))
+		for k := range formats {
+			allowed = append(allowed, k)
 		}
-		svc, err := g.api.Connect(ctx)
+		sort.Strings(allowed)
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("A %s cannot be exported as %s.", friendlyType(f.MimeType), in.Format),
+			Suggestion: "Use one of: " + strings.Join(allowed, ", "), Details: map[string]any{"allowed_values": allowed}}
+	}
+	textual := in.Format == "text" || in.Format == "markdown" || in.Format == "csv"
+	if !textual && g.opts.Save == nil {
+		return nil, &tools.Error{Code: "not_available", Message: "Files cannot be saved here, so only text, markdown and csv exports work."}
+	}
+	var data []byte
+	if err := g.api.Call(ctx, fileWhat(id), func() error {
+		resp, err := svc.Files.Export(id, mime).Context(ctx).Download()
 		if err != nil {
-			return nil, err
-		}
-		var f *gdrive.File
-		if err := g.api.Call(ctx, fileWhat(id), func() (err error) {
-			f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("id,name,mimeType").Do()
 			return err
-		}); err != nil {
-			return nil, err
 		}
-		formats, ok := exports[f.MimeType]
-		if !ok {
-			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is a %s file; only Google Docs, Sheets and Slides can be exported.", f.Name, friendlyType(f.MimeType)),
-				Suggestion: "Read it with drive_read, or give the person its link."}
+		defer resp.Body.Close()
+		data, err = io.ReadAll(io.LimitReader(resp.Body, maxExport+1))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if len(data) > maxExport {
+		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The export of '%s' is larger than %d MB.", f.Name, maxExport>>20)}
+	}
+	if textual {
+		text, more, _ := readChars(bytes.NewReader(data), 0, g.opts.MaxReadChars)
+		out := map[string]any{"file_id": f.Id, "name": f.Name, "format": in.Format, "content": text}
+		if more {
+			out["note"] = fmt.Sprintf("Only the first %d characters are shown; drive_read reads on with offset.", g.opts.MaxReadChars)
 		}
-		mime, ok := formats[in.Format]
-		if !ok {
-			allowed := make([]string, 0, len(formats))
-			for k := range formats {
-				allowed = append(allowed, k)
-			}
-			sort.Strings(allowed)
-			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("A %s cannot be exported as %s.", friendlyType(f.MimeType), in.Format),
-				Suggestion: "Use one of: " + strings.Join(allowed, ", "), Details: map[string]any{"allowed_values": allowed}}
-		}
-		textual := in.Format == "text" || in.Format == "markdown" || in.Format == "csv"
-		if !textual && g.opts.Save == nil {
-			return nil, &tools.Error{Code: "not_available", Message: "Files cannot be saved here, so only text, markdown and csv exports work."}
-		}
-		var data []byte
-		if err := g.api.Call(ctx, fileWhat(id), func() error {
-			resp, err := svc.Files.Export(id, mime).Context(ctx).Download()
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			data, err = io.ReadAll(io.LimitReader(resp.Body, maxExport+1))
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		if len(data) > maxExport {
-			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("The export of '%s' is larger than %d MB.", f.Name, maxExport>>20)}
-		}
-		if textual {
-			text, more, _ := readChars(bytes.NewReader(data), 0, g.opts.MaxReadChars)
-			out := map[string]any{"file_id": f.Id, "name": f.Name, "format": in.Format, "content": text}
-			if more {
-				out["note"] = fmt.Sprintf("Only the first %d characters are shown; drive_read reads on with offset.", g.opts.MaxReadChars)
-			}
-			return out, nil
-		}
-		name := exportName(f.Name, in.Format)
-		saved, err := g.opts.Save(ctx, name, data)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"status": "exported", "file": saved, "bytes": len(data),
-			"note": "Saved in this chat's files; send it to the person with the files tool (action send)."}, nil
-	})
+		return out, nil
+	}
+	name := exportName(f.Name, in.Format)
+	saved, err := g.opts.Save(ctx, name, data)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"status": "exported", "file": saved, "bytes": len(data),
+		"note": "Saved in this chat's files; send it to the person with the files tool (action send)."}, nil
 }
 
 // maxExport bounds an export's size (Google's own limit is 10 MB).

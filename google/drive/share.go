@@ -28,67 +28,54 @@ type shareOut struct {
 	Role         string `json:"role"`
 }
 
-func (g *group) share() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "drive_share",
-		Description: "Share a Drive file or folder (a doc, sheet, slides, anything) with an email address or anyone with the link, as reader, commenter or writer.",
-		Effect:      tools.EffectDestructive,
-		Summarize: tools.By(func(_ context.Context, in shareIn) string {
-			s := fmt.Sprintf("Share the Drive file %s with %s as %s", in.FileID, tools.Shorten(audience(in.Email, in.AnyoneWithLink), 200), in.Role)
-			if strings.TrimSpace(in.Message) != "" && (in.Notify == nil || *in.Notify) {
-				s += fmt.Sprintf(", emailing the note '%s'", tools.Shorten(in.Message, 80))
+func (g *group) share(ctx context.Context, in shareIn) (any, error) {
+	id := strings.TrimSpace(in.FileID)
+	if id == "" {
+		return nil, google.Invalid("file_id", "is empty")
+	}
+	switch in.Role {
+	case "reader", "commenter", "writer":
+	default:
+		return nil, google.Invalid("role", "must be reader, commenter or writer")
+	}
+	email := strings.TrimSpace(in.Email)
+	perm := &gdrive.Permission{Role: in.Role}
+	switch {
+	case email != "" && in.AnyoneWithLink:
+		return nil, google.Invalid("email", "cannot be combined with anyone_with_link")
+	case email != "":
+		a, err := mail.ParseAddress(email)
+		if err != nil || a.Address != email {
+			return nil, google.Invalid("email", fmt.Sprintf("'%s' is not an email address", email))
+		}
+		perm.Type, perm.EmailAddress = "user", email
+	case in.AnyoneWithLink:
+		perm.Type = "anyone"
+	default:
+		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give email or anyone_with_link.",
+			Suggestion: "Call drive_share again with the person's email address."}
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var p *gdrive.Permission
+	err = g.api.Call(ctx, fileWhat(id), func() error {
+		c := svc.Permissions.Create(id, perm).Context(ctx).SupportsAllDrives(true).Fields("id,type,role,emailAddress")
+		if perm.Type == "user" {
+			notify := in.Notify == nil || *in.Notify
+			c.SendNotificationEmail(notify)
+			if notify && in.Message != "" {
+				c.EmailMessage(in.Message)
 			}
-			return s
-		}),
-	}, func(ctx context.Context, in shareIn) (any, error) {
-		id := strings.TrimSpace(in.FileID)
-		if id == "" {
-			return nil, google.Invalid("file_id", "is empty")
 		}
-		switch in.Role {
-		case "reader", "commenter", "writer":
-		default:
-			return nil, google.Invalid("role", "must be reader, commenter or writer")
-		}
-		email := strings.TrimSpace(in.Email)
-		perm := &gdrive.Permission{Role: in.Role}
-		switch {
-		case email != "" && in.AnyoneWithLink:
-			return nil, google.Invalid("email", "cannot be combined with anyone_with_link")
-		case email != "":
-			a, err := mail.ParseAddress(email)
-			if err != nil || a.Address != email {
-				return nil, google.Invalid("email", fmt.Sprintf("'%s' is not an email address", email))
-			}
-			perm.Type, perm.EmailAddress = "user", email
-		case in.AnyoneWithLink:
-			perm.Type = "anyone"
-		default:
-			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give email or anyone_with_link.",
-				Suggestion: "Call drive_share again with the person's email address."}
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var p *gdrive.Permission
-		err = g.api.Call(ctx, fileWhat(id), func() error {
-			c := svc.Permissions.Create(id, perm).Context(ctx).SupportsAllDrives(true).Fields("id,type,role,emailAddress")
-			if perm.Type == "user" {
-				notify := in.Notify == nil || *in.Notify
-				c.SendNotificationEmail(notify)
-				if notify && in.Message != "" {
-					c.EmailMessage(in.Message)
-				}
-			}
-			p, err = c.Do()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return shareOut{FileID: id, PermissionID: p.Id, Who: audience(p.EmailAddress, p.Type == "anyone"), Role: p.Role}, nil
+		p, err = c.Do()
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return shareOut{FileID: id, PermissionID: p.Id, Who: audience(p.EmailAddress, p.Type == "anyone"), Role: p.Role}, nil
 }
 
 // audience names whom a share reaches: anyone with the link, or email.
@@ -105,53 +92,44 @@ type unshareIn struct {
 	AnyoneWithLink bool   `json:"anyone_with_link,omitempty" desc:"stop sharing with anyone who has the link"`
 }
 
-func (g *group) unshare() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "drive_unshare",
-		Description: "Stop sharing a Drive file or folder with an email address, or with anyone who has the link.",
-		Effect:      tools.EffectDestructive,
-		Summarize: tools.By(func(_ context.Context, in unshareIn) string {
-			return fmt.Sprintf("Take away %s's access to the Drive file %s", tools.Shorten(audience(in.Email, in.AnyoneWithLink), 80), in.FileID)
-		}),
-	}, func(ctx context.Context, in unshareIn) (any, error) {
-		id := strings.TrimSpace(in.FileID)
-		email := strings.ToLower(strings.TrimSpace(in.Email))
-		switch {
-		case id == "":
-			return nil, google.Invalid("file_id", "is empty")
-		case email != "" && in.AnyoneWithLink:
-			return nil, google.Invalid("email", "cannot be combined with anyone_with_link")
-		case email == "" && !in.AnyoneWithLink:
-			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give email or anyone_with_link."}
+func (g *group) unshare(ctx context.Context, in unshareIn) (any, error) {
+	id := strings.TrimSpace(in.FileID)
+	email := strings.ToLower(strings.TrimSpace(in.Email))
+	switch {
+	case id == "":
+		return nil, google.Invalid("file_id", "is empty")
+	case email != "" && in.AnyoneWithLink:
+		return nil, google.Invalid("email", "cannot be combined with anyone_with_link")
+	case email == "" && !in.AnyoneWithLink:
+		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give email or anyone_with_link."}
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var perms *gdrive.PermissionList
+	if err := g.api.Call(ctx, fileWhat(id), func() (err error) {
+		perms, err = svc.Permissions.List(id).Context(ctx).SupportsAllDrives(true).Fields("permissions(id,type,role,emailAddress)").Do()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, p := range perms.Permissions {
+		match := (in.AnyoneWithLink && p.Type == "anyone") || (email != "" && strings.ToLower(p.EmailAddress) == email)
+		if !match || p.Role == "owner" {
+			continue
 		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var perms *gdrive.PermissionList
-		if err := g.api.Call(ctx, fileWhat(id), func() (err error) {
-			perms, err = svc.Permissions.List(id).Context(ctx).SupportsAllDrives(true).Fields("permissions(id,type,role,emailAddress)").Do()
-			return err
+		if err := g.api.Call(ctx, fileWhat(id), func() error {
+			return svc.Permissions.Delete(id, p.Id).Context(ctx).SupportsAllDrives(true).Do()
 		}); err != nil {
 			return nil, err
 		}
-		var removed []string
-		for _, p := range perms.Permissions {
-			match := (in.AnyoneWithLink && p.Type == "anyone") || (email != "" && strings.ToLower(p.EmailAddress) == email)
-			if !match || p.Role == "owner" {
-				continue
-			}
-			if err := g.api.Call(ctx, fileWhat(id), func() error {
-				return svc.Permissions.Delete(id, p.Id).Context(ctx).SupportsAllDrives(true).Do()
-			}); err != nil {
-				return nil, err
-			}
-			removed = append(removed, p.Role)
-		}
-		if len(removed) == 0 {
-			return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("The file is not shared with %s (owners cannot be removed).", audience(email, in.AnyoneWithLink)),
-				Suggestion: "Check who has access with drive_get."}
-		}
-		return map[string]any{"status": "unshared", "file_id": id, "removed": len(removed)}, nil
-	})
+		removed = append(removed, p.Role)
+	}
+	if len(removed) == 0 {
+		return nil, &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("The file is not shared with %s (owners cannot be removed).", audience(email, in.AnyoneWithLink)),
+			Suggestion: "Check who has access with drive_get."}
+	}
+	return map[string]any{"status": "unshared", "file_id": id, "removed": len(removed)}, nil
 }

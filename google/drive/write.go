@@ -2,10 +2,8 @@ package drive
 
 import (
 	"context"
-	"fmt"
 	"mime"
 	"strings"
-	"time"
 
 	gdrive "google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
@@ -22,46 +20,40 @@ type createFileIn struct {
 	ConvertTo string `json:"convert_to,omitempty" desc:"import as a Google Doc or Sheet" enum:"document,spreadsheet"`
 }
 
-func (g *group) createFile() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "drive_create_file",
-		Description: "Create a Drive file from text, optionally converted to a Google Doc (from text or Markdown) or Sheet (from CSV).",
-		Timeout:     60 * time.Second,
-	}, func(ctx context.Context, in createFileIn) (any, error) {
-		name := strings.TrimSpace(in.Name)
-		if name == "" {
-			return nil, google.Invalid("name", "is empty")
+func (g *group) createFile(ctx context.Context, in createFileIn) (any, error) {
+	name := strings.TrimSpace(in.Name)
+	if name == "" {
+		return nil, google.Invalid("name", "is empty")
+	}
+	media := strings.TrimSpace(in.MimeType)
+	if media == "" {
+		media = "text/plain"
+		if in.ConvertTo == "spreadsheet" {
+			media = "text/csv"
 		}
-		media := strings.TrimSpace(in.MimeType)
-		if media == "" {
-			media = "text/plain"
-			if in.ConvertTo == "spreadsheet" {
-				media = "text/csv"
-			}
-		} else if mt, _, err := mime.ParseMediaType(media); err != nil || !strings.Contains(mt, "/") {
-			return nil, google.Invalid("mime_type", "must be a MIME type such as text/plain or text/markdown")
-		}
-		meta := &gdrive.File{Name: name}
-		switch in.ConvertTo {
-		case "":
-			meta.MimeType = media
-		case "document", "spreadsheet":
-			meta.MimeType = googleApps + in.ConvertTo
-		default:
-			return nil, google.Invalid("convert_to", "must be document or spreadsheet")
-		}
-		if s := strings.TrimSpace(in.FolderID); s != "" {
-			meta.Parents = []string{s}
-		}
-		f, err := google.Do(ctx, g.api, "the new file", func(svc *gdrive.Service) (*gdrive.File, error) {
-			return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).
-				Media(strings.NewReader(in.Content), googleapi.ContentType(media)).Do()
-		})
-		if err != nil {
-			return nil, err
-		}
-		return toFile(f), nil
+	} else if mt, _, err := mime.ParseMediaType(media); err != nil || !strings.Contains(mt, "/") {
+		return nil, google.Invalid("mime_type", "must be a MIME type such as text/plain or text/markdown")
+	}
+	meta := &gdrive.File{Name: name}
+	switch in.ConvertTo {
+	case "":
+		meta.MimeType = media
+	case "document", "spreadsheet":
+		meta.MimeType = googleApps + in.ConvertTo
+	default:
+		return nil, google.Invalid("convert_to", "must be document or spreadsheet")
+	}
+	if s := strings.TrimSpace(in.FolderID); s != "" {
+		meta.Parents = []string{s}
+	}
+	f, err := google.Do(ctx, g.api, "the new file", func(svc *gdrive.Service) (*gdrive.File, error) {
+		return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).
+			Media(strings.NewReader(in.Content), googleapi.ContentType(media)).Do()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return toFile(f), nil
 }
 
 type createFolderIn struct {
@@ -69,27 +61,22 @@ type createFolderIn struct {
 	ParentID string `json:"parent_id,omitempty" desc:"parent folder id; default My Drive"`
 }
 
-func (g *group) createFolder() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "drive_create_folder",
-		Description: "Create a Drive folder.",
-	}, func(ctx context.Context, in createFolderIn) (any, error) {
-		name := strings.TrimSpace(in.Name)
-		if name == "" {
-			return nil, google.Invalid("name", "is empty")
-		}
-		meta := &gdrive.File{Name: name, MimeType: mimeFolder}
-		if s := strings.TrimSpace(in.ParentID); s != "" {
-			meta.Parents = []string{s}
-		}
-		f, err := google.Do(ctx, g.api, "the new folder", func(svc *gdrive.Service) (*gdrive.File, error) {
-			return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).Do()
-		})
-		if err != nil {
-			return nil, err
-		}
-		return toFile(f), nil
+func (g *group) createFolder(ctx context.Context, in createFolderIn) (any, error) {
+	name := strings.TrimSpace(in.Name)
+	if name == "" {
+		return nil, google.Invalid("name", "is empty")
+	}
+	meta := &gdrive.File{Name: name, MimeType: mimeFolder}
+	if s := strings.TrimSpace(in.ParentID); s != "" {
+		meta.Parents = []string{s}
+	}
+	f, err := google.Do(ctx, g.api, "the new folder", func(svc *gdrive.Service) (*gdrive.File, error) {
+		return svc.Files.Create(meta).Context(ctx).SupportsAllDrives(true).Fields(fileFields).Do()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return toFile(f), nil
 }
 
 type moveIn struct {
@@ -129,83 +116,48 @@ func (g *group) sharedWith(ctx context.Context, folder string) ([]string, error)
 	return out, nil
 }
 
-func (g *group) move() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "drive_move",
-		Description: "Move a Drive file or folder into another folder, rename it, or both.",
-		// A folder shared with others shares what moves into it: such a
-		// move widens access. Its sharing is read first; a move whose
-		// destination cannot be read counts as one.
-		EffectFor: tools.By(func(ctx context.Context, in moveIn) tools.Effect {
-			if strings.TrimSpace(in.FolderID) == "" {
-				return tools.EffectMutate
-			}
-			if others, err := g.sharedWith(ctx, in.FolderID); err != nil || len(others) > 0 {
-				return tools.EffectDestructive
-			}
-			return tools.EffectMutate
-		}),
-		Summarize: tools.By(func(ctx context.Context, in moveIn) string {
-			s := "Move the Drive file " + strings.TrimSpace(in.FileID)
-			if f := strings.TrimSpace(in.FolderID); f != "" {
-				s += " into the folder " + f
-				switch others, err := g.sharedWith(ctx, f); {
-				case err != nil:
-					s += " (whose sharing could not be read)"
-				case len(others) > 0:
-					s += ", which is shared with " + tools.Names(others, 3) + ": they get access to it"
-				default:
-					s += " (not shared with anyone else)"
-				}
-			}
-			if n := strings.TrimSpace(in.Name); n != "" {
-				s += fmt.Sprintf(", renamed '%s'", n)
-			}
-			return s
-		}),
-	}, func(ctx context.Context, in moveIn) (any, error) {
-		id := strings.TrimSpace(in.FileID)
-		if id == "" {
-			return nil, google.Invalid("file_id", "is empty")
-		}
-		folder, name := strings.TrimSpace(in.FolderID), strings.TrimSpace(in.Name)
-		if folder == "" && name == "" {
-			return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give folder_id, name or both.",
-				Suggestion: "Call drive_move again with the target folder_id and/or the new name."}
-		}
-		svc, err := g.api.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var old []string
-		if folder != "" {
-			var f *gdrive.File
-			err = g.api.Call(ctx, fileWhat(id), func() error {
-				f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("parents").Do()
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			old = f.Parents
-		}
+func (g *group) move(ctx context.Context, in moveIn) (any, error) {
+	id := strings.TrimSpace(in.FileID)
+	if id == "" {
+		return nil, google.Invalid("file_id", "is empty")
+	}
+	folder, name := strings.TrimSpace(in.FolderID), strings.TrimSpace(in.Name)
+	if folder == "" && name == "" {
+		return nil, &tools.Error{Code: tools.CodeMissingParameter, Message: "Give folder_id, name or both.",
+			Suggestion: "Call drive_move again with the target folder_id and/or the new name."}
+	}
+	svc, err := g.api.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var old []string
+	if folder != "" {
 		var f *gdrive.File
 		err = g.api.Call(ctx, fileWhat(id), func() error {
-			c := svc.Files.Update(id, &gdrive.File{Name: name}).Context(ctx).SupportsAllDrives(true).Fields(fileFields)
-			if folder != "" {
-				c.AddParents(folder)
-				if len(old) > 0 {
-					c.RemoveParents(strings.Join(old, ","))
-				}
-			}
-			f, err = c.Do()
+			f, err = svc.Files.Get(id).Context(ctx).SupportsAllDrives(true).Fields("parents").Do()
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
-		return toFile(f), nil
+		old = f.Parents
+	}
+	var f *gdrive.File
+	err = g.api.Call(ctx, fileWhat(id), func() error {
+		c := svc.Files.Update(id, &gdrive.File{Name: name}).Context(ctx).SupportsAllDrives(true).Fields(fileFields)
+		if folder != "" {
+			c.AddParents(folder)
+			if len(old) > 0 {
+				c.RemoveParents(strings.Join(old, ","))
+			}
+		}
+		f, err = c.Do()
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return toFile(f), nil
 }
 
 type trashOut struct {
@@ -214,25 +166,16 @@ type trashOut struct {
 	Trashed bool   `json:"trashed"`
 }
 
-func (g *group) trash() tools.Tool {
-	return tools.New(tools.Definition{
-		Name:        "drive_trash",
-		Description: "Move a Drive file or folder to the trash, where it can be restored for 30 days.",
-		Effect:      tools.EffectDestructive,
-		Summarize: tools.By(func(_ context.Context, in idIn) string {
-			return "Move the Drive file " + in.FileID + " to the trash"
-		}),
-	}, func(ctx context.Context, in idIn) (any, error) {
-		id := strings.TrimSpace(in.FileID)
-		if id == "" {
-			return nil, google.Invalid("file_id", "is empty")
-		}
-		f, err := google.Do(ctx, g.api, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
-			return svc.Files.Update(id, &gdrive.File{Trashed: true}).Context(ctx).SupportsAllDrives(true).Fields("id,name,trashed").Do()
-		})
-		if err != nil {
-			return nil, err
-		}
-		return trashOut{ID: f.Id, Name: f.Name, Trashed: f.Trashed}, nil
+func (g *group) trash(ctx context.Context, in idIn) (any, error) {
+	id := strings.TrimSpace(in.FileID)
+	if id == "" {
+		return nil, google.Invalid("file_id", "is empty")
+	}
+	f, err := google.Do(ctx, g.api, fileWhat(id), func(svc *gdrive.Service) (*gdrive.File, error) {
+		return svc.Files.Update(id, &gdrive.File{Trashed: true}).Context(ctx).SupportsAllDrives(true).Fields("id,name,trashed").Do()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return trashOut{ID: f.Id, Name: f.Name, Trashed: f.Trashed}, nil
 }

@@ -51,10 +51,13 @@ func New(c google.Client, o Options) google.Group {
 				return tools.EffectMutate
 			}),
 			Summarize: tools.By(summarizeFilter)}, s.createFilter),
-		tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive}, s.deleteFilter),
+		tools.New(tools.Definition{Name: "gmail_delete_filter", Description: "Delete a filter by id.", Effect: tools.EffectDestructive,
+			Summarize: tools.By(func(_ context.Context, in deleteFilterIn) string {
+				return fmt.Sprintf("Delete the Gmail filter %s: mail it labelled, archived or forwarded is handled as usual again", strings.TrimSpace(in.FilterID))
+			})}, s.deleteFilter),
 		tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
 		tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",
-			Effect: tools.EffectDestructive}, s.setVacation),
+			Effect: tools.EffectDestructive, Summarize: tools.By(summarizeVacation)}, s.setVacation),
 		tools.New(tools.Definition{Name: "gmail_get_signature", Description: "Show the signature of the default send-as address (or a given one).", ReadOnly: true}, s.getSignature),
 		tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one).",
 			Summarize: tools.By(func(_ context.Context, in updateSignatureIn) string {
@@ -353,6 +356,34 @@ type setVacationIn struct {
 	End          string `json:"end,omitempty" desc:"RFC 3339 time or YYYY-MM-DD (UTC) when replies stop; default never"`
 	ContactsOnly bool   `json:"contacts_only,omitempty" desc:"reply only to people in the person's contacts"`
 	DomainOnly   bool   `json:"domain_only,omitempty" desc:"reply only to people in the same Workspace domain"`
+}
+
+// summarizeVacation says whom an auto-reply answers, from when to when,
+// and with what.
+func summarizeVacation(_ context.Context, in setVacationIn) string {
+	if !in.Enabled {
+		return "Turn off the Gmail vacation auto-reply"
+	}
+	who := "everyone who writes"
+	switch {
+	case in.ContactsOnly && in.DomainOnly:
+		who = "the person's contacts in their domain"
+	case in.ContactsOnly:
+		who = "the person's contacts"
+	case in.DomainOnly:
+		who = "people in the person's domain"
+	}
+	when := " from now"
+	if in.Start != "" {
+		when = " from " + in.Start
+	}
+	if in.End != "" {
+		when += " until " + in.End
+	} else {
+		when += ", until turned off"
+	}
+	return fmt.Sprintf("Turn on the Gmail vacation auto-reply, answering %s%s with '%s': %s", who, when,
+		tools.Shorten(in.Subject, 80), tools.Shorten(in.Body, 120))
 }
 
 func parseWhen(field, s string) (int64, error) {
