@@ -146,6 +146,8 @@ type Server struct {
 	nextCallback int
 	updates      []json.RawMessage
 	ids          []int
+	pushed       map[int][]byte    // every update Push queued, by id
+	resend       []json.RawMessage // delivered again by the next getUpdates
 	calls        []Call
 	sent         []Sent
 	files        map[string]File // by file_id
@@ -206,10 +208,25 @@ func (s *Server) Push(m Message) int {
 	defer s.mu.Unlock()
 	id := s.nextID
 	s.nextID++
-	s.updates = append(s.updates, s.updateJSON(id, m))
+	u := s.updateJSON(id, m)
+	if s.pushed == nil {
+		s.pushed = map[int][]byte{}
+	}
+	s.pushed[id] = u
+	s.updates = append(s.updates, u)
 	s.ids = append(s.ids, id)
 	s.notify()
 	return id
+}
+
+// Resend delivers update id again in the next getUpdates answer,
+// whatever its offset confirmed: what a bot sees when Telegram did not
+// take its confirmation.
+func (s *Server) Resend(id int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resend = append(s.resend, s.pushed[id])
+	s.notify()
 }
 
 // Requeue queues m again under an update id already used, as Telegram
@@ -650,8 +667,15 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 		for len(s.ids) > 0 && offset > 0 && s.ids[0] < offset {
 			s.ids, s.updates = s.ids[1:], s.updates[1:]
 		}
-		if len(s.updates) > 0 || timeout == 0 {
-			out := append([]json.RawMessage{}, s.updates...)
+		if len(s.updates) > 0 || len(s.resend) > 0 || timeout == 0 {
+			var out []json.RawMessage
+			for _, u := range s.resend {
+				out = append(out, u)
+			}
+			s.resend = nil
+			for _, u := range s.updates {
+				out = append(out, u)
+			}
 			s.mu.Unlock()
 			writeOK(w, out)
 			return
