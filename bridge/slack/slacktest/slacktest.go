@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,6 +146,25 @@ func (s *Server) Message(channel, ts string) (string, bool) {
 	defer s.mu.Unlock()
 	text, ok := s.messages[channel+"/"+ts]
 	return text, ok
+}
+
+// Messages returns the current texts of the bot's messages in channel,
+// in the order they were posted.
+func (s *Server) Messages(channel string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for key := range s.messages {
+		if c, _, _ := strings.Cut(key, "/"); c == channel {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys) // the ts are of one width
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = s.messages[k]
+	}
+	return out
 }
 
 // TSOf is the ts of the bot's message in channel whose text is text, or
