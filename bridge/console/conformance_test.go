@@ -94,7 +94,9 @@ func (c *conformance) Send(t *testing.T, _ int, text string) string {
 	return text
 }
 
-func (c *conformance) Redeliver(t *testing.T, _ int, _ string) { t.Fatal("the console has nothing to redeliver") }
+func (c *conformance) Redeliver(t *testing.T, _ int, _ string) {
+	t.Fatal("the console has nothing to redeliver")
+}
 
 func (c *conformance) SendFile(t *testing.T, _ int, _ string, _ []byte, _ string) string {
 	t.Fatal("the console takes no files but audio")

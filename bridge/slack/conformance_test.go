@@ -96,7 +96,9 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 	return a, stop
 }
 
-func (c *conformance) ChatKey(i int) string { return "slack:" + slacktest.TeamID + ":" + dms[i].channel }
+func (c *conformance) ChatKey(i int) string {
+	return "slack:" + slacktest.TeamID + ":" + dms[i].channel
+}
 
 // deliver sends an Events API callback as Slack does, over the
 // connection or to the endpoint, and waits for its acknowledgement.
