@@ -30,6 +30,7 @@ import (
 
 	"loadout/backoff"
 	"loadout/bridge"
+	"loadout/config"
 )
 
 // Reply policies (voice.reply).
@@ -121,42 +122,25 @@ func (c Config) WithDefaults(base, key string) Config {
 	return c
 }
 
-// Check reports what is wrong with the section, each error naming its
-// key.
-func (c Config) Check() []error {
-	var errs []error
-	bad := func(key, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("config: voice.%s: %s", key, fmt.Sprintf(format, a...)))
-	}
+// Check checks the voice section.
+func (c Config) Check(ch *config.Checker) {
 	switch c.Reply {
 	case "", ReplyNever, ReplyWhenSpoken, ReplyAlways:
 	default:
-		bad("reply", "must be never, when_spoken or always, got %q", c.Reply)
-	}
-	if c.BaseURL != "" {
-		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("base_url", "must be an http(s) URL, got %q", c.BaseURL)
-		}
-	}
-	if c.MaxBytes < 0 {
-		bad("max_bytes", "must not be negative")
-	}
-	if c.MaxSeconds < 0 {
-		bad("max_seconds", "must not be negative")
-	}
-	if c.SpeakChars < 0 {
-		bad("speak_chars", "must not be negative")
-	}
-	if c.Timeout < 0 {
-		bad("timeout", "must not be negative")
-	}
-	if l := c.Language; l != "" && (len(l) < 2 || len(l) > 3 || strings.IndexFunc(l, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0) {
-		bad("language", "must be an ISO-639-1 code like en or de, got %q", l)
+		ch.Bad("reply", "must be never, when_spoken or always, got %q", c.Reply)
 	}
 	if c.Reply == ReplyWhenSpoken && !c.Enabled() {
-		bad("reply", "when_spoken needs voice.transcription_model: no voice note is heard without it")
+		ch.Bad("reply", "when_spoken needs voice.transcription_model: no voice note is heard without it")
 	}
-	return errs
+	ch.URL("base_url", c.BaseURL)
+	for key, v := range map[string]int64{"max_bytes": c.MaxBytes, "max_seconds": int64(c.MaxSeconds), "speak_chars": int64(c.SpeakChars), "timeout": int64(c.Timeout)} {
+		if v < 0 {
+			ch.Bad(key, "must not be negative")
+		}
+	}
+	if l := c.Language; l != "" && (len(l) < 2 || len(l) > 3 || strings.IndexFunc(l, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0) {
+		ch.Bad("language", "must be an ISO-639-1 code like en or de, got %q", l)
+	}
 }
 
 // Workspace finds a chat's files (files.Workspaces is one).

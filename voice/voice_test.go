@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/config"
 	"loadout/store"
 	"loadout/tools/files"
 	"loadout/voice"
@@ -178,12 +179,16 @@ func TestCheckNamesTheKey(t *testing.T) {
 		{voice.Config{TranscriptionModel: "w", Language: "English"}, "voice.language"},
 		{voice.Config{TranscriptionModel: "w", SpeakChars: -5}, "voice.speak_chars"},
 	} {
-		errs := c.cfg.Check()
+		ch := &config.Checker{Section: "voice"}
+		c.cfg.Check(ch)
+		errs := ch.Errors()
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, errs, c.want)
 		}
 	}
-	if errs := (voice.Config{TranscriptionModel: "whisper-1", Reply: "always", Language: "en"}).Check(); len(errs) != 0 {
+	ch := &config.Checker{Section: "voice"}
+	voice.Config{TranscriptionModel: "whisper-1", Reply: "always", Language: "en"}.Check(ch)
+	if errs := ch.Errors(); len(errs) != 0 {
 		t.Errorf("a good section: %v", errs)
 	}
 }

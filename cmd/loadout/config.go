@@ -4,14 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/url"
 	"os"
-	"reflect"
-	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +15,7 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/config"
 	"loadout/google/gmail"
 	"loadout/store"
 	"loadout/tools"
@@ -32,8 +28,6 @@ import (
 	"loadout/tools/shell"
 	"loadout/tools/web"
 	"loadout/voice"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Config is config.yaml. A key left out takes the default of the package
@@ -249,22 +243,6 @@ type ClusterConfig struct {
 	Lease Duration `yaml:"lease"`
 }
 
-// Duration is a time.Duration written as "30s" or "2m" in YAML.
-type Duration time.Duration
-
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
-	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: %q is not a duration like 30s or 2m", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Std returns the value as a time.Duration.
-func (d Duration) Std() time.Duration { return time.Duration(d) }
-
 func defaults() Config {
 	return Config{
 		Agent: AgentConfig{
@@ -301,25 +279,8 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 
 func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
 	cfg := defaults()
-	set := map[string]bool{} // keys the file or the environment gave
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	if len(root.Content) > 0 {
-		doc := root.Content[0]
-		lines := map[int]string{}
-		if err := checkKeys(doc, reflect.TypeOf(cfg), "", lines, set); err != nil {
-			return Config{}, err
-		}
-		if err := expandNode(doc, reflect.TypeOf(cfg), "", getenv); err != nil {
-			return Config{}, err
-		}
-		if err := doc.Decode(&cfg); err != nil {
-			return Config{}, fmt.Errorf("config: %s", nameLine(err, lines))
-		}
-	}
-	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "", getenv, set); err != nil {
+	set, err := config.Load(raw, getenv, &cfg)
+	if err != nil {
 		return Config{}, err
 	}
 	if cfg.Google.TokenKey == "" {
@@ -329,438 +290,99 @@ func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
 	return cfg, cfg.validate(set)
 }
 
-// envRef is ${VAR} or ${VAR:-default}.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
-
-// expandNode replaces ${VAR} and ${VAR:-default} in the scalar values
-// under n, after YAML parsing: a value read from the environment is taken
-// literally, whatever '#', ': ' or '*' it holds. A variable that is
-// referenced without a default and not set is an error naming the key.
-func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) string) error {
-	switch n.Kind {
-	case yaml.MappingNode:
-		if t.Kind() == reflect.Map {
-			// Values of a map (an MCP server's env and headers).
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if err := expandNode(n.Content[i+1], t.Elem(), joinKey(key, n.Content[i].Value), getenv); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if t.Kind() != reflect.Struct {
-			return nil
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			f, ok := yamlField(t, n.Content[i].Value)
-			if !ok {
-				continue // checkKeys has refused it
-			}
-			if err := expandNode(n.Content[i+1], f.typ, joinKey(key, n.Content[i].Value), getenv); err != nil {
-				return err
-			}
-		}
-	case yaml.SequenceNode:
-		if t.Kind() != reflect.Slice {
-			return nil
-		}
-		for i, c := range n.Content {
-			if err := expandNode(c, t.Elem(), fmt.Sprintf("%s[%d]", key, i), getenv); err != nil {
-				return err
-			}
-		}
-	case yaml.ScalarNode:
-		if !strings.Contains(n.Value, "${") {
-			return nil
-		}
-		var missing string
-		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
-			sub := envRef.FindStringSubmatch(m)
-			if v := getenv(sub[1]); v != "" {
-				return v
-			}
-			if sub[2] == "" && missing == "" {
-				missing = sub[1]
-			}
-			return sub[3]
-		})
-		if missing != "" {
-			return fmt.Errorf("config: %s (line %d): environment variable %s is not set (write ${%s:-} to allow it to be empty)",
-				key, n.Line, missing, missing)
-		}
-		// A string takes the text as it is; other kinds are read from it.
-		n.Style = 0
-		n.Tag = ""
-		if t.Kind() == reflect.String {
-			n.Tag = "!!str"
-		}
-	}
-	return nil
-}
-
-// applyEnv sets each key from LOADOUT_<KEY> when that variable is set: the
-// dotted key in capitals with '_' for '.', e.g. LOADOUT_LLM_BASE_URL; a
-// list is comma-separated. The environment wins over the file.
-func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[string]bool) error {
-	for _, f := range keyFields(v.Type()) {
-		k := joinKey(key, f.name)
-		fv := v.FieldByIndex(f.index)
-		if f.typ.Kind() == reflect.Struct {
-			if err := applyEnv(fv, k, getenv, set); err != nil {
-				return err
-			}
-			continue
-		}
-		envName := envVar(k)
-		raw := getenv(envName)
-		if raw == "" {
-			continue
-		}
-		set[k] = true
-		bad := func(want string) error {
-			return fmt.Errorf("config: %s: %s is not %s", k, envName, want)
-		}
-		switch t := f.typ; {
-		case t == reflect.TypeOf(Duration(0)) || t == reflect.TypeOf(time.Duration(0)):
-			d, err := time.ParseDuration(strings.TrimSpace(raw))
-			if err != nil || d < 0 {
-				return bad("a duration like 30s or 2m")
-			}
-			fv.SetInt(int64(d))
-		case t.Kind() == reflect.String:
-			fv.SetString(raw)
-		case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
-			n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-			if err != nil {
-				return bad("a whole number")
-			}
-			fv.SetInt(n)
-		case t.Kind() == reflect.Float64:
-			x, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-				return bad("a number")
-			}
-			fv.SetFloat(x)
-		case t.Kind() == reflect.Bool, t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Bool:
-			b, err := strconv.ParseBool(strings.TrimSpace(raw))
-			if err != nil {
-				return bad("true or false")
-			}
-			if t.Kind() == reflect.Pointer {
-				fv.Set(reflect.ValueOf(&b))
-			} else {
-				fv.SetBool(b)
-			}
-		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
-			var list []string
-			for item := range strings.SplitSeq(raw, ",") {
-				if item = strings.TrimSpace(item); item != "" {
-					list = append(list, item)
-				}
-			}
-			fv.Set(reflect.ValueOf(list))
-		default:
-			return fmt.Errorf("config: %s cannot be set from the environment (%s)", k, t)
-		}
-	}
-	return nil
-}
-
-// envVar is the variable that sets a dotted key.
-// envName is the form of an environment variable's name.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func envVar(key string) string {
-	return "LOADOUT_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-}
-
-func joinKey(prefix, name string) string {
-	if prefix == "" {
-		return name
-	}
-	return prefix + "." + name
-}
-
-// keyField is one config key of a struct: its name, where it sits (inside
-// inlined structs) and its type.
-type keyField struct {
-	name  string
-	index []int
-	typ   reflect.Type
-}
-
-// keyFields lists the keys of struct type t, with the keys of inlined
-// fields (`yaml:",inline"`) in place. Unexported fields and `yaml:"-"` are
-// not keys.
-func keyFields(t reflect.Type) []keyField {
-	var out []keyField
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if opts == "inline" && f.Type.Kind() == reflect.Struct {
-			for _, in := range keyFields(f.Type) {
-				in.index = append([]int{i}, in.index...)
-				out = append(out, in)
-			}
-			continue
-		}
-		if name == "" || name == "-" {
-			continue
-		}
-		out = append(out, keyField{name: name, index: []int{i}, typ: f.Type})
-	}
-	return out
-}
-
-func yamlField(t reflect.Type, name string) (keyField, bool) {
-	for _, f := range keyFields(t) {
-		if f.name == name {
-			return f, true
-		}
-	}
-	return keyField{}, false
-}
-
-// checkKeys walks the YAML mapping against the struct type and reports the
-// first unknown key with its full dotted name. It records which key sits on
-// each line so decode errors can name keys too.
-func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string, set map[string]bool) error {
-	if n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice {
-		// A list of sections (mcp.servers) is checked item by item.
-		for i, c := range n.Content {
-			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", prefix, i), lines, map[string]bool{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if n.Kind != yaml.MappingNode || t.Kind() != reflect.Struct {
-		return nil
-	}
-	fields := map[string]keyField{}
-	for _, f := range keyFields(t) {
-		fields[f.name] = f
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		key := joinKey(prefix, k.Value)
-		f, ok := fields[k.Value]
-		if !ok {
-			known := make([]string, 0, len(fields))
-			for name := range fields {
-				known = append(known, name)
-			}
-			sort.Strings(known)
-			return fmt.Errorf("config: unknown key %q (line %d); known keys here: %s", key, k.Line, strings.Join(known, ", "))
-		}
-		lines[v.Line] = key
-		set[key] = true
-		if err := checkKeys(v, f.typ, key, lines, set); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-var lineRef = regexp.MustCompile(`line (\d+): `)
-
-// nameLine rewrites yaml's "line N: …" into "key (line N): …".
-func nameLine(err error, lines map[int]string) string {
-	return lineRef.ReplaceAllStringFunc(err.Error(), func(m string) string {
-		n, _ := strconv.Atoi(lineRef.FindStringSubmatch(m)[1])
-		if key, ok := lines[n]; ok {
-			return fmt.Sprintf("%s (line %d): ", key, n)
-		}
-		return m
-	})
-}
+// Duration is a time.Duration written as "30s" or "2m" in YAML.
+type Duration = config.Duration
 
 // validate checks values that decode fine but make no sense. set holds
 // the keys the file or the environment gave: a knob left out takes its
 // package's default, one given must be usable.
-func (c Config) validate(set map[string]bool) error {
-	var errs []error
-	bad := func(key, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, a...)))
+func (c Config) validate(set config.Set) error {
+	sections := map[string]config.Section{
+		"llm": c.LLM.Config, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
+		"web": c.Web.Config, "mcp": c.MCP, "voice": c.Voice,
 	}
-	atLeast := func(key string, v, min int) {
-		if (set[key] || v != 0) && v < min {
-			bad(key, "must be at least %d, got %d", min, v)
-		}
+	if c.Telegram.Enabled {
+		sections["telegram"] = c.Telegram.Config
 	}
-	duration := func(key string, v, min time.Duration) {
-		if (set[key] || v != 0) && v < min {
-			bad(key, "must be at least %s, got %s", min, v)
-		}
+	if c.Slack.Enabled {
+		sections["slack"] = c.Slack.Config
 	}
-	e := c.LLM.Engine
-	atLeast("llm.max_tool_rounds", e.MaxToolRounds, 1)
-	atLeast("llm.max_tool_calls", e.MaxToolCalls, 1)
-	atLeast("llm.history_tokens", e.HistoryTokens, 1000)
-	atLeast("llm.history_messages", e.HistoryMessages, 10)
-	atLeast("llm.tool_result_chars", e.ToolResultChars, 100)
-	atLeast("llm.tool_result_max_chars", e.ToolResultMaxChars, 1000)
-	if set["llm.cached_sessions"] && e.CachedSessions < -1 {
-		bad("llm.cached_sessions", "must be -1 (no cache) or more, got %d", e.CachedSessions)
-	}
-	atLeast("llm.repeat_limit", e.RepeatLimit, 1)
-	atLeast("llm.attempts", c.LLM.Attempts, 1)
-	duration("llm.timeout", c.LLM.Timeout, time.Second)
-	duration("llm.backoff", c.LLM.Backoff, time.Millisecond)
-	duration("llm.max_backoff", c.LLM.MaxBackoff, time.Millisecond)
-	if c.LLM.BaseURL != "" {
-		if u, err := url.Parse(c.LLM.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("llm.base_url", "must be an http(s) URL, got %q", c.LLM.BaseURL)
-		}
-	}
+	errs := config.Check(set, sections)
+	errs = append(errs, config.Check(set, map[string]config.Section{"llm": c.LLM.Engine})...)
+	// What this command owns.
+	ch := &config.Checker{Set: set}
 	if c.Store.Path == "" {
-		bad("store.path", "must not be empty")
+		ch.Bad("store.path", "must not be empty")
 	}
 	switch c.Store.Driver {
 	case "", "sqlite":
 	case "postgres":
 		if c.Store.DSN == "" {
-			bad("store.dsn", "must be set with store.driver postgres, e.g. postgres://loadout@127.0.0.1:5432/loadout")
+			ch.Bad("store.dsn", "must be set with store.driver postgres, e.g. postgres://loadout@127.0.0.1:5432/loadout")
 		}
 	default:
-		bad("store.driver", `must be "sqlite" or "postgres", got %q`, c.Store.Driver)
+		ch.Bad("store.driver", `must be "sqlite" or "postgres", got %q`, c.Store.Driver)
 	}
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
-		bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
+		ch.Bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
-	errs = append(errs, c.MCP.Check()...)
-	errs = append(errs, c.Voice.Check()...)
 	for _, g := range c.Google.Groups {
 		if !slices.Contains(googleGroupNames(), g) {
-			bad("google.groups", "%q is not a Workspace group; known: %s", g, strings.Join(googleGroupNames(), ", "))
+			ch.Bad("google.groups", "%q is not a Workspace group; known: %s", g, strings.Join(googleGroupNames(), ", "))
 		}
 	}
 	if s := c.Google.Gmail.Send; s != "" && s != gmail.SendMail && s != gmail.SendDraft {
-		bad("google.gmail.send", `must be "send" or "draft", got %q`, s)
+		ch.Bad("google.gmail.send", `must be "send" or "draft", got %q`, s)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Tools.CustomSecrets)) {
-		if !envName.MatchString(name) {
-			bad("tools.custom_secrets", "%q is not an environment variable's name", name)
+		if !config.IsEnvName(name) {
+			ch.Bad("tools.custom_secrets", "%q is not an environment variable's name", name)
 		}
 		for _, h := range c.Tools.CustomSecrets[name] {
 			if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "/:@ ") {
-				bad("tools.custom_secrets."+name, "must list host names like api.example.com, got %q", h)
+				ch.Bad("tools.custom_secrets."+name, "must list host names like api.example.com, got %q", h)
 			}
 		}
 	}
-	if err := (tools.Policy{Level: c.Tools.Confirm, Tools: c.Tools.ConfirmTools, AfterUntrusted: c.Tools.ConfirmAfterUntrusted}).Check(); err != nil {
-		errs = append(errs, fmt.Errorf("config: %w", err))
-	}
-	duration("tools.confirm_ttl", c.Tools.ConfirmTTL.Std(), time.Minute)
-	duration("cluster.lease", c.Cluster.Lease.Std(), 3*time.Second)
+	ch.Err((tools.Policy{Level: c.Tools.Confirm, Tools: c.Tools.ConfirmTools, AfterUntrusted: c.Tools.ConfirmAfterUntrusted}).Check())
+	ch.Duration("tools.confirm_ttl", c.Tools.ConfirmTTL.Std(), time.Minute)
+	ch.Duration("cluster.lease", c.Cluster.Lease.Std(), 3*time.Second)
 	if c.Tools.CatalogBudget < 0 {
-		bad("tools.catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.Tools.CatalogBudget)
+		ch.Bad("tools.catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.Tools.CatalogBudget)
 	}
 	if z := c.Agent.TimeZone; z != "" {
 		if _, err := time.LoadLocation(z); err != nil || strings.EqualFold(z, "local") {
-			bad("agent.time_zone", "must be an IANA time zone such as Europe/Lisbon, got %q", z)
+			ch.Bad("agent.time_zone", "must be an IANA time zone such as Europe/Lisbon, got %q", z)
 		}
 	}
-	atLeast("scheduler.max_tasks", c.Scheduler.MaxTasks, 1)
-	duration("scheduler.min_interval", c.Scheduler.MinInterval, time.Minute)
-	duration("scheduler.catch_up", c.Scheduler.CatchUp, 0)
-	atLeast("memory.max_items", c.Memory.MaxItems, 1)
-	atLeast("memory.max_chars", c.Memory.MaxChars, 20)
-	if c.Files.MaxFileBytes < 0 || c.Files.MaxWorkspaceBytes < 0 {
-		bad("files.max_file_bytes", "and files.max_workspace_bytes must not be negative")
-	}
-	if c.Exec.Enabled && len(c.Exec.Allow) == 0 {
-		bad("exec.allow", "must list the commands exec may run when exec.enabled is true")
-	}
-	duration("exec.timeout", c.Exec.Timeout, 100*time.Millisecond)
-	if c.Skills.Dir != "" {
-		if st, err := os.Stat(c.Skills.Dir); err != nil || !st.IsDir() {
-			bad("skills.dir", "%q is not a readable directory", c.Skills.Dir)
-		}
-	}
-	if c.Tools.ManifestsDir != "" {
-		if st, err := os.Stat(c.Tools.ManifestsDir); err != nil || !st.IsDir() {
-			bad("tools.manifests_dir", "%q is not a readable directory", c.Tools.ManifestsDir)
+	for key, dir := range map[string]string{"skills.dir": c.Skills.Dir, "tools.manifests_dir": c.Tools.ManifestsDir} {
+		if st, err := os.Stat(dir); dir != "" && (err != nil || !st.IsDir()) {
+			ch.Bad(key, "%q is not a readable directory", dir)
 		}
 	}
 	if _, err := guard.New(guard.Config{AllowHosts: c.Web.AllowHosts}); err != nil {
-		bad("web.allow_hosts", "%v", strings.TrimPrefix(err.Error(), "web.allow_hosts: "))
+		ch.Bad("web.allow_hosts", "%v", strings.TrimPrefix(err.Error(), "web.allow_hosts: "))
 	}
-	for key, raw := range map[string]string{"web.searxng_url": c.Web.SearXNGURL, "web.brave_url": c.Web.BraveURL} {
-		if u, err := url.Parse(raw); raw != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-			bad(key, "must be an http(s) URL, got %q", raw)
-		}
-	}
-	if c.Web.MaxBytes < 0 {
-		bad("web.max_bytes", "must not be negative, got %d", c.Web.MaxBytes)
-	}
-	atLeast("web.max_chars", c.Web.MaxChars, 500)
-	duration("web.timeout", c.Web.Timeout, time.Second)
 	if c.HTTP.Listen == "" || !strings.Contains(c.HTTP.Listen, ":") {
-		bad("http.listen", "must be host:port, got %q", c.HTTP.Listen)
+		ch.Bad("http.listen", "must be host:port, got %q", c.HTTP.Listen)
 	}
-	duration("http.shutdown_grace", c.HTTP.ShutdownGrace.Std(), 0)
-	duration("delivery.shutdown_grace", c.Delivery.ShutdownGrace.Std(), 0)
+	ch.Duration("http.shutdown_grace", c.HTTP.ShutdownGrace.Std(), 0)
+	ch.Duration("delivery.shutdown_grace", c.Delivery.ShutdownGrace.Std(), 0)
 	if c.Delivery.MaxAttempts < 0 {
-		bad("delivery.max_attempts", "must be 1 or more (0: the default, 3), got %d", c.Delivery.MaxAttempts)
+		ch.Bad("delivery.max_attempts", "must be 1 or more (0: the default, 3), got %d", c.Delivery.MaxAttempts)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+		ch.Bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
-		bad("log.format", `must be "text" or "json", got %q`, c.Log.Format)
+		ch.Bad("log.format", `must be "text" or "json", got %q`, c.Log.Format)
 	}
 	if set["console.user"] && c.Console.User == "" {
-		bad("console.user", "must not be empty")
+		ch.Bad("console.user", "must not be empty")
 	}
-	if t := c.Telegram; t.Enabled {
-		if t.Token == "" {
-			bad("telegram.token", "is required when telegram.enabled is true")
-		}
-		switch t.Mode {
-		case "", telegram.ModePolling:
-		case telegram.ModeWebhook:
-			if t.WebhookURL == "" || t.WebhookSecret == "" {
-				bad("telegram.webhook_url", "and telegram.webhook_secret are required when telegram.mode is webhook")
-			}
-		default:
-			bad("telegram.mode", `must be "polling" or "webhook", got %q`, t.Mode)
-		}
-		if t.APIEndpoint != "" && strings.Count(t.APIEndpoint, "%s") != 2 {
-			bad("telegram.api_endpoint", "must contain two %%s (token, method), got %q", t.APIEndpoint)
-		}
-		atLeast("telegram.workers", t.Workers, 1)
-		duration("telegram.poll_timeout", t.PollTimeout, time.Second)
-		duration("telegram.typing_interval", t.TypingInterval, time.Second)
-		duration("telegram.max_backoff", t.MaxBackoff, time.Second)
-	}
-	if sl := c.Slack; sl.Enabled {
-		if !strings.HasPrefix(sl.BotToken, "xoxb-") {
-			bad("slack.bot_token", "must be a bot token starting with xoxb-")
-		}
-		switch sl.Mode {
-		case "", slack.ModeSocket:
-			if !strings.HasPrefix(sl.AppToken, "xapp-") {
-				bad("slack.app_token", "must be an app-level token starting with xapp- when slack.mode is socket")
-			}
-		case slack.ModeEvents:
-			if sl.SigningSecret == "" {
-				bad("slack.signing_secret", "is required when slack.mode is events")
-			}
-		default:
-			bad("slack.mode", `must be "socket" or "events", got %q`, sl.Mode)
-		}
-		atLeast("slack.workers", sl.Workers, 1)
-		atLeast("slack.attempts", sl.Attempts, 1)
-		atLeast("slack.chunk_size", sl.ChunkSize, 100)
-		duration("slack.backoff", sl.Backoff, time.Millisecond)
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, ch.Errors()...)...)
 }
 
 // model is the model requests name: llm.model, else the adapter's default.

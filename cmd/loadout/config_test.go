@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"loadout/chat/openai"
+	"loadout/config"
 
 	"gopkg.in/yaml.v3"
 )
@@ -321,22 +322,7 @@ func TestConfigurationDocListsEveryKey(t *testing.T) {
 }
 
 // codeKeys are the config's leaf keys, as the code declares them.
-func codeKeys() []string {
-	var out []string
-	var walk func(typ reflect.Type, prefix string)
-	walk = func(typ reflect.Type, prefix string) {
-		for _, f := range keyFields(typ) {
-			k := joinKey(prefix, f.name)
-			if f.typ.Kind() == reflect.Struct && f.typ != reflect.TypeOf(Duration(0)) {
-				walk(f.typ, k)
-				continue
-			}
-			out = append(out, k)
-		}
-	}
-	walk(reflect.TypeOf(Config{}), "")
-	return out
-}
+func codeKeys() []string { return config.Keys(reflect.TypeOf(Config{})) }
 
 type sampleKey struct{ key, def, meaning string }
 
@@ -357,7 +343,7 @@ func sampleKeys(t *testing.T) []sampleKey {
 	walk = func(n *yaml.Node, prefix string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			key := joinKey(prefix, k.Value)
+			key := config.JoinKey(prefix, k.Value)
 			if v.Kind == yaml.MappingNode && len(v.Content) > 0 {
 				walk(v, key)
 				continue

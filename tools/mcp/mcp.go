@@ -24,6 +24,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"loadout/backoff"
+	"loadout/config"
 	"loadout/proc"
 	"loadout/tools"
 )
@@ -59,14 +60,11 @@ type Config struct {
 }
 
 // Check reports the first problem of each server, naming its key.
-func (c Config) Check() []error {
-	var errs []error
+func (c Config) Check(ch *config.Checker) {
 	seen := map[string]bool{}
 	for i, s := range c.Servers {
-		key := fmt.Sprintf("mcp.servers[%d]", i)
-		bad := func(field, format string, a ...any) {
-			errs = append(errs, fmt.Errorf("config: %s.%s: %s", key, field, fmt.Sprintf(format, a...)))
-		}
+		key := fmt.Sprintf("servers[%d]", i)
+		bad := func(field, format string, a ...any) { ch.Bad(key+"."+field, format, a...) }
 		switch {
 		case !validName(s.Name):
 			bad("name", "must be 1–40 of a-z, 0-9 and _, starting with a letter, got %q", s.Name)
@@ -86,7 +84,6 @@ func (c Config) Check() []error {
 			bad("timeout", "must not be negative")
 		}
 	}
-	return errs
 }
 
 func validName(s string) bool {

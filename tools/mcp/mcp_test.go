@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"loadout/config"
 	"loadout/proc"
 	"loadout/proc/proctest"
 	"loadout/tools"
@@ -202,13 +203,15 @@ func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
 }
 
 func TestCheckNamesTheKey(t *testing.T) {
-	errs := Config{Servers: []Server{
+	ch := &config.Checker{Section: "mcp"}
+	Config{Servers: []Server{
 		{Name: "ok", Command: "x"},
 		{Name: "Bad-Name", Command: "x"},
 		{Name: "ok", URL: "http://h/mcp"},
 		{Name: "both", Command: "x", URL: "http://h"},
 		{Name: "web", URL: "ftp://h"},
-	}}.Check()
+	}}.Check(ch)
+	errs := ch.Errors()
 	var got []string
 	for _, e := range errs {
 		got = append(got, e.Error())

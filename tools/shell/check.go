@@ -1,0 +1,15 @@
+package shell
+
+import (
+	"time"
+
+	"loadout/config"
+)
+
+// Check checks the exec section.
+func (c Config) Check(ch *config.Checker) {
+	if c.Enabled && len(c.Allow) == 0 {
+		ch.Bad("allow", "must list the commands exec may run when exec.enabled is true")
+	}
+	ch.Duration("timeout", c.Timeout, 100*time.Millisecond)
+}
