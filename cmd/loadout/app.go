@@ -25,6 +25,7 @@ import (
 	"loadout/cluster"
 	"loadout/google"
 	"loadout/google/drive"
+	"loadout/metrics"
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
@@ -62,7 +63,7 @@ type app struct {
 	// limits replaces the HTTP server's limits; nil means the defaults.
 	limits *httpLimits
 	// metrics are served at /metrics.
-	metrics *metrics
+	metrics *metrics.Metrics
 	// listAll registers the Google groups even without Google set up.
 	listAll bool
 	// skills are the skills of skills.dir.
@@ -121,7 +122,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: newMetrics(db), listAll: listAll,
+	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: metrics.New(db), listAll: listAll,
 		holder: cluster.Holder(), api: apiClient()}
 	a.exclusive = cluster.Exclusive(db, a.holder, cfg.Cluster.Lease.Std(), log)
 	a.reg, err = a.registry(ctx)
@@ -141,7 +142,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if oc.HTTPClient == nil {
 		oc.HTTPClient = a.api
 	}
-	model := a.metrics.model(openai.New(oc))
+	model := a.metrics.Model(openai.New(oc))
 	ec := cfg.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.CatalogBudget = cfg.Tools.CatalogBudget
@@ -158,7 +159,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec.Sections = append(ec.Sections, func(ctx context.Context, in chat.Inbound) string {
 		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
 	})
-	ec.Middleware = []tools.Middleware{a.metrics.tools(a.reg)}
+	ec.Middleware = []tools.Middleware{a.metrics.Tools(a.reg)}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
 	a.wireVoice()

@@ -33,6 +33,7 @@ import (
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/chat/openai"
+	"loadout/logs"
 	"loadout/proc"
 	"loadout/store"
 	"loadout/tools/pdf"
@@ -314,12 +315,9 @@ func help(args []string, stdout, stderr io.Writer) error {
 // newLogger writes cfg.Log's level and format to w, with every secret of
 // cfg, and anything shaped like a credential, taken out.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by loadConfig
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler = slog.NewTextHandler(w, opts)
-	if cfg.Log.Format == "json" {
-		h = slog.NewJSONHandler(w, opts)
-	}
-	return slog.New(redactHandler{inner: h, r: newRedactor(cfg)})
+	return logs.New(w, cfg.Log.Level, cfg.Log.Format, []string{
+		cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
+		cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret,
+		cfg.Google.ClientSecret, cfg.Google.TokenKey, cfg.Voice.APIKey,
+	})
 }

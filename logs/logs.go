@@ -1,8 +1,12 @@
-package main
+// Package logs makes loadout's logger: text or JSON at a level, with
+// every record passed through one filter that takes secrets out — the
+// configured values, and anything shaped like a credential.
+package logs
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -30,13 +34,23 @@ type redactor struct {
 	values []string // longest first, so a secret containing another goes whole
 }
 
-func newRedactor(cfg Config) *redactor {
+// New returns a logger writing to w at level ("debug", "info", "warn",
+// "error") in format ("text" or "json"), with secrets (and every
+// credential-shaped string) replaced by [REDACTED] in every record.
+func New(w io.Writer, level, format string, secrets []string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level)) // checked with the config
+	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if format == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(redactHandler{inner: h, r: newRedactor(secrets)})
+}
+
+func newRedactor(secrets []string) *redactor {
 	var vals []string
-	for _, v := range []string{
-		cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
-		cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret,
-		cfg.Google.ClientSecret, cfg.Google.TokenKey, cfg.Voice.APIKey,
-	} {
+	for _, v := range secrets {
 		if v = strings.TrimSpace(v); len(v) >= 6 && !slices.Contains(vals, v) {
 			vals = append(vals, v)
 		}

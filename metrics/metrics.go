@@ -1,4 +1,9 @@
-package main
+// Package metrics is loadout's Prometheus series, in a registry of their
+// own: turns, sends and platform retries (a bridge.Observer), model calls
+// and tokens (a chat.Model wrapper), tool calls and group loads (a tools
+// middleware), voice (a voice.Meter) and the inbox backlog, read at each
+// scrape.
+package metrics
 
 import (
 	"context"
@@ -15,9 +20,9 @@ import (
 	"loadout/tools"
 )
 
-// metrics are the Prometheus series served at /metrics. They live in the
+// Metrics are the Prometheus series served at /metrics. They live in the
 // app's own registry, not a global one.
-type metrics struct {
+type Metrics struct {
 	reg          *prometheus.Registry
 	turns        *prometheus.CounterVec
 	turnSeconds  *prometheus.HistogramVec
@@ -31,13 +36,14 @@ type metrics struct {
 	voiceChars   *prometheus.CounterVec
 }
 
-// inboxStats is what the inbox gauges are read from at each scrape.
-type inboxStats interface {
+// InboxStats is what the inbox gauges are read from at each scrape.
+type InboxStats interface {
 	InboxStats(ctx context.Context) ([]bridge.InboxStat, error)
 }
 
-func newMetrics(inbox inboxStats) *metrics {
-	m := &metrics{
+// New returns the series, with the inbox backlog read from inbox.
+func New(inbox InboxStats) *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loadout_turns_total", Help: "Messages handled, by channel and outcome (answered, retrying, failed, quarantined).",
@@ -82,28 +88,28 @@ func newMetrics(inbox inboxStats) *metrics {
 }
 
 // Handler serves the registry.
-func (m *metrics) Handler() http.Handler {
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Transcribed and Spoken make metrics a voice.Meter.
-func (m *metrics) Transcribed(chatKey string, seconds int) {
+// Transcribed and Spoken make Metrics a voice.Meter.
+func (m *Metrics) Transcribed(chatKey string, seconds int) {
 	m.voiceSeconds.WithLabelValues(chatKey).Add(float64(seconds))
 }
 
-func (m *metrics) Spoken(chatKey string, chars int) {
+func (m *Metrics) Spoken(chatKey string, chars int) {
 	m.voiceChars.WithLabelValues(chatKey).Add(float64(chars))
 }
 
-// Turn, Sent and Retried make metrics a bridge.Observer.
-func (m *metrics) Turn(channel, outcome string, took time.Duration) {
+// Turn, Sent and Retried make Metrics a bridge.Observer.
+func (m *Metrics) Turn(channel, outcome string, took time.Duration) {
 	m.turns.WithLabelValues(channel, outcome).Inc()
 	if outcome == bridge.OutcomeAnswered && took > 0 {
 		m.turnSeconds.WithLabelValues(channel).Observe(took.Seconds())
 	}
 }
 
-func (m *metrics) Sent(channel string, ok bool) {
+func (m *Metrics) Sent(channel string, ok bool) {
 	outcome := "ok"
 	if !ok {
 		outcome = "error"
@@ -111,14 +117,14 @@ func (m *metrics) Sent(channel string, ok bool) {
 	m.sends.WithLabelValues(channel, outcome).Inc()
 }
 
-func (m *metrics) Retried(channel string) { m.apiRetries.WithLabelValues(channel).Inc() }
+func (m *Metrics) Retried(channel string) { m.apiRetries.WithLabelValues(channel).Inc() }
 
-// model wraps a chat.Model to time its calls and count its tokens.
-func (m *metrics) model(next chat.Model) chat.Model { return meteredModel{next, m} }
+// Model wraps a chat.Model to time its calls and count its tokens.
+func (m *Metrics) Model(next chat.Model) chat.Model { return meteredModel{next, m} }
 
 type meteredModel struct {
 	next chat.Model
-	m    *metrics
+	m    *Metrics
 }
 
 func (mm meteredModel) Complete(ctx context.Context, req chat.Request) (chat.Response, error) {
@@ -134,10 +140,10 @@ func (mm meteredModel) Complete(ctx context.Context, req chat.Request) (chat.Res
 	return resp, err
 }
 
-// tools counts tool calls, and groups loaded by successful
+// Tools counts tool calls, and groups loaded by successful
 // load_tool_group calls. Tool names come from the registry (an unknown
 // name is counted as "unknown"), so the series stay bounded.
-func (m *metrics) tools(reg *tools.Registry) tools.Middleware {
+func (m *Metrics) Tools(reg *tools.Registry) tools.Middleware {
 	return func(next tools.Handler) tools.Handler {
 		return func(ctx context.Context, c tools.Call) tools.Result {
 			r := next(ctx, c)
@@ -162,7 +168,7 @@ func (m *metrics) tools(reg *tools.Registry) tools.Middleware {
 }
 
 // inboxCollector reads the inbox backlog at each scrape.
-type inboxCollector struct{ inbox inboxStats }
+type inboxCollector struct{ inbox InboxStats }
 
 var (
 	inboxOpenDesc = prometheus.NewDesc("loadout_inbox_open",
