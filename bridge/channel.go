@@ -58,6 +58,13 @@ type Mounter interface {
 	Mount(mux *http.ServeMux)
 }
 
+// Inviter is an optional Channel feature: how a person in a shared chat
+// reaches loadout alone to send command there ("connect google"), as a
+// sentence: a deep link, or where the private chat is.
+type Inviter interface {
+	Invite(command string) string
+}
+
 // Outlet is what the pipeline needs from a channel to deliver answers.
 type Outlet interface {
 	// Split cuts an answer into the messages the platform sends, in order.

@@ -121,6 +121,19 @@ func (h *Hub) Private(chatKey string) bool {
 	return c != nil && c.Private(chatKey)
 }
 
+// Invite is how a person in chatKey reaches loadout privately to send
+// command: the channel's way (an Inviter), else a plain sentence.
+func (h *Hub) Invite(chatKey, command string) string {
+	name, _, _ := strings.Cut(chatKey, ":")
+	h.mu.RLock()
+	c := h.chans[name]
+	h.mu.RUnlock()
+	if in, ok := c.(Inviter); ok {
+		return in.Invite(command)
+	}
+	return "Send /" + command + " in a private chat with me."
+}
+
 // NotReady names the channels not connected to their platform.
 func (h *Hub) NotReady() []string {
 	var out []string

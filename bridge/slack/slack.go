@@ -286,7 +286,14 @@ var (
 	_ bridge.Asker      = (*Adapter)(nil)
 	_ bridge.Drafter    = (*Adapter)(nil)
 	_ bridge.Speaker    = (*Adapter)(nil)
+	_ bridge.Inviter    = (*Adapter)(nil)
 )
+
+// Invite says where the person's direct message with the app is; Slack's
+// composer takes command without its slash.
+func (a *Adapter) Invite(command string) string {
+	return "Open a direct message with me (under Apps) and send " + command + " there."
+}
 
 // Name is the channel's name and chat-key prefix.
 func (a *Adapter) Name() string { return "slack" }

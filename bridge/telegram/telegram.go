@@ -214,7 +214,19 @@ var (
 	_ bridge.Asker      = (*Adapter)(nil)
 	_ bridge.Drafter    = (*Adapter)(nil)
 	_ bridge.Speaker    = (*Adapter)(nil)
+	_ bridge.Inviter    = (*Adapter)(nil)
 )
+
+// Invite is a deep link to the private chat with the bot that starts
+// with command's first word (/start connect runs /connect google), once
+// the bot's name is known.
+func (a *Adapter) Invite(command string) string {
+	if name := a.UserName(); name != "" {
+		word, _, _ := strings.Cut(command, " ")
+		return "Open https://t.me/" + name + "?start=" + word + " and press Start."
+	}
+	return "Open a private chat with me and send /" + command + " there."
+}
 
 // Name is the channel's name and chat-key prefix.
 func (a *Adapter) Name() string { return "telegram" }

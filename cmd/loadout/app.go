@@ -25,6 +25,7 @@ import (
 	"loadout/cluster"
 	"loadout/google"
 	"loadout/google/drive"
+	"loadout/google/workspace"
 	"loadout/metrics"
 	"loadout/store"
 	"loadout/tokens"
@@ -163,10 +164,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
 	a.wireVoice()
-	if err := a.wireGoogle(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
+	workspace.Commands(a.router, a.mux, cfg.Google, a.google, &a.hub, a.log)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

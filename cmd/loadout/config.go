@@ -16,7 +16,6 @@ import (
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/config"
-	"loadout/google/gmail"
 	"loadout/store"
 	"loadout/tools"
 	"loadout/tools/files"
@@ -208,33 +207,6 @@ type SlackConfig struct {
 	slack.Config `yaml:",inline"`
 }
 
-// GoogleConfig is Google Workspace access.
-type GoogleConfig struct {
-	ClientID        string `yaml:"client_id"`
-	ClientSecret    string `yaml:"client_secret"`
-	CredentialsFile string `yaml:"credentials_file"`
-	RedirectURL     string `yaml:"redirect_url"`
-	TokenKey        string `yaml:"token_key"`
-	Endpoint        string `yaml:"endpoint"`
-	// AuthURL, TokenURL and RevokeURL are the OAuth endpoints; empty means
-	// those of google.credentials_file, else Google's.
-	AuthURL   string `yaml:"auth_url"`
-	TokenURL  string `yaml:"token_url"`
-	RevokeURL string `yaml:"revoke_url"`
-	// Groups are the Workspace groups offered; empty means all. Consent
-	// asks only for their scopes.
-	Groups []string `yaml:"groups"`
-	// Gmail is the Gmail group's own settings.
-	Gmail GmailConfig `yaml:"gmail"`
-}
-
-// GmailConfig is the Gmail group's settings.
-type GmailConfig struct {
-	// Send is "send" (the default) or "draft": sends and replies become
-	// drafts the person sends from Gmail.
-	Send string `yaml:"send"`
-}
-
 // ClusterConfig is how processes sharing a database split the duties only
 // one may perform.
 type ClusterConfig struct {
@@ -299,7 +271,7 @@ type Duration = config.Duration
 func (c Config) validate(set config.Set) error {
 	sections := map[string]config.Section{
 		"llm": c.LLM.Config, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
-		"web": c.Web.Config, "mcp": c.MCP, "voice": c.Voice,
+		"web": c.Web.Config, "mcp": c.MCP, "voice": c.Voice, "google": c.Google,
 	}
 	if c.Telegram.Enabled {
 		sections["telegram"] = c.Telegram.Config
@@ -325,14 +297,6 @@ func (c Config) validate(set config.Set) error {
 	}
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		ch.Bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
-	}
-	for _, g := range c.Google.Groups {
-		if !slices.Contains(googleGroupNames(), g) {
-			ch.Bad("google.groups", "%q is not a Workspace group; known: %s", g, strings.Join(googleGroupNames(), ", "))
-		}
-	}
-	if s := c.Google.Gmail.Send; s != "" && s != gmail.SendMail && s != gmail.SendDraft {
-		ch.Bad("google.gmail.send", `must be "send" or "draft", got %q`, s)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Tools.CustomSecrets)) {
 		if !config.IsEnvName(name) {

@@ -262,7 +262,7 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 		voiceNotes = cfg.Voice.TranscriptionModel + ", answers spoken: " + cmp.Or(cfg.Voice.Reply, "never")
 	}
 	log.Info("loadout starting", "command", cmd, "config", abs, "model", cfg.model(), "llm_host", host,
-		"channels", strings.Join(chans, ", "), "google", cfg.Google.configured(), "voice_notes", voiceNotes, "store", cfg.Store.Path)
+		"channels", strings.Join(chans, ", "), "google", cfg.Google.Configured(), "voice_notes", voiceNotes, "store", cfg.Store.Path)
 }
 
 // findCommand matches the longest command name at the start of args and

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"loadout/google/googletest"
+	"loadout/google/workspace"
 	"loadout/tools"
 )
 
@@ -36,7 +37,7 @@ func TestEverySummaryNamesWhoAndWhatACallReaches(t *testing.T) {
 		api.Handle(m+" /*", fakeGoogleAnswer)
 	}
 	reg := tools.NewRegistry()
-	for _, build := range allGoogleGroups(GoogleConfig{}, googleDeps{save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
+	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
 		g := build(api.Client())
 		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
 			t.Fatal(err)
@@ -325,15 +326,15 @@ func TestEveryConfirmableToolHasItsSummaryChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.db.Close()
-	workspace := map[string]bool{}
-	for _, build := range allGoogleGroups(GoogleConfig{}, googleDeps{}) {
-		for _, tl := range build(unconfigured{}).Tools {
-			workspace[tl.Name] = true
+	inWorkspace := map[string]bool{}
+	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{}) {
+		for _, tl := range build(workspace.Unconfigured{}).Tools {
+			inWorkspace[tl.Name] = true
 		}
 	}
 	n := 0
 	for _, d := range a.reg.All(nil) {
-		if !confirmable(d) || d.Summarize == nil || workspace[d.Name] {
+		if !confirmable(d) || d.Summarize == nil || inWorkspace[d.Name] {
 			continue
 		}
 		n++

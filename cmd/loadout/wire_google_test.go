@@ -22,6 +22,7 @@ import (
 	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/google/googletest"
+	"loadout/google/workspace"
 	"loadout/store"
 )
 
@@ -374,7 +375,7 @@ func TestGoogleLoginCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.db.Close()
-	acc, err := a.googleAccounts()
+	acc, err := workspace.Accounts(cfg.Google, a.db, cfg.HTTP.Listen, a.log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,13 +396,13 @@ func TestGoogleGroupsChooseGroupsAndScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := googleScopes(cfg.Google); !slices.Equal(got, []string{"https://www.googleapis.com/auth/drive"}) {
+	if got := workspace.Scopes(cfg.Google); !slices.Equal(got, []string{"https://www.googleapis.com/auth/drive"}) {
 		t.Fatalf("scopes = %v", got)
 	}
-	if n := len(googleGroups(cfg.Google, googleDeps{})); n != 1 {
+	if n := len(workspace.Groups(cfg.Google, workspace.Deps{})); n != 1 {
 		t.Fatalf("%d groups", n)
 	}
-	if all := googleScopes(GoogleConfig{}); len(all) < 4 {
+	if all := workspace.Scopes(GoogleConfig{}); len(all) < 4 {
 		t.Fatalf("all scopes = %v", all)
 	}
 }

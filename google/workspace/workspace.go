@@ -1,0 +1,281 @@
+// Package workspace assembles Google Workspace for loadout: the google
+// section of the config, the ten groups (those google.groups names), the
+// OAuth accounts, and the /connect and /disconnect commands with the
+// callback that finishes a connection. Adding a group is one line in All.
+package workspace
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"google.golang.org/api/option"
+
+	"loadout/bridge"
+	"loadout/chat"
+	"loadout/config"
+	"loadout/google"
+	"loadout/google/calendar"
+	"loadout/google/contacts"
+	"loadout/google/docs"
+	"loadout/google/drive"
+	"loadout/google/forms"
+	"loadout/google/gmail"
+	"loadout/google/gmailsettings"
+	"loadout/google/sheets"
+	"loadout/google/slides"
+	"loadout/google/tasks"
+	"loadout/tools"
+)
+
+// Config is the google section: Google Workspace access.
+type Config struct {
+	ClientID        string `yaml:"client_id"`
+	ClientSecret    string `yaml:"client_secret"`
+	CredentialsFile string `yaml:"credentials_file"`
+	RedirectURL     string `yaml:"redirect_url"`
+	TokenKey        string `yaml:"token_key"`
+	Endpoint        string `yaml:"endpoint"`
+	// AuthURL, TokenURL and RevokeURL are the OAuth endpoints; empty means
+	// those of google.credentials_file, else Google's.
+	AuthURL   string `yaml:"auth_url"`
+	TokenURL  string `yaml:"token_url"`
+	RevokeURL string `yaml:"revoke_url"`
+	// Groups are the Workspace groups offered; empty means all. Consent
+	// asks only for their scopes.
+	Groups []string `yaml:"groups"`
+	// Gmail is the Gmail group's own settings.
+	Gmail GmailConfig `yaml:"gmail"`
+}
+
+// GmailConfig is the Gmail group's settings.
+type GmailConfig struct {
+	// Send is "send" (the default) or "draft": sends and replies become
+	// drafts the person sends from Gmail.
+	Send string `yaml:"send"`
+}
+
+// Configured reports whether an OAuth client is set.
+func (c Config) Configured() bool { return c.ClientID != "" || c.CredentialsFile != "" }
+
+// Check checks the google section.
+func (c Config) Check(ch *config.Checker) {
+	for _, g := range c.Groups {
+		if !slices.Contains(Names(), g) {
+			ch.Bad("groups", "%q is not a Workspace group; known: %s", g, strings.Join(Names(), ", "))
+		}
+	}
+	if s := c.Gmail.Send; s != "" && s != gmail.SendMail && s != gmail.SendDraft {
+		ch.Bad("gmail.send", `must be "send" or "draft", got %q`, s)
+	}
+}
+
+// Deps are what Workspace groups use of the rest of loadout.
+type Deps struct {
+	// Save keeps a file in the calling chat's workspace (Drive exports).
+	Save func(ctx context.Context, name string, data []byte) (string, error)
+}
+
+// Build makes a group acting through a client.
+type Build func(google.Client) google.Group
+
+// All is every Workspace group: adding one is one line here.
+func All(c Config, d Deps) []Build {
+	return []Build{
+		func(cl google.Client) google.Group { return gmail.New(cl, gmail.Options{Send: c.Gmail.Send}) },
+		func(cl google.Client) google.Group { return gmailsettings.New(cl, gmailsettings.Options{}) },
+		func(cl google.Client) google.Group { return drive.New(cl, drive.Options{Save: d.Save}) },
+		func(cl google.Client) google.Group { return calendar.New(cl, calendar.Options{}) },
+		func(cl google.Client) google.Group { return contacts.New(cl, contacts.Options{}) },
+		func(cl google.Client) google.Group { return docs.New(cl, docs.Options{}) },
+		func(cl google.Client) google.Group { return sheets.New(cl, sheets.Options{}) },
+		func(cl google.Client) google.Group { return slides.New(cl, slides.Options{}) },
+		func(cl google.Client) google.Group { return forms.New(cl, forms.Options{}) },
+		func(cl google.Client) google.Group { return tasks.New(cl, tasks.Options{}) },
+	}
+}
+
+// Groups are the groups loadout registers: those google.groups names
+// (all when it is empty).
+func Groups(c Config, d Deps) []Build {
+	var out []Build
+	for _, build := range All(c, d) {
+		if len(c.Groups) == 0 || slices.Contains(c.Groups, build(Unconfigured{}).Name) {
+			out = append(out, build)
+		}
+	}
+	return out
+}
+
+// Names are the names google.groups may list.
+func Names() []string {
+	var names []string
+	for _, build := range All(Config{}, Deps{}) {
+		names = append(names, build(Unconfigured{}).Name)
+	}
+	return names
+}
+
+// Scopes is the union of the enabled groups' scopes: what /connect asks
+// for.
+func Scopes(c Config) []string {
+	var s []string
+	for _, build := range Groups(c, Deps{}) {
+		s = append(s, build(Unconfigured{}).Scopes...)
+	}
+	return s
+}
+
+// Unconfigured is the client of groups registered only to be listed.
+type Unconfigured struct{}
+
+// Options refuses: Google is not set up.
+func (Unconfigured) Options(context.Context, google.Service) ([]option.ClientOption, error) {
+	return nil, &tools.Error{Code: tools.CodeNotConnected, Message: "Google is not set up on this server.",
+		Suggestion: "Tell the person the owner has to configure google.client_id and google.token_key first."}
+}
+
+// CallbackPath is where the OAuth redirect is served by default.
+const CallbackPath = "/oauth/google/callback"
+
+// Accounts builds the OAuth accounts from the section: the client from
+// client_id/client_secret or credentials_file, the key from token_key,
+// the OAuth endpoints from auth_url and token_url, else the credentials
+// file's, else Google's. listen is the HTTP server's address, for the
+// default redirect.
+func Accounts(c Config, store google.TokenStore, listen string, log *slog.Logger) (*google.Accounts, error) {
+	id, secret, redirect := c.ClientID, c.ClientSecret, c.RedirectURL
+	authURL, tokenURL := c.AuthURL, c.TokenURL
+	if c.CredentialsFile != "" {
+		creds, err := google.ReadCredentials(c.CredentialsFile)
+		if err != nil {
+			return nil, fmt.Errorf("google.credentials_file: %w", err)
+		}
+		if id == "" {
+			id, secret = creds.ClientID, creds.ClientSecret
+		}
+		authURL, tokenURL = cmp.Or(authURL, creds.AuthURL), cmp.Or(tokenURL, creds.TokenURL)
+		if redirect == "" {
+			for _, u := range creds.RedirectURLs {
+				if strings.HasSuffix(u, CallbackPath) {
+					redirect = u
+				}
+			}
+		}
+	}
+	if redirect == "" {
+		redirect = "http://" + listen + CallbackPath
+	}
+	key, err := google.ParseKey(c.TokenKey)
+	if err != nil {
+		return nil, fmt.Errorf("google.token_key: %w", err)
+	}
+	acc, err := google.New(google.Config{
+		ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: Scopes(c),
+		Key: key, Store: store, Endpoint: c.Endpoint,
+		AuthURL: authURL, TokenURL: tokenURL, RevokeURL: c.RevokeURL, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("google: %w", err)
+	}
+	return acc, nil
+}
+
+// Chats is what the commands need of the channels (bridge.Hub is it):
+// whether a chat is private, how to reach one privately, and a notice
+// when a connection finishes.
+type Chats interface {
+	Private(chatKey string) bool
+	Invite(chatKey, command string) string
+	Notify(ctx context.Context, chatKey, text string) error
+}
+
+// TextNotSetUp answers /connect and /disconnect without Google set up.
+const TextNotSetUp = "Google isn't set up on this server. The owner needs to add an OAuth client (google.client_id) to the config first."
+
+// Commands adds /connect google, /disconnect google and the /status line
+// to r, and serves the OAuth callback on mux; acc nil (Google not set up)
+// adds hidden commands that say so.
+func Commands(r *bridge.Router, mux *http.ServeMux, c Config, acc *google.Accounts, chats Chats, log *slog.Logger) {
+	if acc == nil {
+		notSetUp := func(context.Context, chat.Inbound, string) (string, error) { return TextNotSetUp, nil }
+		r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Hidden: true, Run: notSetUp})
+		r.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account", Hidden: true, Run: notSetUp})
+		return
+	}
+	path := CallbackPath
+	if u, err := url.Parse(c.RedirectURL); err == nil && u.Path != "" && c.RedirectURL != "" {
+		path = u.Path
+	}
+	mux.Handle("GET "+path, acc.CallbackHandler(chats))
+	r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account",
+		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {
+			if !strings.EqualFold(strings.TrimSpace(args), "google") {
+				return "Usage: /connect google", nil
+			}
+			if !chats.Private(in.ChatKey) {
+				// Whoever opens a link consents for the person who asked:
+				// it never goes where others can open it.
+				return "To keep your account safe, I only send Google sign-in links in a private chat: anyone who opened one here could connect their own account in your name. " +
+					chats.Invite(in.ChatKey, "connect google"), nil
+			}
+			link, err := acc.AuthURL(in.UserKey, in.ChatKey)
+			if err != nil {
+				log.Error("google: connect link", "err", err)
+				return "Sorry, I couldn't make a Google sign-in link right now.", nil
+			}
+			text := "Open this link to connect your Google account. It works once, for the next 10 minutes, and only for you — don't share it:\n" + link
+			if strings.HasPrefix(in.UserKey, "console:") {
+				text = "In `loadout chat` nothing listens for Google's answer; run `loadout google login -user " + in.UserKey + "` in another terminal instead. With `loadout serve` running, this link works too:\n" + link
+			}
+			return text, nil
+		}})
+	r.AddStatus(func(ctx context.Context, in chat.Inbound) (string, error) {
+		email, ok, at, err := acc.Account(ctx, in.UserKey)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok:
+			return "Google account: not connected (/connect google in a private chat)", nil
+		case email == "" || !chats.Private(in.ChatKey):
+			// The address is for the person alone: others read a group.
+			return "Google account: connected on " + at.Format("2006-01-02"), nil
+		}
+		return "Google account: " + email + " (connected on " + at.Format("2006-01-02") + ")", nil
+	})
+	r.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account",
+		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {
+			if !strings.EqualFold(strings.TrimSpace(args), "google") {
+				return "Usage: /disconnect google", nil
+			}
+			err := acc.Disconnect(ctx, in.UserKey)
+			switch {
+			case errors.Is(err, google.ErrNotConnected):
+				return "No Google account is connected for you.", nil
+			case errors.Is(err, google.ErrRevokeFailed):
+				log.Warn("google: revoke failed", "user", in.UserKey, "err", err)
+				return "I've forgotten your Google account, but Google could not be reached to revoke my access. You can remove it at https://myaccount.google.com/permissions.", nil
+			case err != nil:
+				return "", err
+			}
+			return "Your Google account is disconnected and my access to it is revoked.", nil
+		}})
+}
+
+// Login runs the loopback flow for a person on this machine (`loadout
+// google login -user KEY`), printing what to open to out.
+func Login(ctx context.Context, acc *google.Accounts, user string, out io.Writer) error {
+	c, err := acc.LoginLoopback(ctx, user, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Connected a Google account for %s (%d permissions).\n", c.UserKey, len(c.Scopes))
+	return nil
+}
