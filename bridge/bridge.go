@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"loadout/chat"
+	"loadout/tools"
 )
 
 // Sentences people see when something fails on loadout's side.
@@ -214,7 +215,7 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 			if g.Tools == 1 {
 				noun = "tool"
 			}
-			parts[i] = fmt.Sprintf("%s (%d %s, %s tokens)", g.Name, g.Tools, noun, Thousands(g.Tokens))
+			parts[i] = fmt.Sprintf("%s (%d %s, %s tokens)", g.Name, g.Tools, noun, tools.Thousands(g.Tokens))
 		}
 		loaded = strings.Join(parts, ", ")
 	case len(s.Loaded) > 0:
@@ -246,9 +247,9 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 			a.ExpiresAt.UTC().Format("15:04 UTC"), code, a.Summary, code, code)
 	}
 	return fmt.Sprintf("%s\nMessages: %d\nLoaded tool groups: %s\nActive tools: %d (%s schema tokens per request: core %s + groups %s; routing all would send %d tools, %s tokens)\nTokens used: %s (prompt %s, completion %s), %s of the prompt tokens from the provider's cache\nModel: %s, routing: %s",
-		head, s.Messages, loaded, s.ActiveTools, Thousands(s.SchemaTokens), Thousands(s.CoreTokens), Thousands(s.SchemaTokens-s.CoreTokens),
-		s.AllTools, Thousands(s.AllTokens),
-		Thousands(total), Thousands(s.Usage.PromptTokens), Thousands(s.Usage.CompletionTokens), Thousands(s.Usage.CachedTokens),
+		head, s.Messages, loaded, s.ActiveTools, tools.Thousands(s.SchemaTokens), tools.Thousands(s.CoreTokens), tools.Thousands(s.SchemaTokens-s.CoreTokens),
+		s.AllTools, tools.Thousands(s.AllTokens),
+		tools.Thousands(total), tools.Thousands(s.Usage.PromptTokens), tools.Thousands(s.Usage.CompletionTokens), tools.Thousands(s.Usage.CachedTokens),
 		firstOr(s.Model, "default"), s.Routing) + waiting, nil
 }
 
@@ -263,20 +264,6 @@ func Age(d time.Duration) string {
 		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-// Thousands renders n with comma separators.
-func Thousands(n int) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
 }
 
 func firstOr(s, def string) string {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"mime"
 	"net/http"
 	"net/http/pprof"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -263,7 +261,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	pc := a.cfg.PDF
-	pc.Workspaces, pc.Fetch = a.workspaces, fetcher(g, wc.Timeout)
+	pc.Workspaces, pc.Fetch = a.workspaces, web.Fetcher(g, wc.Timeout)
 	pc.Drive = func(ctx context.Context, id string, max int64) (string, []byte, error) {
 		if a.google == nil {
 			return "", nil, &tools.Error{Code: "not_available", Message: "Google is not set up here, so Drive files cannot be read."}
@@ -443,43 +441,4 @@ func (a *app) image(ctx context.Context, chatKey, name string) (chat.Image, erro
 	}
 	data, err := os.ReadFile(path)
 	return chat.Image{MIME: mimeType, Data: data}, err
-}
-
-// fetcher downloads a document from a URL the model gave, through the
-// guard, following redirects only within the host, up to 50 MB.
-func fetcher(g *guard.Guard, timeout time.Duration) func(ctx context.Context, url string) ([]byte, error) {
-	if timeout <= 0 {
-		timeout = 20 * time.Second
-	}
-	client := &http.Client{Transport: g.Transport(), Timeout: timeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 5 || req.URL.Host != via[0].URL.Host {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	return func(ctx context.Context, raw string) ([]byte, error) {
-		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" {
-			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("'%s' is not a URL.", raw)}
-		}
-		if err := g.CheckURL(u); err != nil {
-			return nil, &tools.Error{Code: "blocked_address", Message: err.Error()}
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: err.Error()}
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			if guard.IsBlocked(err) {
-				return nil, &tools.Error{Code: "blocked_address", Message: err.Error()}
-			}
-			return nil, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("%s could not be reached.", u.Redacted())}
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("%s answered %s.", u.Redacted(), resp.Status)}
-		}
-		return io.ReadAll(io.LimitReader(resp.Body, 50<<20+1))
-	}
 }

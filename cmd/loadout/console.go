@@ -72,7 +72,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 	if console.Interactive(c.stdin, c.stdout) {
 		// Ctrl-C during a message stops it; a second one, or one with
 		// no message under way, leaves.
-		defer onInterrupt(ctx, con.Interrupt)()
+		defer console.OnInterrupt(ctx, con.Interrupt)()
 	}
 	return con.Run(ctx)
 }

@@ -243,13 +243,13 @@ func TestFirstTurnFitsIn700Tokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.db.Close()
-	r := toolReport(a.reg, a.tokens.Count)
-	if r.groupsTotal > 700 {
-		t.Errorf("the first turn costs %d tokens (core %d + listing %d)", r.groupsTotal, r.coreTokens, r.listing)
+	r := tools.Report(a.reg, a.tokens.Count)
+	if r.GroupsTotal > 700 {
+		t.Errorf("the first turn costs %d tokens (core %d + listing %d)", r.GroupsTotal, r.CoreTokens, r.Listing)
 	}
 	for _, core := range []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "memory", "load_skill", "web"} {
-		if !slices.Contains(r.coreTools, core) {
-			t.Errorf("%s is not core: %v", core, r.coreTools)
+		if !slices.Contains(r.CoreTools, core) {
+			t.Errorf("%s is not core: %v", core, r.CoreTools)
 		}
 	}
 }

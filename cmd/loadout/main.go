@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"loadout/bridge/console"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/chat/openai"
@@ -148,7 +149,7 @@ func main() {
 	proc.Serve()
 	shell.RunChild()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	ctx, stopInterrupts := withInterrupts(ctx)
+	ctx, stopInterrupts := console.WithInterrupts(ctx)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stopInterrupts()
 	stop()

@@ -16,6 +16,7 @@ import (
 
 	"loadout/chat/chattest"
 	"loadout/store"
+	"loadout/tools"
 )
 
 // writeConfig writes a config that points at the fake model and a temp DB.
@@ -144,14 +145,14 @@ func TestToolReportArithmetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.db.Close()
-	r := toolReport(a.reg, a.tokens.Count)
-	sum := r.coreTokens
-	tools := len(r.coreTools)
-	for _, g := range r.groups {
-		sum += g.tokens
-		tools += g.tools
+	r := tools.Report(a.reg, a.tokens.Count)
+	sum := r.CoreTokens
+	tools := len(r.CoreTools)
+	for _, g := range r.Groups {
+		sum += g.Tokens
+		tools += g.Tools
 	}
-	if sum != r.allTokens || tools != r.allTools || r.groupsTotal != r.coreTokens+r.listing || r.listing == 0 {
+	if sum != r.AllTokens || tools != r.AllTools || r.GroupsTotal != r.CoreTokens+r.Listing || r.Listing == 0 {
 		t.Fatalf("report does not add up: %+v", r)
 	}
 }

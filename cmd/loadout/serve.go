@@ -8,10 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sort"
-	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"loadout/bridge"
@@ -148,66 +145,6 @@ func printTools(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer
 		return err
 	}
 	defer a.db.Close()
-	r := toolReport(a.reg, a.tokens.Count)
-	r.write(out)
+	tools.Report(a.reg, a.tokens.Count).Write(out)
 	return nil
-}
-
-// report is what `loadout tools` prints.
-type report struct {
-	groups      []groupCost
-	coreTools   []string
-	coreTokens  int
-	listing     int
-	allTokens   int
-	allTools    int
-	groupsTotal int // core schemas + listing
-}
-
-type groupCost struct {
-	name   string
-	tools  int
-	tokens int
-}
-
-func toolReport(reg *tools.Registry, count func(string) int) report {
-	var r report
-	schema := func(defs []tools.Definition) int { return tools.SchemaTokens(defs, count) }
-	for _, g := range reg.Groups() {
-		defs := reg.GroupTools(g.Name, nil)
-		r.groups = append(r.groups, groupCost{g.Name, len(defs), schema(defs)})
-	}
-	core := reg.Core(nil)
-	for _, d := range core {
-		r.coreTools = append(r.coreTools, d.Name)
-	}
-	r.coreTokens = schema(core)
-	r.listing = count(reg.Listing(nil))
-	all := reg.All(nil)
-	r.allTools, r.allTokens = len(all), schema(all)
-	r.groupsTotal = r.coreTokens + r.listing
-	return r
-}
-
-func (r report) write(out io.Writer) {
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tTOOLS\tSCHEMA TOKENS\t")
-	gs := append([]groupCost(nil), r.groups...)
-	sort.Slice(gs, func(i, j int) bool { return gs[i].name < gs[j].name })
-	for _, g := range gs {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", g.name, g.tools, bridge.Thousands(g.tokens))
-	}
-	fmt.Fprintf(tw, "core (always sent)\t%d\t%s\t\n", len(r.coreTools), bridge.Thousands(r.coreTokens))
-	fmt.Fprintf(tw, "group listing (system prompt)\t\t%s\t\n", bridge.Thousands(r.listing))
-	tw.Flush()
-	fmt.Fprintf(out, "\nCore tools: %s\n\n", strings.Join(r.coreTools, ", "))
-	fmt.Fprintf(out, "First-turn tool payload:\n")
-	fmt.Fprintf(out, "  routing: groups  %s tokens (core schemas %s + listing %s)\n",
-		bridge.Thousands(r.groupsTotal), bridge.Thousands(r.coreTokens), bridge.Thousands(r.listing))
-	fmt.Fprintf(out, "  routing: all     %s tokens (%d schemas)\n", bridge.Thousands(r.allTokens), r.allTools)
-	if r.groupsTotal > 0 {
-		fmt.Fprintf(out, "  ratio            all is %.1fx groups; groups sends %.1f%% of all\n",
-			float64(r.allTokens)/float64(r.groupsTotal), 100*float64(r.groupsTotal)/float64(r.allTokens))
-	}
-	fmt.Fprintln(out, "Tokens are counted with o200k_base on each tool's JSON function schema.")
 }

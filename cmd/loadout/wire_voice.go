@@ -8,6 +8,7 @@ import (
 	"loadout/bridge"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/tools"
 	"loadout/voice"
 )
 
@@ -36,7 +37,7 @@ func (a *app) wireVoice() {
 		if u.Notes == 1 {
 			notes = "note"
 		}
-		return fmt.Sprintf("Voice: %s %s heard (%s), %s characters spoken", bridge.Thousands(u.Notes), notes,
-			bridge.Age(time.Duration(u.Seconds)*time.Second), bridge.Thousands(u.Chars)), nil
+		return fmt.Sprintf("Voice: %s %s heard (%s), %s characters spoken", tools.Thousands(u.Notes), notes,
+			bridge.Age(time.Duration(u.Seconds)*time.Second), tools.Thousands(u.Chars)), nil
 	})
 }

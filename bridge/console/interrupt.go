@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"context"
@@ -17,9 +17,10 @@ type interrupter struct {
 
 type interrupterKey struct{}
 
-// withInterrupts returns ctx ended by SIGINT unless a handler set with
-// onInterrupt takes it, and a function that stops listening.
-func withInterrupts(ctx context.Context) (context.Context, func()) {
+// WithInterrupts returns ctx ended by SIGINT unless a handler set with
+// OnInterrupt takes it, and a function that stops listening. A command
+// calls it once, at its start.
+func WithInterrupts(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	in := &interrupter{}
 	ch := make(chan os.Signal, 1)
@@ -42,10 +43,10 @@ func withInterrupts(ctx context.Context) (context.Context, func()) {
 	return context.WithValue(ctx, interrupterKey{}, in), func() { signal.Stop(ch); cancel() }
 }
 
-// onInterrupt hands Ctrl-C to h until the returned function is called; h
-// reports whether it took the interrupt. Without withInterrupts (a test
-// calling run) it does nothing.
-func onInterrupt(ctx context.Context, h func() bool) func() {
+// OnInterrupt hands Ctrl-C to h until the returned function is called; h
+// reports whether it took the interrupt (Console.Interrupt does, while a
+// message is under way). Without WithInterrupts it does nothing.
+func OnInterrupt(ctx context.Context, h func() bool) func() {
 	in, ok := ctx.Value(interrupterKey{}).(*interrupter)
 	if !ok {
 		return func() {}
