@@ -14,9 +14,9 @@ import (
 // Routing modes.
 const (
 	// RoutingGroups sends core tools plus loaded groups (the default).
-	RoutingGroups = "groups"
+	RoutingGroups = tools.RoutingGroups
 	// RoutingAll sends every tool schema on every call.
-	RoutingAll = "all"
+	RoutingAll = tools.RoutingAll
 )
 
 // Config configures an Engine. The zero value of each field is its

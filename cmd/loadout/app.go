@@ -117,7 +117,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if err != nil {
 		return nil, err
 	}
-	db, err := cfg.Store.open()
+	db, err := cfg.Store.Open()
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec := cfg.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.CatalogBudget = cfg.Tools.CatalogBudget
-	ec.Confirm = tools.Policy{Level: cfg.Tools.Confirm, Tools: cfg.Tools.ConfirmTools, AfterUntrusted: cfg.Tools.ConfirmAfterUntrusted}
+	ec.Confirm = cfg.Tools.Policy()
 	ec.ConfirmTTL = cfg.Tools.ConfirmTTL.Std()
 	ec.Model = cfg.model()
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log

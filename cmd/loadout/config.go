@@ -3,10 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -75,59 +73,11 @@ type LLMConfig struct {
 	Vision bool `yaml:"vision"`
 }
 
-// StoreConfig is the database: a SQLite file (the default) or a
-// PostgreSQL server.
-type StoreConfig struct {
-	// Driver is "sqlite" (default) or "postgres".
-	Driver string `yaml:"driver"`
-	// Path is the SQLite file; with postgres, workspace files and the
-	// console's history still go beside it.
-	Path string `yaml:"path"`
-	// DSN is the PostgreSQL connection URL.
-	DSN string `yaml:"dsn"`
-}
-
-// open opens the configured database; an error names the key to fix.
-func (c StoreConfig) open() (*store.DB, error) {
-	if c.Driver == "postgres" {
-		db, err := store.OpenPostgres(c.DSN)
-		if err != nil {
-			return nil, fmt.Errorf("%w (store.dsn)", err)
-		}
-		return db, nil
-	}
-	db, err := store.Open(c.Path)
-	if err != nil {
-		return nil, fmt.Errorf("%w (store.path)", err)
-	}
-	return db, nil
-}
-
-// ToolsConfig controls which schemas the model sees.
-type ToolsConfig struct {
-	Routing string `yaml:"routing"`
-	// CatalogBudget bounds, in tokens, the schemas of a session's loaded
-	// groups; 0 is no bound.
-	CatalogBudget int `yaml:"catalog_budget"`
-	// ManifestsDir holds JSON tool manifests, one group per file.
-	ManifestsDir string `yaml:"manifests_dir"`
-	// Admins are the user keys that may create tools from a chat, and
-	// change, run or delete what others own (scheduled tasks).
-	Admins []string `yaml:"admins"`
-	// CustomSecrets are the environment variables a tool made in a chat
-	// may send in its headers, each bound to the hosts listed (an empty
-	// list: the tool's own host, whatever it is).
-	CustomSecrets map[string][]string `yaml:"custom_secrets"`
-	// Confirm is which calls wait for the person's approval:
-	// destructive (default), mutating or none; ConfirmTools overrides it
-	// per tool (always or never); ConfirmTTL is how long a question waits.
-	Confirm      string            `yaml:"confirm"`
-	ConfirmTools map[string]string `yaml:"confirm_tools"`
-	// ConfirmAfterUntrusted is what waits once a turn has read
-	// untrusted content: mutating (default), destructive or off.
-	ConfirmAfterUntrusted string   `yaml:"confirm_after_untrusted"`
-	ConfirmTTL            Duration `yaml:"confirm_ttl"`
-}
+// StoreConfig is the store section; ToolsConfig the tools section.
+type (
+	StoreConfig = store.Config
+	ToolsConfig = tools.Config
+)
 
 // WebConfig is the web tools: the guard's allowlist and the web
 // package's own knobs.
@@ -271,7 +221,7 @@ type Duration = config.Duration
 func (c Config) validate(set config.Set) error {
 	sections := map[string]config.Section{
 		"llm": c.LLM.Config, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
-		"web": c.Web.Config, "mcp": c.MCP, "voice": c.Voice, "google": c.Google,
+		"web": c.Web.Config, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 	}
 	if c.Telegram.Enabled {
 		sections["telegram"] = c.Telegram.Config
@@ -283,46 +233,17 @@ func (c Config) validate(set config.Set) error {
 	errs = append(errs, config.Check(set, map[string]config.Section{"llm": c.LLM.Engine})...)
 	// What this command owns.
 	ch := &config.Checker{Set: set}
-	if c.Store.Path == "" {
-		ch.Bad("store.path", "must not be empty")
-	}
-	switch c.Store.Driver {
-	case "", "sqlite":
-	case "postgres":
-		if c.Store.DSN == "" {
-			ch.Bad("store.dsn", "must be set with store.driver postgres, e.g. postgres://loadout@127.0.0.1:5432/loadout")
-		}
-	default:
-		ch.Bad("store.driver", `must be "sqlite" or "postgres", got %q`, c.Store.Driver)
-	}
 	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
 		ch.Bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Tools.CustomSecrets)) {
-		if !config.IsEnvName(name) {
-			ch.Bad("tools.custom_secrets", "%q is not an environment variable's name", name)
-		}
-		for _, h := range c.Tools.CustomSecrets[name] {
-			if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "/:@ ") {
-				ch.Bad("tools.custom_secrets."+name, "must list host names like api.example.com, got %q", h)
-			}
-		}
-	}
-	ch.Err((tools.Policy{Level: c.Tools.Confirm, Tools: c.Tools.ConfirmTools, AfterUntrusted: c.Tools.ConfirmAfterUntrusted}).Check())
-	ch.Duration("tools.confirm_ttl", c.Tools.ConfirmTTL.Std(), time.Minute)
 	ch.Duration("cluster.lease", c.Cluster.Lease.Std(), 3*time.Second)
-	if c.Tools.CatalogBudget < 0 {
-		ch.Bad("tools.catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.Tools.CatalogBudget)
-	}
 	if z := c.Agent.TimeZone; z != "" {
 		if _, err := time.LoadLocation(z); err != nil || strings.EqualFold(z, "local") {
 			ch.Bad("agent.time_zone", "must be an IANA time zone such as Europe/Lisbon, got %q", z)
 		}
 	}
-	for key, dir := range map[string]string{"skills.dir": c.Skills.Dir, "tools.manifests_dir": c.Tools.ManifestsDir} {
-		if st, err := os.Stat(dir); dir != "" && (err != nil || !st.IsDir()) {
-			ch.Bad(key, "%q is not a readable directory", dir)
-		}
+	if st, err := os.Stat(c.Skills.Dir); c.Skills.Dir != "" && (err != nil || !st.IsDir()) {
+		ch.Bad("skills.dir", "%q is not a readable directory", c.Skills.Dir)
 	}
 	if _, err := guard.New(guard.Config{AllowHosts: c.Web.AllowHosts}); err != nil {
 		ch.Bad("web.allow_hosts", "%v", strings.TrimPrefix(err.Error(), "web.allow_hosts: "))

@@ -66,7 +66,7 @@ func googleLogin(ctx context.Context, cfg Config, log *slog.Logger, user string,
 	if !cfg.Google.Configured() {
 		return errors.New("google: not configured: set google.client_id and google.client_secret (or google.credentials_file)")
 	}
-	db, err := cfg.Store.open()
+	db, err := cfg.Store.Open()
 	if err != nil {
 		return err
 	}

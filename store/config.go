@@ -1,0 +1,51 @@
+package store
+
+import (
+	"fmt"
+
+	"loadout/config"
+)
+
+// Config is the store section: a SQLite file (the default) or a
+// PostgreSQL server.
+type Config struct {
+	// Driver is "sqlite" (default) or "postgres".
+	Driver string `yaml:"driver"`
+	// Path is the SQLite file; with postgres, workspace files and the
+	// console's history still go beside it.
+	Path string `yaml:"path"`
+	// DSN is the PostgreSQL connection URL.
+	DSN string `yaml:"dsn"`
+}
+
+// Open opens the configured database; an error names the key to fix.
+func (c Config) Open() (*DB, error) {
+	if c.Driver == "postgres" {
+		db, err := OpenPostgres(c.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("%w (store.dsn)", err)
+		}
+		return db, nil
+	}
+	db, err := Open(c.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (store.path)", err)
+	}
+	return db, nil
+}
+
+// Check checks the store section.
+func (c Config) Check(ch *config.Checker) {
+	if c.Path == "" {
+		ch.Bad("path", "must not be empty")
+	}
+	switch c.Driver {
+	case "", "sqlite":
+	case "postgres":
+		if c.DSN == "" {
+			ch.Bad("dsn", "must be set with store.driver postgres, e.g. postgres://loadout@127.0.0.1:5432/loadout")
+		}
+	default:
+		ch.Bad("driver", `must be "sqlite" or "postgres", got %q`, c.Driver)
+	}
+}
