@@ -31,16 +31,16 @@ type Config struct {
 	bridge.Delivery `yaml:"-"`
 	// In and Out carry the conversation. When Interactive(In, Out), lines
 	// are edited at the terminal; otherwise In is read one line at a time.
-	In  io.Reader
-	Out io.Writer
+	In  io.Reader `yaml:"-"`
+	Out io.Writer `yaml:"-"`
 	// User names the person; the chat key is "console:<User>". Default "local".
-	User string
+	User string `yaml:"user"`
 	// Prompt is printed before each line is read; default "you> ".
-	Prompt string
+	Prompt string `yaml:"-"`
 	// HistoryFile keeps the lines typed at a terminal across runs, one
 	// JSON object per line, created with mode 0600. Empty keeps them for
 	// this run only. Unused when In is not a terminal.
-	HistoryFile string
+	HistoryFile string `yaml:"-"`
 	// Stream prints an answer as the model writes it. Default off.
 	Stream bool `yaml:"stream"`
 }

@@ -232,7 +232,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	wc := a.cfg.Web.Config
+	wc := a.cfg.Web
 	wc.Guard = g
 	webTools, err := web.Tools(wc)
 	if err != nil {

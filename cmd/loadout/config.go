@@ -9,20 +9,23 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/console"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
+	"loadout/cluster"
 	"loadout/config"
+	"loadout/logs"
 	"loadout/store"
 	"loadout/tools"
 	"loadout/tools/files"
-	"loadout/tools/guard"
 	"loadout/tools/mcp"
 	"loadout/tools/memory"
 	"loadout/tools/pdf"
 	"loadout/tools/schedule"
 	"loadout/tools/shell"
+	"loadout/tools/skills"
 	"loadout/tools/web"
 	"loadout/voice"
 )
@@ -37,19 +40,19 @@ type Config struct {
 	LLM       LLMConfig       `yaml:"llm"`
 	Store     StoreConfig     `yaml:"store"`
 	Tools     ToolsConfig     `yaml:"tools"`
-	Web       WebConfig       `yaml:"web"`
-	Skills    SkillsConfig    `yaml:"skills"`
+	Web       web.Config      `yaml:"web"`
+	Skills    skills.Config   `yaml:"skills"`
 	Memory    memory.Config   `yaml:"memory"`
 	Files     files.Config    `yaml:"files"`
 	Exec      shell.Config    `yaml:"exec"`
 	PDF       pdf.Config      `yaml:"pdf"`
 	Scheduler schedule.Config `yaml:"scheduler"`
 	MCP       mcp.Config      `yaml:"mcp"`
-	Cluster   ClusterConfig   `yaml:"cluster"`
+	Cluster   cluster.Config  `yaml:"cluster"`
 	HTTP      HTTPConfig      `yaml:"http"`
 	Delivery  DeliveryConfig  `yaml:"delivery"`
-	Log       LogConfig       `yaml:"log"`
-	Console   ConsoleConfig   `yaml:"console"`
+	Log       logs.Config     `yaml:"log"`
+	Console   console.Config  `yaml:"console"`
 	Telegram  TelegramConfig  `yaml:"telegram"`
 	Slack     SlackConfig     `yaml:"slack"`
 	Google    GoogleConfig    `yaml:"google"`
@@ -78,21 +81,6 @@ type (
 	StoreConfig = store.Config
 	ToolsConfig = tools.Config
 )
-
-// WebConfig is the web tools: the guard's allowlist and the web
-// package's own knobs.
-type WebConfig struct {
-	// AllowHosts lets intranet hosts, addresses and CIDR prefixes through
-	// the guard that keeps the model's requests off private networks.
-	AllowHosts []string `yaml:"allow_hosts"`
-	web.Config `yaml:",inline"`
-}
-
-// SkillsConfig is where skills are read from.
-type SkillsConfig struct {
-	// Dir holds one folder per skill, each with a SKILL.md.
-	Dir string `yaml:"dir"`
-}
 
 // DeliveryConfig is the delivery pipeline every channel's messages go
 // through.
@@ -128,21 +116,6 @@ type HTTPConfig struct {
 	Pprof bool `yaml:"pprof"`
 }
 
-// LogConfig controls logging.
-type LogConfig struct {
-	Level  string `yaml:"level"`
-	Format string `yaml:"format"`
-}
-
-// ConsoleConfig is the terminal channel of `loadout chat`.
-type ConsoleConfig struct {
-	// User is the chat key suffix: the session is "console:<user>";
-	// the console's default is "local".
-	User string `yaml:"user"`
-	// Stream prints answers as the model writes them.
-	Stream bool `yaml:"stream"`
-}
-
 // TelegramConfig is the Telegram channel: its switch and the channel's
 // own settings.
 type TelegramConfig struct {
@@ -157,14 +130,6 @@ type SlackConfig struct {
 	slack.Config `yaml:",inline"`
 }
 
-// ClusterConfig is how processes sharing a database split the duties only
-// one may perform.
-type ClusterConfig struct {
-	// Lease is how long a duty's lease lasts unless renewed: how soon
-	// another process takes over a dead one's duty.
-	Lease Duration `yaml:"lease"`
-}
-
 func defaults() Config {
 	return Config{
 		Agent: AgentConfig{
@@ -173,7 +138,7 @@ func defaults() Config {
 		},
 		Store: StoreConfig{Path: "data/loadout.db"},
 		HTTP:  HTTPConfig{Listen: "127.0.0.1:8080", ShutdownGrace: Duration(bridge.DefaultShutdownGrace), Metrics: true},
-		Log:   LogConfig{Level: "info", Format: "text"},
+		Log:   logs.Config{Level: "info", Format: "text"},
 	}
 }
 
@@ -221,7 +186,8 @@ type Duration = config.Duration
 func (c Config) validate(set config.Set) error {
 	sections := map[string]config.Section{
 		"llm": c.LLM.Config, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
-		"web": c.Web.Config, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
+		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
+		"skills": c.Skills, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 	}
 	if c.Telegram.Enabled {
 		sections["telegram"] = c.Telegram.Config
@@ -233,20 +199,10 @@ func (c Config) validate(set config.Set) error {
 	errs = append(errs, config.Check(set, map[string]config.Section{"llm": c.LLM.Engine})...)
 	// What this command owns.
 	ch := &config.Checker{Set: set}
-	if c.Tools.Routing != "" && c.Tools.Routing != chat.RoutingGroups && c.Tools.Routing != chat.RoutingAll {
-		ch.Bad("tools.routing", `must be "groups" or "all", got %q`, c.Tools.Routing)
-	}
-	ch.Duration("cluster.lease", c.Cluster.Lease.Std(), 3*time.Second)
 	if z := c.Agent.TimeZone; z != "" {
 		if _, err := time.LoadLocation(z); err != nil || strings.EqualFold(z, "local") {
 			ch.Bad("agent.time_zone", "must be an IANA time zone such as Europe/Lisbon, got %q", z)
 		}
-	}
-	if st, err := os.Stat(c.Skills.Dir); c.Skills.Dir != "" && (err != nil || !st.IsDir()) {
-		ch.Bad("skills.dir", "%q is not a readable directory", c.Skills.Dir)
-	}
-	if _, err := guard.New(guard.Config{AllowHosts: c.Web.AllowHosts}); err != nil {
-		ch.Bad("web.allow_hosts", "%v", strings.TrimPrefix(err.Error(), "web.allow_hosts: "))
 	}
 	if c.HTTP.Listen == "" || !strings.Contains(c.HTTP.Listen, ":") {
 		ch.Bad("http.listen", "must be host:port, got %q", c.HTTP.Listen)
@@ -255,17 +211,6 @@ func (c Config) validate(set config.Set) error {
 	ch.Duration("delivery.shutdown_grace", c.Delivery.ShutdownGrace.Std(), 0)
 	if c.Delivery.MaxAttempts < 0 {
 		ch.Bad("delivery.max_attempts", "must be 1 or more (0: the default, 3), got %d", c.Delivery.MaxAttempts)
-	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		ch.Bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
-	}
-	if c.Log.Format != "text" && c.Log.Format != "json" {
-		ch.Bad("log.format", `must be "text" or "json", got %q`, c.Log.Format)
-	}
-	if set["console.user"] && c.Console.User == "" {
-		ch.Bad("console.user", "must not be empty")
 	}
 	return errors.Join(append(errs, ch.Errors()...)...)
 }

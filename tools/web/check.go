@@ -1,13 +1,18 @@
 package web
 
 import (
+	"strings"
 	"time"
 
 	"loadout/config"
+	"loadout/tools/guard"
 )
 
 // Check checks the web package's keys of the web section.
 func (c Config) Check(ch *config.Checker) {
+	if _, err := guard.New(guard.Config{AllowHosts: c.AllowHosts}); err != nil {
+		ch.Bad("allow_hosts", "%v", strings.TrimPrefix(err.Error(), "web.allow_hosts: "))
+	}
 	ch.URL("searxng_url", c.SearXNGURL)
 	ch.URL("brave_url", c.BraveURL)
 	if c.MaxBytes < 0 {

@@ -28,6 +28,10 @@ import (
 // Config configures the web tools. The zero value fetches through a
 // guard that refuses every private address, with no search backend.
 type Config struct {
+	// AllowHosts lets intranet hosts, addresses and CIDR prefixes through
+	// the guard that keeps the model's requests off private networks
+	// (web.allow_hosts).
+	AllowHosts []string `yaml:"allow_hosts"`
 	// Guard checks every address the model can steer; default guard.New
 	// with no allowlist.
 	Guard *guard.Guard
