@@ -213,21 +213,6 @@ func TestIgnoresOwnBotsSubtypesAndPlainChannelMessages(t *testing.T) {
 	}
 }
 
-func TestRedeliveredEnvelopeGetsOneReply(t *testing.T) {
-	h := start(t, options{})
-	payload := slacktest.Callback("EvSame", slacktest.DM("D1", owner, "once", "5.1"))
-	h.fake.Send(t, "env-a", "events_api", payload, 0)
-	h.fake.WaitAck(t, "env-a")
-	h.fake.WaitCalls(t, "chat.postMessage", 1)
-	h.fake.Send(t, "env-b", "events_api", payload, 1)
-	h.fake.WaitAck(t, "env-b")
-	h.event(t, "EvNext", slacktest.DM("D1", owner, "next", "5.2"))
-	h.fake.WaitCalls(t, "chat.postMessage", 2)
-	if n := len(h.env.Model.Requests()); n != 2 {
-		t.Errorf("model called %d times, want 2 (the redelivery must be dropped)", n)
-	}
-}
-
 func TestClearAndStatusAsTextInDM(t *testing.T) {
 	h := start(t, options{})
 	h.event(t, "Ev1", slacktest.DM("D1", owner, "hello", "1.1"))

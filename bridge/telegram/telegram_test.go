@@ -424,33 +424,6 @@ func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestRestartAfterInterruptedTurnAnswersOnce(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
-	h.env.Model.Push(chattest.Step{Text: "never delivered", Delay: time.Minute})
-	_, stop := h.start(h.env, h.config(hardStop))
-	id := h.tg.Push(telegramtest.Message{From: ana, Text: "slow question"})
-	chattest.Eventually(t, "the turn to start", func() bool { return len(h.env.Model.Requests()) == 1 })
-	stop()
-	if state := itemState(h.env, id); state != "pending" {
-		t.Fatalf("inbox state %q after the crash, want pending", state)
-	}
-
-	h.env.Model.Text("answer after restart")
-	env2 := h.restart()
-	sent := h.tg.WaitSent(t, 1)
-	h.tg.WaitFor(t, "offset confirmed", func() bool { return h.tg.Confirmed(id) })
-	chattest.Eventually(t, "inbox entry done", func() bool { return itemState(env2, id) == "done" })
-	if sent = h.tg.Sent(); len(sent) != 1 || sent[0].Text != "answer after restart" {
-		t.Fatalf("sent %+v, want exactly one answer", sent)
-	}
-	// The re-run did not record the question a second time.
-	var n int
-	env2.Store.Gorm().Raw("SELECT COUNT(*) FROM messages WHERE role = 'user' AND text = 'slow question'").Scan(&n)
-	if n != 1 {
-		t.Fatalf("the question is in the history %d times, want 1", n)
-	}
-}
-
 func TestWebhookChecksSecretAndDedupes(t *testing.T) {
 	h := newHarness(t, chattest.Options{})
 	h.env.Model.Text("via webhook")
