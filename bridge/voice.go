@@ -27,6 +27,10 @@ type VoiceNote struct {
 // Voice is the speech service the pipeline uses (voice.Service is one):
 // nil when voice notes are not set up.
 type Voice interface {
+	// Listens reports whether voice notes are transcribed: false when
+	// the service only speaks answers (voice.reply always, without
+	// voice.transcription_model).
+	Listens() bool
 	// Limits are the stated size and length past which a note is
 	// refused before it is downloaded.
 	Limits() (maxBytes int64, maxSeconds int)
@@ -77,7 +81,7 @@ func echoText(v *VoiceNote) string { return "“" + v.Transcript + "”" }
 // take it, else the sentence that answers the person. When voice is not
 // set up, the chat is told once; later notes are ignored (ok false).
 func (p *Pipeline) VoiceRefusal(chatKey string, size int64, seconds int) (reply string, ok bool) {
-	if p.cfg.Voice == nil {
+	if p.cfg.Voice == nil || !p.cfg.Voice.Listens() {
 		p.mu.Lock()
 		told := p.voiceOff[chatKey]
 		p.voiceOff[chatKey] = true
@@ -123,7 +127,7 @@ func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, log *slog.L
 	if v == nil {
 		return "", nil
 	}
-	if p.cfg.Voice == nil {
+	if p.cfg.Voice == nil || !p.cfg.Voice.Listens() {
 		// Stored while voice was set up, and it no longer is.
 		return TextVoiceOff, nil
 	}

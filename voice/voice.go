@@ -200,6 +200,10 @@ func New(cfg Config, o Options) *Service {
 	}
 }
 
+// Listens reports whether voice notes are transcribed
+// (voice.transcription_model is set).
+func (s *Service) Listens() bool { return s.cfg.Enabled() }
+
 // Limits are the stated size and length past which a note is refused
 // before download.
 func (s *Service) Limits() (maxBytes int64, maxSeconds int) { return s.cfg.MaxBytes, s.cfg.MaxSeconds }

@@ -287,3 +287,17 @@ func TestSpokenAnswerIsAPartSentOnce(t *testing.T) {
 		t.Fatalf("%d texts and %d voice messages, want 1 and 1", len(sent), len(v.tg.Uploads()))
 	}
 }
+
+// Answers spoken always, but no transcription model: a voice note is
+// told that voice notes are not set up, not sent to be transcribed.
+func TestSpeakingOnlyDoesNotHear(t *testing.T) {
+	v := newVoiced(t, func(c *voice.Config) { c.TranscriptionModel, c.Reply = "", voice.ReplyAlways })
+	v.start(v.env, v.config(nil))
+	v.pushNote()
+	if got := html.UnescapeString(v.tg.WaitSent(t, 1)[0].Text); got != bridge.TextVoiceOff {
+		t.Fatalf("answered %q", got)
+	}
+	if n := len(v.tg.Calls("getFile")); n != 0 || len(v.audio.Transcriptions()) != 0 {
+		t.Fatalf("%d downloads, %d transcriptions", n, len(v.audio.Transcriptions()))
+	}
+}
