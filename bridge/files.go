@@ -18,16 +18,6 @@ func FileNote(saved, mimeType string, size int64) string {
 	return fmt.Sprintf("[The person sent a file, saved in this chat's workspace as %s (%s, %s). The files tool reads it.]", saved, mimeType, humanSize(size))
 }
 
-// IsImage reports whether a file of mimeType is a picture a model that
-// reads images can be shown.
-func IsImage(mimeType string) bool {
-	switch mimeType {
-	case "image/jpeg", "image/png", "image/gif", "image/webp":
-		return true
-	}
-	return false
-}
-
 // FileNotKept is the model's note for a file that could not be kept.
 func FileNotKept(name, why string) string {
 	return fmt.Sprintf("[The person sent a file, %s, but it could not be kept: %s.]", name, why)

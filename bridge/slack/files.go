@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"loadout/bridge"
+	"loadout/tools/files"
 )
 
 // sharesFiles reports whether an inner event carries files.
@@ -57,7 +58,7 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File)
 		a.log.Warn("slack: could not keep a file a person shared", "file", name, "err", err)
 		return bridge.FileNotKept(name, "it could not be downloaded from Slack"), ""
 	}
-	if bridge.IsImage(mimeType) {
+	if files.IsImage(mimeType) {
 		image = saved
 	}
 	return bridge.FileNote(saved, mimeType, n), image

@@ -40,6 +40,8 @@ type Config struct {
 	// Delivery is what the process gives every channel: files, voice,
 	// the journal, the shutdown grace, logging and metrics.
 	bridge.Delivery `yaml:"-"`
+	// Enabled runs the channel in loadout serve (slack.enabled).
+	Enabled bool `yaml:"enabled"`
 	// BotToken (xoxb-) calls the Web API.
 	BotToken string `yaml:"bot_token"`
 	// AppToken (xapp-) opens Socket Mode connections.

@@ -15,6 +15,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"loadout/bridge"
+	"loadout/tools/files"
 )
 
 // maxDownload is the largest file the Bot API lets a bot download.
@@ -55,7 +56,7 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, m *message) (not
 		a.log.Warn("telegram: could not keep a file a person sent", "file", name, "err", err)
 		return bridge.FileNotKept(name, err.Error()), ""
 	}
-	if bridge.IsImage(mimeType) {
+	if files.IsImage(mimeType) {
 		image = saved
 	}
 	return bridge.FileNote(saved, mimeType, n), image

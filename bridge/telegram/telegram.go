@@ -54,6 +54,8 @@ type Config struct {
 	// Delivery is what the process gives every channel: files, voice,
 	// the journal, the shutdown grace, logging and metrics.
 	bridge.Delivery `yaml:"-"`
+	// Enabled runs the channel in loadout serve (telegram.enabled).
+	Enabled bool `yaml:"enabled"`
 	// Token is the bot token from BotFather. Required.
 	Token string `yaml:"token"`
 	// APIEndpoint is the Bot API URL format with two %s (token, method);

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"mime"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -214,8 +213,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := reg.Add(memory.Tool(a.cfg.Memory, a.db)); err != nil {
 		return nil, err
 	}
-	if err := reg.AddGroup(tools.Group{Name: "history", DisplayName: "History",
-		Description: "Search earlier conversations"}, history.Tool(a.db)); err != nil {
+	if err := history.Register(reg, a.db); err != nil {
 		return nil, err
 	}
 	set, err := skills.Load(a.cfg.Skills.Dir)
@@ -234,17 +232,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	}
 	wc := a.cfg.Web
 	wc.Guard = g
-	webTools, err := web.Tools(wc)
-	if err != nil {
-		return nil, err
-	}
-	// web is core: looking something up is common enough to pay for its
-	// schema every turn; http_request is a group.
-	if err := reg.Add(webTools[0]); err != nil {
-		return nil, err
-	}
-	if err := reg.AddGroup(tools.Group{Name: "http", DisplayName: "HTTP",
-		Description: "Call an HTTP API"}, webTools[1:]...); err != nil {
+	if err := web.Register(reg, wc); err != nil {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)
@@ -278,16 +266,8 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := reg.AddGroup(cg, ts...); err != nil {
 		return nil, err
 	}
-	if dir := a.cfg.Tools.ManifestsDir; dir != "" {
-		loaded, err := manifest.LoadDir(dir, nil)
-		if err != nil {
-			return nil, fmt.Errorf("tools.manifests_dir: %w", err)
-		}
-		for _, l := range loaded {
-			if err := reg.AddGroup(l.Group, l.Tools...); err != nil {
-				return nil, fmt.Errorf("tools.manifests_dir: %s: %w", l.File, err)
-			}
-		}
+	if err := manifest.Register(reg, a.cfg.Tools.ManifestsDir); err != nil {
+		return nil, err
 	}
 	for _, s := range a.cfg.MCP.Servers {
 		a.mcp = append(a.mcp, mcp.New(s, a.log))
@@ -385,27 +365,15 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 		return err
 	}
 	a.workspaces = ws
-	if err := reg.AddGroup(tools.Group{Name: "files", DisplayName: "Files",
-		Description: "This chat's files: read, write, list, delete, send"},
-		ws.Tool(fileSender{&a.hub})); err != nil {
+	if err := ws.Register(reg, fileSender{&a.hub}); err != nil {
 		return err
 	}
-	if a.cfg.Exec.Enabled {
-		if err := shell.Check(a.cfg.Exec); err != nil {
-			return err
-		}
-		ec := a.cfg.Exec
-		// Commands never read the store, wherever it is.
-		if p := a.cfg.Store.Path; p != "" {
-			if abs, err := filepath.Abs(p); err == nil {
-				ec.Protect = append(ec.Protect, abs, abs+"-wal", abs+"-shm")
-			}
-		}
-		return reg.AddGroup(tools.Group{Name: "exec", DisplayName: "Commands",
-			Description: "Run allowed commands (" + strings.Join(a.cfg.Exec.Allow, ", ") + ") on the chat's files"},
-			shell.Tool(ec, ws))
+	// Commands never read the store, wherever it is.
+	var protect []string
+	if abs, err := filepath.Abs(a.cfg.Store.Path); a.cfg.Store.Path != "" && err == nil {
+		protect = []string{abs, abs + "-wal", abs + "-shm"}
 	}
-	return nil
+	return shell.Register(reg, a.cfg.Exec, ws, protect...)
 }
 
 // fileSender sends workspace files through the chats' channels.
@@ -424,21 +392,6 @@ const maxImage = 5 << 20
 
 // image reads a picture of a chat's workspace for the model.
 func (a *app) image(ctx context.Context, chatKey, name string) (chat.Image, error) {
-	path, err := a.workspaces.Path(chatKey, name)
-	if err != nil {
-		return chat.Image{}, err
-	}
-	mimeType := mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
-	if !bridge.IsImage(mimeType) {
-		return chat.Image{}, fmt.Errorf("%s is not a picture the model reads", name)
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return chat.Image{}, err
-	}
-	if st.Size() > maxImage {
-		return chat.Image{}, fmt.Errorf("%s is larger than %d MB", name, maxImage>>20)
-	}
-	data, err := os.ReadFile(path)
+	mimeType, data, err := a.workspaces.Image(chatKey, name, maxImage)
 	return chat.Image{MIME: mimeType, Data: data}, err
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -53,8 +52,8 @@ type Config struct {
 	Delivery  DeliveryConfig  `yaml:"delivery"`
 	Log       logs.Config     `yaml:"log"`
 	Console   console.Config  `yaml:"console"`
-	Telegram  TelegramConfig  `yaml:"telegram"`
-	Slack     SlackConfig     `yaml:"slack"`
+	Telegram  telegram.Config `yaml:"telegram"`
+	Slack     slack.Config    `yaml:"slack"`
 	Google    GoogleConfig    `yaml:"google"`
 	Voice     voice.Config    `yaml:"voice"`
 }
@@ -114,20 +113,6 @@ type HTTPConfig struct {
 	Metrics bool `yaml:"metrics"`
 	// Pprof serves Go's profiles at /debug/pprof/.
 	Pprof bool `yaml:"pprof"`
-}
-
-// TelegramConfig is the Telegram channel: its switch and the channel's
-// own settings.
-type TelegramConfig struct {
-	Enabled         bool `yaml:"enabled"`
-	telegram.Config `yaml:",inline"`
-}
-
-// SlackConfig is the Slack channel: its switch and the channel's own
-// settings.
-type SlackConfig struct {
-	Enabled      bool `yaml:"enabled"`
-	slack.Config `yaml:",inline"`
 }
 
 func defaults() Config {
@@ -190,10 +175,10 @@ func (c Config) validate(set config.Set) error {
 		"skills": c.Skills, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 	}
 	if c.Telegram.Enabled {
-		sections["telegram"] = c.Telegram.Config
+		sections["telegram"] = c.Telegram
 	}
 	if c.Slack.Enabled {
-		sections["slack"] = c.Slack.Config
+		sections["slack"] = c.Slack
 	}
 	errs := config.Check(set, sections)
 	errs = append(errs, config.Check(set, map[string]config.Section{"llm": c.LLM.Engine})...)
@@ -223,16 +208,5 @@ func (c Config) model() string {
 	return openai.DefaultModel
 }
 
-// requireLLM checks what talking to the model needs: OpenAI's service
-// needs a key; a local server (Ollama, vLLM, LM Studio) usually needs none.
-func (c Config) requireLLM() error {
-	base := c.LLM.BaseURL
-	if base == "" {
-		base = openai.DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if strings.TrimSpace(c.LLM.APIKey) == "" && err == nil && strings.EqualFold(u.Hostname(), "api.openai.com") {
-		return errors.New("config: llm.api_key is empty and llm.base_url is OpenAI's: set the key (the sample reads ${OPENAI_API_KEY}), or point llm.base_url at a local server")
-	}
-	return nil
-}
+// requireLLM checks what talking to the model needs (openai.Config.Usable).
+func (c Config) requireLLM() error { return c.LLM.Config.Usable() }

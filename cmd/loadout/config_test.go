@@ -222,7 +222,7 @@ google:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, tg, sl := cfg.LLM.Engine, cfg.Telegram.Config, cfg.Slack.Config
+	e, tg, sl := cfg.LLM.Engine, cfg.Telegram, cfg.Slack
 	if cfg.LLM.Backoff != 2*time.Second || cfg.LLM.MaxBackoff != 20*time.Second || e.HistoryMessages != 300 || e.CachedSessions != -1 || e.RepeatLimit != 5 ||
 		tg.PollTimeout != 50*time.Second || tg.TypingInterval != 5*time.Second || tg.MaxBackoff != 2*time.Minute || tg.Workers != 3 ||
 		sl.Attempts != 3 || sl.Backoff != 500*time.Millisecond || sl.ChunkSize != 2000 || !slices.Equal(sl.AllowedChannels, []string{"C1", "C2"}) ||

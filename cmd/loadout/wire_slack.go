@@ -18,7 +18,7 @@ func (a *app) slackChannel(ctx context.Context) (bridge.Channel, error) {
 	if !c.Enabled {
 		return nil, nil
 	}
-	sc := c.Config
+	sc := c
 	var err error
 	if sc.Delivery, err = a.delivery("slack"); err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func (a *app) telegramChannel(ctx context.Context) (bridge.Channel, error) {
 			return nil, fmt.Errorf("config: telegram.webhook_url: must be a public https URL, got %q", c.WebhookURL)
 		}
 	}
-	tc := c.Config
+	tc := c
 	var err error
 	if tc.Delivery, err = a.delivery("telegram"); err != nil {
 		return nil, err

@@ -139,7 +139,7 @@ func TestServeMountsTelegramWebhook(t *testing.T) {
 func TestTelegramWebhookURLMustBeHTTPS(t *testing.T) {
 	cfg, _ := parseConfig(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	cfg.Telegram = TelegramConfig{Enabled: true, Config: telegram.Config{Token: "t", Mode: "webhook", WebhookURL: "http://insecure/hook", WebhookSecret: "s", Workers: 1}}
+	cfg.Telegram = telegram.Config{Enabled: true, Token: "t", Mode: "webhook", WebhookURL: "http://insecure/hook", WebhookSecret: "s", Workers: 1}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -510,3 +510,40 @@ func trimPartial(b []byte) []byte {
 	}
 	return b
 }
+
+// Register adds the files group, sending through sender.
+func (w *Workspaces) Register(reg *tools.Registry, sender Sender) error {
+	return reg.AddGroup(tools.Group{Name: "files", DisplayName: "Files",
+		Description: "This chat's files: read, write, list, delete, send"}, w.Tool(sender))
+}
+
+// Image reads a picture of a chat's workspace for a model that reads
+// images: one of the types it takes, at most max bytes.
+func (w *Workspaces) Image(chatKey, name string, max int64) (mimeType string, data []byte, err error) {
+	path, err := w.Path(chatKey, name)
+	if err != nil {
+		return "", nil, err
+	}
+	if mimeType = mime.TypeByExtension(strings.ToLower(filepath.Ext(name))); !IsImage(mimeType) {
+		return "", nil, fmt.Errorf("%s is not a picture the model reads", name)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if st.Size() > max {
+		return "", nil, fmt.Errorf("%s is larger than %d MB", name, max>>20)
+	}
+	data, err = os.ReadFile(path)
+	return mimeType, data, err
+}
+
+// IsImage reports whether a file of mimeType is a picture a model that
+// reads images can be shown.
+func IsImage(mimeType string) bool {
+	switch mimeType {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}

@@ -74,3 +74,8 @@ func Tool(s Searcher) tools.Tool {
 		return out, nil
 	})
 }
+
+// Register adds the history group: searching earlier conversations.
+func Register(reg *tools.Registry, s Searcher) error {
+	return reg.AddGroup(tools.Group{Name: "history", DisplayName: "History", Description: "Search earlier conversations"}, Tool(s))
+}

@@ -424,3 +424,21 @@ func send(client *http.Client, req *http.Request, sent map[string]string) (strin
 	}
 	return text, nil
 }
+
+// Register adds a group for each manifest of dir (tools.manifests_dir);
+// "" adds none. Errors name the key and the file.
+func Register(reg *tools.Registry, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	loaded, err := LoadDir(dir, nil)
+	if err != nil {
+		return fmt.Errorf("tools.manifests_dir: %w", err)
+	}
+	for _, l := range loaded {
+		if err := reg.AddGroup(l.Group, l.Tools...); err != nil {
+			return fmt.Errorf("tools.manifests_dir: %s: %w", l.File, err)
+		}
+	}
+	return nil
+}

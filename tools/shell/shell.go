@@ -232,3 +232,18 @@ func run(ctx context.Context, cfg Config, prog string, in input, dir string) (an
 	}
 	return res, nil
 }
+
+// Register adds the exec group when cfg.Enabled, once the confinement
+// it needs is there (Check); protect are paths commands never reach
+// (the store), besides cfg.Protect.
+func Register(reg *tools.Registry, cfg Config, dirs Dirs, protect ...string) error {
+	if !cfg.Enabled {
+		return nil
+	}
+	if err := Check(cfg); err != nil {
+		return err
+	}
+	cfg.Protect = append(slices.Clone(cfg.Protect), protect...)
+	return reg.AddGroup(tools.Group{Name: "exec", DisplayName: "Commands",
+		Description: "Run allowed commands (" + strings.Join(cfg.Allow, ", ") + ") on the chat's files"}, Tool(cfg, dirs))
+}

@@ -333,3 +333,17 @@ func httpCode(status int) string {
 	}
 	return tools.CodeInvalidArgument
 }
+
+// Register adds web as a core tool — looking something up is common
+// enough to pay for its schema every turn — and http_request as the http
+// group.
+func Register(reg *tools.Registry, cfg Config) error {
+	ts, err := Tools(cfg)
+	if err != nil {
+		return err
+	}
+	if err := reg.Add(ts[0]); err != nil {
+		return err
+	}
+	return reg.AddGroup(tools.Group{Name: "http", DisplayName: "HTTP", Description: "Call an HTTP API"}, ts[1:]...)
+}
