@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -141,4 +143,17 @@ func (h redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h redactHandler) WithGroup(name string) slog.Handler {
 	return redactHandler{inner: h.inner.WithGroup(name), r: h.r}
+}
+
+// OpenFile opens a log file for appending, creating it and its directory
+// (readable by the owner only, like the store).
+func OpenFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	return f, nil
 }

@@ -83,9 +83,6 @@ type app struct {
 	// api is the HTTP client for the model, the Bot API and Slack's Web
 	// API (see apiClient).
 	api *http.Client
-
-	mu    sync.Mutex
-	chans []bridge.Channel // running, for /readyz
 }
 
 // apiIdleConns is how many idle connections the API client keeps to each
@@ -176,20 +173,15 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	return a, nil
 }
 
-// readyz answers 200 when the store answers and every running channel is
+// readyz answers 200 when the store answers and every channel is
 // connected, else 503 with what is not ready.
 func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	var problems []string
 	if err := a.db.Gorm().WithContext(r.Context()).Exec("SELECT 1").Error; err != nil {
 		problems = append(problems, "store unreachable")
 	}
-	a.mu.Lock()
-	chans := a.chans
-	a.mu.Unlock()
-	for _, c := range chans {
-		if rd, ok := c.(bridge.Readier); ok && !rd.Ready() {
-			problems = append(problems, c.Name()+" not connected")
-		}
+	for _, name := range a.hub.NotReady() {
+		problems = append(problems, name+" not connected")
 	}
 	if len(problems) > 0 {
 		http.Error(w, strings.Join(problems, "; "), http.StatusServiceUnavailable)

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
-	"golang.org/x/term"
-
 	"loadout/bridge/console"
+	"loadout/logs"
 )
 
 // Files `loadout chat` keeps beside the store when it runs at a terminal.
@@ -40,9 +37,9 @@ func chatREPL(ctx context.Context, c *cli) error {
 	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User, Stream: cfg.Console.Stream}
 	if dir := storeDir(cfg.Store.Path); dir != "" && console.Interactive(c.stdin, c.stdout) {
 		cc.HistoryFile = filepath.Join(dir, consoleHistoryFile)
-		if sameTerminal(c.stderr, c.stdout) {
+		if console.SameTerminal(c.stderr, c.stdout) {
 			path := filepath.Join(dir, consoleLogFile)
-			f, err := openLog(path)
+			f, err := logs.OpenFile(path)
 			if err != nil {
 				return err
 			}
@@ -83,29 +80,4 @@ func storeDir(path string) string {
 		return ""
 	}
 	return filepath.Dir(path)
-}
-
-// openLog opens path for appending, creating it and its directory
-// (readable by the owner only, like the store).
-func openLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("console log: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("console log: %w", err)
-	}
-	return f, nil
-}
-
-// sameTerminal reports whether a and b are the same terminal.
-func sameTerminal(a, b io.Writer) bool {
-	fa, ok := a.(*os.File)
-	fb, ok2 := b.(*os.File)
-	if !ok || !ok2 || !term.IsTerminal(int(fa.Fd())) {
-		return false
-	}
-	sa, err := fa.Stat()
-	sb, err2 := fb.Stat()
-	return err == nil && err2 == nil && os.SameFile(sa, sb)
 }

@@ -8,11 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"loadout/bridge"
 	"loadout/tools"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // serve runs every enabled channel and the HTTP server until ctx is done,
@@ -76,65 +77,48 @@ type httpLimits struct {
 	body                          int64
 }
 
-// run serves HTTP on ln and runs the channels. If one part fails, the
-// others are stopped and the first error is returned.
+// run serves HTTP on ln and runs the channels, the scheduler and the MCP
+// servers. If one part fails, the others are stopped and the first error
+// is returned.
 func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	a.mu.Lock()
-	a.chans = chans
-	a.mu.Unlock()
+	g, ctx := errgroup.WithContext(ctx)
 	srv := a.httpServer()
-	var (
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err })
-		cancel()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	g.Go(func() error {
 		a.log.Info("http server listening", "addr", ln.Addr().String())
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fail(fmt.Errorf("http server: %w", err))
+			return fmt.Errorf("http server: %w", err)
 		}
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// One process runs the scheduler when several share a database.
-		a.exclusive.Do(ctx, "scheduler", a.scheduler.Run)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.runMCP(ctx)()
-	}()
+		return nil
+	})
+	// One process runs the scheduler when several share a database.
+	g.Go(func() error { return quiet(ctx, a.exclusive.Do(ctx, "scheduler", a.scheduler.Run)) })
+	g.Go(func() error { a.runMCP(ctx)(); return nil })
 	for _, c := range chans {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			a.log.Info("channel started", "channel", c.Name())
-			err := c.Run(ctx)
-			if err != nil && ctx.Err() == nil {
-				fail(fmt.Errorf("%s: %w", c.Name(), err))
-				return
+			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("%s: %w", c.Name(), err)
 			}
 			a.log.Info("channel stopped", "channel", c.Name())
-		}()
+			return nil
+		})
 	}
 	<-ctx.Done()
 	a.log.Info("shutting down", "grace", a.cfg.grace())
-	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.grace())
-	defer scancel()
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.grace())
+	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	wg.Wait()
-	return firstErr
+	return g.Wait()
+}
+
+// quiet is err, unless it is only ctx ending.
+func quiet(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // printTools prints each group's tool count and schema tokens, the core
