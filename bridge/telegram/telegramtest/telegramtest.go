@@ -555,6 +555,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, 400, "Bad Request: "+err.Error(), 0)
 			return
 		}
+		// The form ends before a chunked body does: read the rest, so the
+		// server watches the connection and a held call sees its client
+		// give up.
+		io.Copy(io.Discard, r.Body)
 		r.PostForm = r.MultipartForm.Value
 	} else if err := r.ParseForm(); err != nil {
 		writeErr(w, 400, "Bad Request: "+err.Error(), 0)
