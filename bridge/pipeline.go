@@ -409,12 +409,17 @@ func (p *Pipeline) Seen(ctx context.Context, id string) (bool, error) {
 // protection and accepts the Pending it returns; ok=false ignores the
 // event. A panic in build is recovered and logged with the event id, and
 // the event is recorded as failed, so a redelivery is dropped rather than
-// parsed again; when fallback has a route, the person is told there.
-func (p *Pipeline) Receive(ctx context.Context, id string, fallback Pending, build func() (Pending, bool)) (accepted bool, err error) {
+// parsed again; fallbackOf, called then only, says where the person is
+// told (its route and chat key; a Pending without them tells no one).
+func (p *Pipeline) Receive(ctx context.Context, id string, fallbackOf func() Pending, build func() (Pending, bool)) (accepted bool, err error) {
 	pend, ok, panicked := safeBuild(build)
 	if panicked != nil {
 		p.log.Error("delivery: reading an event panicked; it is recorded as failed", "channel", p.cfg.Channel,
 			"event", id, "panic", fmt.Sprint(panicked.value), "stack", string(panicked.stack))
+		var fallback Pending
+		if fallbackOf != nil {
+			fallback, _, _ = safeBuild(func() (Pending, bool) { return fallbackOf(), true })
+		}
 		rec := Pending{ID: id, Inbound: chat.Inbound{ChatKey: fallback.Inbound.ChatKey}, Route: fallback.Route}
 		it, fresh, err := p.cfg.Inbox.Accept(ctx, p.cfg.Channel, rec, nil)
 		if err != nil {

@@ -304,7 +304,7 @@ func TestReceiveRecoversParsePanics(t *testing.T) {
 		return bridge.Pending{}, true
 	}
 	for range 2 {
-		if _, err := p.Receive(context.Background(), "raw1", fallback, build); err != nil {
+		if _, err := p.Receive(context.Background(), "raw1", func() bridge.Pending { return fallback }, build); err != nil {
 			t.Fatal(err)
 		}
 	}

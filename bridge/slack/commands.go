@@ -36,7 +36,7 @@ func (a *Adapter) slash(ctx context.Context, cmd slackapi.SlashCommand, id strin
 	if !a.identified() {
 		return errNotReady
 	}
-	_, err := a.pipe.Receive(ctx, id, bridge.Pending{}, func() (bridge.Pending, bool) {
+	_, err := a.pipe.Receive(ctx, id, nil, func() (bridge.Pending, bool) {
 		return a.slashPending(cmd)
 	})
 	return err

@@ -30,7 +30,7 @@ func (a *Adapter) callback(ctx context.Context, ev slackevents.EventsAPIEvent) e
 			return nil
 		}
 	}
-	_, err := a.pipe.Receive(ctx, id, bridge.Pending{}, func() (bridge.Pending, bool) {
+	_, err := a.pipe.Receive(ctx, id, nil, func() (bridge.Pending, bool) {
 		return a.toPending(ctx, ev.TeamID, ev.InnerEvent.Data)
 	})
 	return err

@@ -57,7 +57,7 @@ func (a *Adapter) accept(ctx context.Context, ups []update) (int64, error) {
 	a.mu.Unlock()
 	var next int64
 	for _, u := range ups {
-		accepted, err := a.pipe.Receive(ctx, updateRef(u.UpdateID), a.fallback(u), func() (bridge.Pending, bool) {
+		accepted, err := a.pipe.Receive(ctx, updateRef(u.UpdateID), func() bridge.Pending { return a.fallback(u) }, func() (bridge.Pending, bool) {
 			return a.judge(ctx, self, u)
 		})
 		if err != nil {
