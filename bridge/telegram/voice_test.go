@@ -301,3 +301,23 @@ func TestSpeakingOnlyDoesNotHear(t *testing.T) {
 		t.Fatalf("%d downloads, %d transcriptions", n, len(v.audio.Transcriptions()))
 	}
 }
+
+// An audio file and a round video note are heard like a voice note, kept
+// under their own names.
+func TestAudioAndVideoNotesAreHeard(t *testing.T) {
+	v := newVoiced(t, nil)
+	v.start(v.env, v.config(nil))
+	v.tg.Push(telegramtest.Message{From: ana, Audio: &telegramtest.File{Name: "memo.mp3", MIME: "audio/mpeg", Content: voicetest.Note(t)}, Seconds: 3})
+	v.tg.WaitSent(t, 1)
+	id := v.tg.Push(telegramtest.Message{From: ana, VideoNote: &telegramtest.File{Content: voicetest.Note(t)}, Seconds: 3})
+	v.tg.WaitSent(t, 2)
+	tr := v.audio.Transcriptions()
+	if len(tr) != 2 || tr[0].FileName != "memo.mp3" || tr[1].FileName != fmt.Sprintf("video-note-ufile-%d.mp4", id) {
+		t.Fatalf("transcriptions %d: %q", len(tr), []string{tr[0].FileName})
+	}
+	for _, r := range v.env.Model.Requests() {
+		if last := r.Messages[len(r.Messages)-1].Content; !strings.HasPrefix(last, "(voice message) "+heard) {
+			t.Fatalf("the model read %q", last)
+		}
+	}
+}
