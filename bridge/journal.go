@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 )
@@ -45,6 +46,19 @@ func OpenJournal(path string) (*Journal, error) {
 		return nil, err
 	}
 	return &Journal{path: path, f: f, open: map[int64]journalEntry{}, size: st.Size()}, nil
+}
+
+// OpenJournalIn opens the channel's journal in dir (beside the store),
+// "sent-<channel>.journal", for the process's life; none for dir "" (a
+// store in memory).
+func OpenJournalIn(dir, channel string) (*Journal, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return OpenJournal(filepath.Join(dir, "sent-"+channel+".journal"))
 }
 
 // Close closes the journal's file.

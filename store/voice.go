@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"loadout/voice"
 )
 
 // voiceUsage is what voice cost a chat: notes transcribed, their
@@ -13,11 +15,6 @@ type voiceUsage struct {
 	Seconds   int    `gorm:"not null;default:0"`
 	Chars     int    `gorm:"not null;default:0"`
 	UpdatedAt time.Time
-}
-
-// VoiceUsage is what voice cost one chat so far.
-type VoiceUsage struct {
-	Notes, Seconds, Chars int
 }
 
 // AddVoiceUsage adds a transcribed note's seconds (a note when seconds
@@ -35,11 +32,11 @@ func (d *DB) AddVoiceUsage(ctx context.Context, chatKey string, seconds, chars i
 }
 
 // VoiceUsage returns what voice cost the chat so far.
-func (d *DB) VoiceUsage(ctx context.Context, chatKey string) (VoiceUsage, error) {
+func (d *DB) VoiceUsage(ctx context.Context, chatKey string) (voice.Spent, error) {
 	var rows []voiceUsage
 	err := d.db.WithContext(ctx).Where("chat_key = ?", chatKey).Limit(1).Find(&rows).Error
 	if err != nil || len(rows) == 0 {
-		return VoiceUsage{}, kind(err)
+		return voice.Spent{}, kind(err)
 	}
-	return VoiceUsage{Notes: rows[0].Notes, Seconds: rows[0].Seconds, Chars: rows[0].Chars}, nil
+	return voice.Spent{Notes: rows[0].Notes, Seconds: rows[0].Seconds, Chars: rows[0].Chars}, nil
 }

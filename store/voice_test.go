@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"loadout/bridge"
+	"loadout/voice"
 )
 
 // A voice note, its transcript and the answer's spoken text are kept with
@@ -47,10 +48,10 @@ func TestVoiceUsageAddsUpPerChat(t *testing.T) {
 	}
 	db.AddVoiceUsage(ctx, "telegram:2", 5, 0)
 	u, err := db.VoiceUsage(ctx, "telegram:1")
-	if err != nil || u != (VoiceUsage{Notes: 2, Seconds: 42, Chars: 800}) {
+	if err != nil || u != (voice.Spent{Notes: 2, Seconds: 42, Chars: 800}) {
 		t.Fatalf("usage %+v, %v", u, err)
 	}
-	if u, _ := db.VoiceUsage(ctx, "telegram:3"); u != (VoiceUsage{}) {
+	if u, _ := db.VoiceUsage(ctx, "telegram:3"); u != (voice.Spent{}) {
 		t.Fatalf("a chat without voice: %+v", u)
 	}
 }

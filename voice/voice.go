@@ -30,7 +30,9 @@ import (
 
 	"loadout/backoff"
 	"loadout/bridge"
+	"loadout/chat"
 	"loadout/config"
+	"loadout/tools"
 )
 
 // Reply policies (voice.reply).
@@ -443,5 +445,39 @@ func firstOr(s, def string) string {
 	if s == "" {
 		return def
 	}
+	return s
+}
+
+// Spent is what voice cost a chat so far.
+type Spent struct{ Notes, Seconds, Chars int }
+
+// Ledger keeps what voice costs, per chat (store.DB is one).
+type Ledger interface {
+	Usage
+	VoiceUsage(ctx context.Context, chatKey string) (Spent, error)
+}
+
+// Setup makes the service when voice notes are heard or answers spoken
+// (nil when neither), over llmBase and llmKey unless the section names a
+// server of its own, and adds the /status line of what voice cost the
+// chat to r.
+func Setup(cfg Config, llmBase, llmKey string, o Options, ledger Ledger, r *bridge.Router) bridge.Voice {
+	if !cfg.Enabled() && cfg.Reply != ReplyAlways {
+		return nil
+	}
+	o.Usage = ledger
+	s := New(cfg.WithDefaults(llmBase, llmKey), o)
+	r.AddStatus(func(ctx context.Context, in chat.Inbound) (string, error) {
+		u, err := ledger.VoiceUsage(ctx, in.ChatKey)
+		if err != nil {
+			return "", err
+		}
+		notes := "notes"
+		if u.Notes == 1 {
+			notes = "note"
+		}
+		return fmt.Sprintf("Voice: %s %s heard (%s), %s characters spoken", tools.Thousands(u.Notes), notes,
+			bridge.Age(time.Duration(u.Seconds)*time.Second), tools.Thousands(u.Chars)), nil
+	})
 	return s
 }

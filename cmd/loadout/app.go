@@ -21,7 +21,6 @@ import (
 	"loadout/chat/openai"
 	"loadout/cluster"
 	"loadout/google"
-	"loadout/google/drive"
 	"loadout/google/workspace"
 	"loadout/metrics"
 	"loadout/store"
@@ -228,34 +227,22 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)
-	if err := reg.AddGroup(cm.Group(), cm.Tool()); err != nil {
+	if err := cm.Register(ctx); err != nil {
 		return nil, err
-	}
-	if err := cm.Load(ctx); err != nil {
-		return nil, fmt.Errorf("custom tools: %w", err)
 	}
 	sc := a.cfg.Scheduler
 	sc.TimeZone, sc.Logger, sc.Admins = a.cfg.Agent.TimeZone, a.log, tools.NewAdmins(a.cfg.Tools.Admins)
 	a.scheduler = schedule.New(sc, a.db, a.hub.Submit)
-	if err := reg.AddGroup(schedule.Group(), a.scheduler.Tool()); err != nil {
+	if err := a.scheduler.Register(reg); err != nil {
 		return nil, err
 	}
 	pc := a.cfg.PDF
 	pc.Workspaces, pc.Fetch = a.workspaces, web.Fetcher(g, wc.Timeout)
-	pc.Drive = func(ctx context.Context, id string, max int64) (string, []byte, error) {
-		if a.google == nil {
-			return "", nil, &tools.Error{Code: "not_available", Message: "Google is not set up here, so Drive files cannot be read."}
-		}
-		name, _, data, err := drive.Download(ctx, a.google, id, max)
-		return name, data, err
-	}
-	if err := reg.AddGroup(pdf.Group(), pdf.Tools(pc)...); err != nil {
+	pc.Drive = workspace.DriveFiles(func() *google.Accounts { return a.google })
+	if err := pdf.Register(reg, pc); err != nil {
 		return nil, err
 	}
-	cg, ts := config.Group(a.db, reg, config.Defaults{
-		Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model(),
-	})
-	if err := reg.AddGroup(cg, ts...); err != nil {
+	if err := config.Register(reg, a.db, config.Defaults{Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model()}); err != nil {
 		return nil, err
 	}
 	if err := manifest.Register(reg, a.cfg.Tools.ManifestsDir); err != nil {
@@ -315,7 +302,7 @@ const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enab
 // delivery is what the process gives a channel: the same for every
 // channel but its journal and its log's name.
 func (a *app) delivery(channel string) (bridge.Delivery, error) {
-	j, err := a.journal(channel)
+	j, err := bridge.OpenJournalIn(storeDir(a.cfg.Store.Path), channel)
 	if err != nil {
 		return bridge.Delivery{}, err
 	}
@@ -324,20 +311,6 @@ func (a *app) delivery(channel string) (bridge.Delivery, error) {
 		Exclusive: a.exclusive, Claim: a.claim(), Files: a.workspaces, Voice: a.voice, HTTPClient: a.api,
 		Logger: a.log, Observer: a.metrics,
 	}, nil
-}
-
-// journal opens the channel's journal of sent parts beside the store
-// (bridge.Journal); none for a store in memory.
-func (a *app) journal(channel string) (*bridge.Journal, error) {
-	dir := storeDir(a.cfg.Store.Path)
-	if dir == "" {
-		return nil, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	// Open for the process's life, like the store.
-	return bridge.OpenJournal(filepath.Join(dir, "sent-"+channel+".journal"))
 }
 
 // registerFiles adds the files group, over each chat's workspace

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -22,15 +21,6 @@ type (
 	GmailConfig  = workspace.GmailConfig
 )
 
-// saveExport keeps an exported file in the calling chat's workspace.
-func (a *app) saveExport(ctx context.Context, name string, data []byte) (string, error) {
-	if a.workspaces == nil {
-		return "", &tools.Error{Code: "not_available", Message: "This chat has no files here."}
-	}
-	saved, _, err := a.workspaces.Save(ctx, tools.CallerFrom(ctx).ChatKey, name, bytes.NewReader(data))
-	return saved, err
-}
-
 // registerGoogle adds the Google Workspace groups when Google is configured
 // (or when only listing tools). Configured without a token key is an
 // error that says how to make one.
@@ -49,7 +39,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 			return err
 		}
 	}
-	for _, build := range workspace.Groups(gc, workspace.Deps{Save: a.saveExport}) {
+	for _, build := range workspace.Groups(gc, workspace.Deps{Save: a.workspaces.SaveForCaller}) {
 		if err := build(client).Register(reg); err != nil {
 			return err
 		}

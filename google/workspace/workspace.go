@@ -279,3 +279,17 @@ func Login(ctx context.Context, acc *google.Accounts, user string, out io.Writer
 	fmt.Fprintf(out, "Connected a Google account for %s (%d permissions).\n", c.UserKey, len(c.Scopes))
 	return nil
 }
+
+// DriveFiles reads Drive files for another group (a PDF by its Drive id),
+// as the calling person, through the accounts accounts returns when
+// called (nil: Google is not set up).
+func DriveFiles(accounts func() *google.Accounts) func(ctx context.Context, id string, max int64) (string, []byte, error) {
+	return func(ctx context.Context, id string, max int64) (string, []byte, error) {
+		acc := accounts()
+		if acc == nil {
+			return "", nil, &tools.Error{Code: "not_available", Message: "Google is not set up here, so Drive files cannot be read."}
+		}
+		name, _, data, err := drive.Download(ctx, acc, id, max)
+		return name, data, err
+	}
+}

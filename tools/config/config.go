@@ -209,3 +209,9 @@ func groupLabel(g string) string {
 	}
 	return g
 }
+
+// Register adds the config group.
+func Register(reg *tools.Registry, st Store, def Defaults) error {
+	g, ts := Group(st, reg, def)
+	return reg.AddGroup(g, ts...)
+}

@@ -349,3 +349,14 @@ func (m *Manager) validate(s Spec) error {
 	}
 	return nil
 }
+
+// Register adds the custom_tools group and the tools chats made earlier.
+func (m *Manager) Register(ctx context.Context) error {
+	if err := m.reg.AddGroup(m.Group(), m.Tool()); err != nil {
+		return err
+	}
+	if err := m.Load(ctx); err != nil {
+		return fmt.Errorf("custom tools: %w", err)
+	}
+	return nil
+}

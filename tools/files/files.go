@@ -547,3 +547,10 @@ func IsImage(mimeType string) bool {
 	}
 	return false
 }
+
+// SaveForCaller keeps data as a new file of the calling chat's workspace
+// (tools.CallerFrom(ctx)): what a tool exports for the person.
+func (w *Workspaces) SaveForCaller(ctx context.Context, name string, data []byte) (string, error) {
+	saved, _, err := w.Save(ctx, tools.CallerFrom(ctx).ChatKey, name, bytes.NewReader(data))
+	return saved, err
+}

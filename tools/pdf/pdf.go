@@ -477,3 +477,6 @@ func parentsEnd(p pdf.Page) bool {
 	}
 	return true
 }
+
+// Register adds the pdf group.
+func Register(reg *tools.Registry, cfg Config) error { return reg.AddGroup(Group(), Tools(cfg)...) }

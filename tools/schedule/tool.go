@@ -252,3 +252,6 @@ func (s *Scheduler) show(t Task) shown {
 	}
 	return out
 }
+
+// Register adds the scheduled_tasks group.
+func (s *Scheduler) Register(reg *tools.Registry) error { return reg.AddGroup(Group(), s.Tool()) }
