@@ -22,6 +22,7 @@ import (
 	"loadout/cluster"
 	"loadout/google"
 	"loadout/google/workspace"
+	"loadout/httpd"
 	"loadout/metrics"
 	"loadout/store"
 	"loadout/tokens"
@@ -57,8 +58,8 @@ type app struct {
 	hub bridge.Hub
 	// google is the Google accounts store, when Google is configured.
 	google *google.Accounts
-	// limits replaces the HTTP server's limits; nil means the defaults.
-	limits *httpLimits
+	// limits replaces the HTTP server's limits; zero means the defaults.
+	limits httpd.Limits
 	// metrics are served at /metrics.
 	metrics *metrics.Metrics
 	// listAll registers the Google groups even without Google set up.

@@ -17,11 +17,12 @@ import (
 
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/httpd"
 )
 
 func TestHTTPServerLimits(t *testing.T) {
 	a, ln := bareApp(t)
-	a.limits = &httpLimits{readHeader: 300 * time.Millisecond, read: time.Second, write: time.Second, idle: time.Second, body: 1 << 10}
+	a.limits = httpd.Limits{ReadHeader: 300 * time.Millisecond, Read: time.Second, Write: time.Second, Idle: time.Second, Body: 1 << 10}
 	a.mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			http.Error(w, "too large", http.StatusRequestEntityTooLarge)

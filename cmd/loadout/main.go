@@ -19,8 +19,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -28,12 +26,12 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"loadout/bridge/console"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/chat/openai"
+	"loadout/httpd"
 	"loadout/logs"
 	"loadout/proc"
 	"loadout/store"
@@ -99,39 +97,10 @@ func commands() []command {
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&healthURL, "url", "", "URL to check instead of http://<http.listen>/healthz")
 			},
-			run: func(ctx context.Context, c *cli) error { return health(ctx, c.cfg, healthURL, c.stdout) }},
+			run: func(ctx context.Context, c *cli) error {
+				return httpd.Check(ctx, c.cfg.HTTP.Listen, healthURL, c.stdout)
+			}},
 	}
-}
-
-// health gets /healthz of the configured server (or url) and fails
-// unless it answers 200 within five seconds.
-func health(ctx context.Context, cfg Config, url string, out io.Writer) error {
-	if url == "" {
-		host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
-		if err != nil {
-			return fmt.Errorf("health: http.listen %q: %w", cfg.HTTP.Listen, err)
-		}
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		url = "http://" + net.JoinHostPort(host, port) + "/healthz"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("health: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("health: %s does not answer: %w", url, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: %s answered %s", url, resp.Status)
-	}
-	fmt.Fprintln(out, "ok")
-	return nil
 }
 
 // errUsage marks a command line that could not be understood; main exits

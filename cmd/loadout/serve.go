@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"loadout/bridge"
+	"loadout/httpd"
 	"loadout/tools"
 
 	"golang.org/x/sync/errgroup"
@@ -41,48 +42,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return a.run(ctx, ln, chans)
 }
 
-// Limits of the HTTP server. Every handler answers quickly (a turn runs
-// on the delivery pipeline, not in the request), so a request that is
-// slow to arrive or large is cut off without tying anything up.
-const (
-	maxRequestBody    = 1 << 20 // webhooks and Slack events are far smaller
-	maxHeaderBytes    = 64 << 10
-	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 30 * time.Second
-	idleTimeout       = 120 * time.Second
-)
-
-// httpServer is the server for a.mux with its limits; every request body
-// is capped at maxRequestBody, answered 413 beyond it.
-func (a *app) httpServer() *http.Server {
-	limits := a.limits
-	if limits == nil {
-		limits = &httpLimits{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout, idle: idleTimeout, body: maxRequestBody}
-	}
-	return &http.Server{
-		Handler:           http.MaxBytesHandler(a.mux, limits.body),
-		ReadHeaderTimeout: limits.readHeader,
-		ReadTimeout:       limits.read,
-		WriteTimeout:      limits.write,
-		IdleTimeout:       limits.idle,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
-	}
-}
-
-// httpLimits overrides the server's limits (tests shorten them).
-type httpLimits struct {
-	readHeader, read, write, idle time.Duration
-	body                          int64
-}
-
 // run serves HTTP on ln and runs the channels, the scheduler and the MCP
 // servers. If one part fails, the others are stopped and the first error
 // is returned.
 func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) error {
 	g, ctx := errgroup.WithContext(ctx)
-	srv := a.httpServer()
+	srv := httpd.Server(a.mux, cmp.Or(a.limits, httpd.DefaultLimits), a.log)
 	g.Go(func() error {
 		a.log.Info("http server listening", "addr", ln.Addr().String())
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,75 @@
+// Package httpd is loadout's HTTP server: the limits every request meets
+// (webhooks, Slack events, the OAuth callback, health and metrics) and the
+// health check a container runs against it.
+package httpd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Limits are the server's limits. Every handler answers quickly (a turn
+// runs on the delivery pipeline, not in the request), so a request that
+// is slow to arrive or large is cut off without tying anything up.
+type Limits struct {
+	ReadHeader, Read, Write, Idle time.Duration
+	// Body caps a request body; beyond it the answer is 413.
+	Body int64
+}
+
+// DefaultLimits are the limits unless a test shortens them.
+var DefaultLimits = Limits{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second,
+	Idle: 120 * time.Second, Body: 1 << 20 /* webhooks and Slack events are far smaller */}
+
+// maxHeaderBytes caps a request's headers.
+const maxHeaderBytes = 64 << 10
+
+// Server is the server for h within l, logging its own errors at debug.
+func Server(h http.Handler, l Limits, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           http.MaxBytesHandler(h, l.Body),
+		ReadHeaderTimeout: l.ReadHeader,
+		ReadTimeout:       l.Read,
+		WriteTimeout:      l.Write,
+		IdleTimeout:       l.Idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// Check gets /healthz of the server listening on listen (or url, when
+// given) and fails unless it answers 200 within five seconds; it prints
+// "ok" to out when it does.
+func Check(ctx context.Context, listen, url string, out io.Writer) error {
+	if url == "" {
+		host, port, err := net.SplitHostPort(listen)
+		if err != nil {
+			return fmt.Errorf("health: http.listen %q: %w", listen, err)
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		url = "http://" + net.JoinHostPort(host, port) + "/healthz"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %s does not answer: %w", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s answered %s", url, resp.Status)
+	}
+	fmt.Fprintln(out, "ok")
+	return nil
+}
