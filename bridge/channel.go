@@ -17,7 +17,9 @@ import (
 //
 // A new channel writes: a Config and New; Name; Run (connect, call
 // Pipeline().Start once it can send, hand each event to
-// Pipeline().Receive, return when ctx ends); Split and Send; Route (chat
+// Pipeline().Receive, return when ctx ends); Split, Send and ReadRoute
+// (the bytes the inbox keeps → the channel's own route value, read once
+// per event and handed to every other method); Route (chat
 // key → reply address) and Private; and whichever optional capabilities
 // its platform has. cmd adds it to the Hub in one line.
 
@@ -49,7 +51,7 @@ type Readier interface {
 // FileSender is an optional Channel feature: it sends the file at path,
 // named name, to the route.
 type FileSender interface {
-	SendFile(ctx context.Context, route []byte, name, path string) error
+	SendFile(ctx context.Context, route any, name, path string) error
 }
 
 // Mounter is an optional Channel feature: it serves HTTP endpoints
@@ -69,17 +71,22 @@ type Inviter interface {
 type Outlet interface {
 	// Split cuts an answer into the messages the platform sends, in order.
 	Split(text string) []string
+	// ReadRoute reads a route as the inbox keeps it (what Route or the
+	// channel's receiving wrote): the pipeline reads each event's route
+	// once and hands what this returns to every other method of the
+	// channel, which alone knows its type.
+	ReadRoute(raw []byte) (any, error)
 	// Send sends one part to route. It retries what the platform lets it
 	// retry (rate limits, server errors); an error means the part did not
 	// go out.
-	Send(ctx context.Context, route []byte, part string) error
+	Send(ctx context.Context, route any, part string) error
 }
 
 // Indicator is an optional Outlet feature: a sign that an answer is on
 // its way (Telegram's "typing…", a Slack reaction), shown from the start
 // of a turn until its answer is sent. stop may be called more than once.
 type Indicator interface {
-	Working(ctx context.Context, route []byte) (stop func())
+	Working(ctx context.Context, route any) (stop func())
 }
 
 // Asker is an optional Outlet feature: it sends the last part of an
@@ -90,7 +97,7 @@ type Indicator interface {
 // code in the text (AskLine). Without it the part goes out with
 // AskHint.
 type Asker interface {
-	Ask(ctx context.Context, route []byte, part, id, user string) error
+	Ask(ctx context.Context, route any, part, id, user string) error
 }
 
 // TextNotYours answers a press of Approve or Deny by anyone but the
@@ -119,11 +126,11 @@ type Drafter interface {
 	// Draft then posts a message and returns its reference, which later
 	// calls pass back to edit that message. The returned reference is
 	// what later calls must use.
-	Draft(ctx context.Context, route, draft []byte, text string) ([]byte, error)
+	Draft(ctx context.Context, route any, draft []byte, text string) ([]byte, error)
 	// Replace turns the draft into part, the first message of the final
 	// answer (or a sentence of the pipeline's own), formatted as Send
 	// would format it.
-	Replace(ctx context.Context, route, draft []byte, part string) error
+	Replace(ctx context.Context, route any, draft []byte, part string) error
 }
 
 // Speaker is an optional Outlet feature: it sends OGG/Opus audio to the
@@ -131,5 +138,5 @@ type Drafter interface {
 // spoken aloud goes out through it as one more part of the answer, after
 // the text.
 type Speaker interface {
-	SendVoice(ctx context.Context, route []byte, audio []byte) error
+	SendVoice(ctx context.Context, route any, audio []byte) error
 }

@@ -59,13 +59,27 @@ var errLeft = errors.New("bridge: the message is kept and will be tried again")
 func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	it := j.it
 	log := p.log.With("channel", p.cfg.Channel, "event", it.ID, "chat", it.Inbound.ChatKey)
+	// The route is read once for the whole event.
+	var route any
+	var rerr error
+	if len(it.Route) > 0 {
+		route, rerr = out.ReadRoute(it.Route)
+	}
+	if rerr != nil {
+		log.Error("delivery: the event's route cannot be read; it is marked failed", "err", rerr)
+		p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
+			return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
+		})
+		p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
+		return fmt.Errorf("bridge: event %s: unreadable route: %w", it.ID, rerr)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("delivery: handling the event panicked; it is marked failed", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
 				return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
 			})
-			p.tell(ctx, out, it.Route, it.Draft, TextFailed, log)
+			p.tell(ctx, out, route, it.Draft, TextFailed, log)
 			p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
 			err = fmt.Errorf("bridge: event %s panicked: %v", it.ID, r)
 		}
@@ -75,7 +89,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	// behind (a Slack reaction) is taken down when its answer is sent.
 	stop := func() {}
 	if ind, ok := out.(Indicator); ok && (it.State == StatePending || j.resume) {
-		stop = ind.Working(ctx, it.Route)
+		stop = ind.Working(ctx, route)
 	}
 	defer stop()
 	var took time.Duration
@@ -90,13 +104,13 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			return errLeft
 		}
 		if starts > p.cfg.MaxStarts {
-			return p.quarantine(ctx, out, it, starts-1, log)
+			return p.quarantine(ctx, out, it, route, starts-1, log)
 		}
 		start := time.Now()
 		var onText func(string)
 		var d *drafter
 		if dr, ok := out.(Drafter); ok && p.cfg.Stream {
-			d = p.newDrafter(ctx, dr, it, log)
+			d = p.newDrafter(ctx, dr, it, route, log)
 			onText = d.update
 		}
 		tctx, tcancel := context.WithCancel(ctx)
@@ -105,7 +119,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		p.mu.Unlock()
 		// A voice note is heard first: transcribed once, the transcript
 		// stored; one that cannot be heard is answered with a sentence.
-		heard, err := p.listen(tctx, out, &it, log)
+		heard, err := p.listen(tctx, out, &it, route, log)
 		reply := chat.Reply{Text: heard}
 		answered := err == nil && heard == ""
 		if answered {
@@ -143,7 +157,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			return ctx.Err()
 		}
 		if err != nil {
-			return p.failed(ctx, out, it, err, log)
+			return p.failed(ctx, out, it, route, err, log)
 		}
 		// The question's buttons go with the answer's last part.
 		ans := Answer{Parts: out.Split(capText(reply.Text, p.cfg.MaxReply)), Ask: reply.Ask}
@@ -168,7 +182,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	for i := it.Sent; i < total; i++ {
 		var err error
 		if i == len(it.Parts) {
-			err = p.speak(ctx, out, it, log)
+			err = p.speak(ctx, out, it, route, log)
 		} else {
 			var draft []byte
 			if i == 0 {
@@ -178,7 +192,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			if i == len(it.Parts)-1 {
 				ask = it.Ask
 			}
-			err = p.send(ctx, out, it.Route, draft, it.Parts[i], ask, it.Inbound.UserKey)
+			err = p.send(ctx, out, route, draft, it.Parts[i], ask, it.Inbound.UserKey)
 			if ctx.Err() == nil {
 				p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
 			}
@@ -252,7 +266,7 @@ func transient(err error) (bool, time.Duration) { return errors.Is(err, chat.Err
 // failed handles a turn that failed: the event stays pending and is tried
 // again later, up to MaxAttempts; then it is failed. The person hears a
 // true sentence either way.
-func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, log *slog.Logger) error {
+func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, route any, err error, log *slog.Logger) error {
 	p.mu.Lock()
 	p.attempts[it.Seq]++
 	n := p.attempts[it.Seq]
@@ -262,14 +276,14 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 		p.write(ctx, log, "mark the event failed", func(ctx context.Context) error {
 			return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
 		})
-		p.tell(ctx, out, it.Route, it.Draft, TextFailed, log)
+		p.tell(ctx, out, route, it.Draft, TextFailed, log)
 		p.cfg.Observer.Turn(p.cfg.Channel, OutcomeFailed, 0)
 		return err
 	}
 	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeRetrying, 0)
 	log.Error("delivery: the message failed; it stays pending and is tried again", "attempt", n, "err", err)
 	if n == 1 {
-		p.tell(ctx, out, it.Route, nil, TextRetrying, log)
+		p.tell(ctx, out, route, nil, TextRetrying, log)
 	}
 	return errLeft
 }
@@ -278,7 +292,7 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, err error, l
 // never came back: each time, the process ended under it. It is failed
 // first, then the person is told once, with its reference, and the
 // chat's later messages run.
-func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, starts int, log *slog.Logger) error {
+func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, route any, starts int, log *slog.Logger) error {
 	ref := p.cfg.Channel + ":" + it.ID
 	log.Error("delivery: a message's turn started and never came back, each time the process ended under it; it is set aside (quarantined)",
 		"starts", starts, "ref", ref)
@@ -287,14 +301,14 @@ func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, starts i
 	}); err != nil {
 		return errLeft
 	}
-	p.tell(ctx, out, it.Route, it.Draft, fmt.Sprintf(TextQuarantined, ref), log)
+	p.tell(ctx, out, route, it.Draft, fmt.Sprintf(TextQuarantined, ref), log)
 	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeQuarantined, 0)
 	return fmt.Errorf("bridge: event %s quarantined after %d starts", ref, starts)
 }
 
 // send sends one part once the channel's pacing lets it go; with a
 // draft, the part replaces it.
-func (p *Pipeline) send(ctx context.Context, out Outlet, route, draft []byte, part, ask, user string) error {
+func (p *Pipeline) send(ctx context.Context, out Outlet, route any, draft []byte, part, ask, user string) error {
 	if err := p.pace.wait(ctx, route); err != nil {
 		return err
 	}
@@ -351,8 +365,8 @@ func (p *Pipeline) write(ctx context.Context, log *slog.Logger, what string, fn 
 }
 
 // tell sends a sentence of the pipeline's own, best effort.
-func (p *Pipeline) tell(ctx context.Context, out Outlet, route, draft []byte, text string, log *slog.Logger) {
-	if ctx.Err() != nil || len(route) == 0 {
+func (p *Pipeline) tell(ctx context.Context, out Outlet, route any, draft []byte, text string, log *slog.Logger) {
+	if ctx.Err() != nil || route == nil {
 		return
 	}
 	for _, part := range out.Split(text) {

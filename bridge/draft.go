@@ -19,7 +19,7 @@ const DefaultDraftEvery = time.Second
 type drafter struct {
 	p     *Pipeline
 	out   Drafter
-	route []byte
+	route any
 	seq   int64
 	log   *slog.Logger
 
@@ -32,8 +32,8 @@ type drafter struct {
 	done chan struct{}
 }
 
-func (p *Pipeline) newDrafter(ctx context.Context, out Drafter, it Item, log *slog.Logger) *drafter {
-	d := &drafter{p: p, out: out, route: it.Route, seq: it.Seq, log: log, ref: it.Draft,
+func (p *Pipeline) newDrafter(ctx context.Context, out Drafter, it Item, route any, log *slog.Logger) *drafter {
+	d := &drafter{p: p, out: out, route: route, seq: it.Seq, log: log, ref: it.Draft,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go d.loop(ctx)
 	return d

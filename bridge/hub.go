@@ -108,7 +108,11 @@ func (h *Hub) SendFile(ctx context.Context, chatKey, name, path string) error {
 	if !ok {
 		return ErrNoFiles
 	}
-	return fs.SendFile(ctx, route, name, path)
+	r, err := c.ReadRoute(route)
+	if err != nil {
+		return err
+	}
+	return fs.SendFile(ctx, r, name, path)
 }
 
 // Private reports whether a chat is one person's; false for a chat of no

@@ -18,7 +18,7 @@ type Pacing struct {
 	GlobalBurst int
 	// PerChat names the chat a route sends to and that chat's limit;
 	// a zero limit (or a nil PerChat) means no bound for the chat.
-	PerChat func(route []byte) (key string, limit rate.Limit, burst int)
+	PerChat func(route any) (key string, limit rate.Limit, burst int)
 }
 
 // pacer holds a channel's limiters; per-chat ones are created on first
@@ -45,7 +45,7 @@ func newPacer(cfg Pacing) *pacer {
 }
 
 // wait blocks until a send to route is within the limits, or ctx ends.
-func (p *pacer) wait(ctx context.Context, route []byte) error {
+func (p *pacer) wait(ctx context.Context, route any) error {
 	if p.cfg.PerChat != nil {
 		if key, limit, burst := p.cfg.PerChat(route); limit > 0 {
 			p.mu.Lock()

@@ -39,7 +39,10 @@ type outlet struct {
 
 func (o *outlet) Split(text string) []string { return strings.Split(text, "|") }
 
-func (o *outlet) Send(ctx context.Context, route []byte, part string) error {
+// ReadRoute: a test's routes are the chat's name.
+func (o *outlet) ReadRoute(raw []byte) (any, error) { return string(raw), nil }
+
+func (o *outlet) Send(ctx context.Context, route any, part string) error {
 	if o.block != nil && o.block(part) {
 		<-ctx.Done()
 		return ctx.Err()
@@ -51,7 +54,7 @@ func (o *outlet) Send(ctx context.Context, route []byte, part string) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.sent = append(o.sent, string(route)+":"+part)
+	o.sent = append(o.sent, route.(string)+":"+part)
 	return nil
 }
 
@@ -471,8 +474,8 @@ func TestPipelinePacesEachChat(t *testing.T) {
 	out := &outlet{}
 	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, ShutdownGrace: 50 * time.Millisecond,
 		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return in.Text, nil }),
-		Pacing: bridge.Pacing{PerChat: func(route []byte) (string, rate.Limit, int) {
-			return string(route), rate.Every(time.Hour), 1 // one send, then an hour's wait
+		Pacing: bridge.Pacing{PerChat: func(route any) (string, rate.Limit, int) {
+			return route.(string), rate.Every(time.Hour), 1 // one send, then an hour's wait
 		}}})
 	accept(t, p, pending("a1", "A", "one|two"))
 	out.waitFor(t, 1)
@@ -531,7 +534,7 @@ type slowOutlet struct {
 	arrived atomic.Int32
 }
 
-func (s *slowOutlet) Send(ctx context.Context, route []byte, part string) error {
+func (s *slowOutlet) Send(ctx context.Context, route any, part string) error {
 	s.arrived.Add(1)
 	select {
 	case s.started <- struct{}{}:
@@ -582,7 +585,7 @@ type draftOutlet struct {
 	replaced int
 }
 
-func (d *draftOutlet) Draft(ctx context.Context, route, draft []byte, text string) ([]byte, error) {
+func (d *draftOutlet) Draft(ctx context.Context, route any, draft []byte, text string) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.messages == nil {
@@ -597,7 +600,7 @@ func (d *draftOutlet) Draft(ctx context.Context, route, draft []byte, text strin
 	return draft, nil
 }
 
-func (d *draftOutlet) Replace(ctx context.Context, route, draft []byte, part string) error {
+func (d *draftOutlet) Replace(ctx context.Context, route any, draft []byte, part string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.replaced++
@@ -936,5 +939,32 @@ func TestSweepDoesNotRunAnEventFinishedSinceItRead(t *testing.T) {
 	p.Stop() // runs whatever is queued
 	if n := calls.Load(); n != 1 || len(out.got()) != 1 {
 		t.Fatalf("the turn ran %d times and sent %v, want once", n, out.got())
+	}
+}
+
+// countingOutlet counts how often routes are read.
+type countingOutlet struct {
+	outlet
+	reads atomic.Int32
+}
+
+func (c *countingOutlet) ReadRoute(raw []byte) (any, error) {
+	c.reads.Add(1)
+	return string(raw), nil
+}
+
+// An event's route is read once, however many parts its answer has:
+// the channel's methods get what ReadRoute made of it.
+func TestRouteIsReadOncePerEvent(t *testing.T) {
+	db, _ := openStore(t)
+	out := &countingOutlet{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "one|two|three", nil })})
+	accept(t, p, pending("e1", "A", "hi"))
+	if got := out.waitFor(t, 3); !slices.Equal(got, []string{"A:one", "A:two", "A:three"}) {
+		t.Fatalf("sent %q", got)
+	}
+	if n := out.reads.Load(); n != 1 {
+		t.Fatalf("the route was read %d times for one event, want 1", n)
 	}
 }

@@ -34,8 +34,9 @@ func TestMain(m *testing.M) {
 // across the processes it runs.
 type fileOutlet struct{ path string }
 
-func (o fileOutlet) Split(text string) []string { return []string{text} }
-func (o fileOutlet) Send(_ context.Context, _ []byte, text string) error {
+func (o fileOutlet) Split(text string) []string        { return []string{text} }
+func (o fileOutlet) ReadRoute(raw []byte) (any, error) { return string(raw), nil }
+func (o fileOutlet) Send(_ context.Context, _ any, text string) error {
 	f, err := os.OpenFile(o.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err

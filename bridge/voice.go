@@ -122,7 +122,7 @@ func minutes(s int) string {
 // back when voice.echo asks, and makes it the message the turn reads. A
 // note that cannot be heard returns the sentence that answers it instead
 // of a turn; a store failure returns the error (the event stays pending).
-func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, log *slog.Logger) (string, error) {
+func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, route any, log *slog.Logger) (string, error) {
 	v := it.Voice
 	if v == nil {
 		return "", nil
@@ -151,7 +151,7 @@ func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, log *slog.L
 		p.cfg.Voice.Heard(it.Inbound.ChatKey, *v)
 	}
 	if p.cfg.Voice.Echo() && !v.Echoed {
-		if err := p.send(ctx, out, it.Route, nil, echoText(v), "", it.Inbound.UserKey); err != nil && ctx.Err() == nil {
+		if err := p.send(ctx, out, route, nil, echoText(v), "", it.Inbound.UserKey); err != nil && ctx.Err() == nil {
 			log.Warn("delivery: could not send a voice note's transcript back (voice.echo)", "err", err)
 		}
 		if ctx.Err() != nil {
@@ -171,7 +171,7 @@ func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, log *slog.L
 // speak sends the answer read aloud, the reply's last part. Speech that
 // fails is logged and skipped: the text went out already. Only an
 // interrupted send is an error, so the part is tried after the restart.
-func (p *Pipeline) speak(ctx context.Context, out Outlet, it Item, log *slog.Logger) error {
+func (p *Pipeline) speak(ctx context.Context, out Outlet, it Item, route any, log *slog.Logger) error {
 	sp, ok := out.(Speaker)
 	if !ok || p.cfg.Voice == nil {
 		return nil
@@ -184,10 +184,10 @@ func (p *Pipeline) speak(ctx context.Context, out Outlet, it Item, log *slog.Log
 		log.Warn("delivery: the answer could not be spoken; the text went out", "err", err)
 		return nil
 	}
-	if err := p.pace.wait(ctx, it.Route); err != nil {
+	if err := p.pace.wait(ctx, route); err != nil {
 		return err
 	}
-	err = sp.SendVoice(ctx, it.Route, audio)
+	err = sp.SendVoice(ctx, route, audio)
 	if ctx.Err() == nil {
 		p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
 	}

@@ -104,6 +104,9 @@ func (h withQuit) Handle(ctx context.Context, in chat.Inbound) (chat.Reply, erro
 	return reply, err
 }
 
+// ReadRoute: the console's one route is its chat key.
+func (c *Console) ReadRoute(raw []byte) (any, error) { return string(raw), nil }
+
 // ChatKey is the console's session key.
 func (c *Console) ChatKey() string { return "console:" + c.cfg.User }
 
@@ -139,7 +142,7 @@ func (c *Console) Split(text string) []string { return []string{text} }
 // Send prints one answer. While the terminal prompt is up the answer is
 // held back, the person is told it is waiting, and it is printed as soon
 // as the prompt returns or Run ends; Send then returns nil at once.
-func (c *Console) Send(_ context.Context, _ []byte, part string) error {
+func (c *Console) Send(_ context.Context, _ any, part string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	part = strings.TrimRight(part, "\n")
@@ -168,7 +171,7 @@ const consoleDraft = "console"
 // text that does not continue what was printed (the model's next round)
 // starts on a new line. While the prompt is up nothing is printed: the
 // whole answer is held as usual.
-func (c *Console) Draft(_ context.Context, _, _ []byte, text string) ([]byte, error) {
+func (c *Console) Draft(_ context.Context, _ any, _ []byte, text string) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.prompting {
@@ -187,7 +190,7 @@ func (c *Console) Draft(_ context.Context, _, _ []byte, text string) ([]byte, er
 
 // Replace prints the rest of the answer's first part after what was
 // streamed, or the part on a new line when it differs from it.
-func (c *Console) Replace(ctx context.Context, route, _ []byte, part string) error {
+func (c *Console) Replace(ctx context.Context, route any, _ []byte, part string) error {
 	c.mu.Lock()
 	drafted := c.drafted
 	c.drafted = ""
@@ -207,7 +210,7 @@ func (c *Console) Replace(ctx context.Context, route, _ []byte, part string) err
 // Ask prints a question that waits for the person's approval, with its
 // own prompt line naming its code, and takes the next line "y" or "n" as
 // the answer.
-func (c *Console) Ask(ctx context.Context, route []byte, part, id, _ string) error {
+func (c *Console) Ask(ctx context.Context, route any, part, id, _ string) error {
 	code := chat.CodeOf(id)
 	part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n] (or /approve %s, /deny %s later)", code, code, code)
 	err := c.Send(ctx, route, part)
@@ -238,7 +241,7 @@ func (c *Console) answer(text string) string {
 }
 
 // SendFile shows a file the assistant sends: in a terminal, its path.
-func (c *Console) SendFile(ctx context.Context, _ []byte, name, path string) error {
+func (c *Console) SendFile(ctx context.Context, _ any, name, path string) error {
 	return c.Send(ctx, nil, fmt.Sprintf("[file %s: %s]", name, path))
 }
 

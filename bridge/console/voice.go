@@ -65,7 +65,7 @@ func (c *Console) takeVoice(ctx context.Context, path string) (*bridge.VoiceNote
 
 // SendVoice keeps a spoken answer in the console chat's workspace and
 // prints where, so it can be played.
-func (c *Console) SendVoice(ctx context.Context, _ []byte, audio []byte) error {
+func (c *Console) SendVoice(ctx context.Context, _ any, audio []byte) error {
 	if c.cfg.Files == nil {
 		return nil
 	}

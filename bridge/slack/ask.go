@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,10 +36,10 @@ func askBlocks(body, id, user string) []slackapi.Block {
 // Ask posts a question that waits for the person's approval, as a
 // message of its own, with Approve and Deny buttons labelled with its
 // code (as the slash command's private answer when it came from one).
-func (a *Adapter) Ask(ctx context.Context, raw []byte, part, id, user string) error {
-	var r route
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("slack: unreadable route: %w", err)
+func (a *Adapter) Ask(ctx context.Context, rt any, part, id, user string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
 	}
 	body := Mrkdwn(part + bridge.AskLine(id))
 	return a.deliver(ctx, r, nil, body, askBlocks(body, id, user))

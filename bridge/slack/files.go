@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -68,10 +67,10 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File)
 // thread, when it is one) with Slack's upload flow
 // (files.getUploadURLExternal, the upload, then
 // files.completeUploadExternal sharing it in the conversation).
-func (a *Adapter) SendFile(ctx context.Context, raw []byte, name, path string) error {
-	var r route
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("slack: unreadable route: %w", err)
+func (a *Adapter) SendFile(ctx context.Context, rt any, name, path string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
 	}
 	channel, thread := r.Channel, r.Thread
 	st, err := os.Stat(path)

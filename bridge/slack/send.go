@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -25,10 +24,10 @@ func (a *Adapter) Split(text string) []string { return bridge.Split(text, a.cfg.
 
 // Send posts one part to the route: in the channel or thread, or as a
 // slash command's private answer.
-func (a *Adapter) Send(ctx context.Context, raw []byte, part string) error {
-	var r route
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("slack: unreadable route: %w", err)
+func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
 	}
 	return a.deliver(ctx, r, nil, Mrkdwn(part), nil)
 }
@@ -76,10 +75,10 @@ func (a *Adapter) deliver(ctx context.Context, r route, draft []byte, body strin
 // update that message. An ephemeral answer (a slash command's) is not
 // drafted: it cannot be updated by the bot, so Draft posts nothing and
 // the answer is sent whole.
-func (a *Adapter) Draft(ctx context.Context, raw, draft []byte, text string) ([]byte, error) {
-	var r route
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("slack: unreadable route: %w", err)
+func (a *Adapter) Draft(ctx context.Context, rt any, draft []byte, text string) ([]byte, error) {
+	r, err := asRoute(rt)
+	if err != nil {
+		return nil, err
 	}
 	if r.Ephemeral {
 		return nil, nil
@@ -93,7 +92,7 @@ func (a *Adapter) Draft(ctx context.Context, raw, draft []byte, text string) ([]
 		opts = append(opts, slackapi.MsgOptionTS(r.Thread))
 	}
 	var ts string
-	err := a.retry(ctx, "chat.postMessage", func(ctx context.Context) error {
+	err = a.retry(ctx, "chat.postMessage", func(ctx context.Context) error {
 		var err error
 		_, ts, err = a.api.PostMessageContext(ctx, r.Channel, opts...)
 		return err
@@ -106,10 +105,10 @@ func (a *Adapter) Draft(ctx context.Context, raw, draft []byte, text string) ([]
 
 // Replace updates the draft into part, formatted as Send formats it; a
 // draft deleted meanwhile is posted anew.
-func (a *Adapter) Replace(ctx context.Context, raw, draft []byte, part string) error {
-	var r route
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("slack: unreadable route: %w", err)
+func (a *Adapter) Replace(ctx context.Context, rt any, draft []byte, part string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
 	}
 	return a.deliver(ctx, r, draft, Mrkdwn(part), nil)
 }
@@ -139,9 +138,9 @@ func draftText(text string, limit int) string {
 // A reaction already there (left by a run cut short before a restart) is
 // taken over, so it is removed when this answer is sent. stop removes it
 // even when ctx was cancelled by a shutdown, trying for a few seconds.
-func (a *Adapter) Working(ctx context.Context, raw []byte) (stop func()) {
-	var r route
-	if json.Unmarshal(raw, &r) != nil || r.TS == "" || r.Ephemeral {
+func (a *Adapter) Working(ctx context.Context, rt any) (stop func()) {
+	r, ok := rt.(route)
+	if !ok || r.TS == "" || r.Ephemeral {
 		return func() {}
 	}
 	ref := slackapi.NewRefToMessage(r.Channel, r.TS)

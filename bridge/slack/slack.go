@@ -221,9 +221,9 @@ func pacing(cfg Config) bridge.Pacing {
 	case per == 0:
 		per = 1
 	}
-	return bridge.Pacing{PerChat: func(b []byte) (string, rate.Limit, int) {
-		var r route
-		if json.Unmarshal(b, &r) != nil {
+	return bridge.Pacing{PerChat: func(rt any) (string, rate.Limit, int) {
+		r, ok := rt.(route)
+		if !ok {
 			return "", 0, 0
 		}
 		return r.Channel, rate.Limit(per), 2
@@ -259,6 +259,25 @@ type route struct {
 	Ephemeral   bool   `json:"ephemeral,omitempty"`
 	ResponseURL string `json:"response_url,omitempty"`
 	User        string `json:"user,omitempty"`
+}
+
+// ReadRoute reads a route the inbox keeps; the pipeline hands the route
+// to the channel's other methods.
+func (a *Adapter) ReadRoute(raw []byte) (any, error) {
+	var r route
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("slack: unreadable route: %w", err)
+	}
+	return r, nil
+}
+
+// asRoute is a route as the pipeline hands it back.
+func asRoute(rt any) (route, error) {
+	r, ok := rt.(route)
+	if !ok {
+		return route{}, fmt.Errorf("slack: %T is not a Slack route", rt)
+	}
+	return r, nil
 }
 
 func (r route) encode() []byte {

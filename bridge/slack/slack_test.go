@@ -665,10 +665,10 @@ func TestStartupWaitsForSlack(t *testing.T) {
 
 func TestDefaultPacing(t *testing.T) {
 	p := pacing(Config{})
-	if key, limit, burst := p.PerChat([]byte(`{"channel":"C1"}`)); key != "C1" || limit != 1 || burst < 1 {
+	if key, limit, burst := p.PerChat(route{Channel: "C1"}); key != "C1" || limit != 1 || burst < 1 {
 		t.Errorf("default per-channel pacing = %q %v %d, want C1 at 1/s", key, limit, burst)
 	}
-	if _, limit, _ := pacing(Config{SendPerChannelSecond: 3}).PerChat([]byte(`{"channel":"C1"}`)); limit != 3 {
+	if _, limit, _ := pacing(Config{SendPerChannelSecond: 3}).PerChat(route{Channel: "C1"}); limit != 3 {
 		t.Errorf("send_per_channel_second 3 gave %v", limit)
 	}
 	if p := pacing(Config{SendPerChannelSecond: -1}); p.PerChat != nil || p.Global != 0 {

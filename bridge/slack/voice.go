@@ -3,7 +3,6 @@ package slack
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,10 +61,10 @@ func (a *Adapter) takeVoice(ctx context.Context, chatKey string, f slackapi.File
 // SendVoice shares OGG/Opus audio in the route's conversation (its
 // thread, when it is one) as an audio file. A slash command's private
 // answer has no place for one; it is skipped.
-func (a *Adapter) SendVoice(ctx context.Context, raw []byte, audio []byte) error {
-	var r route
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("slack: unreadable route: %w", err)
+func (a *Adapter) SendVoice(ctx context.Context, rt any, audio []byte) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
 	}
 	if r.Ephemeral {
 		return nil

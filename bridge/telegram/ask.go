@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -24,10 +23,10 @@ const (
 // Ask sends a question that waits for the person's approval, as a
 // message of its own, with Approve and Deny buttons under it labelled
 // with its code.
-func (a *Adapter) Ask(ctx context.Context, route []byte, part, id, user string) error {
-	var r routeInfo
-	if err := json.Unmarshal(route, &r); err != nil {
-		return fmt.Errorf("telegram: unreadable route: %w", err)
+func (a *Adapter) Ask(ctx context.Context, route any, part, id, user string) error {
+	r, err := asRoute(route)
+	if err != nil {
+		return err
 	}
 	uid := strings.TrimPrefix(user, "telegram:")
 	kb, _ := json.Marshal(map[string]any{"inline_keyboard": [][]map[string]string{{

@@ -98,10 +98,10 @@ var photoTypes = map[string]bool{".jpg": true, ".jpeg": true, ".png": true, ".we
 
 // SendFile sends a workspace file to the route's chat (and topic): a
 // photo up to 10 MB as a photo, anything else as a document.
-func (a *Adapter) SendFile(ctx context.Context, route []byte, name, filePath string) error {
-	var r routeInfo
-	if err := json.Unmarshal(route, &r); err != nil {
-		return fmt.Errorf("telegram: unreadable route: %w", err)
+func (a *Adapter) SendFile(ctx context.Context, route any, name, filePath string) error {
+	r, err := asRoute(route)
+	if err != nil {
+		return err
 	}
 	st, err := os.Stat(filePath)
 	if err != nil {

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -41,6 +42,25 @@ type routeInfo struct {
 	ChatID   int64 `json:"chat"`
 	ThreadID int   `json:"thread,omitempty"`
 	ReplyTo  int   `json:"reply_to,omitempty"`
+}
+
+// ReadRoute reads a route the inbox keeps; the pipeline hands the
+// routeInfo to the channel's other methods.
+func (a *Adapter) ReadRoute(raw []byte) (any, error) {
+	var r routeInfo
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("telegram: unreadable route: %w", err)
+	}
+	return r, nil
+}
+
+// asRoute is route as the pipeline hands it back.
+func asRoute(route any) (routeInfo, error) {
+	r, ok := route.(routeInfo)
+	if !ok {
+		return routeInfo{}, fmt.Errorf("telegram: %T is not a Telegram route", route)
+	}
+	return r, nil
 }
 
 func (r routeInfo) encode() []byte {

@@ -23,10 +23,10 @@ func (a *Adapter) Split(text string) []string { return Chunks(text, MaxMessage) 
 
 // Send sends one part to the route as Telegram HTML. A part whose
 // formatting Telegram rejects is sent again as plain text.
-func (a *Adapter) Send(ctx context.Context, route []byte, part string) error {
-	var r routeInfo
-	if err := json.Unmarshal(route, &r); err != nil {
-		return fmt.Errorf("telegram: unreadable route: %w", err)
+func (a *Adapter) Send(ctx context.Context, route any, part string) error {
+	r, err := asRoute(route)
+	if err != nil {
+		return err
 	}
 	return a.deliver(ctx, r, nil, part, "")
 }
@@ -59,9 +59,9 @@ func (a *Adapter) deliver(ctx context.Context, r routeInfo, draft []byte, part, 
 // The first sign is sent before Working returns, so it always lands
 // before the answer, however short the turn; a slow Bot API holds the
 // turn back by at most firstSignWait.
-func (a *Adapter) Working(ctx context.Context, route []byte) (stop func()) {
-	var r routeInfo
-	if json.Unmarshal(route, &r) != nil {
+func (a *Adapter) Working(ctx context.Context, route any) (stop func()) {
+	r, ok := route.(routeInfo)
+	if !ok {
 		return func() {}
 	}
 	p := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10), "action": tgbotapi.ChatTyping}
@@ -186,10 +186,10 @@ func (a *Adapter) post(ctx context.Context, r routeInfo, text, parseMode, markup
 // Draft shows the answer so far as plain text (its Markdown may be cut
 // half-way): the first call posts it, later ones edit that message. Text
 // beyond one message is left for the parts that follow.
-func (a *Adapter) Draft(ctx context.Context, route, draft []byte, text string) ([]byte, error) {
-	var r routeInfo
-	if err := json.Unmarshal(route, &r); err != nil {
-		return nil, fmt.Errorf("telegram: unreadable route: %w", err)
+func (a *Adapter) Draft(ctx context.Context, route any, draft []byte, text string) ([]byte, error) {
+	r, err := asRoute(route)
+	if err != nil {
+		return nil, err
 	}
 	text = draftText(text)
 	if draft == nil {
@@ -204,10 +204,10 @@ func (a *Adapter) Draft(ctx context.Context, route, draft []byte, text string) (
 
 // Replace edits the draft into part, formatted as Send formats it. When
 // the draft is gone (deleted by the person), the part is sent anew.
-func (a *Adapter) Replace(ctx context.Context, route, draft []byte, part string) error {
-	var r routeInfo
-	if err := json.Unmarshal(route, &r); err != nil {
-		return fmt.Errorf("telegram: unreadable route: %w", err)
+func (a *Adapter) Replace(ctx context.Context, route any, draft []byte, part string) error {
+	r, err := asRoute(route)
+	if err != nil {
+		return err
 	}
 	return a.deliver(ctx, r, draft, part, "")
 }

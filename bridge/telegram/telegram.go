@@ -14,7 +14,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -174,9 +173,9 @@ func pacing(cfg Config) bridge.Pacing {
 	group := rateOf(cfg.SendPerGroupMinute, 20, time.Minute)
 	return bridge.Pacing{
 		Global: rateOf(cfg.SendPerSecond, 30, time.Second), GlobalBurst: 1,
-		PerChat: func(route []byte) (string, rate.Limit, int) {
-			var r routeInfo
-			if json.Unmarshal(route, &r) != nil {
+		PerChat: func(route any) (string, rate.Limit, int) {
+			r, ok := route.(routeInfo)
+			if !ok {
 				return "", 0, 0
 			}
 			key := strconv.FormatInt(r.ChatID, 10)

@@ -541,14 +541,14 @@ func TestDefaultPacing(t *testing.T) {
 	if p.Global != 30 {
 		t.Errorf("global pacing = %v/s, want 30", p.Global)
 	}
-	if key, limit, _ := p.PerChat([]byte(`{"chat":42}`)); key != "42" || limit != 1 {
+	if key, limit, _ := p.PerChat(routeInfo{ChatID: 42}); key != "42" || limit != 1 {
 		t.Errorf("private chat pacing = %q %v, want 42 at 1/s", key, limit)
 	}
-	if _, limit, _ := p.PerChat([]byte(`{"chat":-1001}`)); math.Abs(float64(limit)-20.0/60) > 1e-9 {
+	if _, limit, _ := p.PerChat(routeInfo{ChatID: -1001}); math.Abs(float64(limit)-20.0/60) > 1e-9 {
 		t.Errorf("group pacing = %v/s, want 20 a minute", limit)
 	}
 	lifted := pacing(Config{SendPerSecond: -1, SendPerChatSecond: -1, SendPerGroupMinute: -1})
-	if _, limit, _ := lifted.PerChat([]byte(`{"chat":42}`)); limit != 0 || lifted.Global != 0 {
+	if _, limit, _ := lifted.PerChat(routeInfo{ChatID: 42}); limit != 0 || lifted.Global != 0 {
 		t.Errorf("negative limits should lift pacing: global %v, chat %v", lifted.Global, limit)
 	}
 }

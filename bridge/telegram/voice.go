@@ -3,7 +3,6 @@ package telegram
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -93,10 +92,10 @@ func (a *Adapter) takeVoice(ctx context.Context, chatKey string, v *spoken) (not
 }
 
 // SendVoice sends OGG/Opus audio to the route as a voice message.
-func (a *Adapter) SendVoice(ctx context.Context, route []byte, audio []byte) error {
-	var r routeInfo
-	if err := json.Unmarshal(route, &r); err != nil {
-		return fmt.Errorf("telegram: unreadable route: %w", err)
+func (a *Adapter) SendVoice(ctx context.Context, route any, audio []byte) error {
+	r, err := asRoute(route)
+	if err != nil {
+		return err
 	}
 	params := tgbotapi.Params{"chat_id": strconv.FormatInt(r.ChatID, 10)}
 	if r.ThreadID != 0 {

@@ -532,10 +532,11 @@ type recordingChannel struct {
 func (c *recordingChannel) Pipeline() *bridge.Pipeline           { return c.pipe }
 func (c *recordingChannel) Route(chatKey string) ([]byte, error) { return []byte(chatKey), nil }
 func (c *recordingChannel) Split(text string) []string           { return []string{text} }
-func (c *recordingChannel) Send(_ context.Context, route []byte, part string) error {
+func (c *recordingChannel) ReadRoute(raw []byte) (any, error)    { return string(raw), nil }
+func (c *recordingChannel) Send(_ context.Context, route any, part string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sent = append(c.sent, string(route)+": "+part)
+	c.sent = append(c.sent, route.(string)+": "+part)
 	return nil
 }
 
