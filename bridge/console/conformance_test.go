@@ -138,3 +138,11 @@ func (c *conformance) Approve(t *testing.T, i int) { c.Send(t, i, "y") }
 
 func (c *conformance) Hold(int) {}
 func (c *conformance) Release() {}
+
+// What the console can do besides the contract.
+var (
+	_ bridge.FileSender = (*console.Console)(nil)
+	_ bridge.Asker      = (*console.Console)(nil)
+	_ bridge.Drafter    = (*console.Console)(nil)
+	_ bridge.Speaker    = (*console.Console)(nil)
+)

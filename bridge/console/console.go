@@ -110,13 +110,7 @@ func (c *Console) ReadRoute(raw []byte) (any, error) { return string(raw), nil }
 // ChatKey is the console's session key.
 func (c *Console) ChatKey() string { return "console:" + c.cfg.User }
 
-var (
-	_ bridge.Channel    = (*Console)(nil)
-	_ bridge.FileSender = (*Console)(nil)
-	_ bridge.Asker      = (*Console)(nil)
-	_ bridge.Drafter    = (*Console)(nil)
-	_ bridge.Speaker    = (*Console)(nil)
-)
+var _ bridge.Channel = (*Console)(nil)
 
 // Name is the channel's name and chat-key prefix.
 func (c *Console) Name() string { return "console" }

@@ -203,3 +203,15 @@ func (c *conformance) Release() {
 	c.fake.WaitFor(c.owner, "the abandoned post to end", func() bool { return c.fake.Waiting("chat.postMessage") == 0 })
 	c.fake.Release("chat.postMessage")
 }
+
+// What the Slack channel can do besides the contract.
+var (
+	_ bridge.Readier    = (*Adapter)(nil)
+	_ bridge.FileSender = (*Adapter)(nil)
+	_ bridge.Mounter    = (*Adapter)(nil)
+	_ bridge.Indicator  = (*Adapter)(nil)
+	_ bridge.Asker      = (*Adapter)(nil)
+	_ bridge.Drafter    = (*Adapter)(nil)
+	_ bridge.Speaker    = (*Adapter)(nil)
+	_ bridge.Inviter    = (*Adapter)(nil)
+)

@@ -298,17 +298,7 @@ func routeOf(chatKey string) (route, error) {
 	return r, nil
 }
 
-var (
-	_ bridge.Channel    = (*Adapter)(nil)
-	_ bridge.Readier    = (*Adapter)(nil)
-	_ bridge.FileSender = (*Adapter)(nil)
-	_ bridge.Mounter    = (*Adapter)(nil)
-	_ bridge.Indicator  = (*Adapter)(nil)
-	_ bridge.Asker      = (*Adapter)(nil)
-	_ bridge.Drafter    = (*Adapter)(nil)
-	_ bridge.Speaker    = (*Adapter)(nil)
-	_ bridge.Inviter    = (*Adapter)(nil)
-)
+var _ bridge.Channel = (*Adapter)(nil)
 
 // Invite says where the person's direct message with the app is; Slack's
 // composer takes command without its slash.

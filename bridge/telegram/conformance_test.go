@@ -144,3 +144,15 @@ func (c *conformance) Release() {
 	c.tg.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.tg.Waiting("sendMessage") == 0 })
 	c.tg.Resume("sendMessage")
 }
+
+// What the Telegram channel can do besides the contract.
+var (
+	_ bridge.Readier    = (*Adapter)(nil)
+	_ bridge.FileSender = (*Adapter)(nil)
+	_ bridge.Mounter    = (*Adapter)(nil)
+	_ bridge.Indicator  = (*Adapter)(nil)
+	_ bridge.Asker      = (*Adapter)(nil)
+	_ bridge.Drafter    = (*Adapter)(nil)
+	_ bridge.Speaker    = (*Adapter)(nil)
+	_ bridge.Inviter    = (*Adapter)(nil)
+)

@@ -206,17 +206,7 @@ func (a *Adapter) UserName() string {
 	return a.bot.Self.UserName
 }
 
-var (
-	_ bridge.Channel    = (*Adapter)(nil)
-	_ bridge.Readier    = (*Adapter)(nil)
-	_ bridge.FileSender = (*Adapter)(nil)
-	_ bridge.Mounter    = (*Adapter)(nil)
-	_ bridge.Indicator  = (*Adapter)(nil)
-	_ bridge.Asker      = (*Adapter)(nil)
-	_ bridge.Drafter    = (*Adapter)(nil)
-	_ bridge.Speaker    = (*Adapter)(nil)
-	_ bridge.Inviter    = (*Adapter)(nil)
-)
+var _ bridge.Channel = (*Adapter)(nil)
 
 // Invite is a deep link to the private chat with the bot that starts
 // with command's first word (/start connect runs /connect google), once
