@@ -62,7 +62,13 @@ func TestNothingOutlivesAKeptProgram(t *testing.T) {
 		}
 		started(t, bufio.NewReader(out))
 		// The tree is up (its shells and sleeps carry the marker), so
-		// "none left" below is about processes that ran.
+		// "none left" below is about processes that ran. The background
+		// ones may still be forking when "started" is printed: wait for
+		// them.
+		deadline := time.Now().Add(5 * time.Second)
+		for proctest.Running(marker) < 4 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		if n := proctest.Running(marker); n < 4 {
 			t.Fatalf("only %d of the program's processes run", n)
 		}
