@@ -11,6 +11,7 @@ package voice
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -94,7 +95,7 @@ func (c Config) Enabled() bool { return strings.TrimSpace(c.TranscriptionModel) 
 // section's, used when the voice section names no service of its own.
 func (c Config) WithDefaults(base, key string) Config {
 	if c.BaseURL == "" {
-		c.BaseURL, c.APIKey = base, firstOr(c.APIKey, key)
+		c.BaseURL, c.APIKey = base, cmp.Or(c.APIKey, key)
 	}
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
@@ -439,13 +440,6 @@ func oggSeconds(path string) int {
 		return 0
 	}
 	return int((granule + 47999) / 48000)
-}
-
-func firstOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Spent is what voice cost a chat so far.
