@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"loadout/backoff"
 	"loadout/bridge"
 	"loadout/chat"
+	"loadout/chat/openai"
 	"loadout/config"
 	"loadout/tools"
 )
@@ -326,24 +326,14 @@ func (s *Service) count(ctx context.Context, chatKey string, seconds, chars int)
 	}
 }
 
-// transient reports a failure worth another try: a rate limit, a server
-// error, or no answer at all.
+// transient reports a failure worth another try: what the model client
+// tries again (openai.Transient), but never a note gone from the
+// workspace or a call given up.
 func transient(err error) (bool, time.Duration) {
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, context.Canceled) {
 		return false, 0
 	}
-	var ae *goopenai.APIError
-	var re *goopenai.RequestError
-	switch {
-	case errors.As(err, &ae):
-		return ae.HTTPStatusCode == 429 || ae.HTTPStatusCode >= 500, 0
-	case errors.As(err, &re):
-		return re.HTTPStatusCode == 429 || re.HTTPStatusCode >= 500, 0
-	case errors.Is(err, os.ErrNotExist):
-		return false, 0
-	}
-	var ue *url.Error
-	return errors.As(err, &ue), 0
+	return openai.Transient(err), 0
 }
 
 // Speakable is text as it is read aloud: Markdown's marks and link

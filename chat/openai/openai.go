@@ -114,7 +114,7 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 		if ae := (*attemptError)(nil); errors.As(err, &ae) {
 			after = ae.after
 		}
-		ok := transient(err)
+		ok := Transient(err)
 		if ok && attempt < c.cfg.Attempts && ctx.Err() == nil {
 			c.cfg.Logger.Warn("model call failed; retrying", "attempt", attempt, "retry_after", after, "err", errors.Unwrap(err))
 		}
@@ -299,10 +299,12 @@ var (
 	errCut = errors.New("the answer's stream ended before it was complete")
 )
 
-// transient reports whether a failed attempt may succeed if repeated: rate
-// limits, server errors, timeouts, broken connections and unreadable
-// responses. Other 4xx answers (bad key, unknown model) are final.
-func transient(err error) bool {
+// Transient reports whether a failed call of an OpenAI-compatible server
+// may succeed if repeated: rate limits, server errors, timeouts, broken
+// connections and unreadable responses. Other 4xx answers (bad key,
+// unknown model) are final. The model client and the voice service both
+// classify with it.
+func Transient(err error) bool {
 	if code := status(err); code != 0 {
 		return retryableStatus(code)
 	}
