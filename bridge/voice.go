@@ -104,6 +104,36 @@ func (p *Pipeline) VoiceRefusal(chatKey string, size int64, seconds int) (reply 
 	return "", true
 }
 
+// KeepVoice keeps a voice note VoiceRefusal took: it downloads it with
+// open into the chat's workspace under name, held to voice.max_bytes and
+// to platformMax (what the platform lets a bot download) whatever size
+// was stated. It returns the note the pipeline transcribes, or the
+// sentence that answers the person.
+func (p *Pipeline) KeepVoice(ctx context.Context, files FileSaver, chatKey, name string, seconds int, platformMax int64,
+	open func(ctx context.Context) (io.ReadCloser, error)) (*VoiceNote, string) {
+	if files == nil {
+		return nil, TextVoiceNotKept
+	}
+	limit := platformMax
+	if max, _ := p.cfg.Voice.Limits(); max > 0 {
+		limit = min(limit, max)
+	}
+	body, err := open(ctx)
+	if err == nil {
+		var saved string
+		saved, _, err = files.Save(ctx, chatKey, name, Capped(body, limit))
+		body.Close()
+		if err == nil {
+			return &VoiceNote{File: saved, Seconds: seconds}, ""
+		}
+	}
+	if errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Sprintf(TextVoiceNotSaved, err)
+	}
+	p.log.Warn("delivery: a voice note could not be downloaded and kept", "channel", p.cfg.Channel, "chat", chatKey, "file", name, "err", err)
+	return nil, TextVoiceNotDownloaded
+}
+
 // minutes renders a length of audio: "45 seconds", "10 minutes", "12:05".
 func minutes(s int) string {
 	switch {

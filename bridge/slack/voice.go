@@ -3,8 +3,6 @@ package slack
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -25,37 +23,22 @@ func isAudio(f slackapi.File) bool {
 // the sentence that answers the person.
 func (a *Adapter) takeVoice(ctx context.Context, chatKey string, f slackapi.File) (note *bridge.VoiceNote, reply string, ok bool) {
 	seconds := (f.DurationMs + 999) / 1000
-	reply, ok = a.pipe.VoiceRefusal(chatKey, int64(f.Size), seconds)
-	switch {
-	case !ok || reply != "":
+	if reply, ok = a.pipe.VoiceRefusal(chatKey, int64(f.Size), seconds); !ok || reply != "" {
 		return nil, reply, ok
-	case a.cfg.Files == nil:
-		return nil, bridge.TextVoiceNotKept, true
-	case f.URLPrivateDownload == "":
+	}
+	if f.URLPrivateDownload == "" {
 		return nil, bridge.TextVoiceNotDownloaded, true
 	}
 	name := f.Name
 	if name == "" {
 		name = "voice-" + f.ID + ".m4a"
 	}
-	limit := int64(maxDownload)
-	if max, _ := a.cfg.Voice.Limits(); max > 0 {
-		limit = min(limit, max)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(a.api.GetFileContext(ctx, f.URLPrivateDownload, pw))
-	}()
-	saved, _, err := a.cfg.Files.Save(ctx, chatKey, name, bridge.Capped(pr, limit))
-	pr.CloseWithError(io.ErrClosedPipe) // lets the download end if Save stopped early
-	switch {
-	case errors.Is(err, bridge.ErrTooLarge):
-		return nil, fmt.Sprintf(bridge.TextVoiceNotSaved, err), true
-	case err != nil:
-		a.log.Warn("slack: could not keep a voice note", "file", name, "err", err)
-		return nil, bridge.TextVoiceNotDownloaded, true
-	}
-	return &bridge.VoiceNote{File: saved, Seconds: seconds}, "", true
+	note, reply = a.pipe.KeepVoice(ctx, a.cfg.Files, chatKey, name, seconds, maxDownload, func(ctx context.Context) (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(a.api.GetFileContext(ctx, f.URLPrivateDownload, pw)) }()
+		return pr, nil // closing it lets the download end if the save stopped early
+	})
+	return note, reply, true
 }
 
 // SendVoice shares OGG/Opus audio in the route's conversation (its

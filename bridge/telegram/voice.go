@@ -3,7 +3,7 @@ package telegram
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"io"
 	"strconv"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -63,32 +63,15 @@ func ext(mimeType, def string) string {
 // then downloads it into the chat's workspace: the event the pipeline
 // transcribes, or a sentence that answers the person.
 func (a *Adapter) takeVoice(ctx context.Context, chatKey string, v *spoken) (note *bridge.VoiceNote, reply string, ok bool) {
-	reply, ok = a.pipe.VoiceRefusal(chatKey, int64(v.size), v.seconds)
-	switch {
-	case !ok || reply != "":
+	if reply, ok = a.pipe.VoiceRefusal(chatKey, int64(v.size), v.seconds); !ok || reply != "" {
 		return nil, reply, ok
-	case a.cfg.Files == nil:
-		return nil, bridge.TextVoiceNotKept, true
-	case v.size > maxDownload:
+	}
+	if v.size > maxDownload {
 		return nil, "Sorry, your voice note is larger than the 20 MB Telegram lets me download. Please send a shorter one, or type your message.", true
 	}
-	body, err := a.download(ctx, v.id)
-	if err != nil {
-		a.log.Warn("telegram: could not download a voice note", "file", v.name, "err", err)
-		return nil, bridge.TextVoiceNotDownloaded, true
-	}
-	defer body.Close()
-	// What arrives is held to the limits, whatever size was stated.
-	limit := int64(maxDownload)
-	if max, _ := a.cfg.Voice.Limits(); max > 0 {
-		limit = min(limit, max)
-	}
-	saved, _, err := a.cfg.Files.Save(ctx, chatKey, v.name, bridge.Capped(body, limit))
-	if err != nil {
-		a.log.Warn("telegram: could not keep a voice note", "file", v.name, "err", err)
-		return nil, fmt.Sprintf(bridge.TextVoiceNotSaved, err), true
-	}
-	return &bridge.VoiceNote{File: saved, Seconds: v.seconds}, "", true
+	note, reply = a.pipe.KeepVoice(ctx, a.cfg.Files, chatKey, v.name, v.seconds, maxDownload,
+		func(ctx context.Context) (io.ReadCloser, error) { return a.download(ctx, v.id) })
+	return note, reply, true
 }
 
 // SendVoice sends OGG/Opus audio to the route as a voice message.
