@@ -17,18 +17,13 @@ type voiceUsage struct {
 	UpdatedAt time.Time
 }
 
-// AddVoiceUsage adds a transcribed note's seconds (a note when seconds
-// is not negative and chars is 0) or an answer's spoken characters to
-// the chat's count.
-func (d *DB) AddVoiceUsage(ctx context.Context, chatKey string, seconds, chars int) error {
-	notes := 0
-	if chars == 0 {
-		notes = 1
-	}
+// AddVoiceUsage adds what a note or a spoken answer cost to the chat's
+// count, in one statement.
+func (d *DB) AddVoiceUsage(ctx context.Context, chatKey string, spent voice.Spent) error {
 	return kind(d.db.WithContext(ctx).Exec(`INSERT INTO voice_usages (chat_key, notes, seconds, chars, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (chat_key) DO UPDATE SET notes = voice_usages.notes + excluded.notes, seconds = voice_usages.seconds + excluded.seconds,
 			chars = voice_usages.chars + excluded.chars, updated_at = excluded.updated_at`,
-		chatKey, notes, seconds, chars, d.now()).Error)
+		chatKey, spent.Notes, spent.Seconds, spent.Chars, d.now()).Error)
 }
 
 // VoiceUsage returns what voice cost the chat so far.

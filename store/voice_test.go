@@ -41,12 +41,12 @@ func TestInboxKeepsTheVoiceNote(t *testing.T) {
 func TestVoiceUsageAddsUpPerChat(t *testing.T) {
 	db := open(t)
 	ctx := context.Background()
-	for _, add := range []struct{ seconds, chars int }{{12, 0}, {30, 0}, {0, 800}} {
-		if err := db.AddVoiceUsage(ctx, "telegram:1", add.seconds, add.chars); err != nil {
+	for _, add := range []voice.Spent{{Notes: 1, Seconds: 12}, {Notes: 1, Seconds: 30}, {Chars: 800}} {
+		if err := db.AddVoiceUsage(ctx, "telegram:1", add); err != nil {
 			t.Fatal(err)
 		}
 	}
-	db.AddVoiceUsage(ctx, "telegram:2", 5, 0)
+	db.AddVoiceUsage(ctx, "telegram:2", voice.Spent{Notes: 1, Seconds: 5})
 	u, err := db.VoiceUsage(ctx, "telegram:1")
 	if err != nil || u != (voice.Spent{Notes: 2, Seconds: 42, Chars: 800}) {
 		t.Fatalf("usage %+v, %v", u, err)

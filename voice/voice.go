@@ -153,7 +153,7 @@ type Workspace interface {
 
 // Usage keeps what voice costs, per chat.
 type Usage interface {
-	AddVoiceUsage(ctx context.Context, chatKey string, seconds, chars int) error
+	AddVoiceUsage(ctx context.Context, chatKey string, spent Spent) error
 }
 
 // Meter counts what voice costs as it happens (the /metrics series).
@@ -252,7 +252,7 @@ func (s *Service) Transcribe(ctx context.Context, chatKey string, note bridge.Vo
 	if seconds == 0 {
 		seconds = oggSeconds(path)
 	}
-	s.count(ctx, chatKey, seconds, 0)
+	s.count(ctx, chatKey, Spent{Notes: 1, Seconds: seconds})
 	return strings.TrimSpace(text), nil
 }
 
@@ -306,21 +306,21 @@ func (s *Service) Speak(ctx context.Context, chatKey, text string) ([]byte, erro
 	if len(audio) == 0 {
 		return nil, errors.New("voice: speech: the service returned no audio")
 	}
-	s.count(ctx, chatKey, 0, len([]rune(say)))
+	s.count(ctx, chatKey, Spent{Chars: len([]rune(say))})
 	return audio, nil
 }
 
-func (s *Service) count(ctx context.Context, chatKey string, seconds, chars int) {
+func (s *Service) count(ctx context.Context, chatKey string, spent Spent) {
 	if s.meter != nil {
-		if seconds > 0 {
-			s.meter.Transcribed(chatKey, seconds)
+		if spent.Seconds > 0 {
+			s.meter.Transcribed(chatKey, spent.Seconds)
 		}
-		if chars > 0 {
-			s.meter.Spoken(chatKey, chars)
+		if spent.Chars > 0 {
+			s.meter.Spoken(chatKey, spent.Chars)
 		}
 	}
 	if s.usage != nil {
-		if err := s.usage.AddVoiceUsage(context.WithoutCancel(ctx), chatKey, seconds, chars); err != nil {
+		if err := s.usage.AddVoiceUsage(context.WithoutCancel(ctx), chatKey, spent); err != nil {
 			s.log.Warn("voice: could not record what a note cost", "chat", chatKey, "err", err)
 		}
 	}
