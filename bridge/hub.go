@@ -54,12 +54,17 @@ func (h *Hub) Channels() []Channel {
 	return out
 }
 
-// owner is the channel of chatKey and the chat's route there.
-func (h *Hub) owner(chatKey string) (Channel, []byte, error) {
+// channel is the running channel chatKey's prefix names, or nil.
+func (h *Hub) channel(chatKey string) Channel {
 	name, _, _ := strings.Cut(chatKey, ":")
 	h.mu.RLock()
-	c := h.chans[name]
-	h.mu.RUnlock()
+	defer h.mu.RUnlock()
+	return h.chans[name]
+}
+
+// owner is the channel of chatKey and the chat's route there.
+func (h *Hub) owner(chatKey string) (Channel, []byte, error) {
+	c := h.channel(chatKey)
 	if c == nil {
 		return nil, nil, fmt.Errorf("bridge: no running channel delivers to %q", chatKey)
 	}
@@ -118,21 +123,14 @@ func (h *Hub) SendFile(ctx context.Context, chatKey, name, path string) error {
 // Private reports whether a chat is one person's; false for a chat of no
 // running channel.
 func (h *Hub) Private(chatKey string) bool {
-	name, _, _ := strings.Cut(chatKey, ":")
-	h.mu.RLock()
-	c := h.chans[name]
-	h.mu.RUnlock()
+	c := h.channel(chatKey)
 	return c != nil && c.Private(chatKey)
 }
 
 // Invite is how a person in chatKey reaches loadout privately to send
 // command: the channel's way (an Inviter), else a plain sentence.
 func (h *Hub) Invite(chatKey, command string) string {
-	name, _, _ := strings.Cut(chatKey, ":")
-	h.mu.RLock()
-	c := h.chans[name]
-	h.mu.RUnlock()
-	if in, ok := c.(Inviter); ok {
+	if in, ok := h.channel(chatKey).(Inviter); ok {
 		return in.Invite(command)
 	}
 	return "Send /" + command + " in a private chat with me."

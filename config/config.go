@@ -7,7 +7,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"net/url"
 	"reflect"
+	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -118,7 +121,7 @@ func (c *Checker) URL(key, raw string) {
 	if raw == "" {
 		return
 	}
-	if u, err := parseURL(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		c.Bad(key, "must be an http(s) URL, got %q", raw)
 	}
 }
@@ -134,7 +137,7 @@ type Section interface {
 // Check checks each section under its name and returns every problem.
 func Check(set Set, sections map[string]Section) []error {
 	var errs []error
-	for _, name := range sortedKeys(sections) {
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
 		c := &Checker{Section: name, Set: set}
 		sections[name].Check(c)
 		errs = append(errs, c.errs...)

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"math"
-	"net/url"
 	"reflect"
 	"regexp"
 	"sort"
@@ -277,15 +276,4 @@ func nameLine(err error, lines map[int]string) string {
 		}
 		return m
 	})
-}
-
-func parseURL(raw string) (*url.URL, error) { return url.Parse(raw) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

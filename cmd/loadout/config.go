@@ -75,6 +75,13 @@ type LLMConfig struct {
 	Vision bool `yaml:"vision"`
 }
 
+// Check checks the llm section: the model service's keys and the
+// engine's.
+func (c LLMConfig) Check(ch *config.Checker) {
+	c.Config.Check(ch)
+	c.Engine.Check(ch)
+}
+
 // StoreConfig is the store section; ToolsConfig the tools section.
 type (
 	StoreConfig = store.Config
@@ -170,7 +177,7 @@ type Duration = config.Duration
 // package's default, one given must be usable.
 func (c Config) validate(set config.Set) error {
 	sections := map[string]config.Section{
-		"llm": c.LLM.Config, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
+		"llm": c.LLM, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
 		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 		"skills": c.Skills, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 	}
@@ -181,7 +188,6 @@ func (c Config) validate(set config.Set) error {
 		sections["slack"] = c.Slack
 	}
 	errs := config.Check(set, sections)
-	errs = append(errs, config.Check(set, map[string]config.Section{"llm": c.LLM.Engine})...)
 	// What this command owns.
 	ch := &config.Checker{Set: set}
 	if z := c.Agent.TimeZone; z != "" {
