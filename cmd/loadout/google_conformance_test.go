@@ -36,7 +36,10 @@ func TestEveryGoogleGroupConforms(t *testing.T) {
 		t.Fatalf("%d Workspace groups, want 10", len(groups))
 	}
 	for _, build := range groups {
-		g := build(api.Client())
+		g := build.New(api.Client())
+		if g.Name != build.Name {
+			t.Errorf("the group listed as %s is named %s", build.Name, g.Name)
+		}
 		if !name.MatchString(g.Name) || !strings.HasPrefix(g.DisplayName, "Google ") || g.Description == "" {
 			t.Errorf("group %q (%q): a name google_<service>, a display name \"Google …\" and a description", g.Name, g.DisplayName)
 		}

@@ -38,7 +38,7 @@ func TestEverySummaryNamesWhoAndWhatACallReaches(t *testing.T) {
 	}
 	reg := tools.NewRegistry()
 	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
-		g := build(api.Client())
+		g := build.New(api.Client())
 		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +328,7 @@ func TestEveryConfirmableToolHasItsSummaryChecked(t *testing.T) {
 	defer a.db.Close()
 	inWorkspace := map[string]bool{}
 	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{}) {
-		for _, tl := range build(workspace.Unconfigured{}).Tools {
+		for _, tl := range build.New(workspace.Unconfigured{}).Tools {
 			inWorkspace[tl.Name] = true
 		}
 	}

@@ -40,7 +40,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 		}
 	}
 	for _, build := range workspace.Groups(gc, workspace.Deps{Save: a.workspaces.SaveForCaller}) {
-		if err := build(client).Register(reg); err != nil {
+		if err := build.New(client).Register(reg); err != nil {
 			return err
 		}
 	}

@@ -83,22 +83,26 @@ type Deps struct {
 	Save func(ctx context.Context, name string, data []byte) (string, error)
 }
 
-// Build makes a group acting through a client.
-type Build func(google.Client) google.Group
+// Build is one Workspace group: its name, known without making it, and
+// New, which makes it acting through a client.
+type Build struct {
+	Name string
+	New  func(google.Client) google.Group
+}
 
 // All is every Workspace group: adding one is one line here.
 func All(c Config, d Deps) []Build {
 	return []Build{
-		func(cl google.Client) google.Group { return gmail.New(cl, gmail.Options{Send: c.Gmail.Send}) },
-		func(cl google.Client) google.Group { return gmailsettings.New(cl, gmailsettings.Options{}) },
-		func(cl google.Client) google.Group { return drive.New(cl, drive.Options{Save: d.Save}) },
-		func(cl google.Client) google.Group { return calendar.New(cl, calendar.Options{}) },
-		func(cl google.Client) google.Group { return contacts.New(cl, contacts.Options{}) },
-		func(cl google.Client) google.Group { return docs.New(cl, docs.Options{}) },
-		func(cl google.Client) google.Group { return sheets.New(cl, sheets.Options{}) },
-		func(cl google.Client) google.Group { return slides.New(cl, slides.Options{}) },
-		func(cl google.Client) google.Group { return forms.New(cl, forms.Options{}) },
-		func(cl google.Client) google.Group { return tasks.New(cl, tasks.Options{}) },
+		{gmail.GroupName, func(cl google.Client) google.Group { return gmail.New(cl, gmail.Options{Send: c.Gmail.Send}) }},
+		{gmailsettings.GroupName, func(cl google.Client) google.Group { return gmailsettings.New(cl, gmailsettings.Options{}) }},
+		{drive.GroupName, func(cl google.Client) google.Group { return drive.New(cl, drive.Options{Save: d.Save}) }},
+		{calendar.GroupName, func(cl google.Client) google.Group { return calendar.New(cl, calendar.Options{}) }},
+		{contacts.GroupName, func(cl google.Client) google.Group { return contacts.New(cl, contacts.Options{}) }},
+		{docs.GroupName, func(cl google.Client) google.Group { return docs.New(cl, docs.Options{}) }},
+		{sheets.GroupName, func(cl google.Client) google.Group { return sheets.New(cl, sheets.Options{}) }},
+		{slides.GroupName, func(cl google.Client) google.Group { return slides.New(cl, slides.Options{}) }},
+		{forms.GroupName, func(cl google.Client) google.Group { return forms.New(cl, forms.Options{}) }},
+		{tasks.GroupName, func(cl google.Client) google.Group { return tasks.New(cl, tasks.Options{}) }},
 	}
 }
 
@@ -107,7 +111,7 @@ func All(c Config, d Deps) []Build {
 func Groups(c Config, d Deps) []Build {
 	var out []Build
 	for _, build := range All(c, d) {
-		if len(c.Groups) == 0 || slices.Contains(c.Groups, build(Unconfigured{}).Name) {
+		if len(c.Groups) == 0 || slices.Contains(c.Groups, build.Name) {
 			out = append(out, build)
 		}
 	}
@@ -118,7 +122,7 @@ func Groups(c Config, d Deps) []Build {
 func Names() []string {
 	var names []string
 	for _, build := range All(Config{}, Deps{}) {
-		names = append(names, build(Unconfigured{}).Name)
+		names = append(names, build.Name)
 	}
 	return names
 }
@@ -128,7 +132,7 @@ func Names() []string {
 func Scopes(c Config) []string {
 	var s []string
 	for _, build := range Groups(c, Deps{}) {
-		s = append(s, build(Unconfigured{}).Scopes...)
+		s = append(s, build.New(Unconfigured{}).Scopes...)
 	}
 	return s
 }
