@@ -321,3 +321,18 @@ func TestAudioAndVideoNotesAreHeard(t *testing.T) {
 		}
 	}
 }
+
+// /voice FILE reads a path on the machine: it is the console's own, for
+// the operator at the terminal. Typed in a chat it is no command, and no
+// file of the server is copied or heard.
+func TestVoiceFileIsTheConsolesAlone(t *testing.T) {
+	v := newVoiced(t, nil)
+	v.start(v.env, v.config(nil))
+	v.tg.Push(telegramtest.Message{From: ana, Text: "/voice /etc/hostname"})
+	if got := html.UnescapeString(v.tg.WaitSent(t, 1)[0].Text); !strings.Contains(got, "I don't know the command /voice") {
+		t.Fatalf("answered %q", got)
+	}
+	if entries, _ := os.ReadDir(v.ws.Dir("telegram:42")); len(entries) != 0 || len(v.audio.Transcriptions()) != 0 {
+		t.Fatalf("%d files kept, %d transcriptions", len(entries), len(v.audio.Transcriptions()))
+	}
+}
