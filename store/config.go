@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"loadout/config"
 )
@@ -32,6 +33,16 @@ func (c Config) Open() (*DB, error) {
 		return nil, fmt.Errorf("%w (store.path)", err)
 	}
 	return db, nil
+}
+
+// Dir is where files kept beside the store go (the chats' files, the
+// journals of sent parts, the console's history): the SQLite file's
+// directory, "" for a store in memory.
+func (c Config) Dir() string {
+	if c.Path == "" || c.Path == ":memory:" {
+		return ""
+	}
+	return filepath.Dir(c.Path)
 }
 
 // Check checks the store section.

@@ -303,7 +303,7 @@ const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enab
 // delivery is what the process gives a channel: the same for every
 // channel but its journal and its log's name.
 func (a *app) delivery(channel string) (bridge.Delivery, error) {
-	j, err := bridge.OpenJournalIn(storeDir(a.cfg.Store.Path), channel)
+	j, err := bridge.OpenJournalIn(a.cfg.Store.Dir(), channel)
 	if err != nil {
 		return bridge.Delivery{}, err
 	}
@@ -320,7 +320,7 @@ func (a *app) delivery(channel string) (bridge.Delivery, error) {
 func (a *app) registerFiles(reg *tools.Registry) error {
 	fc := a.cfg.Files
 	if fc.Dir == "" {
-		dir := storeDir(a.cfg.Store.Path)
+		dir := a.cfg.Store.Dir()
 		if dir == "" {
 			dir = os.TempDir()
 		}

@@ -35,7 +35,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 	}
 	startup := c.log
 	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User, Stream: cfg.Console.Stream}
-	if dir := storeDir(cfg.Store.Path); dir != "" && console.Interactive(c.stdin, c.stdout) {
+	if dir := cfg.Store.Dir(); dir != "" && console.Interactive(c.stdin, c.stdout) {
 		cc.HistoryFile = filepath.Join(dir, consoleHistoryFile)
 		if console.SameTerminal(c.stderr, c.stdout) {
 			path := filepath.Join(dir, consoleLogFile)
@@ -72,12 +72,4 @@ func chatREPL(ctx context.Context, c *cli) error {
 		defer console.OnInterrupt(ctx, con.Interrupt)()
 	}
 	return con.Run(ctx)
-}
-
-// storeDir is the directory of the store file, "" for an in-memory store.
-func storeDir(path string) string {
-	if path == "" || path == ":memory:" {
-		return ""
-	}
-	return filepath.Dir(path)
 }
