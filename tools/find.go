@@ -119,6 +119,21 @@ type searchIndex struct {
 	docs    []searchDoc
 	df      map[string]int
 	avgLen  [numFields]float64
+	// groups are the groups as documents of all their tools' words, so
+	// a request's words spread over a group's tools count for each of
+	// them; a core tool is a group of its own.
+	// topical are the words of names, examples and groups: what a
+	// misspelt word is corrected to (descriptions' "while" and "whose"
+	// are no topic).
+	topical  map[string]bool
+	groups   map[string]*groupDoc
+	groupDF  map[string]int
+	groupAvg float64
+}
+
+type groupDoc struct {
+	tf     map[string]int
+	length int
 }
 
 // The fields of a tool's document.
@@ -140,7 +155,7 @@ var (
 
 type searchDoc struct {
 	name, group, desc string
-	readOnly          bool
+	action            int
 	tf                [numFields]map[string]int
 	length            [numFields]int
 }
@@ -191,10 +206,10 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 		if score <= 0 {
 			continue
 		}
+		score += groupWeight * ix.groupScore(d.groupKey(), terms)
 		// A request that asks to look gains on tools that read; one
 		// that asks to change gains on tools that act.
-		switch {
-		case intent == intentRead && d.readOnly, intent == intentAct && !d.readOnly:
+		if matches(intent, d.action) {
 			score *= 1 + effectBoost
 		}
 		hits = append(hits, hit{d.name, d.group, d.desc, score})
@@ -206,46 +221,130 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 	return hits
 }
 
-// effectBoost (chosen on the tuning half) is what a tool whose effect matches the request's verb
-// gains.
-const effectBoost = 0.3
-
-// What a request asks for, by its verbs.
-const (
-	intentNone = iota
-	intentRead // to look: show, list, find, read
-	intentAct  // to change: send, delete, create, move
-)
-
-// Verbs of looking and of changing, as people write them.
+// The ranking's weights, chosen on the tuning half of the request set
+// (cmd/loadout/testdata/find_requests.tsv):
 var (
-	readVerbs = map[string]bool{"show": true, "list": true, "find": true, "search": true, "read": true, "look": true, "check": true,
-		"see": true, "view": true, "open": true, "extract": true, "summarize": true, "summarise": true, "what": true, "whats": true, "which": true,
-		"who": true, "how": true, "is": true, "are": true, "any": true, "did": true, "do": true, "does": true, "where": true, "count": true}
-	actVerbs = map[string]bool{"send": true, "reply": true, "answer": true, "respond": true, "delete": true, "remove": true,
-		"trash": true, "bin": true, "cancel": true, "create": true, "add": true, "make": true, "new": true, "set": true, "turn": true,
-		"change": true, "update": true, "move": true, "rename": true, "share": true, "invite": true, "schedule": true, "book": true,
-		"put": true, "write": true, "save": true, "upload": true, "mark": true, "tick": true, "archive": true, "label": true,
-		"tag": true, "star": true, "clear": true, "empty": true, "wipe": true, "insert": true, "replace": true, "fix": true,
-		"stop": true, "disable": true, "enable": true, "draft": true, "start": true, "append": true, "email": true, "shoot": true,
-		"let": true, "push": true, "reorder": true, "rid": true, "swap": true, "correct": true, "block": true, "jot": true, "log": true}
+	// groupWeight is how much the request's match with a tool's whole
+	// group adds to the tool's own, and groupNorm how much a group's
+	// length lowers it.
+	groupWeight = 0.5
+	groupNorm   = 0.75
+	// synonymWeight is what a synonym of a request's word counts.
+	synonymWeight = 0.3
+	// typoMin is the length from which a word no tool uses is read as
+	// a slip of one the index has: shorter ones are too near too many
+	// others ("wifi" and "wife").
+	typoMin = 5
+	// effectBoost is what a tool that does what the request's verb
+	// asks (read, create, change, delete, send) gains.
+	effectBoost = 0.3
 )
 
-// intentOf is what the request's words ask for: looking, changing, or
-// either (both or neither).
+// groupScore is BM25 of the request's terms over a group's document.
+func (ix *searchIndex) groupScore(key string, terms map[string]float64) float64 {
+	g := ix.groups[key]
+	n := float64(len(ix.groups))
+	score := 0.0
+	for t, w := range terms {
+		c := float64(g.tf[t])
+		if c == 0 {
+			continue
+		}
+		df := float64(ix.groupDF[t])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		tf := c / (1 - groupNorm + groupNorm*float64(g.length)/ix.groupAvg)
+		score += w * idf * tf * (bm25k1 + 1) / (tf + bm25k1)
+	}
+	return score
+}
+
+// groupKey is the group a tool's document counts in: its own, or the
+// tool itself for a core tool.
+func (d *searchDoc) groupKey() string {
+	if d.group == "" {
+		return "tool:" + d.name
+	}
+	return d.group
+}
+
+// What a request asks for, and what a tool does, by their verbs.
+const (
+	actNone   = iota
+	actRead   // show, list, find, read
+	actCreate // create, add, make, book
+	actUpdate // change, move, rename, mark
+	actDelete // delete, remove, cancel, clear
+	actSend   // send, reply, forward
+	actChange // a tool that changes in more than one way: any of the four
+)
+
+// actionWords are the verbs of each kind, as people write them; the
+// first one in a request says what it asks for. A request that starts
+// with a question word asks to look.
+var actionWords = map[string]int{}
+
+func init() {
+	for act, words := range map[int]string{
+		actRead: "show list find search read look check see view open extract summarize summarise count display " +
+			"what whats which who how is are any did do does where when am was were has have",
+		actCreate: "create add make new start book schedule put write save upload insert jot log draft plan prepare " +
+			"note record organise organize set build generate",
+		actUpdate: "update change edit modify rename reschedule move push postpone shift fix correct adjust replace " +
+			"swap mark tick complete finish turn enable disable switch label tag star flag archive fill rewrite reorder " +
+			"share invite",
+		actDelete: "delete remove trash bin cancel rid throw erase discard clear empty wipe drop unshare revoke stop " +
+			"unsubscribe",
+		actSend: "send reply answer respond forward notify inform email mail shoot message text ping",
+	} {
+		for _, w := range strings.Fields(words) {
+			actionWords[w] = act
+		}
+	}
+}
+
+// toolActions are what the verb in a tool's name says it does.
+var toolActions = map[string]int{
+	"create": actCreate, "add": actCreate, "insert": actCreate,
+	"update": actUpdate, "modify": actUpdate, "move": actUpdate, "replace": actUpdate, "set": actUpdate,
+	"write": actUpdate, "archive": actUpdate, "share": actUpdate,
+	"delete": actDelete, "trash": actDelete, "clear": actDelete, "unshare": actDelete,
+	"send": actSend, "reply": actSend,
+}
+
+// actionOf is what a tool does: read for one that only reads, the verb
+// of its name for the rest, or any change when its name has none.
+func actionOf(d Definition) int {
+	if d.ReadOnly {
+		return actRead
+	}
+	for _, w := range strings.Split(d.Name, "_") {
+		if a, ok := toolActions[w]; ok {
+			return a
+		}
+	}
+	return actChange
+}
+
+// intentOf is what a request's first verb asks for, or actNone.
 func intentOf(q string) int {
-	read, act := false, false
 	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) }) {
-		read = read || readVerbs[w]
-		act = act || actVerbs[w]
+		if a, ok := actionWords[w]; ok {
+			return a
+		}
 	}
+	return actNone
+}
+
+// matches reports whether a tool that does act does what a request
+// asking for intent wants.
+func matches(intent, act int) bool {
 	switch {
-	case read && !act:
-		return intentRead
-	case act && !read:
-		return intentAct
+	case intent == actNone:
+		return false
+	case act == actChange:
+		return intent != actRead
 	}
-	return intentNone
+	return intent == act
 }
 
 // build indexes every tool but the catalog's own three.
@@ -257,7 +356,7 @@ func (ix *searchIndex) build() {
 		if d.Name == FindToolsName || d.Name == LoadGroupName || d.Name == UnloadGroupName {
 			continue
 		}
-		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, readOnly: d.ReadOnly}
+		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, action: actionOf(d)}
 		add := func(f int, text string) {
 			if doc.tf[f] == nil {
 				doc.tf[f] = map[string]int{}
@@ -289,22 +388,53 @@ func (ix *searchIndex) build() {
 	for f := range numFields {
 		ix.avgLen[f] = math.Max(1, float64(total[f])/math.Max(1, float64(len(ix.docs))))
 	}
+	ix.topical = map[string]bool{}
+	for _, d := range ix.docs {
+		for _, f := range []int{fieldName, fieldExamples, fieldGroup} {
+			for w := range d.tf[f] {
+				ix.topical[w] = true
+			}
+		}
+	}
+	ix.groups, ix.groupDF = map[string]*groupDoc{}, map[string]int{}
+	groupTotal := 0
+	for i := range ix.docs {
+		d := &ix.docs[i]
+		g := ix.groups[d.groupKey()]
+		if g == nil {
+			g = &groupDoc{tf: map[string]int{}}
+			ix.groups[d.groupKey()] = g
+		}
+		for f := range numFields {
+			if f == fieldGroup && g.length > 0 {
+				continue // the group's own words once
+			}
+			for w, c := range d.tf[f] {
+				if g.tf[w] == 0 {
+					ix.groupDF[w]++
+				}
+				g.tf[w] += c
+				g.length += c
+				groupTotal += c
+			}
+		}
+	}
+	ix.groupAvg = math.Max(1, float64(groupTotal)/math.Max(1, float64(len(ix.groups))))
 }
 
 // typoWeight is what a word the index has counts for a query word it
 // does not have but is one slip away from ("serch", "calender").
 const typoWeight = 0.5
 
-// correct adds, for each query word no tool uses, the words of the index
-// one edit away (an insertion, a deletion, a substitution or two
-// neighbours swapped), at typoWeight. Only words of four letters or
-// more are corrected: shorter ones are too near too many others.
+// correct adds, for each query word no tool uses, the topical words one
+// edit away (an insertion, a deletion, a substitution or two neighbours
+// swapped), at typoWeight, for words of typoMin letters or more.
 func (ix *searchIndex) correct(words []string, terms map[string]float64) {
 	for _, w := range words {
-		if len(w) < 4 || ix.df[w] > 0 || synonyms[w] != nil {
+		if len(w) < typoMin || ix.df[w] > 0 || synonyms[w] != nil {
 			continue
 		}
-		for t := range ix.df {
+		for t := range ix.topical {
 			if d := len(t) - len(w); d < -1 || d > 1 || !oneEdit(w, t) {
 				continue
 			}
@@ -404,8 +534,8 @@ var stop = map[string]bool{
 	"whats": true, "which": true, "where": true, "when": true, "how": true, "s": true, "t": true, "don": true, "next": true,
 }
 
-// synonyms widen a query's words to the words the tools use, at half
-// weight.
+// synonyms widen a query's words to the words the tools use, at
+// synonymWeight.
 var synonyms = map[string][]string{
 	"email": {"mail", "gmail", "message"}, "mail": {"gmail", "email"}, "inbox": {"gmail", "mail"}, "unread": {"gmail", "search"},
 	"meeting": {"event", "calendar"}, "appointment": {"event", "calendar"}, "agenda": {"calendar", "event"}, "plan": {"event"},
@@ -442,7 +572,7 @@ var synonyms = map[string][]string{
 	"notifi": {"send"}, "inform": {"send"}, "tell": {"send"},
 }
 
-// expand weighs a query's words, adding their synonyms at half weight.
+// expand weighs a query's words, adding their synonyms at synonymWeight.
 func expand(words []string) map[string]float64 {
 	out := map[string]float64{}
 	for _, w := range words {
@@ -452,7 +582,7 @@ func expand(words []string) map[string]float64 {
 		for _, s := range synonyms[w] {
 			s = stem(s)
 			if _, ok := out[s]; !ok {
-				out[s] = 0.5
+				out[s] = synonymWeight
 			}
 		}
 	}

@@ -181,9 +181,48 @@ func BenchmarkFindTools(b *testing.B) {
 	if *findMisses {
 		b.Logf("tuning half, not first: %s", strings.Join(figs["tune"].misses, "; "))
 	}
+	for _, q := range strings.Split(*findQuery, ";") {
+		if q == "" {
+			continue
+		}
+		in, _ := json.Marshal(map[string]any{"query": q, "limit": 6})
+		fmt.Fprintf(os.Stderr, "%s:\n%s\n", q, x.Run(ctx, nil, []tools.Call{{ID: "1", Name: find.Name, Arguments: string(in)}})[0].Content)
+	}
+	if *findOther != "" {
+		f := rankFigures(a, otherRequests(b, *findOther))
+		b.ReportMetric(f.at1, "other-recall@1")
+		b.ReportMetric(f.at5, "other-recall@5")
+		b.ReportMetric(f.mrr, "other-MRR")
+	}
 }
 
-var findMisses = flag.Bool("find.misses", false, "BenchmarkFindTools: log the tuning half's misses")
+var (
+	findMisses = flag.Bool("find.misses", false, "BenchmarkFindTools: log the tuning half's misses")
+	findQuery  = flag.String("find.query", "", "BenchmarkFindTools: log the tools found for these requests (;-separated)")
+	findOther  = flag.String("find.other", "", "BenchmarkFindTools: also report the figures of a set of requests kept elsewhere (lines: tool[|tool]<TAB>request)")
+)
+
+// otherRequests reads a request set kept outside the project: one
+// request a line, after its tool(s) and a tab.
+func otherRequests(t testing.TB, path string) []findRequest {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []findRequest
+	for i, line := range strings.Split(string(raw), "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		tl, q, ok := strings.Cut(line, "\t")
+		if !ok {
+			t.Fatalf("%s line %d: want tool<TAB>request, got %q", path, i+1, line)
+		}
+		out = append(out, findRequest{half: "other", tools: strings.Split(tl, "|"), query: q})
+	}
+	return out
+}
 
 // find_tools with load loads the groups of what it found, recorded so a
 // restart restores them, like load_tool_group.
