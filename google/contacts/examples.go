@@ -15,6 +15,11 @@ var examples = map[string][]string{
 		"who do I know at the school",
 		"search my contacts for Silva",
 		"how do I reach Pedro",
+		"Ana's phone",
+		"what's the number of the school",
+		"do I have Pedro's email",
+		"the address of my sister",
+		"find the contact for the electrician",
 	},
 	"contacts_list": {
 		"everyone I have in my contacts",
@@ -24,6 +29,9 @@ var examples = map[string][]string{
 		"show my address book",
 		"all the people in my contacts",
 		"how many contacts do I have",
+		"my contacts",
+		"everyone I know",
+		"show the people I have saved",
 	},
 	"contacts_get": {
 		"all the details of one contact",
@@ -32,6 +40,8 @@ var examples = map[string][]string{
 		"everything about this person in my contacts",
 		"open the contact card",
 		"show the whole entry for Pedro",
+		"all info for Ana",
+		"the complete contact",
 	},
 	"contacts_create": {
 		"add a new contact with name and phone",
@@ -42,6 +52,9 @@ var examples = map[string][]string{
 		"new contact for the dentist",
 		"put Ana's phone number in my contacts",
 		"store the plumber as a contact",
+		"add Pedro to my phone contacts",
+		"save the new client's details",
+		"remember this number as Ana's in my contacts",
 	},
 	"contacts_update": {
 		"change the phone number of a contact",
@@ -52,6 +65,9 @@ var examples = map[string][]string{
 		"edit Pedro's email in my contacts",
 		"add a note to the contact",
 		"fix the spelling of her name in contacts",
+		"Ana moved, change her address",
+		"new phone for Pedro",
+		"correct the email of the contact",
 	},
 	"contacts_delete": {
 		"delete a contact",
@@ -60,6 +76,8 @@ var examples = map[string][]string{
 		"remove the contact",
 		"get rid of the old contact",
 		"erase the duplicate entry in my address book",
+		"delete the contact",
+		"I don't need Pedro's contact anymore",
 	},
 	"contacts_groups": {
 		"list my contact groups",
@@ -68,5 +86,7 @@ var examples = map[string][]string{
 		"what labels do my contacts have",
 		"how many people are in my family group",
 		"which contact lists do I have",
+		"my contact labels",
+		"who's in the family group",
 	},
 }

@@ -13,6 +13,9 @@ var examples = map[string][]string{
 		"make a document with this text",
 		"write a new document called plan",
 		"put the draft into a new google doc",
+		"new document",
+		"write the report as a google doc",
+		"draft a letter in google docs",
 	},
 	"docs_read": {
 		"what is in the google doc",
@@ -25,6 +28,9 @@ var examples = map[string][]string{
 		"summarize the google doc",
 		"open the doc and tell me what it says",
 		"show me the contents of the document",
+		"what's in the doc about the project",
+		"read the google document",
+		"tell me what the doc says",
 	},
 	"docs_write": {
 		"add text to the end of the doc",
@@ -35,6 +41,9 @@ var examples = map[string][]string{
 		"write a conclusion into the google doc",
 		"insert a section under the heading",
 		"put these notes into the existing doc",
+		"add this to the doc",
+		"add a new heading and text to the document",
+		"continue the document with this section",
 	},
 	"docs_replace": {
 		"replace a word everywhere in the doc",
@@ -45,6 +54,8 @@ var examples = map[string][]string{
 		"change one word to another throughout the doc",
 		"swap the date everywhere in the google doc",
 		"fix a typo all through the document",
+		"rename the company everywhere in the doc",
+		"change all the dates in the document",
 	},
 	"docs_comments": {
 		"show the comments on the document",
@@ -55,5 +66,8 @@ var examples = map[string][]string{
 		"did anyone leave notes on the google doc",
 		"list the review comments",
 		"what did people say about my draft doc",
+		"any comments on the doc",
+		"open comments on the report",
+		"review notes people left on the document",
 	},
 }

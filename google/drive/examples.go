@@ -18,6 +18,12 @@ var examples = map[string][]string{
 		"list my recent files",
 		"which pdfs are in my google drive",
 		"look for a spreadsheet called expenses",
+		"my files in google drive",
+		"is the contract in my drive",
+		"find the spreadsheet with the budget",
+		"photos in drive from the trip",
+		"documents shared with me",
+		"what did I save to drive recently",
 	},
 	"drive_get": {
 		"who can see this drive file",
@@ -29,6 +35,9 @@ var examples = map[string][]string{
 		"details of the drive file",
 		"when was the file created",
 		"who has access to this document",
+		"file size and owner",
+		"who shared this file with me",
+		"the sharing link for the document",
 	},
 	"drive_read": {
 		"open the doc in drive and summarize it",
@@ -39,6 +48,9 @@ var examples = map[string][]string{
 		"what's in that text file on drive",
 		"summarize the file in google drive",
 		"show me the contents of the drive file",
+		"what does the file say",
+		"read the contents of the file in drive",
+		"text of the drive document",
 	},
 	"drive_export": {
 		"save the google doc as a pdf in our files",
@@ -50,6 +62,9 @@ var examples = map[string][]string{
 		"export the slides to powerpoint",
 		"convert the sheet to excel",
 		"give me the presentation as a pdf file",
+		"make a pdf of the google doc",
+		"get the spreadsheet as an excel file",
+		"download the sheet as csv",
 	},
 	"drive_create_file": {
 		"store this list as a file on my drive",
@@ -60,6 +75,9 @@ var examples = map[string][]string{
 		"put these notes in a new drive file",
 		"upload a text file to drive",
 		"store the list in google drive",
+		"make a new file in drive",
+		"save this to google drive",
+		"create a google doc in drive from this markdown",
 	},
 	"drive_create_folder": {
 		"new folder on drive called invoices",
@@ -68,6 +86,8 @@ var examples = map[string][]string{
 		"make a new folder called photos",
 		"add a folder for the invoices on my drive",
 		"set up a drive folder for the trip",
+		"new drive folder",
+		"organise my drive with a new folder for 2027",
 	},
 	"drive_move": {
 		"file this document in the projects folder",
@@ -80,6 +100,9 @@ var examples = map[string][]string{
 		"put the report in the archive folder",
 		"relocate the pictures to the family folder",
 		"change the name of the drive file",
+		"move it into the folder",
+		"rename the file to final",
+		"put the scan in my documents folder",
 	},
 	"drive_share": {
 		"let my brother see the photos folder",
@@ -93,6 +116,10 @@ var examples = map[string][]string{
 		"let the team comment on the document",
 		"invite bob to the folder as an editor",
 		"send the link with view access to my client",
+		"share it with my team",
+		"let Pedro edit the spreadsheet",
+		"give view access to anyone with the link",
+		"make the photos visible to my family",
 	},
 	"drive_unshare": {
 		"remove someone's access to the file",
@@ -103,6 +130,8 @@ var examples = map[string][]string{
 		"make the file private again",
 		"remove the team's access to the doc",
 		"turn off link sharing",
+		"no one else should see this file anymore",
+		"take Pedro off the shared folder",
 	},
 	"drive_trash": {
 		"delete the drive file",
@@ -113,5 +142,8 @@ var examples = map[string][]string{
 		"get rid of the duplicate document in drive",
 		"throw the draft file away",
 		"remove the drive folder",
+		"bin the file",
+		"delete that folder in drive",
+		"clean up old files from my drive",
 	},
 }

@@ -14,6 +14,9 @@ var examples = map[string][]string{
 		"new google form for feedback",
 		"set up a signup sheet as a form",
 		"build a quiz",
+		"a form for the event",
+		"make a quiz for the class",
+		"start a survey for the team",
 	},
 	"forms_read": {
 		"what questions does the form ask",
@@ -22,6 +25,8 @@ var examples = map[string][]string{
 		"what's in the survey",
 		"give me the link to the form",
 		"read the form",
+		"what does the form ask",
+		"the form's link",
 	},
 	"forms_add_questions": {
 		"add questions to the form",
@@ -31,6 +36,9 @@ var examples = map[string][]string{
 		"add a dropdown question",
 		"include a date question in the form",
 		"add a checkbox question to the quiz",
+		"another question for the form",
+		"add a multiple choice question",
+		"ask for their email in the form",
 	},
 	"forms_responses": {
 		"what did people answer in the form",
@@ -41,6 +49,9 @@ var examples = map[string][]string{
 		"how many people replied to the survey",
 		"list the submissions to the form",
 		"the results of the poll",
+		"the survey answers",
+		"who signed up in the form",
+		"the poll results so far",
 	},
 	"forms_response": {
 		"show one response to the form",
@@ -49,5 +60,7 @@ var examples = map[string][]string{
 		"open a single submission",
 		"what did that person answer in the form",
 		"details of one survey reply",
+		"a single response",
+		"one person's answers",
 	},
 }

@@ -10,6 +10,8 @@ var examples = map[string][]string{
 		"which filters do I have in gmail",
 		"list my email rules",
 		"what automatic rules apply to my mail",
+		"what happens automatically to my incoming mail",
+		"gmail filters",
 	},
 	"gmail_create_filter": {
 		"automatically label mail from my boss",
@@ -21,6 +23,9 @@ var examples = map[string][]string{
 		"create a gmail rule to skip the inbox",
 		"set up a filter that stars messages from my wife",
 		"any mail from the school should go to a label automatically",
+		"send all receipts to the accountant automatically",
+		"never show newsletters in my inbox again",
+		"a rule for emails from the school",
 	},
 	"gmail_delete_filter": {
 		"remove the mail rule for promotions",
@@ -30,6 +35,8 @@ var examples = map[string][]string{
 		"remove that gmail rule",
 		"stop filtering mail from that sender",
 		"get rid of an email filter",
+		"I don't want that mail rule anymore",
+		"turn off the filter",
 	},
 	"gmail_get_vacation": {
 		"is the auto reply turned on",
@@ -38,6 +45,8 @@ var examples = map[string][]string{
 		"what does my out of office say",
 		"show my vacation responder",
 		"is the away reply active",
+		"is my vacation reply still running",
+		"check whether the autoresponder is on",
 	},
 	"gmail_set_vacation": {
 		"set an out of office while I travel",
@@ -49,6 +58,9 @@ var examples = map[string][]string{
 		"I'm away next week, tell people who email me",
 		"stop the out of office reply",
 		"enable the holiday auto-reply",
+		"people who email me should know I'm on leave",
+		"auto reply until Monday saying I'm travelling",
+		"I'm back, switch the away message off",
 	},
 	"gmail_get_signature": {
 		"what signature is at the bottom of my mail",
@@ -56,6 +68,8 @@ var examples = map[string][]string{
 		"show my signature",
 		"what signature do my emails have",
 		"what is my current email sign-off",
+		"the text under my emails",
+		"do my emails have a signature",
 	},
 	"gmail_update_signature": {
 		"set my email signature to my name and phone",
@@ -65,6 +79,8 @@ var examples = map[string][]string{
 		"put my new job title in my email signature",
 		"remove the signature from my emails",
 		"set a new sign-off for my emails",
+		"add my phone number under my emails",
+		"new email signature",
 	},
 	"gmail_list_forwarding_addresses": {
 		"where can my email be forwarded",
@@ -73,5 +89,7 @@ var examples = map[string][]string{
 		"list the addresses my mail forwards to",
 		"is my forwarding address verified",
 		"show the email forwarding setup",
+		"where does my email get forwarded",
+		"forwarding settings",
 	},
 }

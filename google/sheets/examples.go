@@ -11,6 +11,9 @@ var examples = map[string][]string{
 		"new google sheet for expenses",
 		"make a spreadsheet with tabs for each month",
 		"set up a sheet to track orders",
+		"new spreadsheet",
+		"a spreadsheet for the budget",
+		"create a google sheet with a tab per person",
 	},
 	"sheets_info": {
 		"what tabs does the spreadsheet have",
@@ -19,6 +22,8 @@ var examples = map[string][]string{
 		"how big is the spreadsheet",
 		"list the tabs of the workbook",
 		"the names of the sheets in the file",
+		"how many rows in the sheet",
+		"the sheet names",
 	},
 	"sheets_read": {
 		"how much is the total in the spreadsheet",
@@ -34,6 +39,11 @@ var examples = map[string][]string{
 		"look up a value in the spreadsheet",
 		"what does the table say",
 		"get the data from the google sheet",
+		"numbers in the spreadsheet",
+		"what's the sum in the sheet",
+		"check the spreadsheet for the price",
+		"what did I write in the sheet",
+		"the first ten rows of the table",
 	},
 	"sheets_write": {
 		"log today's numbers in the sheet",
@@ -49,6 +59,10 @@ var examples = map[string][]string{
 		"enter the scores in the spreadsheet",
 		"append a line to the table",
 		"change the value in the sheet",
+		"record my expenses in the spreadsheet",
+		"put 50 in cell C2",
+		"add a line to the sheet",
+		"update the numbers in the table",
 	},
 	"sheets_clear": {
 		"clear a range of cells",
@@ -58,6 +72,9 @@ var examples = map[string][]string{
 		"wipe the data in the range",
 		"blank out column C",
 		"delete the contents of the cells",
+		"clear the range",
+		"reset the values in the sheet",
+		"remove the numbers from those cells",
 	},
 	"sheets_tabs": {
 		"add a new tab to the spreadsheet",
@@ -68,5 +85,8 @@ var examples = map[string][]string{
 		"delete a sheet from the workbook",
 		"create a new tab called April",
 		"remove the old tab",
+		"new tab",
+		"rename the sheet to Summary",
+		"get rid of the empty tab",
 	},
 }

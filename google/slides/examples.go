@@ -11,6 +11,9 @@ var examples = map[string][]string{
 		"new google slides for the meeting",
 		"start a presentation called Plan",
 		"build a deck for my pitch",
+		"a new presentation",
+		"make slides",
+		"start a powerpoint in google slides",
 	},
 	"slides_read": {
 		"read the presentation",
@@ -21,6 +24,9 @@ var examples = map[string][]string{
 		"summarize the presentation",
 		"show the speaker notes",
 		"what's on slide 3",
+		"what's in the slides",
+		"text of the presentation",
+		"go through the deck",
 	},
 	"slides_add": {
 		"add a new slide with a title and bullets",
@@ -30,6 +36,9 @@ var examples = map[string][]string{
 		"put another slide in the deck",
 		"append a slide with bullet points",
 		"a new page at the end of the presentation",
+		"one more slide",
+		"add a title slide",
+		"new slide with the summary",
 	},
 	"slides_replace_text": {
 		"replace text on all the slides",
@@ -39,6 +48,8 @@ var examples = map[string][]string{
 		"find and replace in the presentation",
 		"update the year on all slides",
 		"swap the old title for the new one in the slides",
+		"replace text in the slides",
+		"fix the company name on all slides",
 	},
 	"slides_insert_image": {
 		"add an image to a slide",
@@ -48,5 +59,8 @@ var examples = map[string][]string{
 		"insert the logo into the presentation",
 		"place a photo from this url on slide 2",
 		"add a chart image to the slides",
+		"image on the slide",
+		"put the photo in the presentation",
+		"add the picture from this link to the slides",
 	},
 }

@@ -13,6 +13,9 @@ var examples = map[string][]string{
 		"delete the task list",
 		"which to-do lists do I have",
 		"make a shopping list in google tasks",
+		"my task lists",
+		"a new list for work tasks",
+		"remove the old to-do list",
 	},
 	"tasks_list": {
 		"what's on my to-do list",
@@ -24,6 +27,10 @@ var examples = map[string][]string{
 		"what's due this week",
 		"which tasks have I finished",
 		"anything left on my list",
+		"my to-dos",
+		"what's on my task list",
+		"tasks due tomorrow",
+		"show completed tasks",
 	},
 	"tasks_create": {
 		"add renew the car insurance to my tasks",
@@ -37,6 +44,10 @@ var examples = map[string][]string{
 		"new task due Friday",
 		"add an item to my todo list",
 		"remind me in google tasks to pay rent",
+		"a to-do for tomorrow",
+		"add this to my tasks",
+		"a task to send the invoice",
+		"put it on my to-do list",
 	},
 	"tasks_update": {
 		"mark the task complete",
@@ -48,6 +59,10 @@ var examples = map[string][]string{
 		"rename the task",
 		"complete the to-do",
 		"add a note to the task",
+		"the task is done",
+		"change the task's notes",
+		"push the task's due date to next week",
+		"mark it as not done",
 	},
 	"tasks_move": {
 		"move a task to the top",
@@ -58,6 +73,9 @@ var examples = map[string][]string{
 		"reorder my tasks",
 		"make it a subtask",
 		"move the task after the other one",
+		"move the task",
+		"the task should go first",
+		"nest the task under the project",
 	},
 	"tasks_delete": {
 		"delete a task",
@@ -67,5 +85,8 @@ var examples = map[string][]string{
 		"get rid of the finished task",
 		"take that item off my list",
 		"erase a task from the list",
+		"delete that to-do",
+		"remove the task from my list",
+		"clear out the done task",
 	},
 }
