@@ -155,7 +155,7 @@ var (
 
 type searchDoc struct {
 	name, group, desc string
-	action            int
+	action            action
 	tf                [numFields]map[string]int
 	length            [numFields]int
 }
@@ -209,8 +209,8 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 		score += groupWeight * ix.groupScore(d.groupKey(), terms)
 		// A request that asks to look gains on tools that read; one
 		// that asks to change gains on tools that act.
-		if matches(intent, d.action) {
-			score *= 1 + effectBoost
+		if f := fit(intent, d.action); f > 0 {
+			score *= 1 + f
 		}
 		hits = append(hits, hit{d.name, d.group, d.desc, score})
 	}
@@ -238,6 +238,9 @@ var (
 	// effectBoost is what a tool that does what the request's verb
 	// asks (read, create, change, delete, send) gains.
 	effectBoost = 0.3
+	// verbBoost is what it gains when it does the very verb asked
+	// (search, list, read, create, update, delete, send, reply…).
+	verbBoost = 0.4
 )
 
 // groupScore is BM25 of the request's terms over a group's document.
@@ -267,84 +270,147 @@ func (d *searchDoc) groupKey() string {
 	return d.group
 }
 
-// What a request asks for, and what a tool does, by their verbs.
+// What a request asks for, and what a tool does, by their verbs: a
+// kind of effect, and within it the verb itself.
+type action struct{ kind, verb int }
+
+// The kinds of effect.
 const (
-	actNone   = iota
-	actRead   // show, list, find, read
-	actCreate // create, add, make, book
-	actUpdate // change, move, rename, mark
-	actDelete // delete, remove, cancel, clear
-	actSend   // send, reply, forward
-	actChange // a tool that changes in more than one way: any of the four
+	kindNone   = iota
+	kindRead   // search, list, read
+	kindCreate // create, add
+	kindChange // update, move, replace, share, archive
+	kindDelete // delete, unshare, clear
+	kindSend   // send, reply
+	kindAny    // a tool that does more than one of these
 )
 
-// actionWords are the verbs of each kind, as people write them; the
-// first one in a request says what it asks for. A request that starts
-// with a question word asks to look.
-var actionWords = map[string]int{}
+// The verbs.
+const (
+	verbNone = iota
+	verbSearch
+	verbList
+	verbRead
+	verbCreate
+	verbUpdate
+	verbMove
+	verbReplace
+	verbShare
+	verbArchive
+	verbExport
+	verbDelete
+	verbSend
+	verbReply
+)
+
+var verbKind = map[int]int{
+	verbSearch: kindRead, verbList: kindRead, verbRead: kindRead, verbExport: kindRead,
+	verbCreate: kindCreate,
+	verbUpdate: kindChange, verbMove: kindChange, verbReplace: kindChange, verbShare: kindChange, verbArchive: kindChange,
+	verbDelete: kindDelete,
+	verbSend:   kindSend, verbReply: kindSend,
+}
+
+// requestVerbs are the words people use for each verb; the first one
+// in a request says what it asks for. Question words ask to look,
+// without saying how.
+var requestVerbs = map[string]int{}
 
 func init() {
-	for act, words := range map[int]string{
-		actRead: "show list find search read look check see view open extract summarize summarise count display " +
-			"what whats which who how is are any did do does where when am was were has have",
-		actCreate: "create add make new start book schedule put write save upload insert jot log draft plan prepare " +
-			"note record organise organize set build generate",
-		actUpdate: "update change edit modify rename reschedule move push postpone shift fix correct adjust replace " +
-			"swap mark tick complete finish turn enable disable switch label tag star flag archive fill rewrite reorder " +
-			"share invite",
-		actDelete: "delete remove trash bin cancel rid throw erase discard clear empty wipe drop unshare revoke stop " +
-			"unsubscribe",
-		actSend: "send reply answer respond forward notify inform email mail shoot message text ping",
+	for verb, words := range map[int]string{
+		verbSearch:  "find search look locate seek hunt any did has",
+		verbList:    "list all every everyone which",
+		verbRead:    "read open view see show display check extract summarize summarise details content contents",
+		verbCreate:  "create add make new start book schedule put write save upload insert jot log draft plan prepare record build generate compose",
+		verbUpdate:  "update change edit modify rename reschedule push postpone shift fix correct adjust mark tick complete finish turn enable disable switch label tag star flag fill rewrite set",
+		verbMove:    "move reorder relocate nest",
+		verbReplace: "replace swap",
+		verbShare:   "share invite",
+		verbArchive: "archive",
+		verbExport:  "export download convert",
+		verbDelete:  "delete remove trash bin cancel rid throw erase discard clear empty wipe drop unshare revoke stop",
+		verbSend:    "send forward notify inform email mail shoot message text ping",
+		verbReply:   "reply answer respond",
 	} {
 		for _, w := range strings.Fields(words) {
-			actionWords[w] = act
+			requestVerbs[w] = verb
 		}
 	}
 }
 
-// toolActions are what the verb in a tool's name says it does.
-var toolActions = map[string]int{
-	"create": actCreate, "add": actCreate, "insert": actCreate,
-	"update": actUpdate, "modify": actUpdate, "move": actUpdate, "replace": actUpdate, "set": actUpdate,
-	"write": actUpdate, "archive": actUpdate, "share": actUpdate,
-	"delete": actDelete, "trash": actDelete, "clear": actDelete, "unshare": actDelete,
-	"send": actSend, "reply": actSend,
+// questionWords ask to look.
+var questionWords = map[string]bool{"what": true, "whats": true, "who": true, "how": true, "is": true, "are": true,
+	"do": true, "does": true, "where": true, "when": true, "am": true, "was": true, "were": true, "have": true, "can": true}
+
+// toolVerbs are what the words of a tool's name say it does.
+var toolVerbs = map[string]int{
+	"search": verbSearch, "list": verbList, "lists": verbList, "groups": verbList, "responses": verbList, "freebusy": verbSearch,
+	"read": verbRead, "get": verbRead, "info": verbRead, "comments": verbRead, "response": verbRead, "render": verbRead,
+	"create": verbCreate, "add": verbCreate, "insert": verbCreate,
+	"update": verbUpdate, "modify": verbUpdate, "set": verbUpdate, "write": verbUpdate,
+	"move": verbMove, "replace": verbReplace, "share": verbShare, "archive": verbArchive, "export": verbExport,
+	"delete": verbDelete, "trash": verbDelete, "clear": verbDelete, "unshare": verbDelete,
+	"send": verbSend, "reply": verbReply,
 }
 
-// actionOf is what a tool does: read for one that only reads, the verb
-// of its name for the rest, or any change when its name has none.
-func actionOf(d Definition) int {
+// actionOf is what a tool does: the first verb of its name; any kind
+// for a tool that decides its effect per call (one with actions) or
+// whose name has no verb; reading for a read-only one.
+func actionOf(d Definition) action {
+	if d.EffectFor == nil {
+		for _, w := range strings.Split(d.Name, "_") {
+			if v, ok := toolVerbs[w]; ok {
+				return action{verbKind[v], v}
+			}
+		}
+	}
 	if d.ReadOnly {
-		return actRead
+		return action{kindRead, verbNone}
 	}
-	for _, w := range strings.Split(d.Name, "_") {
-		if a, ok := toolActions[w]; ok {
-			return a
-		}
-	}
-	return actChange
+	return action{kindAny, verbNone}
 }
 
-// intentOf is what a request's first verb asks for, or actNone.
-func intentOf(q string) int {
-	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) }) {
-		if a, ok := actionWords[w]; ok {
-			return a
+// intentOf is what a request's first verb asks for. A request to look
+// that does not say how is read by its other words: "all" or "every"
+// lists, "any" or "is there" searches, "say" or "whole" reads.
+func intentOf(q string) action {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) })
+	for _, w := range words {
+		if v, ok := requestVerbs[w]; ok && !lookHow[w] {
+			return action{verbKind[v], v}
+		}
+		if questionWords[w] || lookHow[w] {
+			for _, w := range words {
+				if v, ok := lookWords[w]; ok {
+					return action{kindRead, v}
+				}
+			}
+			return action{kindRead, verbNone}
 		}
 	}
-	return actNone
+	return action{}
 }
 
-// matches reports whether a tool that does act does what a request
-// asking for intent wants.
-func matches(intent, act int) bool {
+// lookHow are the verbs of looking that do not say how ("show me").
+var lookHow = map[string]bool{"show": true, "see": true, "view": true, "display": true, "check": true}
+
+// lookWords say how to look.
+var lookWords = map[string]int{"all": verbList, "every": verbList, "everyone": verbList, "everything": verbList, "each": verbList, "list": verbList,
+	"any": verbSearch, "anything": verbSearch, "anyone": verbSearch, "there": verbSearch, "find": verbSearch, "search": verbSearch, "look": verbSearch,
+	"say": verbRead, "says": verbRead, "said": verbRead, "whole": verbRead, "full": verbRead, "read": verbRead, "open": verbRead, "details": verbRead}
+
+// fit is what a tool that does act gains for a request that asks for
+// intent: verbBoost for the very verb, effectBoost for its kind.
+func fit(intent, act action) float64 {
 	switch {
-	case intent == actNone:
-		return false
-	case act == actChange:
-		return intent != actRead
+	case intent.kind == kindNone:
+		return 0
+	case intent.verb != verbNone && intent.verb == act.verb:
+		return verbBoost
+	case act.kind == kindAny || intent.kind == act.kind:
+		return effectBoost
 	}
-	return intent == act
+	return 0
 }
 
 // build indexes every tool but the catalog's own three.
