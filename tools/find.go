@@ -344,7 +344,7 @@ var questionWords = map[string]bool{"what": true, "whats": true, "who": true, "h
 
 // toolVerbs are what the words of a tool's name say it does.
 var toolVerbs = map[string]int{
-	"search": verbSearch, "list": verbList, "lists": verbList, "groups": verbList, "responses": verbList, "freebusy": verbSearch,
+	"search": verbSearch, "list": verbList, "groups": verbList, "responses": verbList, "freebusy": verbSearch,
 	"read": verbRead, "get": verbRead, "info": verbRead, "comments": verbRead, "response": verbRead, "render": verbRead,
 	"create": verbCreate, "add": verbCreate, "insert": verbCreate,
 	"update": verbUpdate, "modify": verbUpdate, "set": verbUpdate, "write": verbUpdate,
@@ -353,15 +353,13 @@ var toolVerbs = map[string]int{
 	"send": verbSend, "reply": verbReply,
 }
 
-// actionOf is what a tool does: the first verb of its name; any kind
-// for a tool that decides its effect per call (one with actions) or
-// whose name has no verb; reading for a read-only one.
+// actionOf is what a tool does: the first verb of its name; reading
+// for a read-only tool whose name has none, and any kind for the rest
+// (a tool with actions: files, memory, scheduled_tasks…).
 func actionOf(d Definition) action {
-	if d.EffectFor == nil {
-		for _, w := range strings.Split(d.Name, "_") {
-			if v, ok := toolVerbs[w]; ok {
-				return action{verbKind[v], v}
-			}
+	for _, w := range strings.Split(d.Name, "_") {
+		if v, ok := toolVerbs[w]; ok {
+			return action{verbKind[v], v}
 		}
 	}
 	if d.ReadOnly {

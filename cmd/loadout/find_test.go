@@ -147,7 +147,8 @@ func rankFigures(a *app, reqs []findRequest) findFigures {
 //
 //	go test -tags sqlite_fts5 -run '^$' -bench FindTools -benchtime 1x ./cmd/loadout/
 //
-// -find.misses logs the tuning half's misses (never the test half's).
+// -find.misses logs the tuning half's misses (never the test half's),
+// and those of the set -find.other names.
 func BenchmarkFindTools(b *testing.B) {
 	a := fullApp(b)
 	reqs := findRequests(b)
@@ -193,6 +194,9 @@ func BenchmarkFindTools(b *testing.B) {
 		b.ReportMetric(f.at1, "other-recall@1")
 		b.ReportMetric(f.at5, "other-recall@5")
 		b.ReportMetric(f.mrr, "other-MRR")
+		if *findMisses {
+			fmt.Fprintf(os.Stderr, "%s, not first:\n%s\n", *findOther, strings.Join(f.misses, "\n"))
+		}
 	}
 }
 
