@@ -271,15 +271,16 @@ func (d *searchDoc) groupKey() string {
 }
 
 // What a request asks for, and what a tool does, by their verbs: a
-// kind of effect, and within it the verb itself.
+// kind of effect, and within it the verb itself. Creating and changing
+// are one kind: "add a row" writes to a sheet, "put lunch on my
+// calendar" creates an event.
 type action struct{ kind, verb int }
 
 // The kinds of effect.
 const (
 	kindNone   = iota
 	kindRead   // search, list, read
-	kindCreate // create, add
-	kindChange // update, move, replace, share, archive
+	kindChange // create, add, update, move, replace, share, archive
 	kindDelete // delete, unshare, clear
 	kindSend   // send, reply
 	kindAny    // a tool that does more than one of these
@@ -305,8 +306,7 @@ const (
 
 var verbKind = map[int]int{
 	verbSearch: kindRead, verbList: kindRead, verbRead: kindRead, verbExport: kindRead,
-	verbCreate: kindCreate,
-	verbUpdate: kindChange, verbMove: kindChange, verbReplace: kindChange, verbShare: kindChange, verbArchive: kindChange,
+	verbCreate: kindChange, verbUpdate: kindChange, verbMove: kindChange, verbReplace: kindChange, verbShare: kindChange, verbArchive: kindChange,
 	verbDelete: kindDelete,
 	verbSend:   kindSend, verbReply: kindSend,
 }
@@ -320,8 +320,8 @@ func init() {
 	for verb, words := range map[int]string{
 		verbSearch:  "find search look locate seek hunt any did has",
 		verbList:    "list all every everyone which",
-		verbRead:    "read open view see show display check extract summarize summarise details content contents",
-		verbCreate:  "create add make new start book schedule put write save upload insert jot log draft plan prepare record build generate compose",
+		verbRead:    "read get open view see show display check extract summarize summarise details content contents",
+		verbCreate:  "create add make new start book block schedule put write save upload insert jot log draft plan prepare record build generate compose",
 		verbUpdate:  "update change edit modify rename reschedule push postpone shift fix correct adjust mark tick complete finish turn enable disable switch label tag star flag fill rewrite set",
 		verbMove:    "move reorder relocate nest",
 		verbReplace: "replace swap",
@@ -373,7 +373,12 @@ func actionOf(d Definition) action {
 // lists, "any" or "is there" searches, "say" or "whole" reads.
 func intentOf(q string) action {
 	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) })
-	for _, w := range words {
+	for i, w := range words {
+		if i+1 < len(words) {
+			if v, ok := phrasalVerbs[w+" "+words[i+1]]; ok {
+				return action{verbKind[v], v}
+			}
+		}
 		if v, ok := requestVerbs[w]; ok && !lookHow[w] {
 			return action{verbKind[v], v}
 		}
@@ -388,6 +393,13 @@ func intentOf(q string) action {
 	}
 	return action{}
 }
+
+// phrasalVerbs mean other than their verb alone: "get rid of" deletes,
+// "get back to" replies.
+var phrasalVerbs = map[string]int{"get rid": verbDelete, "get back": verbReply, "write back": verbReply, "set up": verbCreate,
+	"look up": verbSearch, "look for": verbSearch, "look through": verbSearch, "throw away": verbDelete, "throw out": verbDelete,
+	"take off": verbDelete, "take out": verbDelete, "fill in": verbUpdate, "call off": verbDelete, "turn off": verbUpdate,
+	"turn on": verbUpdate, "switch off": verbUpdate, "switch on": verbUpdate, "give access": verbShare, "check for": verbSearch}
 
 // lookHow are the verbs of looking that do not say how ("show me").
 var lookHow = map[string]bool{"show": true, "see": true, "view": true, "display": true, "check": true}
@@ -562,12 +574,63 @@ func searchWords(text string) []string {
 	var out []string
 	text = compounds.Replace(strings.ToLower(text))
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if stop[w] || len(w) < 2 {
+		if stop[w] || len(w) < 2 && !isDigits(w) {
+			continue
+		}
+		if c := wordClass(w); c != "" {
+			out = append(out, c)
 			continue
 		}
 		out = append(out, stem(w))
 	}
 	return out
+}
+
+// wordClass is the class a word of time or a number stands for: which
+// day or hour a request names says which tool it is for no more than
+// any other day or hour would, so all of them are one word.
+func wordClass(w string) string {
+	if !useClasses {
+		return ""
+	}
+	if timeWords[w] {
+		return "⌚"
+	}
+	i := 0
+	for i < len(w) && w[i] >= '0' && w[i] <= '9' {
+		i++
+	}
+	switch {
+	case i == 0:
+		return ""
+	case i == len(w):
+		return "#"
+	case w[i:] == "am" || w[i:] == "pm" || w[i:] == "h" || w[i:] == "st" || w[i:] == "nd" || w[i:] == "rd" || w[i:] == "th":
+		return "⌚"
+	}
+	return ""
+}
+
+var useClasses = true
+
+func isDigits(w string) bool {
+	for _, r := range w {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return w != ""
+}
+
+// timeWords name a day, a part of one, or a month.
+var timeWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("monday tuesday wednesday thursday friday saturday sunday tue tues thu thurs fri " +
+		"today tomorrow tonight yesterday weekend morning afternoon evening noon midnight " +
+		"january february march april june july august september october november december jan feb apr jun jul aug sep sept oct nov dec") {
+		timeWords[w] = true
+	}
 }
 
 // stem is w's Snowball (Porter2) stem: "meetings" and "meeting",
