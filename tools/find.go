@@ -156,6 +156,7 @@ var (
 type searchDoc struct {
 	name, group, desc string
 	action            action
+	catchall          bool
 	tf                [numFields]map[string]int
 	length            [numFields]int
 }
@@ -177,7 +178,7 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 	}
 	words := searchWords(q)
 	terms := expand(words)
-	ix.correct(words, terms)
+	unknown := ix.correct(words, terms)
 	intent := intentOf(q)
 	n := float64(len(ix.docs))
 	var hits []hit
@@ -202,6 +203,10 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 			df := float64(ix.df[t])
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 			score += w * idf * tf / (tf + bm25k1)
+		}
+		if d.catchall && len(words) > 0 {
+			// What no tool knows of is a question about the world.
+			score += catchallWeight * float64(unknown) / float64(len(words))
 		}
 		if score <= 0 {
 			continue
@@ -241,6 +246,9 @@ var (
 	// verbBoost is what it gains when it does the very verb asked
 	// (search, list, read, create, update, delete, send, reply…).
 	verbBoost = 0.4
+	// catchallWeight is what the catch-all tool (Definition.Catchall)
+	// scores for a request none of whose words any tool has.
+	catchallWeight = 4.0
 )
 
 // groupScore is BM25 of the request's terms over a group's document.
@@ -432,7 +440,7 @@ func (ix *searchIndex) build() {
 		if d.Name == FindToolsName || d.Name == LoadGroupName || d.Name == UnloadGroupName {
 			continue
 		}
-		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, action: actionOf(d)}
+		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, action: actionOf(d), catchall: d.Catchall}
 		add := func(f int, text string) {
 			if doc.tf[f] == nil {
 				doc.tf[f] = map[string]int{}
@@ -505,20 +513,29 @@ const typoWeight = 0.5
 // correct adds, for each query word no tool uses, the topical words one
 // edit away (an insertion, a deletion, a substitution or two neighbours
 // swapped), at typoWeight, for words of typoMin letters or more.
-func (ix *searchIndex) correct(words []string, terms map[string]float64) {
+func (ix *searchIndex) correct(words []string, terms map[string]float64) (unknown int) {
 	for _, w := range words {
-		if len(w) < typoMin || ix.df[w] > 0 || synonyms[w] != nil {
+		if ix.df[w] > 0 || synonyms[w] != nil {
 			continue
 		}
+		found := false
 		for t := range ix.topical {
+			if len(w) < typoMin {
+				break
+			}
 			if d := len(t) - len(w); d < -1 || d > 1 || !oneEdit(w, t) {
 				continue
 			}
+			found = true
 			if _, ok := terms[t]; !ok {
 				terms[t] = typoWeight
 			}
 		}
+		if !found {
+			unknown++
+		}
 	}
+	return unknown
 }
 
 // oneEdit reports whether a and b are one insertion, deletion,
@@ -566,13 +583,17 @@ func paramText(schema []byte) string {
 
 // compounds are written forms of one word, made one before splitting.
 var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list", "e-mail", "email", "out-of-office", "vacation",
-	"out of office", "vacation", "auto reply", "autoreply", "auto-reply", "autoreply", "sign-off", "signature", "google doc", "doc")
+	"out of office", "vacation", "auto reply", "autoreply", "auto-reply", "autoreply", "sign-off", "signature", "google doc", "doc",
+	"google sheet", "spreadsheet")
 
 // searchWords are text's lowercase words, stemmed with the Snowball
 // (Porter2) English stemmer, without the commonest words.
 func searchWords(text string) []string {
 	var out []string
 	text = compounds.Replace(strings.ToLower(text))
+	if strings.ContainsAny(text, ".@:/") {
+		text = replaceShapes(text)
+	}
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if stop[w] || len(w) < 2 && !isDigits(w) {
 			continue
@@ -584,6 +605,36 @@ func searchWords(text string) []string {
 		out = append(out, stem(w))
 	}
 	return out
+}
+
+// replaceShapes writes what a link, a mail address or a file name is
+// as the words for it ("link", "address", "file" and its type): which
+// page, person or file it names picks no tool, its shape does.
+func replaceShapes(text string) string {
+	fields := strings.Fields(text)
+	for i, f := range fields {
+		f = strings.TrimRight(f, ".,;:!?)\"'")
+		switch {
+		case strings.HasPrefix(f, "http://") || strings.HasPrefix(f, "https://") || strings.HasPrefix(f, "www."):
+			fields[i] = "link"
+		case strings.Contains(f, "@") && strings.Contains(f[strings.Index(f, "@"):], "."):
+			fields[i] = "address"
+		default:
+			if dot := strings.LastIndexByte(f, '.'); dot > 1 && len(f)-dot >= 3 && len(f)-dot <= 5 && isLetters(f[dot+1:]) {
+				fields[i] = f[:dot] + " file " + f[dot+1:]
+			}
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+func isLetters(w string) bool {
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // wordClass is the class a word of time or a number stands for: which
@@ -652,12 +703,12 @@ var stop = map[string]bool{
 	"the": true, "a": true, "an": true, "to": true, "of": true, "and": true, "or": true, "in": true, "on": true, "for": true,
 	"my": true, "me": true, "is": true, "it": true, "this": true, "that": true, "with": true, "from": true, "by": true,
 	"be": true, "can": true, "you": true, "please": true, "who": true, "do": true, "i": true, "im": true, "i'm": true,
-	"at": true, "as": true, "are": true, "was": true, "we": true, "our": true, "us": true, "your": true, "its": true,
+	"at": true, "as": true, "are": true, "was": true, "our": true, "us": true, "your": true, "its": true,
 	"have": true, "has": true, "had": true, "will": true, "would": true, "could": true, "should": true, "there": true,
 	"then": true, "them": true, "they": true, "these": true, "those": true, "so": true, "but": true, "if": true, "into": true,
 	"about": true, "up": true, "out": true, "all": true, "any": true, "some": true, "just": true, "now": true, "also": true,
 	"yet": true, "ok": true, "go": true, "ahead": true, "get": true, "got": true, "one": true, "let": true, "need": true,
-	"want": true, "like": true, "know": true, "tell": true, "give": true, "been": true, "did": true, "does": true, "what": true,
+	"want": true, "like": true, "tell": true, "give": true, "been": true, "did": true, "does": true, "what": true,
 	"whats": true, "which": true, "where": true, "when": true, "how": true, "s": true, "t": true, "don": true, "next": true,
 }
 

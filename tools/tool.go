@@ -67,6 +67,11 @@ type Definition struct {
 	// emailed me about the invoice"): find_tools indexes them; they are
 	// never sent to the model.
 	Examples []string
+	// Catchall is true for the tool that answers what no tool names (web
+	// search: "what's the capital of Australia"): find_tools offers it
+	// for a request as much as the request's words are unknown to every
+	// tool.
+	Catchall bool
 	// Personal is true when what the tool returns belongs to the person
 	// who called it (their memories, their Google data): in a chat shared
 	// with others, the result is shown to the model on that person's

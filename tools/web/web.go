@@ -110,6 +110,7 @@ func Tools(cfg Config) ([]tools.Tool, error) {
 			Name:        "web",
 			Examples:    []string{"what is the weather forecast", "the exchange rate or a price today", "a fact you can look up, like how tall a building is", "search the internet for something", "open a web page and read it", "look something up online", "latest news about a topic", "read the article at this link", "who is the president of France", "find out when the shop opens", "the latest score of the match", "search online for reviews of this laptop", "fetch this url and give me the main points", "what does this website say", "research the best flights to Rome", "how much does a tesla cost", "look on the internet for a recipe", "what's happening in the news today", "google it", "what's the population of Brazil", "find me the cheapest train to Madrid", "what does wikipedia say about it", "current price of bitcoin", "check the forecast for the weekend", "latest updates on the strike"},
 			Description: "Search the web or read a page (as Markdown).",
+			Catchall:    true,
 			ReadOnly:    true,
 			Untrusted:   true, // pages and results are written by others
 			Timeout:     cfg.Timeout + 5*time.Second,
