@@ -157,6 +157,7 @@ type searchDoc struct {
 	name, group, desc string
 	action            action
 	catchall          bool
+	nameWords         []string
 	tf                [numFields]map[string]int
 	length            [numFields]int
 }
@@ -204,6 +205,11 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 			score += w * idf * tf / (tf + bm25k1)
 		}
+		for _, nw := range d.nameWords {
+			if w, ok := terms[nw]; ok {
+				score += nameBonus * w
+			}
+		}
 		if d.catchall && len(words) > 0 {
 			// What no tool knows of is a question about the world.
 			score += catchallWeight * float64(unknown) / float64(len(words))
@@ -240,8 +246,8 @@ var (
 	// a slip of one the index has: shorter ones are too near too many
 	// others ("wifi" and "wife").
 	typoMin = 5
-	// effectBoost is what a tool that does what the request's verb
-	// asks (read, create, change, delete, send) gains.
+	// effectBoost is what a tool that does the kind of thing the
+	// request's verb asks (read, change, delete, send) gains.
 	effectBoost = 0.3
 	// verbBoost is what it gains when it does the very verb asked
 	// (search, list, read, create, update, delete, send, reply…).
@@ -249,6 +255,11 @@ var (
 	// catchallWeight is what the catch-all tool (Definition.Catchall)
 	// scores for a request none of whose words any tool has.
 	catchallWeight = 4.0
+	// nameBonus is what each word of a tool's name the request has
+	// adds, beyond what the word weighs in the index: a name says what
+	// the tool does ("text" in pdf_text), where a common word weighs
+	// little.
+	nameBonus = 0.75
 )
 
 // groupScore is BM25 of the request's terms over a group's document.
@@ -414,7 +425,7 @@ var lookHow = map[string]bool{"show": true, "see": true, "view": true, "display"
 
 // lookWords say how to look.
 var lookWords = map[string]int{"all": verbList, "every": verbList, "everyone": verbList, "everything": verbList, "each": verbList, "list": verbList,
-	"any": verbSearch, "anything": verbSearch, "anyone": verbSearch, "there": verbSearch, "find": verbSearch, "search": verbSearch, "look": verbSearch,
+	"where": verbSearch, "any": verbSearch, "anything": verbSearch, "anyone": verbSearch, "there": verbSearch, "find": verbSearch, "search": verbSearch, "look": verbSearch,
 	"say": verbRead, "says": verbRead, "said": verbRead, "whole": verbRead, "full": verbRead, "read": verbRead, "open": verbRead, "details": verbRead}
 
 // fit is what a tool that does act gains for a request that asks for
@@ -451,6 +462,7 @@ func (ix *searchIndex) build() {
 			}
 		}
 		add(fieldName, strings.ReplaceAll(d.Name, "_", " "))
+		doc.nameWords = searchWords(strings.ReplaceAll(d.Name, "_", " "))
 		add(fieldDesc, d.Description)
 		add(fieldExamples, strings.Join(d.Examples, " "))
 		add(fieldParams, paramText(d.Parameters))
@@ -581,6 +593,10 @@ func paramText(schema []byte) string {
 	return b.String()
 }
 
+// httpMethods are HTTP's verbs as a request writes them: "send a GET".
+var httpMethods = strings.NewReplacer("GET ", "http request ", "POST ", "http request ", "PUT ", "http request ",
+	"PATCH ", "http request ", "DELETE ", "http request ")
+
 // compounds are written forms of one word, made one before splitting.
 var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list", "e-mail", "email", "out-of-office", "vacation",
 	"out of office", "vacation", "auto reply", "autoreply", "auto-reply", "autoreply", "sign-off", "signature", "google doc", "doc",
@@ -590,7 +606,7 @@ var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list", 
 // (Porter2) English stemmer, without the commonest words.
 func searchWords(text string) []string {
 	var out []string
-	text = compounds.Replace(strings.ToLower(text))
+	text = compounds.Replace(strings.ToLower(httpMethods.Replace(text)))
 	if strings.ContainsAny(text, ".@:/") {
 		text = replaceShapes(text)
 	}
