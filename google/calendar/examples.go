@@ -12,6 +12,7 @@ var examples = map[string][]string{
 		"the ids of my calendars",
 		"calendars",
 		"which calendar is the family one",
+		"which calendars are in my account",
 	},
 	"calendar_list_events": {
 		"what have I got on Thursday",
@@ -35,6 +36,9 @@ var examples = map[string][]string{
 		"what's my first meeting today",
 		"upcoming events",
 		"my agenda",
+		"how busy is my week",
+		"what have I got coming up",
+		"is anything booked for tomorrow",
 	},
 	"calendar_get_event": {
 		"details of the team meeting",
@@ -49,6 +53,8 @@ var examples = map[string][]string{
 		"what's the address of the meeting",
 		"more info about that appointment",
 		"who organized the meeting",
+		"when does the workshop start and where",
+		"who's invited to Friday's meeting",
 	},
 	"calendar_create_event": {
 		"book a meeting with Luis on Tuesday at 3",
@@ -69,6 +75,9 @@ var examples = map[string][]string{
 		"an all-day event for the holiday",
 		"create a meeting with a meet link",
 		"plan a call with the client tomorrow at 11",
+		"I've got a doctor's appointment Thursday at 10, put it in",
+		"pencil in coffee with Marta next week",
+		"my flight is on the 3rd at 7am, add it to the calendar",
 	},
 	"calendar_update_event": {
 		"add a guest to the meeting",
@@ -90,6 +99,9 @@ var examples = map[string][]string{
 		"add a reminder to the event",
 		"make the meeting longer",
 		"change the date of the party",
+		"the team meeting got pushed to Wednesday",
+		"lunch with Tom is now at 1, change it",
+		"Pedro should also come to the planning meeting",
 	},
 	"calendar_delete_event": {
 		"cancel my meeting tomorrow",
@@ -104,6 +116,8 @@ var examples = map[string][]string{
 		"I'm not going to the party, remove it",
 		"delete the recurring meeting",
 		"drop the dentist appointment from my diary",
+		"the gym class tonight is off",
+		"I won't go to the conference, take it off the calendar",
 	},
 	"calendar_freebusy": {
 		"do I have a gap in my day",
@@ -124,5 +138,7 @@ var examples = map[string][]string{
 		"am I free at 3",
 		"busy times this week",
 		"is there a free afternoon this week",
+		"can I fit in a meeting on Thursday",
+		"when are Ana and Luis both free next week",
 	},
 }

@@ -20,6 +20,8 @@ var examples = map[string][]string{
 		"do I have Pedro's email",
 		"the address of my sister",
 		"find the contact for the electrician",
+		"how do I get hold of the electrician",
+		"I need the babysitter's number",
 	},
 	"contacts_list": {
 		"everyone I have in my contacts",
@@ -32,6 +34,7 @@ var examples = map[string][]string{
 		"my contacts",
 		"everyone I know",
 		"show the people I have saved",
+		"who do I have saved in my phone book",
 	},
 	"contacts_get": {
 		"all the details of one contact",
@@ -42,6 +45,7 @@ var examples = map[string][]string{
 		"show the whole entry for Pedro",
 		"all info for Ana",
 		"the complete contact",
+		"everything I have on Marta in my contacts",
 	},
 	"contacts_create": {
 		"add a new contact with name and phone",
@@ -55,6 +59,7 @@ var examples = map[string][]string{
 		"add Pedro to my phone contacts",
 		"save the new client's details",
 		"remember this number as Ana's in my contacts",
+		"keep the new dentist's details in my contacts",
 	},
 	"contacts_update": {
 		"change the phone number of a contact",
@@ -68,6 +73,8 @@ var examples = map[string][]string{
 		"Ana moved, change her address",
 		"new phone for Pedro",
 		"correct the email of the contact",
+		"Pedro's number changed to 555 1234",
+		"Ana got married, her surname is now Silva",
 	},
 	"contacts_delete": {
 		"delete a contact",
@@ -78,6 +85,7 @@ var examples = map[string][]string{
 		"erase the duplicate entry in my address book",
 		"delete the contact",
 		"I don't need Pedro's contact anymore",
+		"I don't talk to Rui anymore, delete him from contacts",
 	},
 	"contacts_groups": {
 		"list my contact groups",
@@ -88,5 +96,6 @@ var examples = map[string][]string{
 		"which contact lists do I have",
 		"my contact labels",
 		"who's in the family group",
+		"which groups are my contacts in",
 	},
 }

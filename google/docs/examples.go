@@ -16,6 +16,7 @@ var examples = map[string][]string{
 		"new document",
 		"write the report as a google doc",
 		"draft a letter in google docs",
+		"I need a fresh google doc for the meeting minutes",
 	},
 	"docs_read": {
 		"what is in the google doc",
@@ -31,6 +32,7 @@ var examples = map[string][]string{
 		"what's in the doc about the project",
 		"read the google document",
 		"tell me what the doc says",
+		"what does the project doc say about the deadline",
 	},
 	"docs_write": {
 		"add text to the end of the doc",
@@ -44,6 +46,7 @@ var examples = map[string][]string{
 		"add this to the doc",
 		"add a new heading and text to the document",
 		"continue the document with this section",
+		"stick this paragraph at the end of the report doc",
 	},
 	"docs_replace": {
 		"replace a word everywhere in the doc",
@@ -56,6 +59,7 @@ var examples = map[string][]string{
 		"fix a typo all through the document",
 		"rename the company everywhere in the doc",
 		"change all the dates in the document",
+		"the product name changed, update it everywhere in the doc",
 	},
 	"docs_comments": {
 		"show the comments on the document",
@@ -69,5 +73,6 @@ var examples = map[string][]string{
 		"any comments on the doc",
 		"open comments on the report",
 		"review notes people left on the document",
+		"has anybody reviewed my doc yet",
 	},
 }

@@ -24,6 +24,8 @@ var examples = map[string][]string{
 		"photos in drive from the trip",
 		"documents shared with me",
 		"what did I save to drive recently",
+		"I saved the lease somewhere in drive, where is it",
+		"I need the photo of my passport from my drive",
 	},
 	"drive_get": {
 		"who can see this drive file",
@@ -38,6 +40,8 @@ var examples = map[string][]string{
 		"file size and owner",
 		"who shared this file with me",
 		"the sharing link for the document",
+		"who else can open the budget file",
+		"how big is the video on my drive",
 	},
 	"drive_read": {
 		"open the doc in drive and summarize it",
@@ -51,6 +55,7 @@ var examples = map[string][]string{
 		"what does the file say",
 		"read the contents of the file in drive",
 		"text of the drive document",
+		"there's a notes file in my drive, what's in it",
 	},
 	"drive_export": {
 		"save the google doc as a pdf in our files",
@@ -65,6 +70,8 @@ var examples = map[string][]string{
 		"make a pdf of the google doc",
 		"get the spreadsheet as an excel file",
 		"download the sheet as csv",
+		"I need that google doc as a word file",
+		"my boss wants the spreadsheet as an excel attachment",
 	},
 	"drive_create_file": {
 		"store this list as a file on my drive",
@@ -78,6 +85,7 @@ var examples = map[string][]string{
 		"make a new file in drive",
 		"save this to google drive",
 		"create a google doc in drive from this markdown",
+		"keep this list in my google drive",
 	},
 	"drive_create_folder": {
 		"new folder on drive called invoices",
@@ -88,6 +96,7 @@ var examples = map[string][]string{
 		"set up a drive folder for the trip",
 		"new drive folder",
 		"organise my drive with a new folder for 2027",
+		"I need a place in drive for the kids' school stuff",
 	},
 	"drive_move": {
 		"file this document in the projects folder",
@@ -103,6 +112,7 @@ var examples = map[string][]string{
 		"move it into the folder",
 		"rename the file to final",
 		"put the scan in my documents folder",
+		"the contract is in the wrong folder, put it in Legal",
 	},
 	"drive_share": {
 		"let my brother see the photos folder",
@@ -120,6 +130,8 @@ var examples = map[string][]string{
 		"let Pedro edit the spreadsheet",
 		"give view access to anyone with the link",
 		"make the photos visible to my family",
+		"my brother needs to see the holiday photos",
+		"let the whole team edit the planning doc",
 	},
 	"drive_unshare": {
 		"remove someone's access to the file",
@@ -132,6 +144,7 @@ var examples = map[string][]string{
 		"turn off link sharing",
 		"no one else should see this file anymore",
 		"take Pedro off the shared folder",
+		"my ex still has access to the photos folder, take it away",
 	},
 	"drive_trash": {
 		"delete the drive file",
@@ -145,5 +158,6 @@ var examples = map[string][]string{
 		"bin the file",
 		"delete that folder in drive",
 		"clean up old files from my drive",
+		"I don't need the old backups in drive anymore",
 	},
 }

@@ -17,6 +17,7 @@ var examples = map[string][]string{
 		"a form for the event",
 		"make a quiz for the class",
 		"start a survey for the team",
+		"I want to ask the team what they think with a google form",
 	},
 	"forms_read": {
 		"what questions does the form ask",
@@ -27,6 +28,7 @@ var examples = map[string][]string{
 		"read the form",
 		"what does the form ask",
 		"the form's link",
+		"what does the registration form ask people",
 	},
 	"forms_add_questions": {
 		"add questions to the form",
@@ -39,6 +41,7 @@ var examples = map[string][]string{
 		"another question for the form",
 		"add a multiple choice question",
 		"ask for their email in the form",
+		"the survey should also ask for their phone number",
 	},
 	"forms_responses": {
 		"what did people answer in the form",
@@ -52,6 +55,7 @@ var examples = map[string][]string{
 		"the survey answers",
 		"who signed up in the form",
 		"the poll results so far",
+		"have people filled in the signup form yet",
 	},
 	"forms_response": {
 		"show one response to the form",
@@ -62,5 +66,6 @@ var examples = map[string][]string{
 		"details of one survey reply",
 		"a single response",
 		"one person's answers",
+		"what did the first person answer in the survey",
 	},
 }

@@ -26,6 +26,9 @@ var examples = map[string][]string{
 		"has anyone replied to me",
 		"messages I haven't read",
 		"the newsletter from yesterday",
+		"I'm expecting an email from the airline, did it come",
+		"I can't find the message with the invoice, can you dig it up",
+		"has the school sent anything this week",
 	},
 	"gmail_read": {
 		"open that email and tell me what it says",
@@ -41,6 +44,8 @@ var examples = map[string][]string{
 		"read me the latest email",
 		"the content of that message",
 		"open the attachment in the email",
+		"I got an email from the tax office, what does it want",
+		"go through the last email from my sister and tell me the important bits",
 	},
 	"gmail_send": {
 		"email Sara that dinner is at eight",
@@ -58,6 +63,9 @@ var examples = map[string][]string{
 		"tell my landlord by email the rent is paid",
 		"message the school by email",
 		"send an email with the summary to myself",
+		"I need to let the team know by email that I'm out sick",
+		"can you fire off an email to the supplier asking for the price list",
+		"get in touch with the landlord by email about the broken boiler",
 	},
 	"gmail_reply": {
 		"answer the email from Pedro",
@@ -72,6 +80,9 @@ var examples = map[string][]string{
 		"say thanks to the last email",
 		"answer the question in her email",
 		"reply to everyone in the thread",
+		"the recruiter wrote to me, tell them I'm interested",
+		"Ana asked a question in her email, answer it for me",
+		"thank the sender of the last email",
 	},
 	"gmail_create_draft": {
 		"write an email but keep it as a draft",
@@ -85,6 +96,8 @@ var examples = map[string][]string{
 		"write me an email I can check first",
 		"a draft of the complaint email",
 		"compose something for the landlord and leave it in drafts",
+		"I want to look at the email before it goes out, just prepare it",
+		"write something to the bank for me but don't send yet",
 	},
 	"gmail_send_draft": {
 		"the draft is fine, send it now",
@@ -96,6 +109,8 @@ var examples = map[string][]string{
 		"go ahead and deliver the draft message",
 		"it looks good, send",
 		"send the one in my drafts",
+		"the email you prepared is good, go ahead",
+		"send off the saved draft to the client",
 	},
 	"gmail_list_labels": {
 		"what labels are in my gmail",
@@ -107,6 +122,7 @@ var examples = map[string][]string{
 		"which categories are in my mailbox",
 		"how is my email organized",
 		"list the gmail categories",
+		"how are my emails sorted into folders",
 	},
 	"gmail_modify_labels": {
 		"label these emails as work",
@@ -123,6 +139,8 @@ var examples = map[string][]string{
 		"star the emails from my boss",
 		"label the receipts as tax",
 		"remove the label from the message",
+		"these emails are important, flag them",
+		"I read those already, mark them",
 	},
 	"gmail_archive": {
 		"archive the receipts",
@@ -135,6 +153,8 @@ var examples = map[string][]string{
 		"my inbox is full, archive the old stuff",
 		"archive everything older than a month",
 		"move the read emails out of my inbox",
+		"my inbox is cluttered with old receipts, tidy it up without deleting",
+		"get the order updates out of the inbox",
 	},
 	"gmail_trash": {
 		"throw away that message",
@@ -150,5 +170,7 @@ var examples = map[string][]string{
 		"delete the junk",
 		"empty out the spam emails",
 		"remove the newsletters from my mail",
+		"this email is junk, throw it out",
+		"I never want to see those promo emails again, delete them",
 	},
 }

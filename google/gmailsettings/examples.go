@@ -12,6 +12,7 @@ var examples = map[string][]string{
 		"what automatic rules apply to my mail",
 		"what happens automatically to my incoming mail",
 		"gmail filters",
+		"is there a rule that moves my mail around",
 	},
 	"gmail_create_filter": {
 		"automatically label mail from my boss",
@@ -26,6 +27,8 @@ var examples = map[string][]string{
 		"send all receipts to the accountant automatically",
 		"never show newsletters in my inbox again",
 		"a rule for emails from the school",
+		"whenever my boss writes, mark it important",
+		"mail from the newsletter should skip my inbox from now on",
 	},
 	"gmail_delete_filter": {
 		"remove the mail rule for promotions",
@@ -37,6 +40,7 @@ var examples = map[string][]string{
 		"get rid of an email filter",
 		"I don't want that mail rule anymore",
 		"turn off the filter",
+		"the rule that archives the school emails is wrong, drop it",
 	},
 	"gmail_get_vacation": {
 		"is the auto reply turned on",
@@ -47,6 +51,7 @@ var examples = map[string][]string{
 		"is the away reply active",
 		"is my vacation reply still running",
 		"check whether the autoresponder is on",
+		"did I leave my out of office running",
 	},
 	"gmail_set_vacation": {
 		"set an out of office while I travel",
@@ -61,6 +66,8 @@ var examples = map[string][]string{
 		"people who email me should know I'm on leave",
 		"auto reply until Monday saying I'm travelling",
 		"I'm back, switch the away message off",
+		"I'm off next week, let anyone who writes know automatically",
+		"I'm back from holiday, turn the auto reply off",
 	},
 	"gmail_get_signature": {
 		"what signature is at the bottom of my mail",
@@ -70,6 +77,7 @@ var examples = map[string][]string{
 		"what is my current email sign-off",
 		"the text under my emails",
 		"do my emails have a signature",
+		"how do my emails end",
 	},
 	"gmail_update_signature": {
 		"set my email signature to my name and phone",
@@ -81,6 +89,7 @@ var examples = map[string][]string{
 		"set a new sign-off for my emails",
 		"add my phone number under my emails",
 		"new email signature",
+		"my phone number changed, fix the bottom of my emails",
 	},
 	"gmail_list_forwarding_addresses": {
 		"where can my email be forwarded",
@@ -91,5 +100,6 @@ var examples = map[string][]string{
 		"show the email forwarding setup",
 		"where does my email get forwarded",
 		"forwarding settings",
+		"is my mail being sent on to another address",
 	},
 }

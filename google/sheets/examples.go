@@ -14,6 +14,7 @@ var examples = map[string][]string{
 		"new spreadsheet",
 		"a spreadsheet for the budget",
 		"create a google sheet with a tab per person",
+		"I need a spreadsheet to keep track of the team's hours",
 	},
 	"sheets_info": {
 		"what tabs does the spreadsheet have",
@@ -24,6 +25,7 @@ var examples = map[string][]string{
 		"the names of the sheets in the file",
 		"how many rows in the sheet",
 		"the sheet names",
+		"how many tabs are in that workbook",
 	},
 	"sheets_read": {
 		"how much is the total in the spreadsheet",
@@ -44,6 +46,8 @@ var examples = map[string][]string{
 		"check the spreadsheet for the price",
 		"what did I write in the sheet",
 		"the first ten rows of the table",
+		"how much did we make in March according to the sheet",
+		"what's the value in cell D4",
 	},
 	"sheets_write": {
 		"log today's numbers in the sheet",
@@ -63,6 +67,8 @@ var examples = map[string][]string{
 		"put 50 in cell C2",
 		"add a line to the sheet",
 		"update the numbers in the table",
+		"add today's sales to the tracker",
+		"mark row 7 as paid in the invoices sheet",
 	},
 	"sheets_clear": {
 		"clear a range of cells",
@@ -75,6 +81,7 @@ var examples = map[string][]string{
 		"clear the range",
 		"reset the values in the sheet",
 		"remove the numbers from those cells",
+		"the numbers in column B are wrong, blank them",
 	},
 	"sheets_tabs": {
 		"add a new tab to the spreadsheet",
@@ -88,5 +95,6 @@ var examples = map[string][]string{
 		"new tab",
 		"rename the sheet to Summary",
 		"get rid of the empty tab",
+		"the spreadsheet needs a separate sheet for each month",
 	},
 }

@@ -14,6 +14,7 @@ var examples = map[string][]string{
 		"a new presentation",
 		"make slides",
 		"start a powerpoint in google slides",
+		"I have to give a talk next week, start a deck",
 	},
 	"slides_read": {
 		"read the presentation",
@@ -27,6 +28,7 @@ var examples = map[string][]string{
 		"what's in the slides",
 		"text of the presentation",
 		"go through the deck",
+		"what's in the pitch deck",
 	},
 	"slides_add": {
 		"add a new slide with a title and bullets",
@@ -39,6 +41,7 @@ var examples = map[string][]string{
 		"one more slide",
 		"add a title slide",
 		"new slide with the summary",
+		"the presentation needs a closing slide",
 	},
 	"slides_replace_text": {
 		"replace text on all the slides",
@@ -50,6 +53,7 @@ var examples = map[string][]string{
 		"swap the old title for the new one in the slides",
 		"replace text in the slides",
 		"fix the company name on all slides",
+		"the company name changed, update it on every slide",
 	},
 	"slides_insert_image": {
 		"add an image to a slide",
@@ -62,5 +66,6 @@ var examples = map[string][]string{
 		"image on the slide",
 		"put the photo in the presentation",
 		"add the picture from this link to the slides",
+		"the title slide needs our logo",
 	},
 }

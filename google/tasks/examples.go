@@ -16,6 +16,7 @@ var examples = map[string][]string{
 		"my task lists",
 		"a new list for work tasks",
 		"remove the old to-do list",
+		"I need a separate list for work tasks",
 	},
 	"tasks_list": {
 		"what's on my to-do list",
@@ -31,6 +32,7 @@ var examples = map[string][]string{
 		"what's on my task list",
 		"tasks due tomorrow",
 		"show completed tasks",
+		"what do I still need to do this week",
 	},
 	"tasks_create": {
 		"add renew the car insurance to my tasks",
@@ -48,6 +50,7 @@ var examples = map[string][]string{
 		"add this to my tasks",
 		"a task to send the invoice",
 		"put it on my to-do list",
+		"don't let me forget to renew the insurance, add it to my tasks",
 	},
 	"tasks_update": {
 		"mark the task complete",
@@ -63,6 +66,8 @@ var examples = map[string][]string{
 		"change the task's notes",
 		"push the task's due date to next week",
 		"mark it as not done",
+		"done with the laundry task, cross it off",
+		"the dentist task can wait until next month",
 	},
 	"tasks_move": {
 		"move a task to the top",
@@ -76,6 +81,7 @@ var examples = map[string][]string{
 		"move the task",
 		"the task should go first",
 		"nest the task under the project",
+		"the urgent task should be at the top",
 	},
 	"tasks_delete": {
 		"delete a task",
@@ -88,5 +94,6 @@ var examples = map[string][]string{
 		"delete that to-do",
 		"remove the task from my list",
 		"clear out the done task",
+		"I don't need the gift task anymore",
 	},
 }

@@ -28,7 +28,7 @@ func Tool(now func() time.Time) tools.Tool {
 	}
 	return tools.New(tools.Definition{
 		Name:        "get_current_time",
-		Examples:    []string{"what day of the week is it", "is it night there right now", "what time is it", "today's date", "what day is it today", "the time in another city or time zone", "what's the hour now", "current local time in London", "which date is it", "how late is it over there", "what month are we in", "clock", "is it too late to call Lisbon now", "time zone difference with Tokyo", "what's the date tomorrow"},
+		Examples:    []string{"what day of the week is it", "is it night there right now", "what time is it", "today's date", "what day is it today", "the time in another city or time zone", "what's the hour now", "current local time in London", "which date is it", "how late is it over there", "what month are we in", "clock", "is it too late to call Lisbon now", "time zone difference with Tokyo", "what's the date tomorrow", "is it the weekend yet"},
 		Description: "The current date and time, in a time zone if given.",
 		ReadOnly:    true,
 		Timeout:     2 * time.Second,

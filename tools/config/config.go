@@ -54,7 +54,7 @@ type agentInput struct {
 func agentConfig(st Store, def Defaults) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:           "agent_config",
-		Examples:       []string{"answer in a more formal or shorter way from now on", "change your tone or style", "call yourself a different name", "change how you answer, your instructions", "switch the language model for this chat", "show your settings and system prompt", "talk to me more casually", "always answer in Spanish from now on", "your name should be Max", "what instructions were you given", "use a different model here", "stop using emojis in your replies", "be funnier", "speak like a pirate from now on", "reply in bullet points always", "your personality", "make your answers shorter"},
+		Examples:       []string{"answer in a more formal or shorter way from now on", "change your tone or style", "call yourself a different name", "change how you answer, your instructions", "switch the language model for this chat", "show your settings and system prompt", "talk to me more casually", "always answer in Spanish from now on", "your name should be Max", "what instructions were you given", "use a different model here", "stop using emojis in your replies", "be funnier", "speak like a pirate from now on", "reply in bullet points always", "your personality", "make your answers shorter", "I'd like you to sound friendlier"},
 		Description:    "View or update your own settings for this chat. Actions: view, update. Fields: name, system_prompt, model.",
 		WritesSettings: true,
 	}, func(ctx context.Context, in agentInput) (any, error) {
@@ -138,7 +138,7 @@ func toolSettings(st Store, reg *tools.Registry) tools.Tool {
 	protected := map[string]bool{tools.LoadGroupName: true, "agent_config": true, "tool_settings": true}
 	return tools.New(tools.Definition{
 		Name:           "tool_settings",
-		Examples:       []string{"turn a tool off for this chat", "switch the tool back on", "which tools are disabled here", "what tools can you use in this chat", "don't let yourself send emails here", "turn off the calendar tools", "allow web search again in this chat", "list which tools are on or off", "block yourself from deleting anything", "which features are enabled here", "switch web browsing back on"},
+		Examples:       []string{"turn a tool off for this chat", "switch the tool back on", "which tools are disabled here", "what tools can you use in this chat", "don't let yourself send emails here", "turn off the calendar tools", "allow web search again in this chat", "list which tools are on or off", "block yourself from deleting anything", "which features are enabled here", "switch web browsing back on", "I don't want you to touch my calendar in this chat"},
 		Description:    "List the tools and whether each is enabled in this chat, or enable/disable tools (a disabled tool is removed from every tool list of this chat). Actions: list, enable, disable.",
 		WritesSettings: true,
 	}, func(ctx context.Context, in toolInput) (any, error) {

@@ -158,7 +158,7 @@ var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^
 func (m *Manager) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "custom_tools",
-		Examples:    []string{"make a new tool that calls an HTTP API", "list the tools made in this chat", "change or delete a custom tool", "build a tool for our internal API", "add a custom integration with our CRM", "which custom tools exist", "remove the tool we made for the weather API", "define a new HTTP tool", "teach yourself to use our API", "edit the custom tool's url", "a reusable tool for checking stock levels"},
+		Examples:    []string{"make a new tool that calls an HTTP API", "list the tools made in this chat", "change or delete a custom tool", "build a tool for our internal API", "add a custom integration with our CRM", "which custom tools exist", "remove the tool we made for the weather API", "define a new HTTP tool", "teach yourself to use our API", "edit the custom tool's url", "a reusable tool for checking stock levels", "I want you to be able to call our booking API"},
 		Description: "Create, list, update or delete HTTP tools in the custom group (admins only).",
 		// A tool made here can send anything anywhere, with the secrets
 		// its headers name: making or changing one is as grave as what

@@ -268,7 +268,7 @@ type done struct {
 func (w *Workspaces) Tool(sender Sender) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "files",
-		Examples:    []string{"save text into a file here", "show the files in this chat", "read a file the person uploaded", "send the file back to me", "delete a file from the chat workspace", "add lines to the end of a file", "what have I uploaded so far", "open the text file I gave you", "write the results to a csv here", "attach the file to your reply", "get rid of the old file in our folder", "which documents are stored in this conversation", "the spreadsheet I sent you earlier", "the attachment I sent earlier", "keep a copy of this in our shared folder", "delete the temporary files you made", "send me the file you created"},
+		Examples:    []string{"save text into a file here", "show the files in this chat", "read a file the person uploaded", "send the file back to me", "delete a file from the chat workspace", "add lines to the end of a file", "what have I uploaded so far", "open the text file I gave you", "write the results to a csv here", "attach the file to your reply", "get rid of the old file in our folder", "which documents are stored in this conversation", "the spreadsheet I sent you earlier", "the attachment I sent earlier", "keep a copy of this in our shared folder", "delete the temporary files you made", "send me the file you created", "look inside the spreadsheet file I uploaded", "save your answer to a file I can download"},
 		Description: "Files in this chat's workspace, such as those the person sent: list, read, write, append, delete, send to the person.",
 		EffectFor: tools.By(func(_ context.Context, in input) tools.Effect {
 			switch in.Action {

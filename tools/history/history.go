@@ -40,7 +40,7 @@ type output struct {
 func Tool(s Searcher) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "search_history",
-		Examples:    []string{"remind me what we discussed about something", "what did we decide before", "what did we talk about before", "find something I mentioned in an earlier conversation", "what did we agree on last time", "what did you tell me last time about it", "that recipe you gave me a while back", "look through our past chats for the address", "when did I first ask you about the trip", "which hotel did we pick in our earlier chat", "something I said in a previous conversation", "that thing we chatted about yesterday", "what name did we come up with before", "did I already ask you about this", "our old conversation about the holiday"},
+		Examples:    []string{"remind me what we discussed about something", "what did we decide before", "what did we talk about before", "find something I mentioned in an earlier conversation", "what did we agree on last time", "what did you tell me last time about it", "that recipe you gave me a while back", "look through our past chats for the address", "when did I first ask you about the trip", "which hotel did we pick in our earlier chat", "something I said in a previous conversation", "that thing we chatted about yesterday", "what name did we come up with before", "did I already ask you about this", "our old conversation about the holiday", "you told me about a restaurant once, which was it", "what did I say about my holiday plans earlier"},
 		Description: "Search this chat's earlier conversations, including cleared ones; dated snippets.",
 		ReadOnly:    true, Untrusted: true,
 		Timeout: 10 * time.Second,

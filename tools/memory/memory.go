@@ -78,7 +78,7 @@ func Tool(cfg Config, st Store) tools.Tool {
 	cfg.setDefaults()
 	return tools.New(tools.Definition{
 		Name:        "memory",
-		Examples:    []string{"keep in mind something about me", "do you know my partner's name", "remember this about me", "what do you know about me", "forget something you remembered", "note my preference for next time", "store the fact that I live in Porto", "what have you got saved about me", "my birthday is in March, keep that", "don't keep that detail about me anymore", "do you recall where I work", "learn that I'm vegetarian", "update what you know about my address", "I have two kids, Leo and Mia", "my husband is allergic to cats", "note that I prefer morning meetings", "do you remember my birthday", "what's my son's school called", "personal facts you know about me"},
+		Examples:    []string{"keep in mind something about me", "do you know my partner's name", "remember this about me", "what do you know about me", "forget something you remembered", "note my preference for next time", "store the fact that I live in Porto", "what have you got saved about me", "my birthday is in March, keep that", "don't keep that detail about me anymore", "do you recall where I work", "learn that I'm vegetarian", "update what you know about my address", "I have two kids, Leo and Mia", "my husband is allergic to cats", "note that I prefer morning meetings", "do you remember my birthday", "what's my son's school called", "personal facts you know about me", "keep in mind that my partner is called Sam", "I've told you before where I work, do you remember"},
 		Description: "Facts about the person, kept for good.",
 		// Each person's memories are their own: a recall in a group is
 		// shown on that person's turns only.

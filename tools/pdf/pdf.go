@@ -130,15 +130,15 @@ func Tools(cfg Config) []tools.Tool {
 	g := &group{cfg: cfg}
 	return []tools.Tool{
 		tools.New(tools.Definition{Name: "pdf_info", Description: "A PDF's pages, title, author and whether it is encrypted.",
-			Examples: []string{"how many pages is the pdf", "who is the author of the pdf", "is the pdf locked with a password", "how many pages in the document pdf", "is this pdf password protected", "the title and author of the pdf", "page count of the attached file", "details about this pdf file", "who made the pdf and when"}, ReadOnly: true, Untrusted: true, Timeout: 60 * time.Second,
+			Examples: []string{"how many pages is the pdf", "who is the author of the pdf", "is the pdf locked with a password", "how many pages in the document pdf", "is this pdf password protected", "the title and author of the pdf", "page count of the attached file", "details about this pdf file", "who made the pdf and when", "is the pdf long"}, ReadOnly: true, Untrusted: true, Timeout: 60 * time.Second,
 			PersonalFor: tools.By(func(_ context.Context, in source) bool { return in.DriveID != "" })}, g.info),
 		tools.New(tools.Definition{Name: "pdf_text", Description: "The text of a PDF's pages.",
-			Examples: []string{"read the pdf", "what does the pdf document say", "get the text out of a pdf file", "summarize the pdf", "what's written in the pdf", "read me page 2 of the pdf", "copy the text from the pdf invoice", "go through the pdf and list the key points", "what does the contract pdf say about cancellation", "what's in the document I sent, it's a pdf", "find the total on the invoice pdf", "quote the paragraph about fees from the pdf"}, ReadOnly: true, Untrusted: true, Timeout: 60 * time.Second,
+			Examples: []string{"read the pdf", "what does the pdf document say", "get the text out of a pdf file", "summarize the pdf", "what's written in the pdf", "read me page 2 of the pdf", "copy the text from the pdf invoice", "go through the pdf and list the key points", "what does the contract pdf say about cancellation", "what's in the document I sent, it's a pdf", "find the total on the invoice pdf", "quote the paragraph about fees from the pdf", "what does the invoice pdf I sent say"}, ReadOnly: true, Untrusted: true, Timeout: 60 * time.Second,
 			// A PDF from the person's Drive is theirs, as Drive's own
 			// results are; one from the chat's files or the web is not.
 			PersonalFor: tools.By(func(_ context.Context, in textIn) bool { return in.DriveID != "" })}, g.text),
 		tools.New(tools.Definition{Name: "pdf_render", Description: "Render a PDF page to a PNG in the workspace.",
-			Examples: []string{"show a page of the pdf as a picture", "make an image of the pdf page", "turn a pdf page into a png", "let me see the chart on page 3 of the pdf", "screenshot of the pdf page", "convert the pdf page to an image", "picture of the pdf's first page", "show me the page itself, not the text"}, Untrusted: true, Timeout: 60 * time.Second}, g.render),
+			Examples: []string{"show a page of the pdf as a picture", "make an image of the pdf page", "turn a pdf page into a png", "let me see the chart on page 3 of the pdf", "screenshot of the pdf page", "convert the pdf page to an image", "picture of the pdf's first page", "show me the page itself, not the text", "I want to see what the first page of the pdf looks like"}, Untrusted: true, Timeout: 60 * time.Second}, g.render),
 	}
 }
 

@@ -42,7 +42,7 @@ type shown struct {
 func (s *Scheduler) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "scheduled_tasks",
-		Examples:    []string{"remind me later to do something", "run a prompt every day at a time", "every week send me a summary", "list or stop my reminders", "every morning give me the news", "remind me tomorrow at 9 to call the bank", "in 20 minutes tell me to take the pizza out", "set a recurring reminder each Monday", "which reminders are set", "cancel the daily summary job", "ping me at 5pm about the report", "run the weekly digest now", "set an alarm for 7am", "remind me next Friday to pay the rent", "every day at noon check the news for me", "my recurring jobs", "at 6pm nudge me about dinner", "do this again every hour", "don't remind me anymore"},
+		Examples:    []string{"remind me later to do something", "run a prompt every day at a time", "every week send me a summary", "list or stop my reminders", "every morning give me the news", "remind me tomorrow at 9 to call the bank", "in 20 minutes tell me to take the pizza out", "set a recurring reminder each Monday", "which reminders are set", "cancel the daily summary job", "ping me at 5pm about the report", "run the weekly digest now", "set an alarm for 7am", "remind me next Friday to pay the rent", "every day at noon check the news for me", "my recurring jobs", "at 6pm nudge me about dinner", "do this again every hour", "don't remind me anymore", "remind me in an hour to stretch", "each weekday at 8 send me the weather"},
 		Description: "Schedule a prompt to run later in this chat; list, run now, update or delete tasks (a person's own, or anyone's for an admin).",
 		Timeout:     30 * time.Second,
 	}, func(ctx context.Context, in input) (any, error) {

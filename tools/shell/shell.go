@@ -92,7 +92,7 @@ func Tool(cfg Config, dirs Dirs) tools.Tool {
 	cfg.Limits.setDefaults(cfg.Timeout)
 	return tools.New(tools.Definition{
 		Name:        "exec",
-		Examples:    []string{"run a command or script on the files", "execute a program in the workspace", "use a command line tool to process the data", "run a python snippet to calculate this", "use a shell command on the data", "process the csv with a script", "convert the file with a command line program", "execute the code and show the output", "calculate this with python", "run a program", "do the maths with a script", "resize the image with a command"},
+		Examples:    []string{"run a command or script on the files", "execute a program in the workspace", "use a command line tool to process the data", "run a python snippet to calculate this", "use a shell command on the data", "process the csv with a script", "convert the file with a command line program", "execute the code and show the output", "calculate this with python", "run a program", "do the maths with a script", "resize the image with a command", "write a quick script and run it on the data"},
 		Description: "Run an allowed command in this chat's workspace: " + strings.Join(cfg.Allow, ", ") + ".",
 		// A command changes the workspace: mutating, so it asks after
 		// untrusted content (tools.confirm_after_untrusted).

@@ -198,7 +198,7 @@ type fileContent struct {
 func (s *Set) Tool() tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "load_skill",
-		Examples:    []string{"use the procedure we wrote down for this", "follow the instructions of a skill", "how do we usually do this task", "use our checklist for this", "the playbook we have for onboarding", "apply the team's standard procedure", "which skills can you use", "follow our usual steps for a release", "the how-to guide we keep for expenses", "load the skill", "our team's instructions for support tickets"},
+		Examples:    []string{"use the procedure we wrote down for this", "follow the instructions of a skill", "how do we usually do this task", "use our checklist for this", "the playbook we have for onboarding", "apply the team's standard procedure", "which skills can you use", "follow our usual steps for a release", "the how-to guide we keep for expenses", "load the skill", "our team's instructions for support tickets", "we have a procedure for this, follow it"},
 		Description: "A skill's instructions, or one of its files.",
 		ReadOnly:    true,
 		Timeout:     5 * time.Second,

@@ -43,7 +43,7 @@ var shownHeaders = []string{"Content-Type", "Location", "Retry-After", "Link", "
 func httpRequest(cfg Config, client *http.Client) tools.Tool {
 	return tools.New(tools.Definition{
 		Name:        "http_request",
-		Examples:    []string{"call a REST API", "send a POST with JSON to a url", "GET an endpoint and show the response", "hit a webhook", "query our backend with a GET request", "post data to this url", "ping the health check endpoint", "send a PUT to the API with this body", "fetch the raw JSON from the service", "make an API call", "test our REST endpoint", "call this url with a header"},
+		Examples:    []string{"call a REST API", "send a POST with JSON to a url", "GET an endpoint and show the response", "hit a webhook", "query our backend with a GET request", "post data to this url", "ping the health check endpoint", "send a PUT to the API with this body", "fetch the raw JSON from the service", "make an API call", "test our REST endpoint", "call this url with a header", "hit our status page API and show me the result"},
 		Description: "Call a public HTTP API the person names; no redirects followed.",
 		// What a service answers is not the person's words.
 		Untrusted: true,
