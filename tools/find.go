@@ -447,6 +447,7 @@ func (ix *searchIndex) build() {
 	defs := ix.reg.All(nil)
 	ix.docs, ix.df = nil, map[string]int{}
 	var total [numFields]int
+	groupWords := map[string][]string{}
 	for _, d := range defs {
 		if d.Name == FindToolsName || d.Name == LoadGroupName || d.Name == UnloadGroupName {
 			continue
@@ -467,7 +468,16 @@ func (ix *searchIndex) build() {
 		add(fieldExamples, strings.Join(d.Examples, " "))
 		add(fieldParams, paramText(d.Parameters))
 		if g, ok := ix.reg.Group(d.Group); ok {
-			add(fieldGroup, g.DisplayName+" "+g.Description)
+			words, ok := groupWords[d.Group]
+			if !ok {
+				words = searchWords(g.DisplayName + " " + g.Description)
+				groupWords[d.Group] = words
+			}
+			doc.tf[fieldGroup] = map[string]int{}
+			for _, w := range words {
+				doc.tf[fieldGroup][w]++
+			}
+			doc.length[fieldGroup] = len(words)
 		}
 		seen := map[string]bool{}
 		for f := range numFields {
@@ -597,6 +607,24 @@ func paramText(schema []byte) string {
 var httpMethods = strings.NewReplacer("GET ", "http request ", "POST ", "http request ", "PUT ", "http request ",
 	"PATCH ", "http request ", "DELETE ", "http request ")
 
+// httpMethodMarks and compoundMarks are what a text has when
+// httpMethods or compounds may change it: looking for them is much
+// cheaper than replacing.
+var (
+	httpMethodMarks = []string{"GET ", "POST ", "PUT ", "PATCH ", "DELETE "}
+	compoundMarks   = []string{"to-do", "to do", "e-mail", "out", "auto", "sign-off", "google"}
+)
+
+// mayHave reports whether text has any of marks.
+func mayHave(text string, marks []string) bool {
+	for _, m := range marks {
+		if strings.Contains(text, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // compounds are written forms of one word, made one before splitting.
 var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list", "e-mail", "email", "out-of-office", "vacation",
 	"out of office", "vacation", "auto reply", "autoreply", "auto-reply", "autoreply", "sign-off", "signature", "google doc", "doc",
@@ -606,8 +634,14 @@ var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list", 
 // (Porter2) English stemmer, without the commonest words.
 func searchWords(text string) []string {
 	var out []string
-	text = compounds.Replace(strings.ToLower(httpMethods.Replace(text)))
-	if strings.ContainsAny(text, ".@:/") {
+	if mayHave(text, httpMethodMarks) {
+		text = httpMethods.Replace(text)
+	}
+	text = strings.ToLower(text)
+	if mayHave(text, compoundMarks) {
+		text = compounds.Replace(text)
+	}
+	if hasShapes(text) {
 		text = replaceShapes(text)
 	}
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
@@ -623,13 +657,33 @@ func searchWords(text string) []string {
 	return out
 }
 
+// hasShapes reports whether text may have a link, a mail address or a
+// file name: an "@", a "://", or a dot with a letter after it.
+func hasShapes(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '@':
+			return true
+		case ':':
+			if strings.HasPrefix(text[i:], "://") {
+				return true
+			}
+		case '.':
+			if i+1 < len(text) && text[i+1] >= 'a' && text[i+1] <= 'z' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // replaceShapes writes what a link, a mail address or a file name is
 // as the words for it ("link", "address", "file" and its type): which
 // page, person or file it names picks no tool, its shape does.
 func replaceShapes(text string) string {
 	fields := strings.Fields(text)
 	for i, f := range fields {
-		f = strings.TrimRight(f, ".,;:!?)\"'")
+		f = strings.TrimRightFunc(f, func(r rune) bool { return strings.ContainsRune(".,;:!?)\"'", r) })
 		switch {
 		case strings.HasPrefix(f, "http://") || strings.HasPrefix(f, "https://") || strings.HasPrefix(f, "www."):
 			fields[i] = "link"
