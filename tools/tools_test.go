@@ -355,6 +355,54 @@ func TestFindTools(t *testing.T) {
 	}
 }
 
+// find_tools reads a request the way people write one: its verb picks
+// among a group's tools, a day or an hour is any day or hour, a link, a
+// mail address or a file name is known by its shape, a tool's name
+// weighs more than a common word, and what no tool knows of goes to the
+// catch-all.
+func TestFindToolsReadsRequests(t *testing.T) {
+	r := NewRegistry()
+	noop := func(ctx context.Context, in struct{}) (any, error) { return nil, nil }
+	mk := func(d Definition) Tool { return New(d, noop) }
+	r.Add(LoadGroup(r), FindTools(r),
+		mk(Definition{Name: "lookup", Description: "Look something up.", Catchall: true, ReadOnly: true,
+			Examples: []string{"open the page at this link"}}))
+	// Three tools alike but for their verb.
+	r.AddGroup(Group{Name: "notes", Description: "Notes"},
+		mk(Definition{Name: "notes_search", Description: "Notes by words.", ReadOnly: true, Examples: []string{"the note about the boiler"}}),
+		mk(Definition{Name: "notes_create", Description: "A new note.", Examples: []string{"a note on the car"}}),
+		mk(Definition{Name: "notes_delete", Description: "A note, gone.", Examples: []string{"the note of the dentist"}}))
+	r.AddGroup(Group{Name: "agenda", Description: "Plans"},
+		mk(Definition{Name: "agenda_list", Description: "Plans ahead.", ReadOnly: true, Examples: []string{"plans for Monday morning"}}))
+	r.AddGroup(Group{Name: "docs", Description: "Documents"},
+		mk(Definition{Name: "docs_text", Description: "A document.", ReadOnly: true}),
+		mk(Definition{Name: "docs_info", Description: "A document's text size, text encoding and text language.", ReadOnly: true,
+			Examples: []string{"the text details of a document", "how much text a document has"}}))
+	r.AddGroup(Group{Name: "people", Description: "People"},
+		mk(Definition{Name: "people_add", Description: "Save someone's email address."}))
+	r.AddGroup(Group{Name: "store", Description: "Workspace"},
+		mk(Definition{Name: "store_write", Description: "Save a file."}))
+	find := func(q string) string {
+		args, _ := json.Marshal(map[string]string{"query": q})
+		return NewExecutor(r, nil).Run(context.Background(), nil, []Call{{ID: "1", Name: FindToolsName, Arguments: string(args)}})[0].Content
+	}
+	for _, c := range []struct{ why, query, first string }{
+		{"the verb picks the tool", "get rid of the note", "notes_delete"},
+		{"the verb picks the tool", "jot down a note", "notes_create"},
+		{"the verb picks the tool", "look up a note", "notes_search"},
+		{"any day is a day", "what is on thursday evening", "agenda_list"},
+		{"a link by its shape", "summarize https://example.org/post", "lookup"},
+		{"a mail address by its shape", "save ana@example.com", "people_add"},
+		{"a file name by its shape", "save this as plan.md", "store_write"},
+		{"a name outweighs a common word", "the text of the document", "docs_text"},
+		{"the catch-all answers what no tool knows", "the capital of australia", "lookup"},
+	} {
+		if got := find(c.query); !strings.HasPrefix(got, "- "+c.first+" (") {
+			t.Errorf("%s: %q found\n%s", c.why, c.query, got)
+		}
+	}
+}
+
 // TEST (effects too low): a tool whose name or description's verb says
 // it sends, deletes, shares, forwards or trashes cannot be registered
 // read-only, so a new group cannot slip one past the approval policy;
