@@ -373,8 +373,9 @@ var toolVerbs = map[string]int{
 }
 
 // actionOf is what a tool does: the first verb of its name; reading
-// for a read-only tool whose name has none, and any kind for the rest
-// (a tool with actions: files, memory, scheduled_tasks…).
+// for a read-only tool whose name has none (pdf_text reads a PDF's
+// text), and any kind for the rest (a tool with actions: files,
+// memory, scheduled_tasks…).
 func actionOf(d Definition) action {
 	for _, w := range strings.Split(d.Name, "_") {
 		if v, ok := toolVerbs[w]; ok {
@@ -382,7 +383,7 @@ func actionOf(d Definition) action {
 		}
 	}
 	if d.ReadOnly {
-		return action{kindRead, verbNone}
+		return action{kindRead, verbRead}
 	}
 	return action{kindAny, verbNone}
 }
@@ -607,6 +608,11 @@ func paramText(schema []byte) string {
 var httpMethods = strings.NewReplacer("GET ", "http request ", "POST ", "http request ", "PUT ", "http request ",
 	"PATCH ", "http request ", "DELETE ", "http request ")
 
+// contractions are written out, so "won't" is not "won" and "isn't"
+// not "isn".
+var contractions = strings.NewReplacer("won't", "will not", "can't", "can not", "n't", " not", "’", "'",
+	"won’t", "will not", "can’t", "can not", "n’t", " not")
+
 // httpMethodMarks and compoundMarks are what a text has when
 // httpMethods or compounds may change it: looking for them is much
 // cheaper than replacing.
@@ -638,6 +644,9 @@ func searchWords(text string) []string {
 		text = httpMethods.Replace(text)
 	}
 	text = strings.ToLower(text)
+	if strings.ContainsAny(text, "'’") {
+		text = contractions.Replace(text)
+	}
 	if mayHave(text, compoundMarks) {
 		text = compounds.Replace(text)
 	}
@@ -780,6 +789,7 @@ var stop = map[string]bool{
 	"yet": true, "ok": true, "go": true, "ahead": true, "get": true, "got": true, "one": true, "let": true, "need": true,
 	"want": true, "like": true, "tell": true, "give": true, "been": true, "did": true, "does": true, "what": true,
 	"whats": true, "which": true, "where": true, "when": true, "how": true, "s": true, "t": true, "don": true, "next": true,
+	"re": true, "ll": true, "ve": true,
 }
 
 // synonyms widen a query's words to the words the tools use, at
