@@ -178,6 +178,9 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 		ix.version, ix.built = v, true
 	}
 	words := searchWords(q)
+	if len(words) > maxQueryWords {
+		words = words[:maxQueryWords]
+	}
 	terms := expand(words)
 	unknown := ix.correct(words, terms)
 	intent := intentOf(q)
@@ -231,6 +234,12 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 	}
 	return hits
 }
+
+// maxQueryWords is how many of a request's words are read: a task is
+// said in a few, and each word no tool has is compared with every tool
+// word, so a long request (a model led on by a page it read) costs no
+// more than this many.
+const maxQueryWords = 32
 
 // The ranking's weights, chosen on the tuning half of the request set
 // (cmd/loadout/testdata/find_requests.tsv):

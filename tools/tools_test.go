@@ -401,6 +401,11 @@ func TestFindToolsReadsRequests(t *testing.T) {
 			t.Errorf("%s: %q found\n%s", c.why, c.query, got)
 		}
 	}
+	// Only a request's first words are read: each word no tool has is
+	// compared with every tool word, so a long one must cost no more.
+	if got := find(strings.Repeat("zzyzx ", maxQueryWords) + "delete the note"); strings.Contains(got, "notes_delete") {
+		t.Errorf("a word past the first %d was read:\n%s", maxQueryWords, got)
+	}
 }
 
 // TEST (effects too low): a tool whose name or description's verb says

@@ -287,6 +287,7 @@ func TestFirstTurnFitsIn700Tokens(t *testing.T) {
 	}
 	defer a.db.Close()
 	r := tools.Report(a.reg, a.tokens.Count)
+	t.Logf("the first turn: %d tokens (core %d + listing %d)", r.GroupsTotal, r.CoreTokens, r.Listing)
 	if r.GroupsTotal > 700 {
 		t.Errorf("the first turn costs %d tokens (core %d + listing %d)", r.GroupsTotal, r.CoreTokens, r.Listing)
 	}
