@@ -683,7 +683,7 @@ func hasShapes(text string) bool {
 		case '@':
 			return true
 		case ':':
-			if strings.HasPrefix(text[i:], "://") {
+			if strings.HasPrefix(text[i:], "://") || i > 0 && isDigit(text[i-1]) && i+1 < len(text) && isDigit(text[i+1]) {
 				return true
 			}
 		case '.':
@@ -695,9 +695,10 @@ func hasShapes(text string) bool {
 	return false
 }
 
-// replaceShapes writes what a link, a mail address or a file name is
-// as the words for it ("link", "address", "file" and its type): which
-// page, person or file it names picks no tool, its shape does.
+// replaceShapes writes what a link, a mail address, a file name or an
+// hour is as the words for it ("link", "address", "file" and its type,
+// an hour): which page, person, file or hour it names picks no tool,
+// its shape does.
 func replaceShapes(text string) string {
 	fields := strings.Fields(text)
 	for i, f := range fields {
@@ -707,6 +708,8 @@ func replaceShapes(text string) string {
 			fields[i] = "link"
 		case strings.Contains(f, "@") && strings.Contains(f[strings.Index(f, "@"):], "."):
 			fields[i] = "address"
+		case isClock(f):
+			fields[i] = f[:strings.IndexByte(f, ':')] + "h"
 		default:
 			if dot := strings.LastIndexByte(f, '.'); dot > 1 && len(f)-dot >= 3 && len(f)-dot <= 5 && isLetters(f[dot+1:]) {
 				fields[i] = f[:dot] + " file " + f[dot+1:]
@@ -715,6 +718,16 @@ func replaceShapes(text string) string {
 	}
 	return strings.Join(fields, " ")
 }
+
+// isClock reports whether f is an hour written with a colon: "9:30",
+// "14:00", "7:15pm".
+func isClock(f string) bool {
+	h, m, ok := strings.Cut(f, ":")
+	m = strings.TrimSuffix(strings.TrimSuffix(m, "am"), "pm")
+	return ok && len(h) >= 1 && len(h) <= 2 && isDigits(h) && len(m) == 2 && isDigits(m)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func isLetters(w string) bool {
 	for _, r := range w {
