@@ -177,12 +177,15 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 		ix.build()
 		ix.version, ix.built = v, true
 	}
-	words := searchWords(q)
+	named, names := namesAsSomeone(q)
+	words := searchWords(named)
 	if len(words) > maxQueryWords {
 		words = words[:maxQueryWords]
 	}
 	terms := expand(words)
-	unknown := ix.correct(words, terms)
+	// A name is a word no tool has, to the catch-all: "how old is
+	// Taylor Swift".
+	unknown := float64(ix.correct(words, terms)) + nameUnknown*float64(names)
 	intent := intentOf(q)
 	n := float64(len(ix.docs))
 	var hits []hit
@@ -215,7 +218,7 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 		}
 		if d.catchall && len(words) > 0 {
 			// What no tool knows of is a question about the world.
-			score += catchallWeight * float64(unknown) / float64(len(words))
+			score += catchallWeight * math.Min(1, unknown/float64(len(words)))
 		}
 		if score <= 0 {
 			continue
@@ -269,6 +272,9 @@ var (
 	// the tool does ("text" in pdf_text), where a common word weighs
 	// little.
 	nameBonus = 0.75
+	// nameUnknown is how much a person's name counts as a word no tool
+	// has, for the catch-all.
+	nameUnknown = 0.5
 )
 
 // groupScore is BM25 of the request's terms over a group's document.
@@ -408,7 +414,7 @@ func intentOf(q string) action {
 				return action{verbKind[v], v}
 			}
 		}
-		if v, ok := requestVerbs[w]; ok && !lookHow[w] {
+		if v, ok := requestVerbs[w]; ok && !lookHow[w] && (!nounsToo[w] || i == 0 || beforeVerb[words[i-1]]) {
 			return action{verbKind[v], v}
 		}
 		if questionWords[w] || lookHow[w] {
@@ -429,6 +435,22 @@ var phrasalVerbs = map[string]int{"get rid": verbDelete, "get back": verbReply, 
 	"look up": verbSearch, "look for": verbSearch, "look through": verbSearch, "throw away": verbDelete, "throw out": verbDelete,
 	"take off": verbDelete, "take out": verbDelete, "fill in": verbUpdate, "call off": verbDelete, "turn off": verbUpdate,
 	"turn on": verbUpdate, "switch off": verbUpdate, "switch on": verbUpdate, "give access": verbShare, "check for": verbSearch}
+
+// nounsToo are verbs that are as often nouns ("the trip plan", "my
+// email"): they are the request's verb only where a verb stands, first
+// or after "please", "to", "you", "and"…
+var nounsToo = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("plan log record note text message mail email book label tag star flag mark set schedule " +
+		"share draft answer clear empty drop stop list search turn switch fill start new change update reply forward check") {
+		nounsToo[w] = true
+	}
+}
+
+// beforeVerb are the words after which a verb stands.
+var beforeVerb = map[string]bool{"please": true, "pls": true, "and": true, "then": true, "to": true, "you": true, "just": true,
+	"also": true, "now": true, "s": true, "can": true, "could": true, "will": true, "would": true, "i": true, "me": true}
 
 // lookHow are the verbs of looking that do not say how ("show me").
 var lookHow = map[string]bool{"show": true, "see": true, "view": true, "display": true, "check": true}
@@ -475,7 +497,10 @@ func (ix *searchIndex) build() {
 		add(fieldName, strings.ReplaceAll(d.Name, "_", " "))
 		doc.nameWords = searchWords(strings.ReplaceAll(d.Name, "_", " "))
 		add(fieldDesc, d.Description)
-		add(fieldExamples, strings.Join(d.Examples, " "))
+		for _, e := range d.Examples {
+			named, _ := namesAsSomeone(e)
+			add(fieldExamples, named)
+		}
 		add(fieldParams, paramText(d.Parameters))
 		if g, ok := ix.reg.Group(d.Group); ok {
 			words, ok := groupWords[d.Group]
@@ -675,6 +700,52 @@ func searchWords(text string) []string {
 	return out
 }
 
+// namesAsSomeone writes the names of people in a request (a capital
+// letter inside a sentence: "email Ana", "Pedro's number") as
+// "someone": which person a request names picks no tool, and an example
+// that names Ana must not pull every request about Ana to it. Words of
+// products and services ("Gmail", "Drive"), days and shouting
+// ("HR", "PDF") are not names.
+func namesAsSomeone(text string) (string, int) {
+	fields := strings.Fields(text)
+	names := 0
+	for i, f := range fields {
+		if i == 0 || strings.ContainsAny(fields[i-1][len(fields[i-1])-1:], ".!?:") {
+			continue // a sentence's first word
+		}
+		if titleBefore[strings.ToLower(fields[i-1])] {
+			continue // a title: "a sheet called Workouts"
+		}
+		w := strings.TrimRightFunc(strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s"), func(r rune) bool { return !unicode.IsLetter(r) })
+		if len(w) < 2 || !unicode.IsUpper(rune(w[0])) || !isLetters(w) || strings.ToLower(w[1:]) != w[1:] {
+			continue
+		}
+		if l := strings.ToLower(w); notNames[l] || timeWords[l] {
+			continue
+		}
+		fields[i] = "someone"
+		names++
+	}
+	if names == 0 {
+		return text, 0
+	}
+	return strings.Join(fields, " "), names
+}
+
+// titleBefore are the words a title follows.
+var titleBefore = map[string]bool{"called": true, "named": true, "titled": true, "as": true, "label": true, "tab": true}
+
+// notNames are capitalised words that name no person.
+var notNames = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("google gmail drive docs doc sheets sheet slides slide forms form tasks task calendar contacts contact " +
+		"meet markdown csv pdf pdfs office word excel powerpoint json api url http https html png jpg zoom slack telegram whatsapp " +
+		"python jq wifi ok english spanish portuguese french german") {
+		notNames[w] = true
+	}
+}
+
 // hasShapes reports whether text may have a link, a mail address or a
 // file name: an "@", a "://", or a dot with a letter after it.
 func hasShapes(text string) bool {
@@ -742,9 +813,6 @@ func isLetters(w string) bool {
 // day or hour a request names says which tool it is for no more than
 // any other day or hour would, so all of them are one word.
 func wordClass(w string) string {
-	if !useClasses {
-		return ""
-	}
 	if timeWords[w] {
 		return "⌚"
 	}
@@ -762,8 +830,6 @@ func wordClass(w string) string {
 	}
 	return ""
 }
-
-var useClasses = true
 
 func isDigits(w string) bool {
 	for _, r := range w {

@@ -382,6 +382,8 @@ func TestFindToolsReadsRequests(t *testing.T) {
 		mk(Definition{Name: "people_add", Description: "Save someone's email address."}))
 	r.AddGroup(Group{Name: "store", Description: "Workspace"},
 		mk(Definition{Name: "store_write", Description: "Save a file."}))
+	r.AddGroup(Group{Name: "calls", Description: "Phone"},
+		mk(Definition{Name: "calls_log", Description: "Calls made.", ReadOnly: true, Examples: []string{"the calls from Pedro"}}))
 	find := func(q string) string {
 		args, _ := json.Marshal(map[string]string{"query": q})
 		return NewExecutor(r, nil).Run(context.Background(), nil, []Call{{ID: "1", Name: FindToolsName, Arguments: string(args)}})[0].Content
@@ -396,10 +398,17 @@ func TestFindToolsReadsRequests(t *testing.T) {
 		{"a file name by its shape", "save this as plan.md", "store_write"},
 		{"a name outweighs a common word", "the text of the document", "docs_text"},
 		{"the catch-all answers what no tool knows", "the capital of australia", "lookup"},
+		{"which person an example names pulls nothing", "save Pedro", "people_add"},
+		{"a famous name is a question about the world", "how tall is Marta Vieira", "lookup"},
 	} {
 		if got := find(c.query); !strings.HasPrefix(got, "- "+c.first+" (") {
 			t.Errorf("%s: %q found\n%s", c.why, c.query, got)
 		}
+	}
+	// A word that is a verb as often as a noun is the request's verb
+	// only where a verb stands.
+	if got := find("notes about the trip plan"); strings.HasPrefix(got, "- notes_create") {
+		t.Errorf("'plan' was read as a verb:\n%s", got)
 	}
 	// Only a request's first words are read: each word no tool has is
 	// compared with every tool word, so a long one must cost no more.
