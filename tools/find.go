@@ -767,7 +767,7 @@ func hasShapes(text string) bool {
 }
 
 // replaceShapes writes what a link, a mail address, a file name or an
-// hour is as the words for it ("link", "address", "file" and its type,
+// hour is as the words for it ("url", "address", "file" and its type,
 // an hour): which page, person, file or hour it names picks no tool,
 // its shape does.
 func replaceShapes(text string) string {
@@ -776,7 +776,7 @@ func replaceShapes(text string) string {
 		f = strings.TrimRightFunc(f, func(r rune) bool { return strings.ContainsRune(".,;:!?)\"'", r) })
 		switch {
 		case strings.HasPrefix(f, "http://") || strings.HasPrefix(f, "https://") || strings.HasPrefix(f, "www."):
-			fields[i] = "link"
+			fields[i] = "url"
 		case strings.Contains(f, "@") && strings.Contains(f[strings.Index(f, "@"):], "."):
 			fields[i] = "address"
 		case isClock(f):
