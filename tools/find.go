@@ -477,7 +477,7 @@ func fit(intent, act action) float64 {
 // build indexes every tool but the catalog's own three.
 func (ix *searchIndex) build() {
 	defs := ix.reg.All(nil)
-	ix.docs, ix.df = nil, map[string]int{}
+	ix.docs, ix.df = make([]searchDoc, 0, len(defs)), make(map[string]int, 2048)
 	var total [numFields]int
 	groupWords := map[string][]string{}
 	for _, d := range defs {
@@ -487,7 +487,7 @@ func (ix *searchIndex) build() {
 		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, action: actionOf(d), catchall: d.Catchall}
 		add := func(f int, text string) {
 			if doc.tf[f] == nil {
-				doc.tf[f] = map[string]int{}
+				doc.tf[f] = make(map[string]int, 16)
 			}
 			for _, w := range searchWords(text) {
 				doc.tf[f][w]++
@@ -707,6 +707,9 @@ func searchWords(text string) []string {
 // products and services ("Gmail", "Drive"), days and shouting
 // ("HR", "PDF") are not names.
 func namesAsSomeone(text string) (string, int) {
+	if !strings.ContainsFunc(text[min(1, len(text)):], unicode.IsUpper) {
+		return text, 0
+	}
 	fields := strings.Fields(text)
 	names := 0
 	for i, f := range fields {
