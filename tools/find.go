@@ -275,6 +275,9 @@ var (
 	// nameUnknown is how much a person's name counts as a word no tool
 	// has, for the catch-all.
 	nameUnknown = 0.5
+	// shortRequest is how many words a request without a verb may have
+	// to be read as one to look.
+	shortRequest = 3
 )
 
 // groupScore is BM25 of the request's terms over a group's document.
@@ -405,7 +408,10 @@ func actionOf(d Definition) action {
 
 // intentOf is what a request's first verb asks for. A request to look
 // that does not say how is read by its other words: "all" or "every"
-// lists, "any" or "is there" searches, "say" or "whole" reads.
+// lists, "any" or "is there" searches, "say" or "whole" reads. A few
+// words with no verb ask to look too; a longer request without a verb
+// the table knows asks for nothing in particular ("dinner with Rui on
+// Friday at 8" is no request to look).
 func intentOf(q string) action {
 	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) })
 	for i, w := range words {
@@ -425,6 +431,9 @@ func intentOf(q string) action {
 			}
 			return action{kindRead, verbNone}
 		}
+	}
+	if len(words) <= shortRequest {
+		return action{kindRead, verbNone} // "calendar tomorrow"
 	}
 	return action{}
 }

@@ -382,6 +382,9 @@ func TestFindToolsReadsRequests(t *testing.T) {
 		mk(Definition{Name: "people_add", Description: "Save someone's email address."}))
 	r.AddGroup(Group{Name: "store", Description: "Workspace"},
 		mk(Definition{Name: "store_write", Description: "Save a file."}))
+	r.AddGroup(Group{Name: "memo", Description: "Memos"}, // alike but for their effect
+		mk(Definition{Name: "memo_delete", Description: "Memos."}),
+		mk(Definition{Name: "memo_list", Description: "Memos.", ReadOnly: true}))
 	r.AddGroup(Group{Name: "calls", Description: "Phone"},
 		mk(Definition{Name: "calls_log", Description: "Calls made.", ReadOnly: true, Examples: []string{"the calls from Pedro"}}))
 	find := func(q string) string {
@@ -392,6 +395,7 @@ func TestFindToolsReadsRequests(t *testing.T) {
 		{"the verb picks the tool", "get rid of the note", "notes_delete"},
 		{"the verb picks the tool", "jot down a note", "notes_create"},
 		{"the verb picks the tool", "look up a note", "notes_search"},
+		{"a few words without a verb ask to look", "memos today", "memo_list"},
 		{"any day is a day", "what is on thursday evening", "agenda_list"},
 		{"a link by its shape", "summarize https://example.org/post", "lookup"},
 		{"a mail address by its shape", "save ana@example.com", "people_add"},
