@@ -110,7 +110,10 @@ type loaded struct {
 // searchIndex is a BM25F index of the registry's tools, rebuilt when the
 // registry changes: each tool is a document of fields (its name, its
 // description, its examples, its parameters, its group), each weighed
-// and normalised by its own average length.
+// and normalised by its own average length, and each group a document
+// of its tools' words. A tool's score is its own, plus its name's words
+// the request has, plus its group's (and the catch-all's share of
+// unknown words), times what its verb fits the request's.
 type searchIndex struct {
 	reg     *Registry
 	mu      sync.Mutex
@@ -119,13 +122,14 @@ type searchIndex struct {
 	docs    []searchDoc
 	df      map[string]int
 	avgLen  [numFields]float64
-	// groups are the groups as documents of all their tools' words, so
-	// a request's words spread over a group's tools count for each of
-	// them; a core tool is a group of its own.
 	// topical are the words of names, examples and groups: what a
 	// misspelt word is corrected to (descriptions' "while" and "whose"
 	// are no topic).
-	topical  map[string]bool
+	topical map[string]bool
+	// groups are the groups as documents of all their tools' words, so
+	// a request's words spread over a group's tools count for each of
+	// them; a core tool is a group of its own. groupDF and groupAvg are
+	// their document frequencies and average length.
 	groups   map[string]*groupDoc
 	groupDF  map[string]int
 	groupAvg float64
