@@ -190,7 +190,15 @@ func BenchmarkFindTools(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "%s:\n%s\n", q, x.Run(ctx, nil, []tools.Call{{ID: "1", Name: find.Name, Arguments: string(in)}})[0].Content)
 	}
 	if *findOther != "" {
-		f := rankFigures(a, otherRequests(b, *findOther))
+		other := otherRequests(b, *findOther)
+		for _, r := range other {
+			for _, tl := range r.tools {
+				if _, ok := a.reg.Tool(tl); !ok {
+					b.Fatalf("%s: %q names %s, which is no tool here", *findOther, r.query, tl)
+				}
+			}
+		}
+		f := rankFigures(a, other)
 		b.ReportMetric(f.at1, "other-recall@1")
 		b.ReportMetric(f.at5, "other-recall@5")
 		b.ReportMetric(f.mrr, "other-MRR")
@@ -216,6 +224,7 @@ func otherRequests(t testing.TB, path string) []findRequest {
 	}
 	var out []findRequest
 	for i, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimRight(line, "\r")
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
