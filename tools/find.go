@@ -250,7 +250,7 @@ const maxQueryWords = 32
 
 // The ranking's weights, chosen on the tuning half of the request set
 // (cmd/loadout/testdata/find_requests.tsv):
-var (
+const (
 	// groupWeight is how much the request's match with a tool's whole
 	// group adds to the tool's own, and groupNorm how much a group's
 	// length lowers it.
