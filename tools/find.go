@@ -29,9 +29,8 @@ type findInput struct {
 }
 
 // FindTools returns find_tools: the model describes what it wants to do
-// and gets the tools that fit best, ranked with BM25 over each tool's
-// name, description, parameters and group; with load it loads their
-// groups too, recorded like load_tool_group (the engine reads the loaded
+// and gets the tools that fit best (see searchIndex for the ranking);
+// with load it loads the groups of those close to the best too, recorded like load_tool_group (the engine reads the loaded
 // groups from Result.Groups). Disabled tools and groups the caller may
 // not load are never returned. The index follows the registry's changes.
 func FindTools(r *Registry) Tool {
@@ -161,7 +160,6 @@ type searchDoc struct {
 	name, group, desc string
 	action            action
 	catchall          bool
-	nameWords         []string
 	tf                [numFields]map[string]int
 	length            [numFields]int
 }
@@ -215,7 +213,7 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 			score += w * idf * tf / (tf + bm25k1)
 		}
-		for _, nw := range d.nameWords {
+		for nw := range d.tf[fieldName] {
 			if w, ok := terms[nw]; ok {
 				score += nameBonus * w
 			}
@@ -508,7 +506,6 @@ func (ix *searchIndex) build() {
 			}
 		}
 		add(fieldName, strings.ReplaceAll(d.Name, "_", " "))
-		doc.nameWords = searchWords(strings.ReplaceAll(d.Name, "_", " "))
 		add(fieldDesc, d.Description)
 		for _, e := range d.Examples {
 			named, _ := namesAsSomeone(e)
@@ -590,15 +587,11 @@ func (ix *searchIndex) correct(words []string, terms map[string]float64) (unknow
 		}
 		found := false
 		for t := range ix.topical {
-			if len(w) < typoMin {
-				break
-			}
-			if d := len(t) - len(w); d < -1 || d > 1 || !oneEdit(w, t) {
-				continue
-			}
-			found = true
-			if _, ok := terms[t]; !ok {
-				terms[t] = typoWeight
+			if len(w) >= typoMin && len(t)-len(w) >= -1 && len(t)-len(w) <= 1 && oneEdit(w, t) {
+				found = true
+				if _, ok := terms[t]; !ok {
+					terms[t] = typoWeight
+				}
 			}
 		}
 		if !found {
@@ -918,8 +911,7 @@ var synonyms = map[string][]string{
 	"api": {"http", "request"}, "endpoint": {"http", "request"}, "webhook": {"http", "request"}, "json": {"http", "request"},
 	"picture": {"image", "png"}, "photo": {"image"}, "run": {"exec", "command"}, "command": {"exec"}, "script": {"exec"},
 	"away": {"vacation"}, "holiday": {"vacation"}, "label": {"labels"}, "tag": {"labels"}, "answer": {"reply"},
-	"respond": {"reply"}, "time": {"current", "time"}, "date": {"current", "time"}, "today": {"current", "time"},
-	"day": {"current", "time"}, "morning": {"current", "time"},
+	"respond": {"reply"}, "time": {"current", "time"}, "date": {"current", "time"}, "day": {"current", "time"},
 	"name": {"agent", "config"}, "formal": {"agent", "prompt"}, "shorter": {"agent", "prompt"}, "tone": {"agent", "prompt"},
 	"disable": {"tool", "settings"}, "enable": {"tool", "settings"}, "switch": {"settings"},
 	"upload": {"create", "file"}, "attachment": {"files"}, "todo": {"task", "tasks"}, "survey": {"form"}, "questionnaire": {"form"},
@@ -931,7 +923,7 @@ var synonyms = map[string][]string{
 	"everyon": {"list"}, "make": {"create"}, "start": {"create"}, "add": {"create"}, "put": {"create", "add"},
 	"edit": {"update"}, "modifi": {"update"}, "fix": {"update", "replace"}, "adjust": {"update"}, "correct": {"replace", "update"},
 	"eras": {"delete"}, "discard": {"delete", "trash"}, "rid": {"delete", "trash"},
-	"notifi": {"send"}, "inform": {"send"}, "tell": {"send"},
+	"notifi": {"send"}, "inform": {"send"},
 }
 
 // expand weighs a query's words, adding their synonyms at synonymWeight.
