@@ -30,9 +30,10 @@ type findInput struct {
 
 // FindTools returns find_tools: the model describes what it wants to do
 // and gets the tools that fit best (see searchIndex for the ranking);
-// with load it loads the groups of those close to the best too, recorded like load_tool_group (the engine reads the loaded
-// groups from Result.Groups). Disabled tools and groups the caller may
-// not load are never returned. The index follows the registry's changes.
+// with load it also loads the groups of those close to the best,
+// recorded like load_tool_group (the engine reads the loaded groups
+// from Result.Groups). Disabled tools and groups the caller may not load
+// are never returned. The index follows the registry's changes.
 func FindTools(r *Registry) Tool {
 	ix := &searchIndex{reg: r}
 	return New(Definition{
