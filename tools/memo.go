@@ -24,8 +24,10 @@ type memoKey struct{}
 
 // withMemo gives a call its memo.
 func withMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, memoKey{}, &memo{entries: map[string]*memoEntry{}})
+	return context.WithValue(ctx, memoKey{}, newMemo())
 }
+
+func newMemo() *memo { return &memo{entries: map[string]*memoEntry{}} }
 
 // Once returns what f returns, calling it once per key in the call ctx
 // belongs to (the executor gives each call its own); outside a call it
@@ -37,16 +39,22 @@ func Once[T any](ctx context.Context, key string, f func() (T, error)) (T, error
 	if !ok {
 		return f()
 	}
+	e := m.entry(key)
+	e.once.Do(func() { e.v, e.err = f() })
+	v, _ := e.v.(T)
+	return v, e.err
+}
+
+// entry is key's entry, made on first use.
+func (m *memo) entry(key string) *memoEntry {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	e, ok := m.entries[key]
 	if !ok {
 		e = &memoEntry{}
 		m.entries[key] = e
 	}
-	m.mu.Unlock()
-	e.once.Do(func() { e.v, e.err = f() })
-	v, _ := e.v.(T)
-	return v, e.err
+	return e
 }
 
 type turnKey struct{}
@@ -54,7 +62,7 @@ type turnKey struct{}
 // WithTurn gives a turn its memo: what PerTurn keeps lives as long as the
 // turn. The engine gives each turn one.
 func WithTurn(ctx context.Context) context.Context {
-	return context.WithValue(ctx, turnKey{}, &memo{entries: map[string]*memoEntry{}})
+	return context.WithValue(ctx, turnKey{}, newMemo())
 }
 
 // PerTurn returns what f returns, calling it once per key in the turn
@@ -67,13 +75,7 @@ func PerTurn[T any](ctx context.Context, key string, f func() (T, error)) (T, er
 	if !ok {
 		return f()
 	}
-	m.mu.Lock()
-	e, ok := m.entries[key]
-	if !ok {
-		e = &memoEntry{}
-		m.entries[key] = e
-	}
-	m.mu.Unlock()
+	e := m.entry(key)
 	e.once.Do(func() { e.v, e.err = f() })
 	if e.err != nil {
 		// Forgotten, so the next call tries again; this one reports it.
