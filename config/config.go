@@ -60,7 +60,7 @@ func Keys(t reflect.Type) []string {
 	for _, f := range keyFields(t) {
 		if f.typ.Kind() == reflect.Struct && f.typ != reflect.TypeOf(Duration(0)) {
 			for _, k := range Keys(f.typ) {
-				out = append(out, joinKey(f.name, k))
+				out = append(out, JoinKey(f.name, k))
 			}
 			continue
 		}
@@ -68,9 +68,6 @@ func Keys(t reflect.Type) []string {
 	}
 	return out
 }
-
-// JoinKey is key under prefix: "llm" and "model" make "llm.model".
-func JoinKey(prefix, key string) string { return joinKey(prefix, key) }
 
 // IsEnvName reports whether s can name an environment variable.
 func IsEnvName(s string) bool { return envName.MatchString(s) }
@@ -85,7 +82,7 @@ type Checker struct {
 }
 
 // Key is the full name of a key of the section.
-func (c *Checker) Key(key string) string { return joinKey(c.Section, key) }
+func (c *Checker) Key(key string) string { return JoinKey(c.Section, key) }
 
 // Bad records that key's value is wrong.
 func (c *Checker) Bad(key, format string, a ...any) {

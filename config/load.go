@@ -42,7 +42,7 @@ func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) st
 		if t.Kind() == reflect.Map {
 			// Values of a map (an MCP server's env and headers).
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				if err := expandNode(n.Content[i+1], t.Elem(), joinKey(key, n.Content[i].Value), getenv); err != nil {
+				if err := expandNode(n.Content[i+1], t.Elem(), JoinKey(key, n.Content[i].Value), getenv); err != nil {
 					return err
 				}
 			}
@@ -56,7 +56,7 @@ func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) st
 			if !ok {
 				continue // checkKeys has refused it
 			}
-			if err := expandNode(n.Content[i+1], f.typ, joinKey(key, n.Content[i].Value), getenv); err != nil {
+			if err := expandNode(n.Content[i+1], f.typ, JoinKey(key, n.Content[i].Value), getenv); err != nil {
 				return err
 			}
 		}
@@ -103,7 +103,7 @@ func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) st
 // list is comma-separated. The environment wins over the file.
 func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[string]bool) error {
 	for _, f := range keyFields(v.Type()) {
-		k := joinKey(key, f.name)
+		k := JoinKey(key, f.name)
 		fv := v.FieldByIndex(f.index)
 		if f.typ.Kind() == reflect.Struct {
 			if err := applyEnv(fv, k, getenv, set); err != nil {
@@ -174,7 +174,8 @@ func envVar(key string) string {
 	return "LOADOUT_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-func joinKey(prefix, name string) string {
+// JoinKey is name under prefix: "llm" and "model" make "llm.model".
+func JoinKey(prefix, name string) string {
 	if prefix == "" {
 		return name
 	}
@@ -246,7 +247,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		key := joinKey(prefix, k.Value)
+		key := JoinKey(prefix, k.Value)
 		f, ok := fields[k.Value]
 		if !ok {
 			known := make([]string, 0, len(fields))
