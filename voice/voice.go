@@ -136,9 +136,12 @@ func (c Config) Check(ch *config.Checker) {
 		ch.Bad("reply", "when_spoken needs voice.transcription_model: no voice note is heard without it")
 	}
 	ch.URL("base_url", c.BaseURL)
-	for key, v := range map[string]int64{"max_bytes": c.MaxBytes, "max_seconds": int64(c.MaxSeconds), "speak_chars": int64(c.SpeakChars), "timeout": int64(c.Timeout)} {
-		if v < 0 {
-			ch.Bad(key, "must not be negative")
+	for _, k := range []struct {
+		key string
+		v   int64
+	}{{"max_bytes", c.MaxBytes}, {"max_seconds", int64(c.MaxSeconds)}, {"speak_chars", int64(c.SpeakChars)}, {"timeout", int64(c.Timeout)}} {
+		if k.v < 0 {
+			ch.Bad(k.key, "must not be negative")
 		}
 	}
 	if l := c.Language; l != "" && (len(l) < 2 || len(l) > 3 || strings.IndexFunc(l, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0) {
