@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,8 +52,13 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File)
 	go func() {
 		pw.CloseWithError(a.api.GetFileContext(ctx, f.URLPrivateDownload, pw))
 	}()
-	saved, n, err := a.cfg.Files.Save(ctx, chatKey, name, io.LimitReader(pr, maxDownload+1))
+	// Held to maxDownload whatever size Slack stated: a larger body
+	// fails, and the saver removes what it wrote.
+	saved, n, err := a.cfg.Files.Save(ctx, chatKey, name, bridge.Capped(pr, maxDownload))
 	pr.CloseWithError(io.ErrClosedPipe) // lets the download end if Save stopped early
+	if errors.Is(err, bridge.ErrTooLarge) {
+		return bridge.FileNotKept(name, fmt.Sprintf("it is larger than %d MB", maxDownload>>20)), ""
+	}
 	if err != nil {
 		a.log.Warn("slack: could not keep a file a person shared", "file", name, "err", err)
 		return bridge.FileNotKept(name, "it could not be downloaded from Slack"), ""

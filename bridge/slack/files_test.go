@@ -16,6 +16,28 @@ import (
 	"loadout/chat/chattest"
 )
 
+// A file whose body is larger than the most loadout downloads, though
+// Slack stated less, is refused whole: never kept cut short as if it
+// were the file.
+func TestAFileLargerThanStatedIsNotKeptCut(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir(), MaxFileBytes: 128 << 20, MaxWorkspaceBytes: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, options{files: ws})
+	h.env.Model.Text("ok")
+	h.event(t, "Ev1", h.fake.DMWithFile("D1", owner, "the data", "100.1",
+		slacktest.File{Name: "big.csv", MIME: "text/csv", Content: make([]byte, maxDownload+10), Stated: 1000}))
+	h.fake.WaitCalls(t, "chat.postMessage", 1)
+	last := h.env.Model.Last(t).Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "big.csv, but it could not be kept: it is larger than 50 MB") {
+		t.Errorf("the model read %q", got)
+	}
+	if entries, _ := os.ReadDir(ws.Dir("slack:" + slacktest.TeamID + ":D1")); len(entries) != 0 {
+		t.Errorf("the workspace keeps %v", entries)
+	}
+}
+
 // A file shared in a direct message is saved in the chat's workspace and
 // described to the model before the message's text; the bot token goes
 // only to Slack.

@@ -86,10 +86,12 @@ func (a *Adapter) download(ctx context.Context, fileID string) (io.ReadCloser, e
 		r.Body.Close()
 		return nil, fmt.Errorf("the file download answered %s", r.Status)
 	}
+	// Held to what a bot may download whatever size the update stated: a
+	// larger body fails, and the saver removes what it wrote.
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.LimitReader(r.Body, maxDownload+1), r.Body}, nil
+	}{bridge.Capped(r.Body, maxDownload), r.Body}, nil
 }
 
 // photoTypes are sent as photos, shown in the chat; other files as

@@ -48,6 +48,28 @@ func TestFilesPeopleSendAreKept(t *testing.T) {
 	}
 }
 
+// A file whose body is larger than the most a bot may download, though
+// its update stated less, is refused whole: never kept cut short as if
+// it were the file.
+func TestAFileLargerThanStatedIsNotKeptCut(t *testing.T) {
+	h := newHarness(t, chattest.Options{})
+	ws, err := files.New(files.Config{Dir: t.TempDir(), MaxFileBytes: 64 << 20, MaxWorkspaceBytes: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start(h.env, h.config(func(c *Config) { c.Files = ws }))
+	h.tg.Push(telegramtest.Message{From: ana, Text: "the data",
+		Document: &telegramtest.File{Name: "big.csv", MIME: "text/csv", Content: make([]byte, maxDownload+10), Stated: 1000}})
+	h.tg.WaitSent(t, 1)
+	last := h.env.Model.Last(t).Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "big.csv, but it could not be kept") {
+		t.Errorf("the model read %q", got)
+	}
+	if entries, _ := os.ReadDir(ws.Dir("telegram:42")); len(entries) != 0 {
+		t.Errorf("the workspace keeps %v", entries)
+	}
+}
+
 func TestFilesNotKeptWithoutAWorkspace(t *testing.T) {
 	h := newHarness(t, chattest.Options{})
 	h.start(h.env, h.config(nil))

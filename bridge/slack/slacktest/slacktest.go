@@ -834,6 +834,8 @@ type File struct {
 	// Slack); Seconds, a recording's stated length.
 	Type    string
 	Seconds int
+	// Stated is the size the event states; 0 states the content's.
+	Stated int
 }
 
 // Upload is a file the bot shared in a conversation.
@@ -868,7 +870,11 @@ func (s *Server) DMWithFile(channel, user, text, ts string, f File) Event {
 	s.mu.Unlock()
 	e := DM(channel, user, text, ts)
 	e["subtype"] = "file_share"
-	file := map[string]any{"id": id, "name": f.Name, "mimetype": f.MIME, "size": len(f.Content),
+	size := f.Stated
+	if size == 0 {
+		size = len(f.Content)
+	}
+	file := map[string]any{"id": id, "name": f.Name, "mimetype": f.MIME, "size": size,
 		"url_private_download": s.URL + "/files/" + id + "/" + f.Name}
 	if f.Type != "" {
 		file["filetype"] = f.Type

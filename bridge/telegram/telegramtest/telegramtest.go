@@ -70,6 +70,16 @@ type File struct {
 	Name    string
 	MIME    string
 	Content []byte
+	// Stated is the size the update states; 0 states the content's.
+	Stated int
+}
+
+// size is the size the update states for f.
+func (f File) size() int {
+	if f.Stated != 0 {
+		return f.Stated
+	}
+	return len(f.Content)
 }
 
 // Upload is one file the bot sent (sendDocument, sendPhoto or
@@ -344,7 +354,7 @@ func (s *Server) updateJSON(id int, m Message) []byte {
 				continue
 			}
 			s.files[fid] = *f
-			att := map[string]any{"file_id": fid, "file_unique_id": "u" + fid, "duration": m.Seconds, "file_size": len(f.Content)}
+			att := map[string]any{"file_id": fid, "file_unique_id": "u" + fid, "duration": m.Seconds, "file_size": f.size()}
 			if f.MIME != "" {
 				att["mime_type"] = f.MIME
 			}
@@ -358,12 +368,12 @@ func (s *Server) updateJSON(id int, m Message) []byte {
 		case m.Document != nil:
 			s.files[fid] = *m.Document
 			msg["document"] = map[string]any{"file_id": fid, "file_unique_id": "u" + fid, "file_name": m.Document.Name,
-				"mime_type": m.Document.MIME, "file_size": len(m.Document.Content)}
+				"mime_type": m.Document.MIME, "file_size": m.Document.size()}
 		default:
 			s.files[fid] = *m.Photo
 			msg["photo"] = []map[string]any{
 				{"file_id": fid + "-small", "file_unique_id": "small" + fid, "width": 90, "height": 90, "file_size": 10},
-				{"file_id": fid, "file_unique_id": "u" + fid, "width": 800, "height": 800, "file_size": len(m.Photo.Content)},
+				{"file_id": fid, "file_unique_id": "u" + fid, "width": 800, "height": 800, "file_size": m.Photo.size()},
 			}
 		}
 	}
