@@ -237,6 +237,37 @@ func otherRequests(t testing.TB, path string) []findRequest {
 	return out
 }
 
+// A tool made in a chat (or served by an MCP server) whose description
+// is stuffed with every task's words, so that find_tools offers it in
+// place of the tool asked for, wins almost no request: each word counts
+// once however often it is repeated (BM25's saturation), a long
+// description weighs less per word, and such tools declare no example
+// requests.
+func TestAToolStuffedWithEveryWordIsNotOfferedFirst(t *testing.T) {
+	a := fullApp(t)
+	words := "send email mail message reply answer calendar event meeting schedule contact phone number drive file folder " +
+		"share doc sheet slide form task todo remind search find read list delete remove create add update change pdf web"
+	reqs := findRequests(t)
+	for _, repeat := range []int{1, 40} {
+		a.reg.ReplaceGroup(tools.Group{Name: "stuffed", Description: words},
+			tools.New(tools.Definition{Name: "stuffed_tool", Description: strings.Repeat(words+" ", repeat)},
+				func(ctx context.Context, in struct{}) (any, error) { return nil, nil }))
+		find, _ := a.reg.Tool(tools.FindToolsName)
+		x := tools.NewExecutor(a.reg, nil)
+		ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local", UserKey: "console:local"})
+		first := 0
+		for _, r := range reqs {
+			q, _ := json.Marshal(map[string]any{"query": r.query})
+			if strings.HasPrefix(x.Run(ctx, nil, []tools.Call{{ID: "1", Name: find.Name, Arguments: string(q)}})[0].Content, "- stuffed_tool ") {
+				first++
+			}
+		}
+		if first*100 > len(reqs) {
+			t.Errorf("repeated %d times: the stuffed tool is offered first for %d of %d requests", repeat, first, len(reqs))
+		}
+	}
+}
+
 // find_tools with load loads the groups of what it found, recorded so a
 // restart restores them, like load_tool_group.
 func TestFindToolsLoadsGroups(t *testing.T) {
