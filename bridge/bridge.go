@@ -6,6 +6,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -175,7 +176,7 @@ func (r *Router) start(ctx context.Context, in chat.Inbound, args string) (strin
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Hi, I'm %s. Ask me anything; I can also work with your tools and accounts when you ask.\n\n%s", firstOr(name, r.name), help), nil
+	return fmt.Sprintf("Hi, I'm %s. Ask me anything; I can also work with your tools and accounts when you ask.\n\n%s", cmp.Or(name, r.name), help), nil
 }
 
 func (r *Router) help(context.Context, chat.Inbound, string) (string, error) {
@@ -250,7 +251,7 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 		head, s.Messages, loaded, s.ActiveTools, tools.Thousands(s.SchemaTokens), tools.Thousands(s.CoreTokens), tools.Thousands(s.SchemaTokens-s.CoreTokens),
 		s.AllTools, tools.Thousands(s.AllTokens),
 		tools.Thousands(total), tools.Thousands(s.Usage.PromptTokens), tools.Thousands(s.Usage.CompletionTokens), tools.Thousands(s.Usage.CachedTokens),
-		firstOr(s.Model, "default"), s.Routing) + waiting, nil
+		cmp.Or(s.Model, "default"), s.Routing) + waiting, nil
 }
 
 // Age renders a duration for people: "45s", "12m", "3h 5m", "2d 4h".
@@ -264,13 +265,6 @@ func Age(d time.Duration) string {
 		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-func firstOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Allowlist decides who may use the bot. The zero value allows nobody.

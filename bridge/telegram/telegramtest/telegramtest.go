@@ -7,6 +7,7 @@
 package telegramtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -296,7 +297,7 @@ func (s *Server) Click(from User, chat int64, thread, msg int, data string) int 
 	s.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"callback_query": map[string]any{
 		"id": cb, "data": data, "chat_instance": "ci", "message": m,
-		"from": map[string]any{"id": from.ID, "is_bot": false, "first_name": firstOr(from.FirstName, "Ana"), "username": from.UserName},
+		"from": map[string]any{"id": from.ID, "is_bot": false, "first_name": cmp.Or(from.FirstName, "Ana"), "username": from.UserName},
 	}})
 	return s.PushRaw(string(b))
 }
@@ -320,7 +321,7 @@ func (s *Server) updateJSON(id int, m Message) []byte {
 	}
 	msgID := s.nextMsg
 	s.nextMsg++
-	from := map[string]any{"id": m.From.ID, "is_bot": false, "first_name": firstOr(m.From.FirstName, "Person")}
+	from := map[string]any{"id": m.From.ID, "is_bot": false, "first_name": cmp.Or(m.From.FirstName, "Person")}
 	if m.From.UserName != "" {
 		from["username"] = m.From.UserName
 	}
@@ -427,13 +428,6 @@ func entities(text string) []map[string]any {
 func isSpace(c uint16) bool { return c == ' ' || c == '\n' || c == '\t' }
 func isWord(c uint16) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-func firstOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // FailNext makes the next call of method answer with an error: code,
