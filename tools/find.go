@@ -52,6 +52,7 @@ func FindTools(r *Registry) Tool {
 			limit = 5
 		}
 		caller := CallerFrom(ctx)
+		admitted := map[string]bool{} // each group asked once a call
 		hits := ix.search(q, func(name, group string) bool {
 			if caller.Disabled[name] {
 				return false
@@ -59,8 +60,13 @@ func FindTools(r *Registry) Tool {
 			if group == "" {
 				return true
 			}
-			g, ok := r.Group(group)
-			return ok && (g.Admit == nil || g.Admit(ctx))
+			ok, asked := admitted[group]
+			if !asked {
+				g, found := r.Group(group)
+				ok = found && (g.Admit == nil || g.Admit(ctx))
+				admitted[group] = ok
+			}
+			return ok
 		}, limit)
 		if len(hits) == 0 {
 			return nil, &Error{Code: CodeNotFound, Message: fmt.Sprintf("No tool fits '%s'.", q),
