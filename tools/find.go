@@ -546,7 +546,7 @@ func (ix *searchIndex) build() {
 	for f := range numFields {
 		ix.avgLen[f] = math.Max(1, float64(total[f])/math.Max(1, float64(len(ix.docs))))
 	}
-	ix.topical = map[string]bool{}
+	ix.topical = make(map[string]bool, len(ix.df))
 	for _, d := range ix.docs {
 		for _, f := range []int{fieldName, fieldExamples, fieldGroup} {
 			for w := range d.tf[f] {
@@ -554,13 +554,13 @@ func (ix *searchIndex) build() {
 			}
 		}
 	}
-	ix.groups, ix.groupDF = map[string]*groupDoc{}, map[string]int{}
+	ix.groups, ix.groupDF = map[string]*groupDoc{}, make(map[string]int, len(ix.df))
 	groupTotal := 0
 	for i := range ix.docs {
 		d := &ix.docs[i]
 		g := ix.groups[d.groupKey()]
 		if g == nil {
-			g = &groupDoc{tf: map[string]int{}}
+			g = &groupDoc{tf: make(map[string]int, 256)}
 			ix.groups[d.groupKey()] = g
 		}
 		for f := range numFields {
@@ -691,7 +691,7 @@ func searchWords(text string) []string {
 		text = httpMethods.Replace(text)
 	}
 	text = strings.ToLower(text)
-	if strings.ContainsAny(text, "'’") {
+	if strings.IndexByte(text, '\'') >= 0 || strings.Contains(text, "’") {
 		text = contractions.Replace(text)
 	}
 	if mayHave(text, compoundMarks) {
