@@ -93,18 +93,29 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	}
 	defer stop()
 	var took time.Duration
+	// leave lets the process's other turns go on once this one's is over.
+	leave := func() {}
+	defer func() { leave() }()
 	if it.State == StatePending {
+		// A turn that was in flight when its process ended runs alone,
+		// so that only an end it alone could cause is held against it.
+		alone := it.Starts.All > 0
+		var err error
+		if leave, err = p.cfg.Gate.enter(ctx, alone); err != nil {
+			leave = func() {}
+			return err // shut down while it waited
+		}
 		// Recorded before the turn runs, so a turn that takes the process
 		// down with it is counted though nothing after it runs.
-		var starts int
+		var starts Starts
 		if err := p.write(ctx, log, "record the turn's start", func(ctx context.Context) (err error) {
-			starts, err = p.cfg.Inbox.Begin(ctx, it.Seq)
+			starts, err = p.cfg.Inbox.Begin(ctx, it.Seq, alone)
 			return err
 		}); err != nil {
 			return errLeft
 		}
-		if starts > p.cfg.MaxStarts {
-			return p.quarantine(ctx, out, it, route, starts-1, log)
+		if before := (Starts{All: starts.All - 1, Alone: starts.Alone - b2i(alone)}); p.poison(before) {
+			return p.quarantine(ctx, out, it, route, before, log)
 		}
 		start := time.Now()
 		var onText func(string)
@@ -149,7 +160,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		if ctx.Err() != nil || err != nil {
 			// The turn came back: not the process's end.
 			p.write(context.WithoutCancel(ctx), log, "record the turn's return", func(ctx context.Context) error {
-				return p.cfg.Inbox.Returned(ctx, it.Seq)
+				return p.cfg.Inbox.Returned(ctx, it.Seq, alone)
 			})
 		}
 		if ctx.Err() != nil {
@@ -172,6 +183,8 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			return errLeft
 		}
 		it.Answer, it.Sent = ans, 0
+		leave()
+		leave = func() {}
 	}
 	var sendErr error
 	// The answer read aloud, when it is, is its last part.
@@ -288,14 +301,22 @@ func (p *Pipeline) failed(ctx context.Context, out Outlet, it Item, route any, e
 	return errLeft
 }
 
-// quarantine sets aside an event whose turn started MaxStarts times and
-// never came back: each time, the process ended under it. It is failed
+// poison reports whether an event whose turns started and never came
+// back as often as before says is to blame for its process's ends: it
+// was in flight at MaxStarts of them, and every one after the first came
+// while it ran alone (see Gate).
+func (p *Pipeline) poison(before Starts) bool {
+	return before.All >= p.cfg.MaxStarts && before.Alone >= p.cfg.MaxStarts-1
+}
+
+// quarantine sets aside an event whose turn the process ended under
+// MaxStarts times, the last of them while it ran alone. It is failed
 // first, then the person is told once, with its reference, and the
 // chat's later messages run.
-func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, route any, starts int, log *slog.Logger) error {
+func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, route any, before Starts, log *slog.Logger) error {
 	ref := p.cfg.Channel + ":" + it.ID
-	log.Error("delivery: a message's turn started and never came back, each time the process ended under it; it is set aside (quarantined)",
-		"starts", starts, "ref", ref)
+	log.Error("delivery: the process ended each time this message's turn ran, the last times with nothing else running; it is set aside (quarantined)",
+		"starts", before.All, "alone", before.Alone, "ref", ref)
 	if err := p.write(ctx, log, "quarantine the event", func(ctx context.Context) error {
 		return p.cfg.Inbox.Finish(ctx, it.Seq, StateFailed)
 	}); err != nil {
@@ -303,7 +324,7 @@ func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, route an
 	}
 	p.tell(ctx, out, route, it.Draft, fmt.Sprintf(TextQuarantined, ref), log)
 	p.cfg.Observer.Turn(p.cfg.Channel, OutcomeQuarantined, 0)
-	return fmt.Errorf("bridge: event %s quarantined after %d starts", ref, starts)
+	return fmt.Errorf("bridge: event %s quarantined after %d starts", ref, before.All)
 }
 
 // send sends one part once the channel's pacing lets it go; with a
@@ -377,4 +398,11 @@ func (p *Pipeline) tell(ctx context.Context, out Outlet, route any, draft []byte
 			return
 		}
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

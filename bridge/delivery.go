@@ -13,9 +13,13 @@ type Delivery struct {
 	// ShutdownGrace is how long running turns may finish after a stop
 	// (delivery.shutdown_grace); default DefaultShutdownGrace.
 	ShutdownGrace time.Duration
-	// MaxStarts is how often a message's turn may start and never come
-	// back before it is set aside (delivery.max_attempts); default 3.
+	// MaxStarts is how often the process may end under a message's turn
+	// before it is set aside (delivery.max_attempts; see
+	// PipelineConfig.MaxStarts); default 3.
 	MaxStarts int
+	// Gate lets a turn run alone in the process: one for all the
+	// process's channels. Nil gives each pipeline its own.
+	Gate *Gate
 	// Journal records each part the platform took before the inbox
 	// does; optional.
 	Journal *Journal
@@ -42,7 +46,7 @@ type Delivery struct {
 
 // Pipeline is pc with the shared parts of d filled in.
 func (d Delivery) Pipeline(pc PipelineConfig) PipelineConfig {
-	pc.ShutdownGrace, pc.MaxStarts, pc.Journal = d.ShutdownGrace, d.MaxStarts, d.Journal
+	pc.ShutdownGrace, pc.MaxStarts, pc.Journal, pc.Gate = d.ShutdownGrace, d.MaxStarts, d.Journal, d.Gate
 	pc.Claim, pc.Voice, pc.Logger, pc.Observer = d.Claim, d.Voice, d.Logger, d.Observer
 	return pc
 }

@@ -76,6 +76,19 @@ type Item struct {
 	// written (a Drafter's), if one was posted; the first part replaces
 	// it.
 	Draft []byte
+	// Starts are the item's turns that started and never came back.
+	Starts Starts
+}
+
+// Starts counts an item's turns that started and never came back: each
+// time, the process ended under the turn.
+type Starts struct {
+	// All counts every such start.
+	All int
+	// Alone counts those that ran alone, with nothing else in flight in
+	// their process: the only deaths the item itself is surely to blame
+	// for.
+	Alone int
 }
 
 // Inbox is the durable state of the delivery pipeline. Implementations
@@ -103,12 +116,13 @@ type Inbox interface {
 	Drafted(ctx context.Context, seq int64, draft []byte) error
 	// Finish moves an item to StateDone or StateFailed.
 	Finish(ctx context.Context, seq int64, state State) error
-	// Begin records, durably, that an item's turn is starting, and
-	// returns how many of its turns have started without coming back,
-	// this one included. Returned takes one back: the turn came back (it
-	// failed cleanly, or was interrupted by a shutdown).
-	Begin(ctx context.Context, seq int64) (int, error)
-	Returned(ctx context.Context, seq int64) error
+	// Begin records, durably, that an item's turn is starting (alone:
+	// with nothing else in flight in its process), and returns the
+	// item's turns that have started without coming back, this one
+	// included. Returned takes one back: the turn came back (it failed
+	// cleanly, or was interrupted by a shutdown).
+	Begin(ctx context.Context, seq int64, alone bool) (Starts, error)
+	Returned(ctx context.Context, seq int64, alone bool) error
 	// Prune deletes done and failed items last changed before t, and
 	// reports how many. Until then their IDs still recognise redeliveries.
 	Prune(ctx context.Context, before time.Time) (int64, error)

@@ -59,12 +59,18 @@ type PipelineConfig struct {
 	// MaxAttempts bounds how often one event's turn is tried before the
 	// event is failed and the person told; default 5.
 	MaxAttempts int
-	// MaxStarts bounds how often one event's turn may start without
-	// coming back — the process ended under it, by a crash no recover
-	// catches, an out-of-memory kill or a power cut — before the event is
-	// set aside as poison (delivery.max_attempts); default 3. Each start
-	// is recorded in the inbox before the turn runs.
+	// MaxStarts bounds how often the process may end under one event's
+	// turn — a crash no recover catches, an out-of-memory kill — before
+	// the event is set aside as poison (delivery.max_attempts); default
+	// 3. Each start is recorded in the inbox before the turn runs. After
+	// the first such end the turn runs alone in its process (see Gate),
+	// and only the ends of those lone runs count further: a kill from
+	// outside with innocent turns in flight is not held against them.
 	MaxStarts int
+	// Gate lets a turn run alone in the process; every pipeline of a
+	// process shares one. Nil: a Gate of this pipeline's own, made by
+	// NewPipeline with the default settling time.
+	Gate *Gate
 	// Keep is how long finished events are remembered so a redelivery is
 	// recognised; default 24h.
 	Keep   time.Duration
@@ -202,6 +208,9 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	}
 	if cfg.MaxStarts <= 0 {
 		cfg.MaxStarts = 3
+	}
+	if cfg.Gate == nil {
+		cfg.Gate = NewGate(0)
 	}
 	if cfg.Keep <= 0 {
 		cfg.Keep = 24 * time.Hour

@@ -8,13 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"loadout/bridge"
 	"loadout/chat"
+	"loadout/chat/chattest"
 	"loadout/store"
 )
 
@@ -219,5 +222,81 @@ func TestAnswerTakenThenKilledIsNotSentAgain(t *testing.T) {
 		if !withJournal && got != 2 {
 			t.Errorf("without the journal the answer arrived %d times; the test no longer shows the window", got)
 		}
+	}
+}
+
+// deadOnce stores an event as a process that died under its turn leaves
+// it: pending, with starts of its turn that never came back.
+func deadOnce(t *testing.T, db *store.DB, id, chatKey string, all, alone int) {
+	t.Helper()
+	if _, _, err := db.Accept(context.Background(), "test", pending(id, chatKey, "hello"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Gorm().Exec("UPDATE inbox_items SET starts = ?, alone_starts = ? WHERE event_id = ?", all, alone, id).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A turn that was in flight when its process ended runs again alone: it
+// waits out the process's settling time, no other turn runs beside it,
+// and its start is recorded as a lone one.
+func TestTurnInFlightAtADeathRunsAlone(t *testing.T) {
+	db, _ := openStore(t)
+	deadOnce(t, db, "ev-a", "A", 1, 0)
+	release := make(chan struct{})
+	var running, most atomic.Int32
+	var ranB atomic.Bool
+	h := handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if in.ChatKey == "A" {
+			<-release
+		} else {
+			ranB.Store(true)
+		}
+		return "ok", nil
+	})
+	const settle = 150 * time.Millisecond
+	began := time.Now()
+	out := &outlet{}
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Handler: h, Gate: bridge.NewGate(settle)})
+	chattest.Eventually(t, "the lone turn to start", func() bool { return running.Load() == 1 })
+	if took := time.Since(began); took < settle {
+		t.Fatalf("the lone turn started %v after the pipeline, before the process settled (%v)", took, settle)
+	}
+	accept(t, p, pending("ev-b", "B", "hi"))
+	// B may not start while A runs alone; once A is done, it runs.
+	time.Sleep(100 * time.Millisecond)
+	if ranB.Load() {
+		t.Fatal("another chat's turn ran beside the lone one")
+	}
+	close(release)
+	out.waitFor(t, 2)
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d turns ran at once", m)
+	}
+	var all, alone int
+	db.Gorm().Raw("SELECT starts, alone_starts FROM inbox_items WHERE event_id = 'ev-a'").Row().Scan(&all, &alone)
+	if all != 2 || alone != 1 {
+		t.Fatalf("starts %d (alone %d), want 2 (alone 1)", all, alone)
+	}
+}
+
+// Only ends that came while a turn ran alone are held against it past
+// the first: a message in flight at many ends beside others is run
+// again, one whose last two lone runs ended the process is set aside.
+func TestOnlyLoneDeathsQuarantine(t *testing.T) {
+	db, _ := openStore(t)
+	deadOnce(t, db, "innocent", "A", 5, 1)
+	deadOnce(t, db, "poison", "B", 3, 2)
+	out := &outlet{}
+	newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Gate: bridge.NewGate(-1),
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) { return "answered", nil })})
+	got := out.waitFor(t, 2)
+	slices.Sort(got)
+	if want := []string{"A:answered", "B:" + fmt.Sprintf(bridge.TextQuarantined, "test:poison")}; !slices.Equal(got, want) {
+		t.Fatalf("sent %q, want %q", got, want)
 	}
 }

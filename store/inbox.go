@@ -33,8 +33,10 @@ type inboxItem struct {
 	Parts string
 	Sent  int
 	// Starts counts the item's turns that started and never came back
-	// (see bridge.Inbox.Begin).
-	Starts int    `gorm:"not null;default:0"`
+	// (see bridge.Inbox.Begin), AloneStarts those of them that ran with
+	// nothing else in flight in their process.
+	Starts      int    `gorm:"not null;default:0"`
+	AloneStarts int    `gorm:"not null;default:0"`
 	State  string `gorm:"not null"`
 	// Draft is the channel's reference to the answer shown while written.
 	Draft []byte
@@ -141,6 +143,7 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 func (r inboxItem) item() bridge.Item {
 	it := bridge.Item{
 		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent, Draft: r.Draft,
+		Starts: bridge.Starts{All: r.Starts, Alone: r.AloneStarts},
 		Answer: bridge.Answer{Ask: r.Ask, Speech: r.Speech},
 		Pending: bridge.Pending{ID: r.EventID, Route: r.Route, Unattended: r.Unattended,
 			Inbound: chatInbound(r.ChatKey, r.UserKey, r.Text)},
@@ -224,23 +227,32 @@ func (d *DB) Drafted(ctx context.Context, seq int64, draft []byte) error {
 	return d.updateItem(ctx, seq, "draft = ?", draft)
 }
 
-// Begin records that an item's turn starts and returns how many have
-// started without coming back.
-func (d *DB) Begin(ctx context.Context, seq int64) (int, error) {
-	var n int
-	err := d.db.WithContext(ctx).Raw("UPDATE inbox_items SET starts = starts + 1, updated_at = ? WHERE seq = ? RETURNING starts", d.now(), seq).Scan(&n).Error
+// Begin records that an item's turn starts (alone or not) and returns
+// how many have started without coming back.
+func (d *DB) Begin(ctx context.Context, seq int64, alone bool) (bridge.Starts, error) {
+	var s struct{ Starts, AloneStarts int }
+	err := d.db.WithContext(ctx).Raw("UPDATE inbox_items SET starts = starts + 1, alone_starts = alone_starts + ?, updated_at = ? WHERE seq = ? RETURNING starts, alone_starts",
+		b2i(alone), d.now(), seq).Scan(&s).Error
 	if err != nil {
-		return 0, kind(err)
+		return bridge.Starts{}, kind(err)
 	}
-	if n == 0 {
-		return 0, fmt.Errorf("store: inbox item %d: %w", seq, chat.ErrNotFound)
+	if s.Starts == 0 {
+		return bridge.Starts{}, fmt.Errorf("store: inbox item %d: %w", seq, chat.ErrNotFound)
 	}
-	return n, nil
+	return bridge.Starts{All: s.Starts, Alone: s.AloneStarts}, nil
 }
 
-// Returned takes back one start of an item's turn.
-func (d *DB) Returned(ctx context.Context, seq int64) error {
-	return d.updateItem(ctx, seq, "starts = CASE WHEN starts > 0 THEN starts - 1 ELSE 0 END")
+// Returned takes back one start of an item's turn (alone or not).
+func (d *DB) Returned(ctx context.Context, seq int64, alone bool) error {
+	return d.updateItem(ctx, seq, "starts = CASE WHEN starts > 0 THEN starts - 1 ELSE 0 END, alone_starts = CASE WHEN alone_starts >= ? THEN alone_starts - ? ELSE 0 END",
+		b2i(alone), b2i(alone))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Finish marks an item done or failed.

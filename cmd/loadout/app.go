@@ -76,6 +76,8 @@ type app struct {
 	mcp []*mcp.Client
 	// tgBot is the Telegram channel, when it is on.
 	tgBot *telegram.Adapter
+	// gate lets a turn run alone in the process, whatever its channel.
+	gate *bridge.Gate
 	// exclusive runs the duties only one process sharing the database
 	// may perform, under leases in it; holder names this process there.
 	exclusive bridge.Exclusive
@@ -118,7 +120,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 		return nil, err
 	}
 	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: metrics.New(db), listAll: listAll,
-		holder: cluster.Holder(), api: apiClient()}
+		holder: cluster.Holder(), api: apiClient(), gate: bridge.NewGate(0)}
 	a.exclusive = cluster.Exclusive(db, a.holder, cfg.Cluster.Lease.Std(), log)
 	a.reg, err = a.registry(ctx)
 	if err != nil {
@@ -308,7 +310,7 @@ func (a *app) delivery(channel string) (bridge.Delivery, error) {
 		return bridge.Delivery{}, err
 	}
 	return bridge.Delivery{
-		ShutdownGrace: a.cfg.grace(), MaxStarts: a.cfg.Delivery.MaxAttempts, Journal: j,
+		ShutdownGrace: a.cfg.grace(), MaxStarts: a.cfg.Delivery.MaxAttempts, Journal: j, Gate: a.gate,
 		Exclusive: a.exclusive, Claim: a.claim(), Files: a.workspaces, Voice: a.voice, HTTPClient: a.api,
 		Logger: a.log, Observer: a.metrics,
 	}, nil

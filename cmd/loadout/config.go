@@ -91,9 +91,9 @@ type (
 // DeliveryConfig is the delivery pipeline every channel's messages go
 // through.
 type DeliveryConfig struct {
-	// MaxAttempts is how often a message's turn may start and never come
-	// back (the process ended under it) before the message is set aside
-	// as poison; default 3.
+	// MaxAttempts is how often the process may end under a message's
+	// turn before the message is set aside as poison, the ends after the
+	// first counted only while it ran alone (bridge.Gate); default 3.
 	MaxAttempts int `yaml:"max_attempts"`
 	// ShutdownGrace is how long in-flight turns may run after a stop
 	// signal, in every command (serve and chat); unset, the older
