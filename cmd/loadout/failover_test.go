@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -266,6 +267,86 @@ telegram:
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// A turn whose service fails between rounds: the fallback gets the
+// round's tool call and result, in the same order and bytes the primary
+// was sent them.
+func TestATurnKeepsItsToolCallsAcrossASwitch(t *testing.T) {
+	primary, fallback := chattest.NewModelServer(t), chattest.NewModelServer(t)
+	primary.Call("get_current_time", `{}`)
+	for range 4 {
+		primary.Fail(http.StatusBadGateway)
+	}
+	fallback.Text("It is noon.")
+	path := failoverConfig(t, primary.URL, fallback.URL, "error")
+	out, err := runCLIEnv(t, "what time is it?\n", map[string]string{"FALLBACK_KEY": fallbackKey}, "-config", path, "chat")
+	if err != nil || !strings.Contains(out, "It is noon.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	reqs := primary.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("the primary got %d requests, want 1 + 4 attempts", len(reqs))
+	}
+	got := fallback.Last(t).Messages
+	if len(got) != 4 || got[2].Role != "assistant" || len(got[2].ToolCalls) != 1 || got[2].ToolCalls[0].Function.Name != "get_current_time" ||
+		got[3].Role != "tool" || got[3].ToolCallID != got[2].ToolCalls[0].ID {
+		t.Fatalf("the fallback got %+v", got)
+	}
+	if p, f := requestMessages(t, primary.Bodies()[1]), requestMessages(t, fallback.Bodies()[0]); p != f {
+		t.Errorf("the fallback's messages differ from the primary's:\n%s\n%s", p, f)
+	}
+}
+
+// requestMessages is a request body's messages, byte for byte.
+func requestMessages(t *testing.T, body []byte) string {
+	t.Helper()
+	var req struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	return string(req.Messages)
+}
+
+// serve starts with its model service down, and /readyz answers 200,
+// naming each service's state.
+func TestServeStartsWithTheServiceDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	path := failoverConfig(t, chattest.UnreachableURL(t), chattest.UnreachableURL(t), "error")
+	var logs chattest.LogBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-config", path}, strings.NewReader(""), &logs, &logs,
+			env(map[string]string{"TEST_KEY": "sk-test", "FALLBACK_KEY": fallbackKey, "LOADOUT_HTTP_LISTEN": addr}))
+	}()
+	var body string
+	chattest.Eventually(t, "/readyz", func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		return resp.StatusCode == http.StatusOK
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	}
+	for _, want := range []string{"ready\n", "model provider llm (", "model provider llm.fallbacks[0] ("} {
+		if !strings.Contains(body, want) {
+			t.Errorf("readyz lacks %q:\n%s", want, body)
 		}
 	}
 }
