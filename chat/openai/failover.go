@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -262,8 +263,9 @@ func (f *Failover) Complete(ctx context.Context, req chat.Request) (chat.Respons
 			if p.succeeded() {
 				f.log.Info("model provider answers again", "provider", p.Name, "host", p.Host)
 			}
-			if l := f.last.Load(); l == nil || l.provider != i || l.model != r.Model {
-				f.last.Store(&lastAnswer{provider: i, model: r.Model})
+			// Stored only when it changes: no allocation per request.
+			if model, l := cmp.Or(r.Model, DefaultModel), f.last.Load(); l == nil || *l != (lastAnswer{i, model}) {
+				f.last.Store(&lastAnswer{provider: i, model: model})
 			}
 			if r.Model != req.Model {
 				resp.Model = r.Model

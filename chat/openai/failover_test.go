@@ -514,3 +514,17 @@ func TestMaxTokensPerProvider(t *testing.T) {
 		t.Errorf("body: %s", fallback.Bodies()[0])
 	}
 }
+
+// Host is all of a URL that is ever shown: no credentials, path or query.
+func TestHostShowsNoCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:s3cret@llm.example.com:8443/v1?key=abc": "llm.example.com:8443",
+		"http://127.0.0.1:11434/v1":                           "127.0.0.1:11434",
+		"":                                                    "api.openai.com",
+		"::not a url":                                         "(unreadable base_url)",
+	} {
+		if got := openai.Host(in); got != want {
+			t.Errorf("Host(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
