@@ -129,23 +129,28 @@ func TestFailsOverWhenThePrimaryCannotAnswer(t *testing.T) {
 		tries    int // requests the primary gets
 		reason   string
 		streamed bool
+		// skip is how long the primary is skipped once its breaker
+		// opens: at once for a long Retry-After, else after the second
+		// failed request, for the cooling-off.
+		skip   time.Duration
+		atOnce bool
 	}{
 		{"429 with a long Retry-After", chattest.Step{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"3600"}},
-			Body: `{"error":{"message":"slow down","type":"rate_limit"}}`}, 1, openai.ReasonRateLimited, false},
+			Body: `{"error":{"message":"slow down","type":"rate_limit"}}`}, 1, openai.ReasonRateLimited, false, time.Hour, true},
 		{"spent quota", chattest.Step{Status: http.StatusTooManyRequests,
-			Body: `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`}, 1, openai.ReasonQuota, false},
-		{"500 after its retries", chattest.Step{Status: http.StatusInternalServerError, Body: `{"error":{"message":"boom"}}`}, 3, openai.ReasonServerError, false},
-		{"401", chattest.Step{Status: http.StatusUnauthorized, Body: `{"error":{"message":"Incorrect API key"}}`}, 1, openai.ReasonKeyRejected, false},
-		{"403", chattest.Step{Status: http.StatusForbidden, Body: `{"error":{"message":"key revoked"}}`}, 1, openai.ReasonKeyRejected, false},
-		{"a hang", chattest.Step{Delay: time.Minute, Text: "never"}, 1, openai.ReasonTimeout, false},
-		{"a stream cut after text", chattest.Step{Text: "The transfer is", Cut: true}, 1, openai.ReasonCut, true},
+			Body: `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`}, 1, openai.ReasonQuota, false, time.Minute, false},
+		{"500 after its retries", chattest.Step{Status: http.StatusInternalServerError, Body: `{"error":{"message":"boom"}}`}, 3, openai.ReasonServerError, false, time.Minute, false},
+		{"401", chattest.Step{Status: http.StatusUnauthorized, Body: `{"error":{"message":"Incorrect API key"}}`}, 1, openai.ReasonKeyRejected, false, time.Minute, false},
+		{"403", chattest.Step{Status: http.StatusForbidden, Body: `{"error":{"message":"key revoked"}}`}, 1, openai.ReasonKeyRejected, false, time.Minute, false},
+		{"a hang", chattest.Step{Delay: time.Minute, Text: "never"}, 1, openai.ReasonTimeout, false, time.Minute, false},
+		{"a stream cut after text", chattest.Step{Text: "The transfer is", Cut: true}, 1, openai.ReasonCut, true, time.Minute, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			primary, fallback := chattest.NewModelServer(t), chattest.NewModelServer(t)
-			for range 3 {
+			for range tc.tries {
 				primary.Push(tc.step)
 			}
-			fallback.Text("The answer from the fallback.")
+			fallback.Fallback = "The answer from the fallback."
 			r := newRig(t, primary.URL, fallback.URL, 300*time.Millisecond)
 			var seen []string
 			var onText func(string)
@@ -194,6 +199,37 @@ func TestFailsOverWhenThePrimaryCannotAnswer(t *testing.T) {
 			}
 			if p, model, ok := r.f.Last(); !ok || p.Name != "llm.fallbacks[0]" || model != "fallback-model" {
 				t.Errorf("Last = %+v %q %v", p, model, ok)
+			}
+
+			// Until its breaker opens the primary is asked first; then
+			// it is skipped until the cooling-off ends, and one request
+			// finds it answering again.
+			if !tc.atOnce {
+				if s := r.f.Providers()[0]; s.State != openai.Closed {
+					t.Fatalf("one failure opened the breaker: %+v", s)
+				}
+				for range tc.tries {
+					primary.Push(tc.step)
+				}
+				if resp, err := ask(r.f, onText); err != nil || resp.Text != "The answer from the fallback." {
+					t.Fatalf("second request: %+v, %v", resp, err)
+				}
+			}
+			if s := r.f.Providers()[0]; s.State != openai.Open || !s.Until.Equal(r.clock.now().Add(tc.skip)) || s.Reason != tc.reason {
+				t.Fatalf("primary = %+v; want skipped for %s", s, tc.skip)
+			}
+			asked := len(primary.Requests())
+			primary.Fallback = "The primary again."
+			r.clock.advance(tc.skip - time.Second)
+			if resp, err := ask(r.f, onText); err != nil || resp.Text != "The answer from the fallback." || len(primary.Requests()) != asked {
+				t.Fatalf("while skipped: %+v, %v; the primary asked %d times, want %d", resp, err, len(primary.Requests()), asked)
+			}
+			r.clock.advance(time.Second)
+			if resp, err := ask(r.f, onText); err != nil || resp.Text != "The primary again." {
+				t.Fatalf("after the cooling-off: %+v, %v", resp, err)
+			}
+			if s := r.f.Providers()[0]; s.State != openai.Closed {
+				t.Errorf("after an answer: %+v", s)
 			}
 		})
 	}
