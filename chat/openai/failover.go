@@ -198,7 +198,10 @@ type Provider struct {
 }
 
 // NewFailoverOf returns a Failover over providers, in order; fc's
-// Fallbacks are not read. A nil log is slog.Default().
+// Fallbacks are not read. A nil log is slog.Default(). Failures are
+// sorted by Fault, which knows this package's Client: an error of
+// another chat.Model that it does not recognise counts as its provider's
+// (unreachable) and goes to the next.
 func NewFailoverOf(providers []Provider, fc FailoverConfig, log *slog.Logger) *Failover {
 	fc.Breaker.setDefaults()
 	if fc.Now == nil {
