@@ -564,3 +564,23 @@ func TestHostShowsNoCredentials(t *testing.T) {
 		}
 	}
 }
+
+// answering is a chat.Model that answers at once, for measuring what the
+// Failover itself costs.
+type answering struct{}
+
+func (answering) Complete(context.Context, chat.Request) (chat.Response, error) {
+	return chat.Response{Text: "ok"}, nil
+}
+
+// A request the first provider answers costs the Failover no allocation.
+func TestFailoverAddsNoAllocationPerRequest(t *testing.T) {
+	f := openai.NewFailoverOf([]openai.Provider{{Name: "llm", Client: answering{}}, {Name: "llm.fallbacks[0]", Client: answering{}}},
+		openai.FailoverConfig{}, slog.New(slog.DiscardHandler))
+	req := chat.Request{Model: "m", Messages: turnHistory}
+	ctx := context.Background()
+	f.Complete(ctx, req)
+	if n := testing.AllocsPerRun(100, func() { f.Complete(ctx, req) }); n != 0 {
+		t.Errorf("%v allocations per request", n)
+	}
+}
