@@ -86,7 +86,9 @@ type Request struct {
 	Tools    []tools.Definition
 	// OnText, when set, asks the model to stream: it is called with the
 	// text of the answer so far, from the model's goroutine, as it
-	// grows. A retried call starts again from "".
+	// grows. A retried call, or one another provider answers after the
+	// first failed, starts again from "": what was streamed before is
+	// not part of the answer.
 	OnText func(text string)
 }
 
@@ -95,6 +97,9 @@ type Response struct {
 	Text      string
 	ToolCalls []ToolCall
 	Usage     Usage
+	// Model is the model that answered when it is not the request's (a
+	// fallback service asked for its own); "" otherwise.
+	Model string
 }
 
 // Model is an OpenAI-compatible chat model. Complete retries transient

@@ -104,7 +104,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		clear(req.Messages)
 		*buf = req.Messages[:0]
 		e.buffers.Put(buf)
-		e.observe(ctx, req.Model, estimated, resp.Usage.PromptTokens)
+		e.observe(ctx, cmp.Or(resp.Model, req.Model), estimated, resp.Usage.PromptTokens)
 		t.usage = t.usage.Add(resp.Usage)
 		if len(resp.ToolCalls) == 0 {
 			text := resp.Text

@@ -1,8 +1,9 @@
 // Package metrics is loadout's Prometheus series, in a registry of their
 // own: turns, sends and platform retries (a bridge.Observer), model calls
-// and tokens (a chat.Model wrapper), tool calls and group loads (a tools
-// middleware), voice (a voice.Meter) and the inbox backlog, read at each
-// scrape.
+// and tokens (a chat.Model wrapper), each model provider's requests,
+// failures, fail-overs and breaker (an openai.Observer), tool calls and
+// group loads (a tools middleware), voice (a voice.Meter) and the inbox
+// backlog, read at each scrape.
 package metrics
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat"
+	"loadout/chat/openai"
 	"loadout/tools"
 )
 
@@ -34,6 +36,10 @@ type Metrics struct {
 	apiRetries   *prometheus.CounterVec
 	voiceSeconds *prometheus.CounterVec
 	voiceChars   *prometheus.CounterVec
+	// The model providers, when llm.fallbacks names more than one.
+	providerCalls    *prometheus.CounterVec
+	providerFailures *prometheus.CounterVec
+	failovers        *prometheus.CounterVec
 }
 
 // InboxStats is what the inbox gauges are read from at each scrape.
@@ -79,9 +85,19 @@ func New(inbox InboxStats) *Metrics {
 		voiceChars: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loadout_voice_spoken_characters_total", Help: "Characters of answers read aloud, by chat.",
 		}, []string{"chat"}),
+		providerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_model_provider_requests_total",
+			Help: "Model requests by provider (llm, llm.fallbacks[N]) and outcome (ok, failed, rejected: the request's own fault, skipped: its breaker was open).",
+		}, []string{"provider", "outcome"}),
+		providerFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_model_provider_failures_total", Help: "Model requests a provider failed, by provider and reason (rate_limited, quota, key_rejected, unknown_model, server_error, refused, timeout, unreachable, cut).",
+		}, []string{"provider", "reason"}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_model_failovers_total", Help: "Model requests that failed at one provider and went to the next, by provider left, provider taken and reason.",
+		}, []string{"from", "to", "reason"}),
 	}
 	m.reg.MustRegister(m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
-		m.voiceSeconds, m.voiceChars,
+		m.voiceSeconds, m.voiceChars, m.providerCalls, m.providerFailures, m.failovers,
 		inboxCollector{inbox},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -138,6 +154,42 @@ func (mm meteredModel) Complete(ctx context.Context, req chat.Request) (chat.Res
 	mm.m.modelTokens.WithLabelValues("prompt").Add(float64(resp.Usage.PromptTokens))
 	mm.m.modelTokens.WithLabelValues("completion").Add(float64(resp.Usage.CompletionTokens))
 	return resp, err
+}
+
+var _ openai.Observer = (*Metrics)(nil)
+
+// ProviderCall and FailedOver make Metrics an openai.Observer.
+func (m *Metrics) ProviderCall(provider, outcome, reason string) {
+	m.providerCalls.WithLabelValues(provider, outcome).Inc()
+	if reason != "" {
+		m.providerFailures.WithLabelValues(provider, reason).Inc()
+	}
+}
+
+func (m *Metrics) FailedOver(from, to, reason string) {
+	m.failovers.WithLabelValues(from, to, reason).Inc()
+}
+
+// Providers adds the breaker state of each model provider, read from
+// states at each scrape: 0 closed (asked), 1 half-open (the next request
+// tries it), 2 open (skipped until its cooling-off ends).
+func (m *Metrics) Providers(states func() []openai.ProviderStatus) {
+	m.reg.MustRegister(providerCollector{states})
+}
+
+var providerStateDesc = prometheus.NewDesc("loadout_model_provider_breaker_state",
+	"Breaker state of each model provider: 0 closed, 1 half-open, 2 open (skipped).", []string{"provider"}, nil)
+
+type providerCollector struct {
+	states func() []openai.ProviderStatus
+}
+
+func (c providerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- providerStateDesc }
+
+func (c providerCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.states() {
+		ch <- prometheus.MustNewConstMetric(providerStateDesc, prometheus.GaugeValue, float64(s.State), s.Name)
+	}
 }
 
 // Tools counts tool calls, and groups loaded by successful

@@ -325,3 +325,16 @@ func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, n int, req 
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
+
+// UnreachableURL returns a model server URL where nothing listens: a
+// port that was just taken and given back, so connecting is refused.
+func UnreachableURL(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/v1"
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -43,6 +44,16 @@ type Config struct {
 	// server sends is waited instead, capped at MaxBackoff.
 	Backoff    time.Duration `yaml:"backoff"`
 	MaxBackoff time.Duration `yaml:"max_backoff"`
+	// MaxTokens bounds the answer, sent as max_tokens. Zero sends none:
+	// the server's own limit.
+	MaxTokens int `yaml:"max_tokens"`
+	// FailFast is for a provider with another behind it (a Failover sets
+	// it): a fault the next provider would not share ends the call at
+	// once instead of being retried here — a Retry-After longer than
+	// MaxBackoff, an attempt that timed out, a connection that could not
+	// be made, a stream cut short, a spent quota. Server errors and short
+	// rate limits are still retried up to Attempts.
+	FailFast bool `yaml:"-"`
 	// Sleep replaces the wait between attempts (tests record waits with it).
 	Sleep      func(ctx context.Context, d time.Duration) error `yaml:"-"`
 	HTTPClient *http.Client                                     `yaml:"-"`
@@ -107,6 +118,7 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 		req.Model = DefaultModel
 	}
 	oreq := request(req)
+	oreq.MaxTokens = c.cfg.MaxTokens
 	var resp chat.Response
 	attempt := 0
 	err := c.retry.Do(ctx, func(err error) (bool, time.Duration) {
@@ -115,6 +127,9 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 			after = ae.after
 		}
 		ok := Transient(err)
+		if ok && c.cfg.FailFast && c.elsewhere(ctx, err, after) {
+			ok = false
+		}
 		if ok && attempt < c.cfg.Attempts && ctx.Err() == nil {
 			c.cfg.Logger.Warn("model call failed; retrying", "attempt", attempt, "retry_after", after, "err", errors.Unwrap(err))
 		}
@@ -136,7 +151,8 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 		return nil
 	})
 	if err != nil {
-		err = errors.Unwrap(err)
+		// The attempt's error stays in the chain: a Failover reads the
+		// wait its answer asked for.
 		if ctx.Err() != nil {
 			return chat.Response{}, fmt.Errorf("model: %w (after %v)", ctx.Err(), err)
 		}
@@ -149,6 +165,48 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 		return chat.Response{}, fmt.Errorf("model: %w", err)
 	}
 	return resp, nil
+}
+
+// elsewhere reports whether a transient fault of an attempt is better
+// taken to another provider than retried here (Config.FailFast).
+func (c *Client) elsewhere(ctx context.Context, err error, after time.Duration) bool {
+	switch {
+	case after > c.cfg.MaxBackoff, errors.Is(err, errCut), errors.Is(err, io.ErrUnexpectedEOF), quota(err):
+		return true
+	case ctx.Err() == nil && timedOut(err):
+		return true
+	}
+	return unreachable(err)
+}
+
+// timedOut reports whether err is an attempt that ran out of time.
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
+}
+
+// unreachable reports whether err is a connection that could not be
+// made: the name did not resolve, or the dial failed.
+func unreachable(err error) bool {
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return true
+	}
+	oe, ok := errors.AsType[*net.OpError](err)
+	return ok && oe.Op == "dial"
+}
+
+// quota reports whether err is a 429 that says the account's quota is
+// spent: waiting does not help.
+func quota(err error) bool {
+	ae, ok := errors.AsType[*goopenai.APIError](err)
+	if !ok || ae.HTTPStatusCode != http.StatusTooManyRequests {
+		return false
+	}
+	code, _ := ae.Code.(string)
+	return code == "insufficient_quota" || ae.Type == "insufficient_quota"
 }
 
 // status is the HTTP status of a failed call; zero when there was no

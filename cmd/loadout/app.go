@@ -85,6 +85,9 @@ type app struct {
 	// api is the HTTP client for the model, the Bot API and Slack's Web
 	// API (see apiClient).
 	api *http.Client
+	// providers are the model services when llm.fallbacks names any;
+	// nil otherwise (the one service is asked directly).
+	providers *openai.Failover
 }
 
 // apiIdleConns is how many idle connections the API client keeps to each
@@ -139,7 +142,17 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if oc.HTTPClient == nil {
 		oc.HTTPClient = a.api
 	}
-	model := a.metrics.Model(openai.New(oc))
+	var model chat.Model
+	if len(cfg.LLM.Failover.Fallbacks) > 0 {
+		fc := cfg.LLM.Failover
+		fc.Observer = a.metrics
+		a.providers = openai.NewFailover(oc, fc)
+		a.metrics.Providers(a.providers.Providers)
+		model = a.providers
+	} else {
+		model = openai.New(oc)
+	}
+	model = a.metrics.Model(model)
 	ec := cfg.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.CatalogBudget = cfg.Tools.CatalogBudget
@@ -159,6 +172,9 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec.Middleware = []tools.Middleware{a.metrics.Tools(a.reg)}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
+	if a.providers != nil {
+		a.router.AddStatus(a.providerStatus)
+	}
 	a.wireVoice()
 	workspace.Commands(a.router, a.mux, cfg.Google, a.google, &a.hub, a.log)
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +192,9 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 }
 
 // readyz answers 200 when the store answers and every channel is
-// connected, else 503 with what is not ready.
+// connected, else 503 with what is not ready. With llm.fallbacks it
+// lists each model provider's state, and is not ready only while every
+// one of them is cooling off after failures.
 func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	var problems []string
 	if err := a.db.Gorm().WithContext(r.Context()).Exec("SELECT 1").Error; err != nil {
@@ -185,11 +203,51 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	for _, name := range a.hub.NotReady() {
 		problems = append(problems, name+" not connected")
 	}
+	var providers []string
+	if a.providers != nil {
+		for _, p := range a.providers.Providers() {
+			providers = append(providers, providerLine(p))
+		}
+		if !a.providers.Ready() {
+			problems = append(problems, "every model provider is cooling off after failures ("+strings.Join(providers, "; ")+")")
+		}
+	}
 	if len(problems) > 0 {
 		http.Error(w, strings.Join(problems, "; "), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ready")
+	for _, line := range providers {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// providerLine is a model provider's state in a line: its name, host,
+// and, when it is skipped, until when and why. Never a key or a URL.
+func providerLine(p openai.ProviderStatus) string {
+	line := fmt.Sprintf("model provider %s (%s): %s", p.Name, p.Host, p.State)
+	switch {
+	case p.State == openai.Open:
+		line += fmt.Sprintf(", skipped until %s after %s", p.Until.UTC().Format("15:04:05 UTC"), p.Reason)
+	case p.Reason != "":
+		line += ", last failure " + p.Reason
+	}
+	return line
+}
+
+// providerStatus is the /status line of the model providers: which one
+// answered last in this process, with which model, and which are skipped.
+func (a *app) providerStatus(context.Context, chat.Inbound) (string, error) {
+	line := "Model provider: none has answered yet"
+	if p, model, ok := a.providers.Last(); ok {
+		line = fmt.Sprintf("Model provider: the last answer came from %s (%s), model %s", p.Name, p.Host, model)
+	}
+	for _, p := range a.providers.Providers() {
+		if p.State == openai.Open {
+			line += fmt.Sprintf("; %s (%s) is skipped until %s after %s", p.Name, p.Host, p.Until.UTC().Format("15:04 UTC"), p.Reason)
+		}
+	}
+	return line, nil
 }
 
 // registry registers every tool and group. A name collision is an error

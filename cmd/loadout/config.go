@@ -71,6 +71,9 @@ type AgentConfig struct {
 type LLMConfig struct {
 	openai.Config `yaml:",inline"`
 	Engine        chat.Config `yaml:",inline"`
+	// Failover is llm.fallbacks and llm.breaker: the services asked when
+	// llm's fails.
+	Failover openai.FailoverConfig `yaml:",inline"`
 	// Vision shows the model the pictures people send, as image input.
 	Vision bool `yaml:"vision"`
 }
@@ -80,6 +83,7 @@ type LLMConfig struct {
 func (c LLMConfig) Check(ch *config.Checker) {
 	c.Config.Check(ch)
 	c.Engine.Check(ch)
+	c.Failover.Check(ch)
 }
 
 // StoreConfig is the store section; ToolsConfig the tools section.
@@ -214,5 +218,11 @@ func (c Config) model() string {
 	return openai.DefaultModel
 }
 
-// requireLLM checks what talking to the model needs (openai.Config.Usable).
-func (c Config) requireLLM() error { return c.LLM.Config.Usable() }
+// requireLLM checks what talking to the model needs (openai.Config.Usable),
+// for llm and each of llm.fallbacks.
+func (c Config) requireLLM() error {
+	if err := c.LLM.Config.Usable(); err != nil {
+		return err
+	}
+	return c.LLM.Failover.Usable()
+}

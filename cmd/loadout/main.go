@@ -19,7 +19,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -212,13 +211,10 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 	if len(chans) == 0 {
 		chans = []string{"none"}
 	}
-	host := "(unreadable llm.base_url)"
-	base := cfg.LLM.BaseURL
-	if base == "" {
-		base = openai.DefaultBaseURL
-	}
-	if u, err := url.Parse(base); err == nil && u.Host != "" {
-		host = u.Host
+	host := openai.Host(cfg.LLM.BaseURL)
+	var fallbacks []string
+	for _, f := range cfg.LLM.Failover.Fallbacks {
+		fallbacks = append(fallbacks, openai.Host(f.BaseURL)+" ("+cmp.Or(f.Model, cfg.model())+")")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -231,8 +227,12 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 	if cfg.Voice.Enabled() {
 		voiceNotes = cfg.Voice.TranscriptionModel + ", answers spoken: " + cmp.Or(cfg.Voice.Reply, "never")
 	}
-	log.Info("loadout starting", "command", cmd, "config", abs, "model", cfg.model(), "llm_host", host,
-		"channels", strings.Join(chans, ", "), "google", cfg.Google.Configured(), "voice_notes", voiceNotes, "store", cfg.Store.Path)
+	attrs := []any{"command", cmd, "config", abs, "model", cfg.model(), "llm_host", host}
+	if len(fallbacks) > 0 {
+		attrs = append(attrs, "llm_fallbacks", strings.Join(fallbacks, ", "))
+	}
+	attrs = append(attrs, "channels", strings.Join(chans, ", "), "google", cfg.Google.Configured(), "voice_notes", voiceNotes, "store", cfg.Store.Path)
+	log.Info("loadout starting", attrs...)
 }
 
 // findCommand matches the longest command name at the start of args and
@@ -285,9 +285,13 @@ func help(args []string, stdout, stderr io.Writer) error {
 // newLogger writes cfg.Log's level and format to w, with every secret of
 // cfg, and anything shaped like a credential, taken out.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	return logs.New(w, cfg.Log.Level, cfg.Log.Format, []string{
+	secrets := []string{
 		cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
 		cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret,
 		cfg.Google.ClientSecret, cfg.Google.TokenKey, cfg.Voice.APIKey,
-	})
+	}
+	for _, f := range cfg.LLM.Failover.Fallbacks {
+		secrets = append(secrets, f.APIKey)
+	}
+	return logs.New(w, cfg.Log.Level, cfg.Log.Format, secrets)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"loadout/chat/chattest"
+	"loadout/chat/openai"
 )
 
 // Secrets used below; each must never reach a log line.
@@ -29,7 +30,7 @@ const (
 )
 
 var allSecrets = []string{tgToken, slackBot, slackApp, signing, llmKey, clientSecret, tokenKey, googleAccess, googleRefr, voiceKey,
-	"AAHk2m9SecretTelegramTokenValue_x1"}
+	"AAHk2m9SecretTelegramTokenValue_x1", fallbackKey}
 
 func secretConfig() Config {
 	cfg, _ := parseConfig(nil, env(nil))
@@ -38,6 +39,7 @@ func secretConfig() Config {
 	cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret = slackBot, slackApp, signing
 	cfg.Google.ClientSecret, cfg.Google.TokenKey = clientSecret, tokenKey
 	cfg.Voice.APIKey = voiceKey
+	cfg.LLM.Failover.Fallbacks = []openai.Fallback{{BaseURL: "https://openrouter.ai/api/v1", APIKey: fallbackKey}}
 	cfg.Log.Level = "debug"
 	return cfg
 }
@@ -53,7 +55,7 @@ func TestLoggerRedactsEverywhere(t *testing.T) {
 			"GET https://api.telegram.org/bot"+tgToken+"/getMe failed",
 			"err", wrapped, "auth", "Bearer "+googleAccess, "url", "https://x/?access_token="+googleAccess+"&a=1",
 			"list", []string{signing, "ok"}, slog.Group("slack", "bot", slackBot, "secret", clientSecret),
-			"stringer", stringer(llmKey), "key", tokenKey, "voice", "Bearer "+voiceKey, "n", 42)
+			"stringer", stringer(llmKey), "key", tokenKey, "voice", "Bearer "+voiceKey, "fallback", "key "+fallbackKey, "n", 42)
 		out := buf.String()
 		for _, s := range allSecrets {
 			if strings.Contains(out, s) {
