@@ -15,31 +15,35 @@ import (
 	"strings"
 )
 
-// secretShapes match credentials by their form, for those the config does
-// not hold (a person's Google tokens) and for a configured one that shows
-// up inside a longer text (a Bot API URL).
-var secretShapes = regexp.MustCompile(strings.Join([]string{
-	`ya29\.[\w.-]+`,             // Google access token
-	`1//[\w.-]{10,}`,            // Google refresh token
-	`GOCSPX-[\w-]+`,             // Google client secret
-	`xox[abposr]-[\w-]+`,        // Slack bot/user tokens
-	`xapp-[\w-]+`,               // Slack app-level token
-	`\b\d{5,}:[\w-]{30,}`,       // Telegram bot token
-	`\bsk-[\w-]{16,}`,           // OpenAI-style API key
-	`(?i)bearer\s+[\w.~+/-]+=*`, // Authorization header
-	`(?i)(access_token|refresh_token|client_secret|code_verifier|token)=[^&\s"]+`, // in a URL or form
-}, "|"))
+// shapes match credentials by their form, for those the config does not
+// hold (a person's Google tokens) and for a configured one that shows up
+// inside a longer text (a URL with a token in it). These are the ones of
+// no channel; each channel declares its own (bridge.Declaration.Shapes).
+func shapes() []string {
+	return []string{
+		`ya29\.[\w.-]+`,             // Google access token
+		`1//[\w.-]{10,}`,            // Google refresh token
+		`GOCSPX-[\w-]+`,             // Google client secret
+		`\bsk-[\w-]{16,}`,           // OpenAI-style API key
+		`(?i)bearer\s+[\w.~+/-]+=*`, // Authorization header
+		`(?i)(access_token|refresh_token|client_secret|code_verifier|token)=[^&\s"]+`, // in a URL or form
+	}
+}
 
 // redactor removes secrets from text: the configured values and anything
 // shaped like a credential.
 type redactor struct {
 	values []string // longest first, so a secret containing another goes whole
+	shapes *regexp.Regexp
 }
 
 // New returns a logger writing to w at level ("debug", "info", "warn",
-// "error") in format ("text" or "json"), with secrets (and every
-// credential-shaped string) replaced by [REDACTED] in every record.
-func New(w io.Writer, level, format string, secrets []string) *slog.Logger {
+// "error") in format ("text" or "json"), with secrets and every string
+// shaped like a credential — of no channel, or of extra (the channels'
+// shapes, regular expressions in RE2 syntax) — replaced by [REDACTED] in
+// every record. A shape that does not compile is a programming error:
+// New panics.
+func New(w io.Writer, level, format string, secrets, extra []string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level)) // checked with the config
 	opts := &slog.HandlerOptions{Level: l}
@@ -47,10 +51,10 @@ func New(w io.Writer, level, format string, secrets []string) *slog.Logger {
 	if format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(redactHandler{inner: h, r: newRedactor(secrets)})
+	return slog.New(redactHandler{inner: h, r: newRedactor(secrets, extra)})
 }
 
-func newRedactor(secrets []string) *redactor {
+func newRedactor(secrets, extra []string) *redactor {
 	var vals []string
 	for _, v := range secrets {
 		if v = strings.TrimSpace(v); len(v) >= 6 && !slices.Contains(vals, v) {
@@ -58,7 +62,8 @@ func newRedactor(secrets []string) *redactor {
 		}
 	}
 	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
-	return &redactor{values: vals}
+	all := append(shapes(), extra...)
+	return &redactor{values: vals, shapes: regexp.MustCompile(strings.Join(all, "|"))}
 }
 
 const redacted = "[REDACTED]"
@@ -69,7 +74,7 @@ func (r *redactor) text(s string) string {
 			s = strings.ReplaceAll(s, v, redacted)
 		}
 	}
-	return secretShapes.ReplaceAllStringFunc(s, func(m string) string {
+	return r.shapes.ReplaceAllStringFunc(s, func(m string) string {
 		if k, _, ok := strings.Cut(m, "="); ok && !strings.ContainsAny(k, " \t") {
 			return k + "=" + redacted
 		}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"loadout/bridge"
-	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/cluster"
@@ -74,8 +73,6 @@ type app struct {
 	scheduler *schedule.Scheduler
 	// mcp are the MCP servers' clients.
 	mcp []*mcp.Client
-	// tgBot is the Telegram channel, when it is on.
-	tgBot *telegram.Adapter
 	// gate lets a turn run alone in the process, whatever its channel.
 	gate *bridge.Gate
 	// exclusive runs the duties only one process sharing the database
@@ -340,25 +337,6 @@ func (a *app) runMCP(ctx context.Context) (wait func()) {
 	}
 	return wg.Wait
 }
-
-// channels builds the enabled channels and adds them to the hub, which
-// mounts their HTTP endpoints.
-func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
-	var out []bridge.Channel
-	for _, build := range []func(context.Context) (bridge.Channel, error){a.telegramChannel, a.slackChannel} {
-		c, err := build(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if c != nil {
-			a.hub.Add(c, a.mux)
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-const msgNoChannels = "no channel is enabled: set telegram.enabled or slack.enabled in the config, or use `loadout chat`"
 
 // delivery is what the process gives a channel: the same for every
 // channel but its journal and its log's name.

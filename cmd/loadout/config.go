@@ -9,8 +9,6 @@ import (
 
 	"loadout/bridge"
 	"loadout/bridge/console"
-	"loadout/bridge/slack"
-	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/cluster"
@@ -52,10 +50,11 @@ type Config struct {
 	Delivery  DeliveryConfig  `yaml:"delivery"`
 	Log       logs.Config     `yaml:"log"`
 	Console   console.Config  `yaml:"console"`
-	Telegram  telegram.Config `yaml:"telegram"`
-	Slack     slack.Config    `yaml:"slack"`
 	Google    GoogleConfig    `yaml:"google"`
 	Voice     voice.Config    `yaml:"voice"`
+	// Channels are the sections of the channels serve runs, by name, each
+	// of its channel's own config type (see channelKinds).
+	Channels map[string]any `yaml:"-"`
 }
 
 // AgentConfig is the assistant's identity.
@@ -162,7 +161,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 
 func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
 	cfg := defaults()
-	set, err := config.Load(raw, getenv, &cfg)
+	set, err := loadFile(raw, getenv, &cfg)
 	if err != nil {
 		return Config{}, err
 	}
@@ -185,11 +184,10 @@ func (c Config) validate(set config.Set) error {
 		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 		"skills": c.Skills, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 	}
-	if c.Telegram.Enabled {
-		sections["telegram"] = c.Telegram
-	}
-	if c.Slack.Enabled {
-		sections["slack"] = c.Slack
+	for _, k := range c.enabledChannels() {
+		if s, ok := c.section(k).(config.Section); ok {
+			sections[k.Name()] = s
+		}
 	}
 	errs := config.Check(set, sections)
 	// What this command owns.

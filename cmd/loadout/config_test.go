@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +38,7 @@ func TestEmptyConfigGivesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Left out, a package knob is zero: the package's own default applies.
-	if cfg.LLM.BaseURL != "" || cfg.Telegram.APIEndpoint != "" || cfg.LLM.Engine.MaxToolRounds != 0 {
+	if cfg.LLM.BaseURL != "" || tgOf(cfg).APIEndpoint != "" || cfg.LLM.Engine.MaxToolRounds != 0 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 	if cfg.model() != openai.DefaultModel || cfg.Store.Path != "data/loadout.db" || cfg.HTTP.Listen != "127.0.0.1:8080" {
@@ -89,8 +88,8 @@ func TestEnvExpansion(t *testing.T) {
 	if cfg.LLM.APIKey != "sk-1" || cfg.LLM.Engine.Model != "$NOT_EXPANDED" {
 		t.Errorf("expansion: %+v", cfg.LLM)
 	}
-	if len(cfg.Telegram.AllowedUsers) != 2 || cfg.Telegram.AllowedUsers[0] != "12345" {
-		t.Errorf("allowed_users = %v", cfg.Telegram.AllowedUsers)
+	if tg := tgOf(cfg); len(tg.AllowedUsers) != 2 || tg.AllowedUsers[0] != "12345" {
+		t.Errorf("allowed_users = %v", tg.AllowedUsers)
 	}
 	_, err = parseConfig([]byte("telegram:\n  enabled: true\n  token: ${TG}\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "telegram.token") || !strings.Contains(err.Error(), "TG") {
@@ -144,8 +143,8 @@ func TestVariablesWithDefaultsAndLiteralSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.LLM.APIKey != "sk-abc #def" || cfg.Slack.SigningSecret != "*star: colon & ~" || cfg.Slack.BotToken != "" {
-		t.Errorf("secrets = %q, %q, %q; want them literally", cfg.LLM.APIKey, cfg.Slack.SigningSecret, cfg.Slack.BotToken)
+	if sl := slackOf(cfg); cfg.LLM.APIKey != "sk-abc #def" || sl.SigningSecret != "*star: colon & ~" || sl.BotToken != "" {
+		t.Errorf("secrets = %q, %q, %q; want them literally", cfg.LLM.APIKey, sl.SigningSecret, sl.BotToken)
 	}
 	if cfg.LLM.Engine.Model != "small" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.Engine.MaxToolRounds != 7 {
 		t.Errorf("defaults and numbers: %+v", cfg.LLM)
@@ -172,8 +171,8 @@ func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.LLM.Engine.Model != "from-env" || cfg.LLM.BaseURL != "http://127.0.0.1:8000/v1" || cfg.LLM.Engine.MaxToolCalls != 8 ||
-		cfg.HTTP.ShutdownGrace.Std() != 5*time.Second || !cfg.Telegram.Enabled || cfg.Telegram.Token != "123:abc" ||
-		!slices.Equal(cfg.Telegram.AllowedUsers, []string{"1", "2", "@ana"}) || cfg.Agent.SystemPrompt != "Be brief: always # literally" {
+		cfg.HTTP.ShutdownGrace.Std() != 5*time.Second || !tgOf(cfg).Enabled || tgOf(cfg).Token != "123:abc" ||
+		!slices.Equal(tgOf(cfg).AllowedUsers, []string{"1", "2", "@ana"}) || cfg.Agent.SystemPrompt != "Be brief: always # literally" {
 		t.Fatalf("environment not applied: %+v", cfg)
 	}
 	for name, key := range map[string]string{
@@ -222,7 +221,7 @@ google:
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, tg, sl := cfg.LLM.Engine, cfg.Telegram, cfg.Slack
+	e, tg, sl := cfg.LLM.Engine, tgOf(cfg), slackOf(cfg)
 	if cfg.LLM.Backoff != 2*time.Second || cfg.LLM.MaxBackoff != 20*time.Second || e.HistoryMessages != 300 || e.CachedSessions != -1 || e.RepeatLimit != 5 ||
 		tg.PollTimeout != 50*time.Second || tg.TypingInterval != 5*time.Second || tg.MaxBackoff != 2*time.Minute || tg.Workers != 3 ||
 		sl.Attempts != 3 || sl.Backoff != 500*time.Millisecond || sl.ChunkSize != 2000 || !slices.Equal(sl.AllowedChannels, []string{"C1", "C2"}) ||
@@ -322,7 +321,7 @@ func TestConfigurationDocListsEveryKey(t *testing.T) {
 }
 
 // codeKeys are the config's leaf keys, as the code declares them.
-func codeKeys() []string { return config.Keys(reflect.TypeOf(Config{})) }
+func codeKeys() []string { return config.Keys(fileType(channelKinds())) }
 
 type sampleKey struct{ key, def, meaning string }
 

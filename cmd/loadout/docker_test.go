@@ -24,7 +24,7 @@ func TestImageConfigRunsTelegramFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Telegram.Enabled || cfg.Telegram.Token != "123:abc" || !slices.Equal(cfg.Telegram.AllowedUsers, []string{"12345"}) ||
+	if tg := tgOf(cfg); !tg.Enabled || tg.Token != "123:abc" || !slices.Equal(tg.AllowedUsers, []string{"12345"}) ||
 		cfg.Store.Path != "/data/loadout.db" || cfg.HTTP.Listen != "0.0.0.0:8080" || cfg.LLM.APIKey != "sk-test" {
 		t.Fatalf("image config = %+v", cfg)
 	}

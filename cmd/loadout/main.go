@@ -1,4 +1,4 @@
-// Command loadout is a self-hosted AI assistant for Telegram, Slack and the
+// Command loadout is a self-hosted AI assistant for chat apps and the
 // terminal that loads tool groups only when a conversation needs them.
 //
 // Usage:
@@ -27,8 +27,6 @@ import (
 	"syscall"
 
 	"loadout/bridge/console"
-	"loadout/bridge/slack"
-	"loadout/bridge/telegram"
 	"loadout/chat/openai"
 	"loadout/httpd"
 	"loadout/logs"
@@ -81,7 +79,7 @@ type cli struct {
 func commands() []command {
 	var user, healthURL string
 	return []command{
-		{name: "serve", summary: "Run every enabled channel (Telegram, Slack) and the HTTP server until interrupted.",
+		{name: "serve", summary: "Run every enabled channel (" + channelNames("", "and") + ") and the HTTP server until interrupted.",
 			run: func(ctx context.Context, c *cli) error { return serve(ctx, c.cfg, c.log) }},
 		{name: "chat", summary: "Talk to the assistant in this terminal; /help lists the commands, /quit ends.",
 			run: chatREPL},
@@ -201,11 +199,8 @@ func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
 	case "chat":
 		chans = []string{"console"}
 	case "serve":
-		if cfg.Telegram.Enabled {
-			chans = append(chans, "telegram ("+cmp.Or(cfg.Telegram.Mode, telegram.ModePolling)+")")
-		}
-		if cfg.Slack.Enabled {
-			chans = append(chans, "slack ("+cmp.Or(cfg.Slack.Mode, slack.ModeSocket)+")")
+		for _, k := range cfg.enabledChannels() {
+			chans = append(chans, k.Describe(cfg.section(k)))
 		}
 	}
 	if len(chans) == 0 {
@@ -283,15 +278,13 @@ func help(args []string, stdout, stderr io.Writer) error {
 }
 
 // newLogger writes cfg.Log's level and format to w, with every secret of
-// cfg, and anything shaped like a credential, taken out.
+// cfg — its own and those each channel declares — and anything shaped
+// like a credential, the channels' shapes included, taken out.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	secrets := []string{
-		cfg.LLM.APIKey, cfg.Telegram.Token, cfg.Telegram.WebhookSecret,
-		cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret,
-		cfg.Google.ClientSecret, cfg.Google.TokenKey, cfg.Voice.APIKey,
-	}
+	secrets := []string{cfg.LLM.APIKey, cfg.Google.ClientSecret, cfg.Google.TokenKey, cfg.Voice.APIKey}
 	for _, f := range cfg.LLM.Failover.Fallbacks {
 		secrets = append(secrets, f.APIKey)
 	}
-	return logs.New(w, cfg.Log.Level, cfg.Log.Format, secrets)
+	secrets = append(secrets, cfg.channelSecrets()...)
+	return logs.New(w, cfg.Log.Level, cfg.Log.Format, secrets, channelShapes())
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge/slack"
+	"loadout/bridge/telegram"
 	"loadout/chat/chattest"
 	"loadout/chat/openai"
 )
@@ -35,8 +37,8 @@ var allSecrets = []string{tgToken, slackBot, slackApp, signing, llmKey, clientSe
 func secretConfig() Config {
 	cfg, _ := parseConfig(nil, env(nil))
 	cfg.LLM.APIKey = llmKey
-	cfg.Telegram.Token = tgToken
-	cfg.Slack.BotToken, cfg.Slack.AppToken, cfg.Slack.SigningSecret = slackBot, slackApp, signing
+	cfg.Channels["telegram"] = telegram.Config{Token: tgToken}
+	cfg.Channels["slack"] = slack.Config{BotToken: slackBot, AppToken: slackApp, SigningSecret: signing}
 	cfg.Google.ClientSecret, cfg.Google.TokenKey = clientSecret, tokenKey
 	cfg.Voice.APIKey = voiceKey
 	cfg.LLM.Failover.Fallbacks = []openai.Fallback{{BaseURL: "https://openrouter.ai/api/v1", APIKey: fallbackKey}}

@@ -33,7 +33,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	if len(chans) == 0 {
-		log.Warn(msgNoChannels)
+		log.Warn(noChannels())
 	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {

@@ -544,8 +544,10 @@ func (c *recordingChannel) Send(_ context.Context, route any, part string) error
 // built, not run: the hub knows their chats (which are private).
 func appWithChannels(t *testing.T, cfg Config) *app {
 	t.Helper()
-	cfg.Telegram.Enabled, cfg.Telegram.Token = true, "1:test"
-	cfg.Slack.Enabled, cfg.Slack.BotToken, cfg.Slack.AppToken = true, "xoxb-test", "xapp-test"
+	tg, sl := tgOf(cfg), slackOf(cfg)
+	tg.Enabled, tg.Token = true, "1:test"
+	sl.Enabled, sl.BotToken, sl.AppToken = true, "xoxb-test", "xapp-test"
+	cfg.Channels = map[string]any{"telegram": tg, "slack": sl}
 	a, err := newApp(context.Background(), cfg, quietLog())
 	if err != nil {
 		t.Fatal(err)

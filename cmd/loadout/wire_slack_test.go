@@ -27,8 +27,8 @@ func slackTestApp(t *testing.T, mode string) (*app, *slacktest.Server, *chattest
 	cfg.Store.Path = filepath.Join(t.TempDir(), "loadout.db")
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "test-key"
 	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
-	cfg.Slack = slack.Config{Enabled: true, BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
-		Mode: mode, APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}
+	cfg.Channels = map[string]any{"slack": slack.Config{Enabled: true, BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
+		Mode: mode, APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}}
 	if err := cfg.validate(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestSlackChannelEventsModeRegistersRoutes(t *testing.T) {
 
 func TestSlackChannelDisabled(t *testing.T) {
 	a := &app{cfg: defaults()}
-	if c, err := a.slackChannel(context.Background()); c != nil || err != nil {
+	if c, err := a.channels(context.Background()); c != nil || err != nil {
 		t.Errorf("disabled slack built %v %v", c, err)
 	}
 }

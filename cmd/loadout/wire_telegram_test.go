@@ -139,13 +139,13 @@ func TestServeMountsTelegramWebhook(t *testing.T) {
 func TestTelegramWebhookURLMustBeHTTPS(t *testing.T) {
 	cfg, _ := parseConfig(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	cfg.Telegram = telegram.Config{Enabled: true, Token: "t", Mode: "webhook", WebhookURL: "http://insecure/hook", WebhookSecret: "s", Workers: 1}
+	cfg.Channels["telegram"] = telegram.Config{Enabled: true, Token: "t", Mode: "webhook", WebhookURL: "http://insecure/hook", WebhookSecret: "s", Workers: 1}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.db.Close()
-	if _, err := a.telegramChannel(context.Background()); err == nil {
+	if _, err := a.channels(context.Background()); err == nil || !strings.Contains(err.Error(), "telegram.webhook_url") {
 		t.Fatal("accepted a plain-http webhook_url")
 	}
 }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"loadout/bridge"
+	"loadout/bridge/slack"
+	"loadout/bridge/telegram"
+	"loadout/config"
+	"loadout/store"
+)
+
+// channelKinds is the one list of the channels serve runs: each entry is
+// a channel package's declaration. The config sections, the logger's
+// redaction, the start-up line, the help and the "no channel enabled"
+// message are derived from it; nothing else in this command names a
+// channel.
+func channelKinds() []bridge.Kind {
+	return []bridge.Kind{
+		telegram.Kind(),
+		slack.Kind(),
+	}
+}
+
+var _ bridge.Store = (*store.DB)(nil)
+
+// fileType is the type config.yaml is read into: Config's keys, and one
+// section for each channel of kinds, of the channel's own config type.
+func fileType(kinds []bridge.Kind) reflect.Type {
+	fields := []reflect.StructField{{Name: "Config", Type: reflect.TypeFor[Config](), Tag: `yaml:",inline"`}}
+	for i, k := range kinds {
+		fields = append(fields, reflect.StructField{
+			Name: fmt.Sprintf("Channel%d", i), Type: k.ConfigType(), Tag: reflect.StructTag(fmt.Sprintf("yaml:%q", k.Name())),
+		})
+	}
+	return reflect.StructOf(fields)
+}
+
+// loadFile reads raw into cfg and the channels' sections.
+func loadFile(raw []byte, getenv func(string) string, cfg *Config) (config.Set, error) {
+	kinds := channelKinds()
+	v := reflect.New(fileType(kinds))
+	v.Elem().Field(0).Set(reflect.ValueOf(*cfg))
+	set, err := config.Load(raw, getenv, v.Interface())
+	if err != nil {
+		return nil, err
+	}
+	*cfg = v.Elem().Field(0).Interface().(Config)
+	cfg.Channels = make(map[string]any, len(kinds))
+	for i, k := range kinds {
+		cfg.Channels[k.Name()] = v.Elem().Field(i + 1).Interface()
+	}
+	return set, nil
+}
+
+// section is channel k's section of c: what the file said, else the
+// zero value of its type.
+func (c Config) section(k bridge.Kind) any {
+	if s, ok := c.Channels[k.Name()]; ok {
+		return s
+	}
+	return reflect.Zero(k.ConfigType()).Interface()
+}
+
+// enabledChannels are the kinds whose section turns them on, in list
+// order.
+func (c Config) enabledChannels() []bridge.Kind {
+	var out []bridge.Kind
+	for _, k := range channelKinds() {
+		if k.Enabled(c.section(k)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// channelSecrets are the values of every channel's section that never
+// reach a log, and channelShapes the credential patterns the channels
+// declare.
+func (c Config) channelSecrets() []string {
+	var out []string
+	for _, k := range channelKinds() {
+		out = append(out, k.Secrets(c.section(k))...)
+	}
+	return out
+}
+
+func channelShapes() []string {
+	var out []string
+	for _, k := range channelKinds() {
+		out = append(out, k.Shapes()...)
+	}
+	return out
+}
+
+// channelNames lists the channels' names, the last after "and" or "or":
+// "telegram, slack or discord".
+func channelNames(suffix, last string) string {
+	kinds := channelKinds()
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.Name() + suffix
+	}
+	if n := len(names); n > 1 {
+		return strings.Join(names[:n-1], ", ") + " " + last + " " + names[n-1]
+	}
+	return strings.Join(names, "")
+}
+
+// noChannels is what serve says when no channel is enabled.
+func noChannels() string {
+	return "no channel is enabled: set " + channelNames(".enabled", "or") + " in the config, or use `loadout chat`"
+}
+
+// channels builds the enabled channels and adds them to the hub, which
+// mounts their HTTP endpoints.
+func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
+	var out []bridge.Channel
+	for _, k := range a.cfg.enabledChannels() {
+		d, err := a.delivery(k.Name())
+		if err != nil {
+			return nil, err
+		}
+		c, err := k.Build(ctx, a.cfg.section(k), bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux})
+		if err != nil {
+			return nil, err
+		}
+		a.hub.Add(c, a.mux)
+		out = append(out, c)
+	}
+	return out, nil
+}
