@@ -36,14 +36,14 @@ func (a *Adapter) Ask(ctx context.Context, rt any, part, id, user string) error 
 	if err != nil {
 		return err
 	}
-	text := part + bridge.AskLine(id)
+	text, salt := part+bridge.AskLine(id), ""
 	if len([]rune(text)) > MaxMessage {
-		if err := a.Send(ctx, r, part); err != nil {
+		if _, err := a.post(ctx, r, part, nil, nonce(ctx, "")); err != nil {
 			return err
 		}
-		text = strings.TrimSpace(bridge.AskLine(id))
+		text, salt = strings.TrimSpace(bridge.AskLine(id)), "ask"
 	}
-	_, err = a.post(ctx, r, text, buttons(id, user), true)
+	_, err = a.post(ctx, r, text, buttons(id, user), nonce(ctx, salt))
 	return err
 }
 
@@ -94,7 +94,7 @@ func (a *Adapter) press(ctx context.Context, i *discordgo.Interaction) {
 	if verb == pressDeny {
 		command, chose = "/deny ", "Deny"
 	}
-	r := route{Channel: i.ChannelID, Guild: i.GuildID, Source: i.ID}
+	r := route{Channel: i.ChannelID, Guild: i.GuildID}
 	if i.Message != nil && i.Message.Flags&discordgo.MessageFlagsEphemeral != 0 {
 		// A question only the person saw (a slash command's): so is what
 		// follows it.

@@ -115,7 +115,7 @@ func (a *Adapter) command(ctx context.Context, i *discordgo.Interaction) {
 	if user == nil {
 		return
 	}
-	r := route{Channel: i.ChannelID, Guild: i.GuildID, Source: i.ID, App: i.AppID, Token: i.Token, Ephemeral: i.GuildID != ""}
+	r := route{Channel: i.ChannelID, Guild: i.GuildID, App: i.AppID, Token: i.Token, Ephemeral: i.GuildID != ""}
 	if i.GuildID != "" && !a.guilds[i.GuildID] || !a.allowed(ctx, i.GuildID, user, member) {
 		a.log.Warn("discord: refused a slash command from a user who is not allowed; to allow them, add their id to discord.allowed_users (or the server to discord.allowed_guilds)",
 			"user_id", user.ID, "username", user.Username, "guild_id", i.GuildID)
@@ -146,7 +146,7 @@ func (a *Adapter) command(ctx context.Context, i *discordgo.Interaction) {
 	})
 	if err != nil {
 		a.log.Error("discord: a slash command could not be stored", "interaction", i.ID, "err", err)
-		if _, err := a.post(ctx, r, bridge.TextNotSaved, nil, false); err != nil && ctx.Err() == nil {
+		if _, err := a.post(ctx, r, bridge.TextNotSaved, nil, ""); err != nil && ctx.Err() == nil {
 			a.log.Warn("discord: could not tell the person", "err", err)
 		}
 	}

@@ -42,7 +42,7 @@ import (
 const MaxMessage = 2000
 
 // DefaultAPIURL is Discord's REST API, the version discordgo speaks.
-const DefaultAPIURL = "https://discord.com/api/v10/"
+const DefaultAPIURL = "https://discord.com/api/v9/"
 
 // Intents are what the bot asks the gateway for: messages in servers and
 // in direct messages, with their text (MESSAGE CONTENT is a privileged
@@ -359,11 +359,8 @@ type route struct {
 	Channel string `json:"channel"`
 	// Guild is the server, "" for a direct message.
 	Guild string `json:"guild,omitempty"`
-	// Reply is the person's message the answer replies to (in servers);
-	// Source is the message the answer is for, which makes its parts'
-	// nonces.
-	Reply  string `json:"reply,omitempty"`
-	Source string `json:"source,omitempty"`
+	// Reply is the person's message the answer replies to (in servers).
+	Reply string `json:"reply,omitempty"`
 	// Interaction answers a slash command: its application, id and
 	// token (valid 15 minutes), and whether only the person sees it.
 	App       string `json:"app,omitempty"`

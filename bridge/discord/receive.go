@@ -62,7 +62,7 @@ func (a *Adapter) fallback(m *discordgo.Message) bridge.Pending {
 	if m.Author == nil || !a.allow.Allowed(m.Author.ID, m.Author.Username) {
 		return bridge.Pending{}
 	}
-	r := route{Channel: m.ChannelID, Guild: m.GuildID, Source: m.ID}
+	r := route{Channel: m.ChannelID, Guild: m.GuildID}
 	return bridge.Pending{Inbound: chat.Inbound{ChatKey: chatKey(m.GuildID, m.ChannelID)}, Route: r.encode()}
 }
 
@@ -79,7 +79,7 @@ func (a *Adapter) judge(ctx context.Context, m *discordgo.Message) (bridge.Pendi
 		return bridge.Pending{}, false
 	}
 	key := chatKey(m.GuildID, m.ChannelID)
-	r := route{Channel: m.ChannelID, Guild: m.GuildID, Source: m.ID}
+	r := route{Channel: m.ChannelID, Guild: m.GuildID}
 	text := m.Content
 	if m.GuildID != "" {
 		var ok bool

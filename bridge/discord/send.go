@@ -28,7 +28,7 @@ func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.post(ctx, r, part, nil, true)
+	_, err = a.post(ctx, r, part, nil, nonce(ctx, ""))
 	return err
 }
 
@@ -45,22 +45,24 @@ type message struct {
 	EnforceNonce bool   `json:"enforce_nonce,omitempty"`
 }
 
-// nonce names one part of the answer to the message the route is for;
-// "" when the route is for none (a notice).
-func nonce(r route, text string) string {
-	if r.Source == "" {
+// nonce names the part of an answer being sent (bridge.PartKey), and
+// which of its messages when it takes two (salt), in Discord's 25
+// characters; "" for anything else (a notice).
+func nonce(ctx context.Context, salt string) string {
+	key, ok := bridge.PartKey(ctx)
+	if !ok {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(r.Source + "\x00" + text))
+	sum := sha256.Sum256([]byte(key + "\x00" + salt))
 	return base64.RawURLEncoding.EncodeToString(sum[:])[:25]
 }
 
 // post puts text in the route's conversation, with components (buttons)
 // when given, and returns the message's id: a follow-up of the
 // interaction the route answers, or a message in the channel (replying
-// to the person's message in a server). once posts it with its nonce.
+// to the person's message in a server), with nonce when not "".
 // Server errors are tried again; rate limits are waited out.
-func (a *Adapter) post(ctx context.Context, r route, text string, components []discordgo.MessageComponent, once bool) (string, error) {
+func (a *Adapter) post(ctx context.Context, r route, text string, components []discordgo.MessageComponent, nonce string) (string, error) {
 	var id string
 	err := a.retry(ctx, func(ctx context.Context) error {
 		var m *discordgo.Message
@@ -80,10 +82,7 @@ func (a *Adapter) post(ctx context.Context, r route, text string, components []d
 		if r.Reply != "" {
 			send.Reference = &discordgo.MessageReference{MessageID: r.Reply, ChannelID: r.Channel, FailIfNotExists: new(bool)}
 		}
-		if once {
-			send.Nonce = nonce(r, text)
-			send.EnforceNonce = send.Nonce != ""
-		}
+		send.Nonce, send.EnforceNonce = nonce, nonce != ""
 		endpoint := discordgo.EndpointChannelMessages(r.Channel)
 		body, err := a.api.RequestWithBucketID(http.MethodPost, endpoint, send, endpoint, discordgo.WithContext(ctx))
 		if err != nil {
@@ -186,7 +185,7 @@ func (a *Adapter) Draft(ctx context.Context, rt any, draft []byte, text string) 
 	}
 	text = draftText(text)
 	if draft == nil {
-		id, err := a.post(ctx, r, text, nil, false)
+		id, err := a.post(ctx, r, text, nil, "")
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +203,7 @@ func (a *Adapter) Replace(ctx context.Context, rt any, draft []byte, part string
 	}
 	err = a.edit(ctx, r, string(draft), part)
 	if gone(err) {
-		_, err = a.post(ctx, r, part, nil, true)
+		_, err = a.post(ctx, r, part, nil, nonce(ctx, ""))
 	}
 	return err
 }
