@@ -38,7 +38,7 @@ const (
 )
 
 var (
-	cleo    = discordtest.User{ID: "44", Name: "cleo"}    // allowed by role in G1
+	cleo    = discordtest.User{ID: "44", Name: "cleo"}     // allowed by role in G1
 	mallory = discordtest.User{ID: "666", Name: "mallory"} // nobody
 )
 
