@@ -154,6 +154,9 @@ type Adapter struct {
 	sessions chan struct{}
 	down     chan struct{} // the connection dropped
 	runCtx   context.Context
+	// gate holds a new session's messages until what it missed is read
+	// back; nil when open.
+	gate chan struct{}
 	// closing is set once the gateway is being closed: no event starts
 	// work then. events are the interactions being handled.
 	closing bool
@@ -294,6 +297,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 			return nil
 		}
 		return err
+	}
+	// The cursors, and when the channel first ran, are read before the
+	// gateway says anything (and again later, if this fails).
+	if err := a.cursors.load(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("discord: cannot read the conversations' cursors yet", "err", err)
 	}
 	if err := a.pipe.Start(ctx); err != nil {
 		return nil // ctx done

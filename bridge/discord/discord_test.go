@@ -63,6 +63,11 @@ func newRig(t *testing.T, o chattest.Options, mut func(*Config)) *rig {
 	r.dc.Channel(g2, c2)
 	r.dc.Roles(g1, cleo.ID, roleOK)
 	r.dc.Roles(g1, mallory.ID, roleNone)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the channel logged:\n%s", tail(r.logs.String(), 6000))
+		}
+	})
 	r.start(mut)
 	return r
 }

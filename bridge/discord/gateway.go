@@ -79,7 +79,9 @@ func (a *Adapter) context() context.Context {
 }
 
 // onReady starts a new session: it learns the application's id and
-// asks for what was missed to be read back.
+// asks for what was missed to be read back. Until that is done, the
+// session's messages wait (see gated), so that none is stored, and
+// moves its conversation's cursor, before an earlier one missed.
 func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 	a.mu.Lock()
 	if r.User != nil {
@@ -88,9 +90,29 @@ func (a *Adapter) onReady(_ *discordgo.Session, r *discordgo.Ready) {
 	if r.Application != nil && r.Application.ID != "" {
 		a.appID = r.Application.ID
 	}
+	if a.gate == nil {
+		a.gate = make(chan struct{})
+	}
 	a.mu.Unlock()
 	a.log.Info("discord gateway session started", "session", r.SessionID)
 	a.wantCatchUp()
+}
+
+// gated waits until what the session missed is read back; false when
+// ctx ends first.
+func (a *Adapter) gated(ctx context.Context) bool {
+	a.mu.Lock()
+	gate := a.gate
+	a.mu.Unlock()
+	if gate == nil {
+		return true
+	}
+	select {
+	case <-gate:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // onResumed: Discord replays what the dropped connection missed.
@@ -124,10 +146,17 @@ func (a *Adapter) catchUps(ctx context.Context) {
 			return
 		case <-a.sessions:
 		}
+		ok := a.catchUp(ctx)
+		a.mu.Lock()
+		if a.gate != nil {
+			close(a.gate)
+			a.gate = nil
+		}
+		a.mu.Unlock()
 		if !registered {
 			registered = a.register(ctx) == nil
 		}
-		if a.catchUp(ctx) {
+		if ok {
 			b.Reset()
 			continue
 		}
@@ -162,9 +191,7 @@ func (a *Adapter) catchUp(ctx context.Context) bool {
 			}
 			continue
 		}
-		if _, known := a.cursors.get(ch.ID); !known {
-			ok = a.baseline(ctx, ch.ID) && ok
-		}
+		a.cursors.know(ch.ID)
 	}
 	for _, ch := range a.cursors.channels() {
 		if ctx.Err() != nil {
@@ -173,22 +200,6 @@ func (a *Adapter) catchUp(ctx context.Context) bool {
 		ok = a.readBack(ctx, ch) && ok
 	}
 	return ok
-}
-
-// baseline starts the cursor of a conversation never read: at its last
-// message, so its history is not answered.
-func (a *Adapter) baseline(ctx context.Context, channel string) bool {
-	unlock := a.cursors.lock(channel)
-	defer unlock()
-	ms, err := a.api.ChannelMessages(channel, 1, "", "", "", discordgo.WithContext(ctx))
-	if err != nil {
-		return false
-	}
-	last := "0"
-	if len(ms) > 0 {
-		last = ms[0].ID
-	}
-	return a.cursors.advance(ctx, channel, "", last) == nil
 }
 
 // readBack reads one conversation's messages after its cursor, oldest
@@ -256,6 +267,19 @@ func compareIDs(x, y string) int {
 // cursorsKey is the state holding each conversation's cursor.
 const cursorsKey = "discord:cursors"
 
+// sinceKey is the state holding when the channel first ran, as a
+// snowflake: a conversation first read back is read from then, so what
+// was written before is not answered, and what was written since is.
+const sinceKey = "discord:since"
+
+// discordEpoch is the start of Discord's snowflakes, in Unix ms.
+const discordEpoch = 1420070400000
+
+// snowflake is the smallest id of a message written at t.
+func snowflake(t time.Time) string {
+	return strconv.FormatUint(uint64(t.UnixMilli()-discordEpoch)<<22, 10)
+}
+
 // cursor is where reading a conversation back starts: after its last
 // message stored.
 type cursor struct {
@@ -270,15 +294,18 @@ type cursor struct {
 type cursors struct {
 	st bridge.Store
 
+	now func() time.Time
+
 	mu     sync.Mutex
 	loaded bool
+	since  string
 	m      map[string]cursor
 	gaps   map[string]bool
 	locks  map[string]*sync.Mutex
 }
 
 func newCursors(st bridge.Store) *cursors {
-	return &cursors{st: st, m: map[string]cursor{}, gaps: map[string]bool{}, locks: map[string]*sync.Mutex{}}
+	return &cursors{st: st, now: time.Now, m: map[string]cursor{}, gaps: map[string]bool{}, locks: map[string]*sync.Mutex{}}
 }
 
 func (c *cursors) load(ctx context.Context) error {
@@ -287,6 +314,17 @@ func (c *cursors) load(ctx context.Context) error {
 	if c.loaded {
 		return nil
 	}
+	since, err := c.st.State(ctx, sinceKey)
+	if err != nil {
+		return err
+	}
+	if since == "" {
+		since = snowflake(c.now())
+		if err := c.st.SetState(ctx, sinceKey, since); err != nil {
+			return err
+		}
+	}
+	c.since = since
 	v, err := c.st.State(ctx, cursorsKey)
 	if err != nil {
 		return err
@@ -298,6 +336,17 @@ func (c *cursors) load(ctx context.Context) error {
 	}
 	c.loaded = true
 	return nil
+}
+
+// know adds a direct message channel to read back, from the channel's
+// first run when it has no cursor yet. It is stored with the next
+// cursor that moves.
+func (c *cursors) know(channel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[channel]; !ok {
+		c.m[channel] = cursor{Last: c.since}
+	}
 }
 
 // lock holds a conversation for its messages to be stored in order.

@@ -20,6 +20,9 @@ func (a *Adapter) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 		return
 	}
 	ctx := a.context()
+	if !a.gated(ctx) {
+		return
+	}
 	unlock := a.cursors.lock(m.ChannelID)
 	defer unlock()
 	if !a.takeHeld(ctx, m.Message) {

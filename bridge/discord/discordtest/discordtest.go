@@ -191,7 +191,7 @@ type conn struct {
 
 // New starts a fake Discord, closed when the test ends.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, next: 1_200_000_000_000_000_000, channels: map[string]*channel{}, dms: map[string]string{},
+	s := &Server{t: t, channels: map[string]*channel{}, dms: map[string]string{},
 		members: map[string][]string{}, cdn: map[string][]byte{}, commands: map[string][]string{},
 		responses: map[string][]Response{}, tokens: map[string]string{}, used: map[string][2]string{}, typing: map[string]int{}, hold: -1,
 		release: make(chan struct{})}
@@ -220,9 +220,10 @@ func New(t testing.TB) *Server {
 	return s
 }
 
-// id returns a new snowflake; ids grow with time, as Discord's do.
+// id returns a new snowflake: the time in ms since 2015 in its high
+// bits, as Discord's, and growing with each.
 func (s *Server) id() string {
-	s.next++
+	s.next = max(s.next+1, (time.Now().UnixMilli()-1420070400000)<<22)
 	return strconv.FormatInt(s.next, 10)
 }
 
