@@ -433,6 +433,21 @@ func (s *Server) Sent(channel string) []Sent {
 	return out
 }
 
+// Count is how many messages the bot has in channel.
+func (s *Server) Count(channel string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	if ch := s.channels[channel]; ch != nil {
+		for _, m := range ch.messages {
+			if m.sent != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Calls are the REST requests made whose method is method and whose
 // path (under the API) matches pattern ("/channels/*/messages").
 func (s *Server) Calls(method, pattern string) []Call {
