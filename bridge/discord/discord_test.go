@@ -748,3 +748,29 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("a good section: %v", ok.Errors())
 	}
 }
+
+// The sample config.yaml's discord section has every key of Config, and
+// no other.
+func TestSampleConfigHasEveryKey(t *testing.T) {
+	raw, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sample []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimPrefix(line, "# ")
+		switch {
+		case strings.HasPrefix(line, "discord:"):
+			in = true
+		case in && strings.HasPrefix(line, "  ") && strings.Contains(line, ":"):
+			key, _, _ := strings.Cut(strings.TrimSpace(line), ":")
+			sample = append(sample, key)
+		case in:
+			in = false
+		}
+	}
+	if want := config.Keys(Kind().ConfigType()); !sameSet(sample, want) {
+		t.Fatalf("config.yaml's discord keys %q, Config's %q", sample, want)
+	}
+}
