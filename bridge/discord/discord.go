@@ -22,7 +22,6 @@ package discord
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -376,27 +375,15 @@ type route struct {
 	Ephemeral bool   `json:"ephemeral,omitempty"`
 }
 
+// routes keeps routes in the inbox.
+var routes = bridge.JSONRoute[route]{Channel: "discord"}
+
 // ReadRoute reads a route the inbox keeps.
-func (a *Adapter) ReadRoute(raw []byte) (any, error) {
-	var r route
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("discord: unreadable route: %w", err)
-	}
-	return r, nil
-}
+func (a *Adapter) ReadRoute(raw []byte) (any, error) { return routes.Read(raw) }
 
-func asRoute(rt any) (route, error) {
-	r, ok := rt.(route)
-	if !ok {
-		return route{}, fmt.Errorf("discord: %T is not a Discord route", rt)
-	}
-	return r, nil
-}
+func asRoute(rt any) (route, error) { return routes.Of(rt) }
 
-func (r route) encode() []byte {
-	b, _ := json.Marshal(r) // strings and a bool always encode
-	return b
-}
+func (r route) encode() []byte { return routes.Encode(r) }
 
 // dm is the guild part of a direct message's chat key, as in Discord's
 // own links (discord.com/channels/@me/<channel>).

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -140,39 +139,17 @@ func (a *Adapter) retry(ctx context.Context, fn func(ctx context.Context) error)
 
 // Working shows "typing…" in the route's channel until stop is called,
 // renewed every TypingInterval (Discord shows it for ten seconds). A
-// slash command's answer shows Discord's own "thinking…" instead. The
-// first sign is sent before Working returns, so it lands before the
-// answer; a slow API holds the turn back by at most two seconds.
+// slash command's answer shows Discord's own "thinking…" instead.
 func (a *Adapter) Working(ctx context.Context, rt any) (stop func()) {
 	r, ok := rt.(route)
 	if !ok || r.Token != "" {
 		return func() {}
 	}
-	sign := func(ctx context.Context) {
+	return bridge.Renew(ctx, a.cfg.TypingInterval, func(ctx context.Context) {
 		if err := a.api.ChannelTyping(r.Channel, discordgo.WithContext(ctx)); err != nil && ctx.Err() == nil {
 			a.log.Debug("discord: could not show typing", "err", err)
 		}
-	}
-	first, cancelFirst := context.WithTimeout(ctx, 2*time.Second)
-	sign(first)
-	cancelFirst()
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(a.cfg.TypingInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				sign(ctx)
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(cancel); <-done }
+	})
 }
 
 // Draft shows the answer so far: the first call posts it, later ones
