@@ -159,7 +159,7 @@ func (a *Adapter) respond(ctx context.Context, i *discordgo.Interaction, resp *d
 	}
 	if err := a.api.InteractionRespond(i, resp, discordgo.WithContext(ctx)); err != nil {
 		if ctx.Err() == nil {
-			a.log.Warn("discord: could not answer an interaction", "interaction", i.ID, "err", err)
+			a.log.Warn("discord: could not answer an interaction", "interaction", i.ID, "err", scrub(err))
 		}
 		return false
 	}

@@ -3,10 +3,13 @@ package discord
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -688,6 +691,7 @@ func TestBuildDoesNoIO(t *testing.T) {
 	dc := discordtest.New(t)
 	env := chattest.NewEnv(t, chattest.Options{})
 	cfg := Config{Enabled: true, Token: discordtest.Token, APIURL: dc.APIURL, AllowedUsers: []string{ana.ID}}
+	before := runtime.NumGoroutine()
 	ch, err := Kind().Build(context.Background(), cfg, bridge.Env{Router: bridge.NewRouter(env.Engine, "loadout"), Store: env.Store})
 	if err != nil || ch.Name() != "discord" {
 		t.Fatalf("built %v, %v", ch, err)
@@ -698,6 +702,27 @@ func TestBuildDoesNoIO(t *testing.T) {
 	}
 	if _, _, conns, _ := dc.Gateway(); conns != 0 {
 		t.Fatal("a gateway connection before Run")
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after Build, %d before", n, before)
+	}
+}
+
+// An interaction's token, a credential for 15 minutes, is kept out of
+// the errors that reach the log.
+func TestInteractionTokensLeaveErrors(t *testing.T) {
+	const token = "aW50ZXJhY3Rpb246MTIzNDU2Nzg5MDEyMzQ1Njc4OmFiY2RlZg"
+	for _, err := range []error{
+		&url.Error{Op: "Post", URL: "https://discord.com/api/v9/webhooks/100/" + token + "?wait=true", Err: errors.New("connection refused")},
+		&discordgo.RateLimitError{RateLimit: &discordgo.RateLimit{TooManyRequests: &discordgo.TooManyRequests{RetryAfter: time.Second},
+			URL: "https://discord.com/api/v9/interactions/200/" + token + "/callback"}},
+	} {
+		if got := scrub(err).Error(); strings.Contains(got, token) || !strings.Contains(got, "[token]") {
+			t.Errorf("scrubbed %q", got)
+		}
+	}
+	if scrub(nil) != nil {
+		t.Error("scrub(nil) is an error")
 	}
 }
 

@@ -124,7 +124,7 @@ func expired(err error) bool {
 // reached, up to four times; anything else is final.
 func (a *Adapter) retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	p := backoff.Policy{Attempts: 4, Initial: 500 * time.Millisecond, Max: 10 * time.Second, Sleep: a.cfg.sleep}
-	return p.Do(ctx, func(err error) (bool, time.Duration) {
+	return scrub(p.Do(ctx, func(err error) (bool, time.Duration) {
 		var re *discordgo.RESTError
 		if errors.As(err, &re) && re.Response != nil {
 			return re.Response.StatusCode >= 500, 0
@@ -134,7 +134,7 @@ func (a *Adapter) retry(ctx context.Context, fn func(ctx context.Context) error)
 			return true, rl.RetryAfter
 		}
 		return !errors.Is(err, discordgo.ErrJSONUnmarshal), 0
-	}, fn)
+	}, fn))
 }
 
 // Working shows "typing…" in the route's channel until stop is called,

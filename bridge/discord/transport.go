@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +58,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		after, global := limitOf(resp.Header, body)
-		t.a.rl.limited(req.URL.Path, after, global)
+		t.a.rl.limited(redactPath(req.URL.Path), after, global)
 		if err := t.a.rl.sleep(req.Context(), after); err != nil {
 			return nil, err
 		}
@@ -129,4 +133,25 @@ func (l *limits) wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return l.sleep(ctx, d)
+}
+
+// tokenInPath is an interaction's token in a request's path: a
+// credential for 15 minutes, kept out of logs and errors.
+var tokenInPath = regexp.MustCompile(`((?:webhooks|interactions)/\d+/)[^/?\s"]+`)
+
+// redactPath is a request's path or URL without interaction tokens.
+func redactPath(p string) string { return tokenInPath.ReplaceAllString(p, "${1}[token]") }
+
+// scrub is err without the interaction tokens discordgo's errors carry
+// in their URLs: a failed request's, or a rate limit's.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("discord: %s %s: %w", ue.Op, redactPath(ue.URL), ue.Err)
+	}
+	var rl *discordgo.RateLimitError
+	if errors.As(err, &rl) {
+		return fmt.Errorf("discord: rate limited on %s; retry after %s", redactPath(rl.URL), rl.RetryAfter)
+	}
+	return err
 }
