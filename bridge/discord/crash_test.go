@@ -3,7 +3,6 @@ package discord
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -41,7 +40,7 @@ func TestDiscordProcess(t *testing.T) {
 	model := chattest.NewModelServer(t)
 	model.Forget = true
 	model.Script = func(req goopenai.ChatCompletionRequest) chattest.Step {
-		return chattest.Step{Text: "re: " + req.Messages[len(req.Messages)-1].Content, Delay: time.Duration(rand.IntN(40)) * time.Millisecond}
+		return chattest.Step{Text: "re: " + req.Messages[len(req.Messages)-1].Content, Delay: time.Duration(20+rand.IntN(100)) * time.Millisecond}
 	}
 	env := chattest.NewEnv(t, chattest.Options{DBPath: os.Getenv(envDB), Model: model})
 	journal, err := bridge.OpenJournal(os.Getenv(envJournal))
@@ -49,7 +48,7 @@ func TestDiscordProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := New(Config{Token: discordtest.Token, APIURL: api, AllowedUsers: []string{"42", "43", "44"}, SendPerChannelSecond: -1,
-		Delivery: bridge.Delivery{Journal: journal, MaxStarts: 1000, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}},
+		Delivery: bridge.Delivery{Journal: journal, MaxStarts: 1000, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}},
 		bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	a.Run(context.Background())
 }
@@ -98,14 +97,14 @@ func TestKilledAtRandomLosesAndDoublesNothing(t *testing.T) {
 		sent[i] = append(sent[i], text)
 		dc.Post(discordtest.Message{Author: users[i], Channel: dc.DM(users[i].ID), Content: text})
 	}
-	const rounds = 8
+	const rounds = 12
 	for round := range rounds {
 		cmd := start()
 		for range 3 + rand.IntN(4) {
 			post(rand.IntN(3))
 			time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 		}
-		time.Sleep(time.Duration(rand.IntN(250)) * time.Millisecond)
+		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
 		kill(cmd)
 		if round%2 == 0 {
 			post(rand.IntN(3)) // sent while the process is down
@@ -135,19 +134,25 @@ func TestKilledAtRandomLosesAndDoublesNothing(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond) // anything sent twice shows by now
 	kill(cmd)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			logs.Write(b)
+		}
+	}
+	readBack := strings.Count(logs.String(), "read back messages sent while disconnected")
+	resumed := strings.Count(logs.String(), "resuming messages left unfinished")
+	t.Logf("%d processes killed; %d read back what was sent while down, %d resumed what was left unfinished", rounds, readBack, resumed)
+	if readBack == 0 {
+		t.Fatal("no process read back what was sent while it was down")
+	}
 	for i := range 3 {
 		var want []string
 		for _, text := range sent[i] {
 			want = append(want, "re: "+text)
 		}
 		if got := answered(i); !slices.Equal(got, want) {
-			entries, _ := os.ReadDir(dir)
-			for _, e := range entries {
-				if strings.HasSuffix(e.Name(), ".log") {
-					b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
-					logs.Write(b)
-				}
-			}
 			t.Fatalf("chat %d: answers\n%q\nwant each message answered once, in order:\n%q\nthe processes logged:\n%s", i, got, want, tail(logs.String(), 4000))
 		}
 	}
@@ -159,5 +164,3 @@ func tail(s string, n int) string {
 	}
 	return s
 }
-
-var _ io.Writer = (*strings.Builder)(nil)

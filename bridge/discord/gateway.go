@@ -223,15 +223,20 @@ func (a *Adapter) readBack(ctx context.Context, channel string) bool {
 			return !retryable(err)
 		}
 		slices.SortFunc(ms, func(x, y *discordgo.Message) int { return compareIDs(x.ID, y.ID) })
+		taken := 0
 		for _, m := range ms {
 			m.GuildID = c.Guild
-			if !a.takeHeld(ctx, m) {
+			fresh, ok := a.takeHeld(ctx, m)
+			if !ok {
 				return false
+			}
+			if fresh {
+				taken++
 			}
 			after = m.ID
 		}
-		if len(ms) > 0 {
-			a.log.Info("discord: read back messages sent while disconnected", "channel_id", channel, "count", len(ms))
+		if taken > 0 {
+			a.log.Info("discord: read back messages sent while disconnected", "channel_id", channel, "count", taken)
 		}
 		if len(ms) < 100 {
 			return true

@@ -25,7 +25,7 @@ func (a *Adapter) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	}
 	unlock := a.cursors.lock(m.ChannelID)
 	defer unlock()
-	if !a.takeHeld(ctx, m.Message) {
+	if _, ok := a.takeHeld(ctx, m.Message); !ok {
 		// Read back after a pause, from the last message stored.
 		a.wantCatchUp()
 	}
@@ -33,16 +33,17 @@ func (a *Adapter) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 
 // takeHeld hands one message to the pipeline, which stores those for
 // the bot, and moves the conversation's cursor past it; the caller holds
-// the conversation. It reports false when the message could not be
-// stored: the cursor then stays, and reading back takes it again.
-func (a *Adapter) takeHeld(ctx context.Context, m *discordgo.Message) bool {
+// the conversation. It reports whether the message was new to the inbox,
+// and ok false when it could not be stored: the cursor then stays, and
+// reading back takes it again.
+func (a *Adapter) takeHeld(ctx context.Context, m *discordgo.Message) (fresh, ok bool) {
 	if err := a.cursors.load(ctx); err != nil {
 		a.log.Error("discord: cannot read the conversations' cursors", "err", err)
 		a.cursors.gap(m.ChannelID)
-		return false
+		return false, false
 	}
 	var from bool
-	_, err := a.pipe.Receive(ctx, messageRef(m.ID), func() bridge.Pending { return a.fallback(m) }, func() (bridge.Pending, bool) {
+	fresh, err := a.pipe.Receive(ctx, messageRef(m.ID), func() bridge.Pending { return a.fallback(m) }, func() (bridge.Pending, bool) {
 		p, ok := a.judge(ctx, m)
 		from = ok && p.Inbound.UserKey != ""
 		return p, ok
@@ -50,14 +51,14 @@ func (a *Adapter) takeHeld(ctx context.Context, m *discordgo.Message) bool {
 	if err != nil {
 		a.log.Error("discord: a message could not be stored; it is read back later", "message_id", m.ID, "channel_id", m.ChannelID, "err", err)
 		a.cursors.gap(m.ChannelID)
-		return false
+		return false, false
 	}
 	if _, known := a.cursors.get(m.ChannelID); known || from {
 		if err := a.cursors.advance(ctx, m.ChannelID, m.GuildID, m.ID); err != nil {
 			a.log.Warn("discord: cannot store a conversation's cursor; its messages are read back again", "channel_id", m.ChannelID, "err", err)
 		}
 	}
-	return true
+	return fresh, true
 }
 
 // fallback is where the person is told if reading a message fails.
