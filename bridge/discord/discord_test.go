@@ -799,3 +799,23 @@ func TestSampleConfigHasEveryKey(t *testing.T) {
 		t.Fatalf("config.yaml's discord keys %q, Config's %q", sample, want)
 	}
 }
+
+// An answer whose interaction expired (15 minutes) still reaches a
+// direct message, in the conversation; in a server, where it was meant
+// for the person alone, it is not posted for everyone.
+func TestExpiredInteractionAnswers(t *testing.T) {
+	r := newRig(t, chattest.Options{}, nil)
+	dm := r.dc.DM(ana.ID)
+	ctx := context.Background()
+	private := route{Channel: dm, App: discordtest.AppID, Token: "itoken-gone"}
+	if err := r.a.Send(ctx, private, "still here"); err != nil {
+		t.Fatal(err)
+	}
+	if sent := r.dc.Sent(dm); len(sent) != 1 || sent[0].Content != "still here" || sent[0].Interaction != "" {
+		t.Fatalf("sent %+v", sent)
+	}
+	shared := route{Channel: c1, Guild: g1, App: discordtest.AppID, Token: "itoken-gone", Ephemeral: true}
+	if err := r.a.Send(ctx, shared, "for ana alone"); err == nil || len(r.dc.Sent(c1)) != 0 {
+		t.Fatalf("Send returned %v; sent %q", err, contents(r.dc.Sent(c1)))
+	}
+}
