@@ -205,7 +205,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			if i == len(it.Parts)-1 {
 				ask = it.Ask
 			}
-			err = p.send(ctx, out, route, draft, it.Parts[i], ask, it.Inbound.UserKey)
+			err = p.send(context.WithValue(ctx, partKey{}, fmt.Sprintf("%s:%s:%d", p.cfg.Channel, it.ID, i)), out, route, draft, it.Parts[i], ask, it.Inbound.UserKey)
 			if ctx.Err() == nil {
 				p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
 			}
@@ -356,6 +356,18 @@ func (p *Pipeline) send(ctx context.Context, out Outlet, route any, draft []byte
 		return dr.Replace(sctx, route, draft, part)
 	}
 	return out.Send(sctx, route, part)
+}
+
+type partKey struct{}
+
+// PartKey names the part being sent, for a channel whose platform takes
+// an idempotency key (Discord's nonce): the event and the part's place in
+// its answer, the same each time the pipeline sends that part, after a
+// restart too. ok is false outside an answer's parts (a notice, a
+// sentence of the pipeline's own).
+func PartKey(ctx context.Context) (key string, ok bool) {
+	key, ok = ctx.Value(partKey{}).(string)
+	return key, ok
 }
 
 // sendOverrun is how long a part already being sent may take after the

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -58,7 +56,7 @@ func (a *Adapter) deliver(ctx context.Context, r routeInfo, draft []byte, part, 
 // waits for the renewal loop to end and may be called more than once.
 // The first sign is sent before Working returns, so it always lands
 // before the answer, however short the turn; a slow Bot API holds the
-// turn back by at most firstSignWait.
+// turn back by at most bridge.FirstSignWait.
 func (a *Adapter) Working(ctx context.Context, route any) (stop func()) {
 	r, ok := route.(routeInfo)
 	if !ok {
@@ -71,30 +69,8 @@ func (a *Adapter) Working(ctx context.Context, route any) (stop func()) {
 			a.optionalFailed("sendChatAction", err)
 		}
 	}
-	first, cancelFirst := context.WithTimeout(ctx, firstSignWait)
-	sign(first)
-	cancelFirst()
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(a.cfg.TypingInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				sign(ctx)
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(cancel); <-done }
+	return bridge.Renew(ctx, a.cfg.TypingInterval, sign)
 }
-
-// firstSignWait bounds how long a turn waits for its first typing sign.
-const firstSignWait = 2 * time.Second
 
 // routeOf is where messages to the chat or topic chatKey names go.
 func routeOf(chatKey string) (routeInfo, error) {
