@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"loadout/bridge"
+	"loadout/bridge/discord"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/config"
@@ -22,6 +23,7 @@ func channelKinds() []bridge.Kind {
 	return []bridge.Kind{
 		telegram.Kind(),
 		slack.Kind(),
+		discord.Kind(),
 	}
 }
 
