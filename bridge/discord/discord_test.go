@@ -669,7 +669,7 @@ func TestKindAndRedaction(t *testing.T) {
 		t.Fatalf("kind %q enabled=%v describe=%q", k.Name(), k.Enabled(cfg), k.Describe(cfg))
 	}
 	var buf bytes.Buffer
-	log := logs.New(&buf, "info", "text", k.Secrets(cfg))
+	log := logs.New(&buf, "info", "text", k.Secrets(cfg), k.Shapes())
 	log.Info("calling", "url", "https://discord.com/api/v9/webhooks/1/"+discordtest.Token+"/messages", "token", discordtest.Token)
 	if strings.Contains(buf.String(), discordtest.Token) || !strings.Contains(buf.String(), "[REDACTED]") {
 		t.Fatalf("logged %s", buf.String())
