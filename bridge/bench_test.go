@@ -66,3 +66,48 @@ func BenchmarkDeliver(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJournalWindow measures, on SQLite, the window in which a
+// part the platform took can be sent again after a kill: the time from
+// the platform's answer until the journal has kept it. A file journal
+// keeps it with one write(2) (the inbox's record follows, outside the
+// window); a journal in the store keeps it with the inbox's own update.
+// Where one process serves the store, the file is the narrower window;
+// the store is the journal only where processes share it.
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench JournalWindow ./bridge/
+func BenchmarkJournalWindow(b *testing.B) {
+	ctx := context.Background()
+	for _, kind := range []string{"file", "store"} {
+		b.Run(kind, func(b *testing.B) {
+			dir := b.TempDir()
+			db, err := store.Open(filepath.Join(dir, "loadout.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			var j bridge.Journal = bridge.InboxJournal(db)
+			if kind == "file" {
+				fj, err := bridge.OpenJournal(filepath.Join(dir, "sent.journal"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer fj.Close()
+				j = fj
+			}
+			it, _, err := db.Accept(ctx, "bench", bridge.Pending{ID: "ev", Inbound: chat.Inbound{ChatKey: "A"}}, []string{"x"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := j.Sent(ctx, it.Seq, i+1, false); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				j.Recorded(it.Seq)
+				b.StartTimer()
+			}
+		})
+	}
+}

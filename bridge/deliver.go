@@ -187,6 +187,9 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		leave = func() {}
 	}
 	var sendErr error
+	// finished: the journal's write of the last part was the inbox's
+	// record that the event is done.
+	finished := false
 	// The answer read aloud, when it is, is its last part.
 	total := len(it.Parts)
 	if it.Speech != "" {
@@ -220,16 +223,19 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			break
 		}
 		// The journal first: one write, the moment the platform took it.
-		if err := p.cfg.Journal.sent(it.Seq, i+1, i+1 == total); err != nil {
+		last := i+1 == total
+		recorded, err := p.cfg.Journal.Sent(ctx, it.Seq, i+1, last)
+		if err != nil {
 			log.Warn("delivery: cannot write the journal of sent parts", "err", err)
 		}
-		if i+1 < total {
+		finished = last && recorded
+		if !last && !recorded {
 			// The last part is recorded by marking the event done: a
 			// crash in between repeats only that part, as it would here.
 			if p.write(ctx, log, "record a sent part", func(ctx context.Context) error {
 				return p.cfg.Inbox.MarkSent(ctx, it.Seq, i+1)
 			}) == nil {
-				p.cfg.Journal.recorded(it.Seq)
+				p.cfg.Journal.Recorded(it.Seq)
 			}
 		}
 	}
@@ -237,13 +243,15 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 	// platform): the shorter the time between the platform taking the
 	// last part and this write, the smaller the chance that a crash in
 	// between sends it again.
-	if err := p.write(ctx, log, "mark the event done", func(ctx context.Context) error {
-		return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
-	}); err != nil {
-		stop()
-		return errLeft
+	if !finished {
+		if err := p.write(ctx, log, "mark the event done", func(ctx context.Context) error {
+			return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
+		}); err != nil {
+			stop()
+			return errLeft
+		}
+		p.cfg.Journal.Recorded(it.Seq)
 	}
-	p.cfg.Journal.recorded(it.Seq)
 	stop()
 	p.mu.Lock()
 	delete(p.attempts, it.Seq)

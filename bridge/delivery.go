@@ -22,7 +22,7 @@ type Delivery struct {
 	Gate *Gate
 	// Journal records each part the platform took before the inbox
 	// does; optional.
-	Journal *Journal
+	Journal Journal
 	// Exclusive keeps a duty only one process may perform (polling, a
 	// Socket Mode connection) to one process of those sharing the
 	// database; nil runs it at once.

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,14 +13,56 @@ import (
 
 // Journal narrows the one window in which a part can be sent twice: the
 // platform has taken it, and the process dies before the inbox records
-// that. The pipeline appends a line to the journal — one write(2), which
-// a killed process's kernel still completes — the moment the platform
-// answers, and only then writes to the inbox, which may wait on the
-// database. At start, what the journal holds is applied to the inbox
-// before anything is resumed. It does not survive a power cut (nor does
-// an unsynced database commit); it does survive SIGKILL, a crash and the
-// out-of-memory killer. It is safe for concurrent use.
-type Journal struct {
+// that. The pipeline writes to the journal the moment the platform
+// answers, and only then, unless the journal's write was the inbox's
+// record itself, to the inbox, which may wait on the database. At start,
+// what the journal holds is applied to the inbox before anything is
+// resumed. Implementations must be safe for concurrent use.
+//
+// Where one process serves the store (SQLite), the journal is a file
+// (FileJournal): one write(2), which a killed process's kernel still
+// completes, narrows the window to microseconds. Where several share it
+// (PostgreSQL), a file would be seen only by its own process, while
+// another takes the chat over: there the journal is the store itself
+// (InboxJournal), which every process reads.
+type Journal interface {
+	// Sent records that the platform took the first n parts of item
+	// seq (all of them when done). It reports whether that write was
+	// itself the inbox's record, so the pipeline writes nothing more.
+	Sent(ctx context.Context, seq int64, n int, done bool) (recorded bool, err error)
+	// Recorded says the inbox now holds what Sent said of seq.
+	Recorded(seq int64)
+	// Replay calls apply for each item whose last Sent was not
+	// recorded, then forgets them once every apply succeeded.
+	Replay(ctx context.Context, apply func(seq int64, sent int, done bool) error) error
+}
+
+// InboxJournal is the journal kept in the inbox itself, for a store that
+// several processes share: Sent records the parts in the inbox at once,
+// where the process that takes a chat over after a crash sees them.
+func InboxJournal(inbox Inbox) Journal { return inboxJournal{inbox} }
+
+type inboxJournal struct{ inbox Inbox }
+
+func (j inboxJournal) Sent(ctx context.Context, seq int64, n int, done bool) (bool, error) {
+	var err error
+	if done {
+		err = j.inbox.Finish(ctx, seq, StateDone)
+	} else {
+		err = j.inbox.MarkSent(ctx, seq, n)
+	}
+	return err == nil, err
+}
+
+func (inboxJournal) Recorded(int64) {}
+
+func (inboxJournal) Replay(context.Context, func(int64, int, bool) error) error { return nil }
+
+// FileJournal is the journal in a file, for a store one process serves.
+// It does not survive a power cut (nor does an unsynced database
+// commit); it does survive SIGKILL, a crash and the out-of-memory
+// killer. A nil *FileJournal keeps nothing.
+type FileJournal struct {
 	path string
 	mu   sync.Mutex
 	f    *os.File
@@ -35,7 +78,7 @@ type journalEntry struct {
 }
 
 // OpenJournal opens (creating) the journal at path.
-func OpenJournal(path string) (*Journal, error) {
+func OpenJournal(path string) (*FileJournal, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("delivery journal: %w", err)
@@ -45,13 +88,13 @@ func OpenJournal(path string) (*Journal, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Journal{path: path, f: f, open: map[int64]journalEntry{}, size: st.Size()}, nil
+	return &FileJournal{path: path, f: f, open: map[int64]journalEntry{}, size: st.Size()}, nil
 }
 
 // OpenJournalIn opens the channel's journal in dir (beside the store),
 // "sent-<channel>.journal", for the process's life; none for dir "" (a
 // store in memory).
-func OpenJournalIn(dir, channel string) (*Journal, error) {
+func OpenJournalIn(dir, channel string) (*FileJournal, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -62,17 +105,17 @@ func OpenJournalIn(dir, channel string) (*Journal, error) {
 }
 
 // Close closes the journal's file.
-func (j *Journal) Close() error { return j.f.Close() }
+func (j *FileJournal) Close() error { return j.f.Close() }
 
 // compactAt is the size past which the journal is rewritten with only
 // its open entries.
 const compactAt = 1 << 20
 
-// sent records that the platform took the first n parts of item seq
-// (all of them when done).
-func (j *Journal) sent(seq int64, n int, done bool) error {
+// Sent appends a line saying the platform took the first n parts of
+// item seq (all of them when done); it is never the inbox's record.
+func (j *FileJournal) Sent(_ context.Context, seq int64, n int, done bool) (bool, error) {
 	if j == nil {
-		return nil
+		return false, nil
 	}
 	line := fmt.Sprintf("%d %d %t\n", seq, n, done)
 	j.mu.Lock()
@@ -80,11 +123,11 @@ func (j *Journal) sent(seq int64, n int, done bool) error {
 	j.open[seq] = journalEntry{n, done}
 	_, err := j.f.WriteString(line)
 	j.size += int64(len(line))
-	return err
+	return false, err
 }
 
-// recorded says the inbox now holds what the journal said of seq.
-func (j *Journal) recorded(seq int64) {
+// Recorded says the inbox now holds what the journal said of seq.
+func (j *FileJournal) Recorded(seq int64) {
 	if j == nil {
 		return
 	}
@@ -98,7 +141,7 @@ func (j *Journal) recorded(seq int64) {
 
 // rewrite replaces the file's contents with the open entries. j.mu is
 // held.
-func (j *Journal) rewrite() {
+func (j *FileJournal) rewrite() {
 	var b bytes.Buffer
 	for seq, e := range j.open {
 		fmt.Fprintf(&b, "%d %d %t\n", seq, e.sent, e.done)
@@ -110,9 +153,9 @@ func (j *Journal) rewrite() {
 	j.size = int64(n)
 }
 
-// replay calls apply for each item's last line, then empties the journal
+// Replay calls apply for each item's last line, then empties the journal
 // once every apply succeeded.
-func (j *Journal) replay(apply func(seq int64, sent int, done bool) error) error {
+func (j *FileJournal) Replay(_ context.Context, apply func(seq int64, sent int, done bool) error) error {
 	if j == nil {
 		return nil
 	}

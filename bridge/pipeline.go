@@ -91,7 +91,7 @@ type PipelineConfig struct {
 	DraftEvery time.Duration
 	// Journal, when set, records each part the platform took before the
 	// inbox does (see Journal); nil leaves the inbox alone to say.
-	Journal *Journal
+	Journal Journal
 	// Claim, when set, hands a chat's events to one process at a time
 	// across the processes sharing the inbox: before running a chat's
 	// event the pipeline claims the chat there, and then runs the chat's
@@ -212,6 +212,9 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	if cfg.Gate == nil {
 		cfg.Gate = NewGate(0)
 	}
+	if cfg.Journal == nil {
+		cfg.Journal = (*FileJournal)(nil) // keeps nothing
+	}
 	if cfg.Keep <= 0 {
 		cfg.Keep = 24 * time.Hour
 	}
@@ -245,7 +248,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	patient.Attempts, patient.Max = 0, time.Minute
 	// What the platform took before the last process could record it.
 	patient.Do(ctx, backoff.Always, func(ctx context.Context) error {
-		err := p.cfg.Journal.replay(func(seq int64, sent int, done bool) error {
+		err := p.cfg.Journal.Replay(ctx, func(seq int64, sent int, done bool) error {
 			var err error
 			if done {
 				err = p.cfg.Inbox.Finish(ctx, seq, StateDone)

@@ -18,6 +18,7 @@ import (
 	"loadout/bridge"
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/cluster"
 	"loadout/store"
 )
 
@@ -26,6 +27,9 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv("LOADOUT_TEST_JOURNAL_DB"); db != "" {
 		die, _ := strconv.ParseBool(os.Getenv("LOADOUT_TEST_JOURNAL_DIE"))
 		os.Exit(journalProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), os.Getenv("LOADOUT_TEST_JOURNAL"), die, strings.Fields(os.Getenv("LOADOUT_TEST_POISON_SEND"))))
+	}
+	if db := os.Getenv("LOADOUT_TEST_REPLICA_DB"); db != "" {
+		os.Exit(replicaProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), os.Getenv("LOADOUT_TEST_REPLICA_JOURNAL")))
 	}
 	if db := os.Getenv("LOADOUT_TEST_POISON_DB"); db != "" {
 		os.Exit(poisonProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), strings.Fields(os.Getenv("LOADOUT_TEST_POISON_SEND"))))
@@ -162,7 +166,7 @@ func journalProcess(db, sent, journal string, die bool, send []string) int {
 	if die {
 		inbox = dyingInbox{st}
 	}
-	var j *bridge.Journal
+	var j *bridge.FileJournal
 	if journal != "" {
 		if j, err = bridge.OpenJournal(journal); err != nil {
 			return 1
@@ -298,5 +302,98 @@ func TestOnlyLoneDeathsQuarantine(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"A:answered", "B:" + fmt.Sprintf(bridge.TextQuarantined, "test:poison")}; !slices.Equal(got, want) {
 		t.Fatalf("sent %q, want %q", got, want)
+	}
+}
+
+// partsOutlet is a fileOutlet whose answers split at "|".
+type partsOutlet struct{ fileOutlet }
+
+func (partsOutlet) Split(text string) []string { return strings.Split(text, "|") }
+
+// dyingJournal ends the process the moment its first write is done:
+// right after the platform took a part and the journal kept it.
+type dyingJournal struct{ bridge.Journal }
+
+func (d dyingJournal) Sent(ctx context.Context, seq int64, n int, done bool) (bool, error) {
+	d.Journal.Sent(ctx, seq, n, done)
+	os.Exit(2)
+	return false, nil
+}
+
+// replicaProcess is one of several processes sharing a PostgreSQL
+// store: it holds the chat of the one message it takes in, answers it in
+// two parts and dies right after the platform took the first, with its
+// journal kept as kind says ("store" or "file", beside the sent file).
+func replicaProcess(db, sent, kind string) int {
+	st, err := store.OpenTest(db)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var j bridge.Journal = bridge.InboxJournal(st)
+	if kind == "file" {
+		if j, err = bridge.OpenJournal(sent + ".journal"); err != nil {
+			return 1
+		}
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: st, Outlet: partsOutlet{fileOutlet{sent}}, Journal: dyingJournal{j},
+		Handler: handlerFunc(func(context.Context, chat.Inbound) (string, error) { return "part one|part two", nil }),
+		Claim:   cluster.Claim(st, "one", 300*time.Millisecond, log), Logger: log})
+	if _, err := p.Accept(ctx, pending("ev", "A", "hello")); err != nil {
+		return 1
+	}
+	if err := p.Start(ctx); err != nil {
+		return 1
+	}
+	time.Sleep(10 * time.Second)
+	return 1 // it should have died
+}
+
+// Found by reading: with several processes on PostgreSQL, the journal of
+// sent parts was a file of each process's own, so when one died right
+// after the platform took a part, the process that took the chat over
+// could not see it and sent the part again. Where the store is shared,
+// the journal is the store. (With a file, the test shows the double it
+// prevents.)
+func TestPartTakenThenKilledIsNotSentAgainByAnotherProcessOnPostgres(t *testing.T) {
+	if os.Getenv(store.TestDSNVar) == "" {
+		t.Skip("needs PostgreSQL: set " + store.TestDSNVar + " (.ci/run does)")
+	}
+	for _, kind := range []string{"store", "file"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			db, sent := filepath.Join(dir, "loadout.db"), filepath.Join(dir, "sent.txt")
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "LOADOUT_TEST_REPLICA_DB="+db, "LOADOUT_TEST_POISON_SENT="+sent, "LOADOUT_TEST_REPLICA_JOURNAL="+kind)
+			cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != 2 {
+				t.Fatalf("the first process exited %d, not right after the part went out", code)
+			}
+			// The other process takes the chat over once the dead one's
+			// claim runs out.
+			st := reopen(t, db)
+			log := quiet()
+			p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: st, Outlet: partsOutlet{fileOutlet{sent}},
+				Journal: bridge.InboxJournal(st), Handler: handlerFunc(func(context.Context, chat.Inbound) (string, error) { return "again", nil }),
+				Claim: cluster.Claim(st, "two", 300*time.Millisecond, log), Logger: log})
+			if err := p.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer p.Stop()
+			chattest.Eventually(t, "the event done", func() bool {
+				items, err := st.Unfinished(context.Background(), "test")
+				return err == nil && len(items) == 0
+			})
+			b, _ := os.ReadFile(sent)
+			got := strings.Split(strings.TrimSpace(string(b)), "\n")
+			switch {
+			case kind == "store" && !slices.Equal(got, []string{"part one", "part two"}):
+				t.Fatalf("sent %q, want each part once", got)
+			case kind == "file" && !slices.Equal(got, []string{"part one", "part one", "part two"}):
+				t.Fatalf("with a file journal sent %q; the test no longer shows the double", got)
+			}
+		})
 	}
 }

@@ -217,9 +217,12 @@ func (d *DB) Transcribed(ctx context.Context, seq int64, note bridge.VoiceNote) 
 	return d.updateItem(ctx, seq, "voice = ?", string(b))
 }
 
-// MarkSent records that n parts of an item were sent.
+// MarkSent records that n parts of an item were sent. The count only
+// grows: what a process that died records after another took its chat
+// over (its journal, applied at its next start) never takes back what
+// the other sent since.
 func (d *DB) MarkSent(ctx context.Context, seq int64, n int) error {
-	return d.updateItem(ctx, seq, "sent = ?", n)
+	return d.updateItem(ctx, seq, "sent = CASE WHEN sent < ? THEN ? ELSE sent END", n, n)
 }
 
 // Drafted records the reference of the draft shown for an item.

@@ -341,15 +341,26 @@ func (a *app) runMCP(ctx context.Context) (wait func()) {
 // delivery is what the process gives a channel: the same for every
 // channel but its journal and its log's name.
 func (a *app) delivery(channel string) (bridge.Delivery, error) {
-	j, err := bridge.OpenJournalIn(a.cfg.Store.Dir(), channel)
+	journal, err := a.journal(channel)
 	if err != nil {
 		return bridge.Delivery{}, err
 	}
 	return bridge.Delivery{
-		ShutdownGrace: a.cfg.grace(), MaxStarts: a.cfg.Delivery.MaxAttempts, Journal: j, Gate: a.gate,
+		ShutdownGrace: a.cfg.grace(), MaxStarts: a.cfg.Delivery.MaxAttempts, Journal: journal, Gate: a.gate,
 		Exclusive: a.exclusive, Claim: a.claim(), Files: a.workspaces, Voice: a.voice, HTTPClient: a.api,
 		Logger: a.log, Observer: a.metrics,
 	}, nil
+}
+
+// journal is where a channel's pipeline records each part the platform
+// took: a file beside a store this process alone serves, the store
+// itself where processes share it (a file would be seen by its own
+// process only, while another takes the chat over).
+func (a *app) journal(channel string) (bridge.Journal, error) {
+	if a.cfg.Store.Driver == "postgres" {
+		return bridge.InboxJournal(a.db), nil
+	}
+	return bridge.OpenJournalIn(a.cfg.Store.Dir(), channel)
 }
 
 // registerFiles adds the files group, over each chat's workspace
