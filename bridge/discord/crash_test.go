@@ -48,7 +48,7 @@ func TestDiscordProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := New(Config{Token: discordtest.Token, APIURL: api, AllowedUsers: []string{"42", "43", "44"}, SendPerChannelSecond: -1,
-		Delivery: bridge.Delivery{Journal: journal, MaxStarts: 1000, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}},
+		Delivery: bridge.Delivery{Journal: journal, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}},
 		bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	a.Run(context.Background())
 }

@@ -20,6 +20,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"loadout/bridge/discord/discordtest"
 	"loadout/bridge/slack/slacktest"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
@@ -42,6 +43,9 @@ type killedChannel struct {
 	send func(t *testing.T, addr string, c, m int)
 	// answers are the texts each chat was answered, in order.
 	answers func() [][]string
+	// ready, when set, reports whether the first process has reached the
+	// platform: people write only then.
+	ready func() bool
 }
 
 // Found by measuring: a process killed from outside (a deploy, a node
@@ -59,6 +63,7 @@ func TestKillsFromOutsideQuarantineNothing(t *testing.T) {
 	for name, setup := range map[string]func(t *testing.T) killedChannel{
 		"telegram": killedTelegram,
 		"slack":    killedSlack,
+		"discord":  killedDiscord,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -145,6 +150,35 @@ func killedSlack(t *testing.T) killedChannel {
 	}
 }
 
+func killedDiscord(t *testing.T) killedChannel {
+	dc := discordtest.New(t)
+	users := make([]string, killChats)
+	for c := range users {
+		users[c] = strconv.Itoa(100 + c)
+	}
+	return killedChannel{
+		config: fmt.Sprintf("discord:\n  enabled: true\n  token: %q\n  api_url: %q\n  allowed_users: [%s]\n  send_per_channel_second: -1\n",
+			discordtest.Token, dc.APIURL, strings.Join(users, ", ")),
+		// Discord does not deliver again what was sent while the process
+		// was down: the channel reads it back at its next start.
+		send: func(_ *testing.T, _ string, c, m int) {
+			dc.Post(discordtest.Message{Author: discordtest.User{ID: users[c], Name: "p" + users[c]}, Channel: dc.DM(users[c]),
+				Content: fmt.Sprintf("c%d m%d", c, m)})
+			time.Sleep(time.Duration(c*7) * time.Millisecond)
+		},
+		answers: func() [][]string {
+			out := make([][]string, killChats)
+			for c := range out {
+				for _, s := range dc.Sent(dc.DM(users[c])) {
+					out[c] = append(out[c], s.Content)
+				}
+			}
+			return out
+		},
+		ready: dc.Connected,
+	}
+}
+
 // killRun runs loadout serve on ch, kills it killKills times at random
 // moments and starts it again at once, then checks each chat's answers.
 func killRun(t *testing.T, ch killedChannel) {
@@ -194,6 +228,9 @@ func killRun(t *testing.T, ch killedChannel) {
 		t.Cleanup(func() { c.Process.Kill(); <-exited })
 	}
 	start()
+	if ch.ready != nil {
+		chattest.Eventually(t, "the first process to reach the platform", ch.ready)
+	}
 	// Each chat's person writes in order, each message once the one
 	// before was taken; the chats write at once.
 	var senders sync.WaitGroup
