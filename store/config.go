@@ -20,6 +20,9 @@ type Config struct {
 }
 
 // Open opens the configured database; an error names the key to fix.
+// For SQLite it first checks that this process can write the file's
+// directory, and the file when it exists, and says how to fix it when
+// it cannot.
 func (c Config) Open() (*DB, error) {
 	if c.Driver == "postgres" {
 		db, err := OpenPostgres(c.DSN)
@@ -27,6 +30,14 @@ func (c Config) Open() (*DB, error) {
 			return nil, fmt.Errorf("%w (store.dsn)", err)
 		}
 		return db, nil
+	}
+	// Checked first: SQLite opens a file it cannot write read-only, and
+	// only the first write fails, as "attempt to write a readonly
+	// database".
+	if Available {
+		if err := checkWritable(c.Path); err != nil {
+			return nil, err
+		}
 	}
 	db, err := Open(c.Path)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,37 +70,49 @@ func TestSIGTERMWithAMegabyteInFlight(t *testing.T) {
 		}
 		return path
 	}
-	start := func(path string) (*exec.Cmd, *bytes.Buffer) {
-		var logs bytes.Buffer
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=serve -config "+path)
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd, &logs
+	start := func(path string) *child {
+		c := startChild(t, "serve -config "+path)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the log of %s:\n%.3000s", path, c.logs.String())
+			}
+		})
+		return c
 	}
+	// progress is what the first process has done so far: the model's
+	// requests and the parts sent.
+	progress := func() int { return len(model.Requests()) + len(tg.Sent()) }
 
-	cmd, logs := start(config(""))
+	first := start(config(""))
 	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, Text: strings.Repeat("a megabyte of text ", 1<<20/19)})
-	tg.WaitSent(t, 2)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	first.waitFor(t, "2 sent parts", progress, func() bool { return len(tg.Sent()) >= 2 })
+	signalled := time.Now()
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
+	case <-first.exited:
+		if first.err != nil {
+			t.Fatalf("exit after SIGTERM: %v", first.err)
 		}
 	case <-time.After(20 * time.Second): // the grace is 2 s
-		t.Fatalf("SIGTERM did not end the process within its grace period\n%s", logs)
+		t.Fatal("SIGTERM did not end the process within its grace period")
 	}
-	first := len(tg.Sent())
-	if first > 5 {
-		t.Fatalf("%d parts went out before SIGTERM: the answer was not paced", first)
+	// Paced: a part a second, judged by when the server got them, not by
+	// when this process got to look. After SIGTERM: the part on its way,
+	// a part a second for the 2 s grace, and one let finish at its end.
+	before := tg.Sent()
+	late := 0
+	for i, s := range before {
+		if s.At.After(signalled) {
+			late++
+		}
+		if i > 0 && s.At.Sub(before[0].At) < time.Duration(i)*time.Second-500*time.Millisecond {
+			t.Fatalf("part %d went out %s after the first: the answer was not paced", i+1, s.At.Sub(before[0].At))
+		}
+	}
+	if late > 4 {
+		t.Fatalf("%d parts went out after SIGTERM, with a grace of 2 s", late)
 	}
 	reqs := model.Requests()
 	if len(reqs) != 3 {
@@ -113,14 +126,14 @@ func TestSIGTERMWithAMegabyteInFlight(t *testing.T) {
 	}
 
 	// The next start, with the send limits lifted, sends the rest.
-	cmd, logs = start(config("  send_per_second: -1\n  send_per_chat_second: -1\n"))
+	second := start(config("  send_per_second: -1\n  send_per_chat_second: -1\n"))
 	seen := map[string]int{}
 	defer func() {
 		if t.Failed() {
-			t.Logf("sent %d parts, %d distinct words of %d; logs:\n%.3000s", len(tg.Sent()), len(seen), len(words), logs)
+			t.Logf("sent %d parts, %d distinct words of %d", len(tg.Sent()), len(seen), len(words))
 		}
 	}()
-	tg.WaitFor(t, "every word", func() bool {
+	second.waitFor(t, "every word", func() int { return len(tg.Sent()) }, func() bool {
 		clear(seen)
 		for _, s := range tg.Sent() {
 			for _, w := range strings.Fields(s.Text) {
@@ -147,15 +160,89 @@ func TestSIGTERMWithAMegabyteInFlight(t *testing.T) {
 	}
 	sent := tg.Sent()
 	if twice > 0 {
-		t.Errorf("%d words arrived more than once over %d parts (%d before the restart)", twice, len(sent), first)
+		t.Errorf("%d words arrived more than once over %d parts (%d before the restart)", twice, len(sent), len(before))
 	}
 	if n := len(model.Requests()); n != 3 {
 		t.Errorf("the restart asked the model again: %d requests", n)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("second process: %v\n%s", err, logs)
+	second.cmd.Process.Signal(syscall.SIGTERM)
+	<-second.exited
+	if second.err != nil {
+		t.Errorf("second process: %v", second.err)
 	}
+}
+
+// child is loadout run by a test as a process of its own (TestMain's
+// LOADOUT_TEST_MAIN), its log kept.
+type child struct {
+	cmd  *exec.Cmd
+	logs lockedBuffer
+	// exited is closed when the process has ended; err is then its
+	// exit.
+	exited chan struct{}
+	err    error
+}
+
+// startChild starts loadout with args; the test's cleanup kills it.
+func startChild(t *testing.T, args string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(os.Args[0]), exited: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), "LOADOUT_TEST_MAIN="+args)
+	c.cmd.Stderr = &c.logs
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.err = c.cmd.Wait(); close(c.exited) }()
+	t.Cleanup(func() { c.cmd.Process.Kill(); <-c.exited })
+	return c
+}
+
+// childStall is how long a child may go without progress before a test
+// gives up on it: long, since it only tells a hang from slow work.
+const childStall = time.Minute
+
+// waitFor waits until cond holds. It fails at once if the process ends
+// first, and if progress (a count of what the process has done that the
+// test can see) stops moving for childStall. It sets no bound on the
+// whole wait: what a race-built process does with a megabyte takes a
+// few seconds of processor time, and a loaded machine stretches those
+// seconds by any factor.
+func (c *child) waitFor(t *testing.T, what string, progress func() int, cond func() bool) {
+	t.Helper()
+	last, moved := progress(), time.Now()
+	for !cond() {
+		select {
+		case <-c.exited:
+			if cond() {
+				return
+			}
+			t.Fatalf("the process ended (%v) before %s", c.err, what)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if p := progress(); p != last {
+			last, moved = p, time.Now()
+		} else if time.Since(moved) > childStall {
+			t.Fatalf("no progress towards %s for %s", what, childStall)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Found by probing: `loadout chat` ignored the shutdown grace: SIGTERM
