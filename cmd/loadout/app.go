@@ -79,8 +79,8 @@ type app struct {
 	// may perform, under leases in it; holder names this process there.
 	exclusive bridge.Exclusive
 	holder    string
-	// api is the HTTP client for the model, the Bot API and Slack's Web
-	// API (see apiClient).
+	// api is the HTTP client for the model and the channels' platform
+	// APIs (see apiClient).
 	api *http.Client
 	// providers are the model services when llm.fallbacks names any;
 	// nil otherwise (the one service is asked directly).

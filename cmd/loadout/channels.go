@@ -112,6 +112,10 @@ func channelNames(suffix, last string) string {
 	return strings.Join(names, "")
 }
 
+// exampleUser shows a person's key in the channels: "telegram:ID,
+// slack:ID or discord:ID".
+func exampleUser() string { return channelNames(":ID", "or") }
+
 // noChannels is what serve says when no channel is enabled.
 func noChannels() string {
 	return "no channel is enabled: set " + channelNames(".enabled", "or") + " in the config, or use `loadout chat`"

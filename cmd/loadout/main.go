@@ -87,7 +87,7 @@ func commands() []command {
 			run: func(ctx context.Context, c *cli) error { return printTools(ctx, c.cfg, c.log, c.stdout) }},
 		{name: "google login", summary: "Connect a Google account for a chat user, from this terminal.",
 			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&user, "user", "", "chat user to connect, e.g. console:local, telegram:123456, slack:T1:U2")
+				fs.StringVar(&user, "user", "", "chat user to connect, as channel:id, e.g. console:local ("+exampleUser()+")")
 			},
 			run: func(ctx context.Context, c *cli) error { return googleLogin(ctx, c.cfg, c.log, user, c.stdout) }},
 		{name: "health", summary: "Check that the server of this config (http.listen) answers /healthz; exit status 0 when it does.",
