@@ -37,7 +37,7 @@ type inboxItem struct {
 	// nothing else in flight in their process.
 	Starts      int    `gorm:"not null;default:0"`
 	AloneStarts int    `gorm:"not null;default:0"`
-	State  string `gorm:"not null"`
+	State       string `gorm:"not null"`
 	// Draft is the channel's reference to the answer shown while written.
 	Draft []byte
 	// Images are the workspace names of pictures sent with the event, a
