@@ -197,7 +197,7 @@ func holdApproval(t *testing.T, env *storetest.Env, chatKey, userKey string, ttl
 		{Role: chat.RoleUser, Text: "do it", UserKey: userKey},
 		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "gone_tool", Arguments: "{}"}}},
 		{Role: chat.RoleTool, ToolCallID: "c1", ToolName: "gone_tool", Status: "pending", Text: "{}"},
-		{Role: chat.RoleAssistant, Text: "I need your approval first:\nRun gone_tool", Code: "ask:" + id},
+		{Role: chat.RoleAssistant, Text: "I need your approval first:\nRun gone_tool", Ask: id},
 	}
 	a := chat.Approval{ID: id, ChatKey: chatKey, UserKey: userKey, CallID: "c1", Tool: "gone_tool", Arguments: "{}",
 		Summary: "Run gone_tool", Status: chat.ApprovalPending, ExpiresAt: time.Now().Add(ttl)}
