@@ -7,7 +7,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat"
-	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -32,7 +32,7 @@ func TestParseCommand(t *testing.T) {
 }
 
 func TestRouterCommands(t *testing.T) {
-	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	e := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.AddGroup(tools.Group{Name: "pdf", Description: "PDF"},
 			tools.New(tools.Definition{Name: "pdf_info", Description: "info"}, func(context.Context, struct{}) (any, error) { return "ok", nil }))
 	}, Config: chat.Config{Model: "test-model"}})
@@ -138,7 +138,7 @@ func TestAllowlist(t *testing.T) {
 }
 
 func TestHelpStartAndStatusFitTheDeployment(t *testing.T) {
-	e := chattest.NewEnv(t, chattest.Options{Config: chat.Config{Name: "loadout"}})
+	e := storetest.NewEnv(t, storetest.Options{Config: chat.Config{Name: "loadout"}})
 	r := bridge.NewRouter(e.Engine, "loadout")
 	r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Hidden: true,
 		Run: func(context.Context, chat.Inbound, string) (string, error) {

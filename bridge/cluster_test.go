@@ -10,6 +10,7 @@ import (
 	"loadout/bridge"
 	"loadout/chat/chattest"
 	"loadout/cluster"
+	"loadout/store/storetest"
 )
 
 // Two loadout processes — two engines, their routers and pipelines — on
@@ -20,8 +21,8 @@ import (
 func TestTwoEnginesAnswerAChatInOrder(t *testing.T) {
 	model := chattest.NewModelServer(t)
 	model.Fallback = "ok"
-	one := chattest.NewEnv(t, chattest.Options{Model: model})
-	two := chattest.NewEnv(t, chattest.Options{Model: model, DBPath: one.DBPath})
+	one := storetest.NewEnv(t, storetest.Options{Model: model})
+	two := storetest.NewEnv(t, storetest.Options{Model: model, DBPath: one.DBPath})
 	out := &outlet{}
 	p1 := newPipeline(t, bridge.PipelineConfig{Inbox: one.Store, Outlet: out, Handler: bridge.NewRouter(one.Engine, "loadout"),
 		Claim: cluster.Claim(one.Store, "one", time.Second, quiet())})

@@ -22,6 +22,7 @@ import (
 	"loadout/chat/chattest"
 	"loadout/cluster"
 	"loadout/store"
+	"loadout/store/storetest"
 
 	"golang.org/x/time/rate"
 )
@@ -341,7 +342,7 @@ func (f *flakyStore) Append(ctx context.Context, sessionID int64, msgs []chat.Me
 // in place, then the event stays pending and the person is told, truly,
 // that their message is kept; a later try answers it once.
 func TestPipelineKeepsMessageWhenStoreFails(t *testing.T) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	flaky := &flakyStore{DB: env.Store}
 	flaky.failing.Store(5)
 	engine := chat.New(chat.Config{Logger: quiet()}, env.Model.Client(), flaky, env.Registry)
@@ -395,7 +396,7 @@ func (f *failingInbox) Finish(ctx context.Context, seq int64, s bridge.State) er
 // done; the later try finds the answer the engine recorded and sends it
 // once, without asking the model again.
 func TestPipelineInboxFailureLeavesEventPending(t *testing.T) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	inbox := &failingInbox{DB: env.Store}
 	inbox.answer.Store(4) // more than one round of in-place tries
 	env.Model.Text("computed once")

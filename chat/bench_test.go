@@ -97,7 +97,7 @@ func seed(b *testing.B, db *store.DB, sessionID int64, n int) {
 	ctx := context.Background()
 	msgs := []chat.Message{
 		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c0", Name: "load_tool_group", Arguments: `{"group_name":"mail"}`}}, Tokens: 10},
-		{Role: chat.RoleTool, ToolCallID: "c0", ToolName: "load_tool_group", Status: tools.StatusSuccess, Group: "mail", Text: "Loaded 3 tools", Tokens: 10},
+		{Role: chat.RoleTool, ToolCallID: "c0", ToolName: "load_tool_group", Status: tools.StatusSuccess, Groups: tools.LoadChanges("mail"), Text: "Loaded 3 tools", Tokens: 10},
 	}
 	for len(msgs) < n {
 		role := chat.RoleUser

@@ -40,10 +40,10 @@ func (t *turn) keepBudget(msgs []Message, at int) {
 		if tl, ok := e.reg.Tool(m.ToolName); ok && tl.Group != "" {
 			lastUse[tl.Group] = i
 		}
-		for c := range strings.SplitSeq(m.Group, ",") {
-			if c != "" && !strings.HasPrefix(c, tools.Unload) {
-				lastUse[c] = i
-				fresh[c] = fresh[c] || round
+		for _, c := range m.Groups {
+			if !c.Unload {
+				lastUse[c.Name] = i
+				fresh[c.Name] = fresh[c.Name] || round
 			}
 		}
 	}
@@ -66,21 +66,22 @@ func (t *turn) keepBudget(msgs []Message, at int) {
 		}
 		return cmp.Compare(ua, ub)
 	})
-	var gone, changes []string
+	var gone []string
+	var changes []tools.GroupChange
 	for _, g := range candidates {
 		if total <= budget {
 			break
 		}
 		total -= sizes[g]
 		gone = append(gone, g)
-		changes = append(changes, tools.Unload+g)
+		changes = append(changes, tools.GroupChange{Name: g, Unload: true})
 	}
 	if len(gone) == 0 {
 		return
 	}
 	t.loaded = tools.ApplyGroupChanges(t.loaded, changes)
 	m := &msgs[at]
-	m.Group += "," + strings.Join(changes, ",")
+	m.Groups = append(m.Groups, changes...)
 	m.Text += fmt.Sprintf("\n\nUnloaded to keep the loaded tools within the budget of %d tokens (least recently used first): %s. Load them again if you need them.",
 		budget, strings.Join(gone, ", "))
 	m.Tokens = e.countMessage(*m)

@@ -10,6 +10,7 @@ import (
 
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -35,7 +36,7 @@ func echoRun(name string) func(context.Context, echoIn) (any, error) {
 // TEST: a group unloaded leaves the catalog from the next request on, and
 // a restart rebuilds the catalog without it, in the same order as before.
 func TestUnloadToolGroup(t *testing.T) {
-	e := chattest.NewEnv(t, chattest.Options{Register: catalogTools})
+	e := storetest.NewEnv(t, storetest.Options{Register: catalogTools})
 	e.Model.Call("load_tool_group", `{"group_name":"pdf"}`)
 	e.Model.Call("load_tool_group", `{"group_name":"mail"}`)
 	e.Model.Call("load_tool_group", `{"group_name":"notes"}`)
@@ -61,7 +62,7 @@ func TestUnloadToolGroup(t *testing.T) {
 	if err := e.Store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	second := chattest.NewEnv(t, chattest.Options{Register: catalogTools, DBPath: e.DBPath})
+	second := storetest.NewEnv(t, storetest.Options{Register: catalogTools, DBPath: e.DBPath})
 	second.Model.Call("mail_read", `{}`)
 	second.Model.Text("ok")
 	send(t, second, "c1", "read mail")
@@ -88,11 +89,11 @@ func groupTokens(r *tools.Registry, group string) int {
 // used group (not the oldest loaded one), says so in the result, and the
 // record makes a restart agree.
 func TestCatalogBudgetUnloadsLeastRecentlyUsed(t *testing.T) {
-	probe := chattest.NewEnv(t, chattest.Options{Register: catalogTools})
+	probe := storetest.NewEnv(t, storetest.Options{Register: catalogTools})
 	r := probe.Registry
 	pdf, mail, notes := groupTokens(r, "pdf"), groupTokens(r, "mail"), groupTokens(r, "notes")
 	budget := pdf + mail + notes - 1
-	e := chattest.NewEnv(t, chattest.Options{Register: catalogTools, Config: chat.Config{CatalogBudget: budget}})
+	e := storetest.NewEnv(t, storetest.Options{Register: catalogTools, Config: chat.Config{CatalogBudget: budget}})
 	e.Model.Call("load_tool_group", `{"group_name":"pdf"}`)
 	e.Model.Call("load_tool_group", `{"group_name":"mail"}`)
 	e.Model.Call("pdf_info", `{}`) // pdf is now used more recently than mail
@@ -113,7 +114,7 @@ func TestCatalogBudgetUnloadsLeastRecentlyUsed(t *testing.T) {
 		t.Fatalf("stored groups = %v, %v", groups, err)
 	}
 	// Under the budget nothing is unloaded.
-	roomy := chattest.NewEnv(t, chattest.Options{Register: catalogTools, Config: chat.Config{CatalogBudget: budget + 1}})
+	roomy := storetest.NewEnv(t, storetest.Options{Register: catalogTools, Config: chat.Config{CatalogBudget: budget + 1}})
 	roomy.Model.Call("load_tool_group", `{"group_name":"pdf"}`)
 	roomy.Model.Call("load_tool_group", `{"group_name":"mail"}`)
 	roomy.Model.Call("load_tool_group", `{"group_name":"notes"}`)
@@ -152,7 +153,7 @@ func requestParts(t *testing.T, body []byte) (rest []byte, history []json.RawMes
 // history, which only grows; loading a group appends its tools after
 // those already sent; a restart sends the same bytes again.
 func TestRequestsKeepThePromptCache(t *testing.T) {
-	e := chattest.NewEnv(t, chattest.Options{Register: catalogTools, Config: chat.Config{SystemPrompt: "Be brief."}})
+	e := storetest.NewEnv(t, storetest.Options{Register: catalogTools, Config: chat.Config{SystemPrompt: "Be brief."}})
 	e.Model.Call("load_tool_group", `{"group_name":"notes"}`)
 	e.Model.Text("loaded")
 	send(t, e, "c1", "load notes")
@@ -192,7 +193,7 @@ func TestRequestsKeepThePromptCache(t *testing.T) {
 	if err := e.Store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	second := chattest.NewEnv(t, chattest.Options{Register: catalogTools, DBPath: e.DBPath, Config: chat.Config{SystemPrompt: "Be brief."}})
+	second := storetest.NewEnv(t, storetest.Options{Register: catalogTools, DBPath: e.DBPath, Config: chat.Config{SystemPrompt: "Be brief."}})
 	second.Model.Text("back")
 	send(t, second, "c1", "again")
 	after := second.Model.Bodies()[0]
@@ -226,7 +227,7 @@ func systemOf(t *testing.T, body []byte) []byte {
 // provider's usage summed, cached prompt tokens included; each model
 // call's usage is kept with the message it wrote.
 func TestStatusAccountsForTokens(t *testing.T) {
-	e := chattest.NewEnv(t, chattest.Options{Register: catalogTools})
+	e := storetest.NewEnv(t, storetest.Options{Register: catalogTools})
 	e.Model.Push(chattest.Step{Calls: []chat.ToolCall{{Name: "load_tool_group", Arguments: `{"group_name":"notes"}`}},
 		Usage: chat.Usage{PromptTokens: 100, CompletionTokens: 10}})
 	e.Model.Push(chattest.Step{Calls: []chat.ToolCall{{Name: "load_tool_group", Arguments: `{"group_name":"pdf"}`}},

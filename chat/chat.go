@@ -38,14 +38,21 @@ type Message struct {
 	// ToolCalls are the calls of an assistant message.
 	ToolCalls []ToolCall
 	// ToolCallID, ToolName, Status, Code and Arguments describe a tool
-	// result (Role == RoleTool).
+	// result (Role == RoleTool); Code is the result's error code.
 	ToolCallID string
 	ToolName   string
 	Status     string
 	Code       string
 	Arguments  string
-	// Group is set on a successful load_tool_group result: the group loaded.
-	Group string
+	// Groups are, on a successful result of a call that changed the
+	// session's loaded groups (load_tool_group, find_tools with load,
+	// unload_tool_group), its changes, with the unloads the catalog
+	// budget made after it (tools.ApplyGroupChanges replays them).
+	Groups []tools.GroupChange
+	// Ask is, on the assistant message that asks the person to approve a
+	// held call, the approval's id: a turn resumed after a crash finds
+	// the question it already asked by it.
+	Ask string
 	// UserKey is the person who wrote a user message; on a tool result,
 	// the person it belongs to when it is personal (tools.Result.Personal):
 	// on anyone else's turn the model sees a placeholder instead.

@@ -12,11 +12,6 @@ import (
 	"loadout/tools"
 )
 
-// askCode marks, in Message.Code, the assistant message that asks the
-// person to approve a held call: "ask:<approval id>". A turn resumed
-// after a crash finds the question it already asked there.
-const askCode = "ask:"
-
 // Sentences of the approval flow.
 const (
 	msgNoApproval    = "There is no request of mine waiting for your answer here."
@@ -344,9 +339,7 @@ func failed(code, message, suggestion string) Message {
 // askOf is the approval id an assistant message asks for, if any.
 func askOf(m Message) string {
 	if m.Role == RoleAssistant {
-		if id, ok := strings.CutPrefix(m.Code, askCode); ok {
-			return id
-		}
+		return m.Ask
 	}
 	return ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -58,11 +59,11 @@ func confirmTools(o *outbox) func(r *tools.Registry) error {
 	}
 }
 
-func confirmEnv(t *testing.T, o *outbox, cfg chat.Config, dbPath string) *chattest.Env {
-	return chattest.NewEnv(t, chattest.Options{Config: cfg, Register: confirmTools(o), DBPath: dbPath})
+func confirmEnv(t *testing.T, o *outbox, cfg chat.Config, dbPath string) *storetest.Env {
+	return storetest.NewEnv(t, storetest.Options{Config: cfg, Register: confirmTools(o), DBPath: dbPath})
 }
 
-func handle(t *testing.T, e *chattest.Env, in chat.Inbound) chat.Reply {
+func handle(t *testing.T, e *storetest.Env, in chat.Inbound) chat.Reply {
 	t.Helper()
 	r, err := e.Engine.Handle(context.Background(), in)
 	if err != nil {
@@ -71,7 +72,7 @@ func handle(t *testing.T, e *chattest.Env, in chat.Inbound) chat.Reply {
 	return r
 }
 
-func decide(t *testing.T, e *chattest.Env, user, id, event string, approve bool) chat.Reply {
+func decide(t *testing.T, e *storetest.Env, user, id, event string, approve bool) chat.Reply {
 	t.Helper()
 	r, err := e.Engine.Decide(context.Background(), chat.Inbound{ChatKey: "c1", UserKey: user, ID: event}, id, approve)
 	if err != nil {
@@ -332,7 +333,7 @@ func exactTools(got *outbox) func(r *tools.Registry) error {
 // run; the model gets invalid_argument naming the parameter.
 func TestAmbiguousArgumentsAreRefusedBeforeAsking(t *testing.T) {
 	o := &outbox{}
-	e := chattest.NewEnv(t, chattest.Options{Register: exactTools(o)})
+	e := storetest.NewEnv(t, storetest.Options{Register: exactTools(o)})
 	for _, args := range []string{
 		`{"url":"http://sink/ATTACKER","URL":"http://sink/benign-shown","ref":1}`,
 		`{"URL":"http://sink/benign-shown","url":"http://sink/ATTACKER","ref":1}`,
@@ -361,7 +362,7 @@ func TestAmbiguousArgumentsAreRefusedBeforeAsking(t *testing.T) {
 // beyond 2^53 is shown and run exactly as the model wrote it.
 func TestApprovedCallKeepsExactNumbers(t *testing.T) {
 	o := &outbox{}
-	e := chattest.NewEnv(t, chattest.Options{Register: exactTools(o)})
+	e := storetest.NewEnv(t, storetest.Options{Register: exactTools(o)})
 	e.Model.Call("transfer", `{"url":"http://sink/pay","ref":1234567890123456789}`)
 	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "pay", ID: "ev1"})
 	if r.Ask == "" || !strings.Contains(r.Text, "ref 1234567890123456789") {
@@ -381,7 +382,7 @@ func TestApprovedCallKeepsExactNumbers(t *testing.T) {
 // model never sees the code.
 func TestBareApproveCannotBeBorrowedByModelText(t *testing.T) {
 	o := &outbox{}
-	e := chattest.NewEnv(t, chattest.Options{Register: exactTools(o)})
+	e := storetest.NewEnv(t, storetest.Options{Register: exactTools(o)})
 	e.Model.Call("transfer", `{"url":"http://sink/evil-transfer","ref":7}`)
 	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "check my balance", ID: "ev1"})
 	if r.Ask == "" {
@@ -435,7 +436,7 @@ func TestUntrustedContentCannotActAlone(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &outbox{}
-			e := chattest.NewEnv(t, chattest.Options{Register: exactTools(o),
+			e := storetest.NewEnv(t, storetest.Options{Register: exactTools(o),
 				Config: chat.Config{Confirm: tools.Policy{Level: tools.ConfirmNone, AfterUntrusted: tc.after}}})
 			if tc.fetch {
 				e.Model.Call("fetch", `{"text":"https://example.org/page"}`)
@@ -469,7 +470,7 @@ func TestApprovedCallThatNowReadsDifferentlyDoesNotRun(t *testing.T) {
 	o := &outbox{}
 	var audience sync.Mutex
 	sharedWith := "nobody else"
-	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	e := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.Add(tools.New(tools.Definition{Name: "move_doc", Description: "Move a document", Effect: tools.EffectDestructive,
 			Summarize: tools.By(func(_ context.Context, in echoIn) string {
 				audience.Lock()

@@ -18,6 +18,7 @@ import (
 
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -45,11 +46,11 @@ func testTools(r *tools.Registry) error {
 		echo("mail_search", "Search mail"), echo("mail_send", "Send mail"), echo("mail_read", "Read mail"))
 }
 
-func newEnv(t *testing.T, cfg chat.Config) *chattest.Env {
-	return chattest.NewEnv(t, chattest.Options{Config: cfg, Register: testTools})
+func newEnv(t *testing.T, cfg chat.Config) *storetest.Env {
+	return storetest.NewEnv(t, storetest.Options{Config: cfg, Register: testTools})
 }
 
-func send(t *testing.T, e *chattest.Env, chatKey, text string) chat.Reply {
+func send(t *testing.T, e *storetest.Env, chatKey, text string) chat.Reply {
 	t.Helper()
 	r, err := e.Engine.Handle(context.Background(), chat.Inbound{ChatKey: chatKey, UserKey: "u:" + chatKey, Text: text})
 	if err != nil {
@@ -210,7 +211,7 @@ func TestDuplicateLoadsAreIdempotent(t *testing.T) {
 
 // TEST-040-08: with 100+ tools registered only the core ones are sent.
 func TestManyToolsOnlyCoreSent(t *testing.T) {
-	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	e := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		if err := testTools(r); err != nil {
 			return err
 		}
@@ -291,7 +292,7 @@ func TestRestartKeepsLoadedGroups(t *testing.T) {
 	if err := first.Store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	second := chattest.NewEnv(t, chattest.Options{Register: testTools, DBPath: first.DBPath})
+	second := storetest.NewEnv(t, storetest.Options{Register: testTools, DBPath: first.DBPath})
 	second.Model.Call("mail_search", `{"text":"invoices"}`)
 	second.Model.Text("found")
 	send(t, second, "telegram:1", "search invoices")
@@ -451,7 +452,7 @@ func TestTrimmingKeepsToolPairs(t *testing.T) {
 }
 
 func TestToolPanicAndBadArgumentsAreStructuredErrors(t *testing.T) {
-	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	e := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.Add(
 			tools.New(tools.Definition{Name: "boom", Description: "panics"},
 				func(context.Context, echoIn) (any, error) { panic("kaboom") }),
@@ -540,7 +541,7 @@ func TestStatusReportsSession(t *testing.T) {
 
 // The in-memory history must send exactly what a read from the store sends.
 func TestHistoryCacheMatchesStore(t *testing.T) {
-	script := func(e *chattest.Env) []goopenai.ChatCompletionRequest {
+	script := func(e *storetest.Env) []goopenai.ChatCompletionRequest {
 		for i := 0; i < 6; i++ {
 			e.Model.Call("load_tool_group", `{"group_name":"mail"}`)
 			e.Model.Call("mail_search", fmt.Sprintf(`{"text":"%s"}`, strings.Repeat("q", 500*i)))
@@ -580,7 +581,7 @@ func TestHistoryCacheNoticesOtherWriters(t *testing.T) {
 // A turn cut at shutdown still persists what ran and tells the person.
 func TestCancelledTurnKeepsRecord(t *testing.T) {
 	started := make(chan struct{})
-	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	e := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.Add(tools.New(tools.Definition{Name: "wait", Description: "waits"},
 			func(ctx context.Context, _ struct{}) (any, error) {
 				close(started)
@@ -608,7 +609,7 @@ func TestInternalErrorsReachOnlyTheLog(t *testing.T) {
 	const url = "https://10.1.2.3:8443/v1/secrets?key=abc"
 	const token = "ya29.a0AfH6SMBxSecretToken"
 	var logs chattest.LogBuffer
-	e := chattest.NewEnv(t, chattest.Options{
+	e := storetest.NewEnv(t, storetest.Options{
 		Config: chat.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))},
 		Register: func(r *tools.Registry) error {
 			return r.Add(
@@ -657,7 +658,7 @@ func TestInternalErrorsReachOnlyTheLog(t *testing.T) {
 
 func TestHugeRoundIsCappedAndSaved(t *testing.T) {
 	var ran atomic.Int64
-	e := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	e := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.Add(tools.New(tools.Definition{Name: "count", Description: "counts"},
 			func(context.Context, echoIn) (any, error) { ran.Add(1); return "ok", nil }))
 	}})
@@ -725,7 +726,7 @@ func TestMisconfiguredModelIsNamedNotRetried(t *testing.T) {
 		{http.StatusBadGateway, "", "try again in a minute", "model call failed"},
 	} {
 		var logs chattest.LogBuffer
-		e := chattest.NewEnv(t, chattest.Options{Config: chat.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
+		e := storetest.NewEnv(t, storetest.Options{Config: chat.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 		if tc.setting != "" {
 			if err := e.Store.SetChatSetting(context.Background(), "c1", tools.SettingModel, tc.setting); err != nil {
 				t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"loadout/chat"
-	"loadout/chat/chattest"
 	"loadout/store"
+	"loadout/store/storetest"
 	"loadout/tools"
 	"loadout/tools/memory"
 )
@@ -26,7 +26,7 @@ func TestPersonalResultsStayWithTheirPersonInAGroup(t *testing.T) {
 	}
 	defer st.Close()
 	withMemory := func(r *tools.Registry) error { return r.Add(memory.Tool(memory.Config{}, st)) }
-	env := chattest.NewEnv(t, chattest.Options{DBPath: dbPath, Register: withMemory})
+	env := storetest.NewEnv(t, storetest.Options{DBPath: dbPath, Register: withMemory})
 	ctx := context.Background()
 	if _, err := st.SaveMemory(ctx, "telegram:1001", "Ana's PIN is 4921"); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestPersonalResultsStayWithTheirPersonInAGroup(t *testing.T) {
 		t.Fatalf("no placeholder in Bea's request: %+v", req.Messages)
 	}
 	// Ana's next turn (after a restart: from the store) sees it again.
-	env2 := chattest.NewEnv(t, chattest.Options{DBPath: dbPath, Model: env.Model, Register: withMemory})
+	env2 := storetest.NewEnv(t, storetest.Options{DBPath: dbPath, Model: env.Model, Register: withMemory})
 	env.Model.Text("It is 4921.")
 	ana.Text = "remind me of my PIN"
 	if _, err := env2.Engine.Handle(ctx, ana); err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"loadout/chat"
-	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -42,8 +42,8 @@ func (m *scaledModel) Complete(_ context.Context, req chat.Request) (chat.Respon
 // and fewer messages fit in a request than for a model that counts as
 // estimated.
 func TestHistoryBudgetFollowsReportedTokens(t *testing.T) {
-	run := func(factor float64) (*scaledModel, *chattest.Env) {
-		env := chattest.NewEnv(t, chattest.Options{})
+	run := func(factor float64) (*scaledModel, *storetest.Env) {
+		env := storetest.NewEnv(t, storetest.Options{})
 		m := &scaledModel{factor: factor}
 		e := chat.New(chat.Config{HistoryTokens: 2000, Model: "m"}, m, env.Store, env.Registry)
 		for i := range 40 {

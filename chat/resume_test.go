@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"loadout/chat"
-	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 func resume(t *testing.T, e interface {
@@ -115,7 +115,7 @@ func (s *countingStore) Append(ctx context.Context, id int64, msgs []chat.Messag
 // answer in one transaction. A turn with a tool round writes once per
 // round plus the answer.
 func TestTurnWritesOncePerRecord(t *testing.T) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	st := &countingStore{Store: env.Store}
 	e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, env.Model.Client(), st, env.Registry)
 	env.Model.Text("hi")

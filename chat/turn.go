@@ -194,9 +194,9 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		m.Tokens = e.countMessage(m)
 		if r.Status == tools.StatusSuccess {
 			if len(r.Groups) > 0 {
-				// One row records a call's changes (find_tools may load
-				// several); the store applies them again in order.
-				m.Group = strings.Join(r.Groups, ",")
+				// One message records a call's changes (find_tools may
+				// load several); the store applies them again in order.
+				m.Groups = slices.Clone(r.Groups)
 				t.loaded = tools.ApplyGroupChanges(t.loaded, r.Groups)
 				changed = len(msgs)
 			} else if tl, ok := e.reg.Tool(r.Name); ok && tl.WritesSettings {
@@ -220,7 +220,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	if ask != nil {
 		// The question is recorded with the round and the approval, in
 		// one transaction: a turn resumed after a crash finds it.
-		q := Message{Role: RoleAssistant, Text: question(*ask, e.cfg.ConfirmTTL), Code: askCode + ask.ID}
+		q := Message{Role: RoleAssistant, Text: question(*ask, e.cfg.ConfirmTTL), Ask: ask.ID}
 		q.Tokens = e.countMessage(q)
 		msgs = append(msgs, q)
 		t.ask = ask

@@ -8,7 +8,6 @@ package metrics
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -192,9 +191,10 @@ func (c providerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Tools counts tool calls, and groups loaded by successful
-// load_tool_group calls. Tool names come from the registry (an unknown
-// name is counted as "unknown"), so the series stay bounded.
+// Tools counts tool calls, and the groups successful calls loaded
+// (load_tool_group, find_tools with load), read from the result's
+// Groups. Tool and group names come from the registry (an unknown tool
+// is counted as "unknown"), so the series stay bounded.
 func (m *Metrics) Tools(reg *tools.Registry) tools.Middleware {
 	return func(next tools.Handler) tools.Handler {
 		return func(ctx context.Context, c tools.Call) tools.Result {
@@ -204,13 +204,10 @@ func (m *Metrics) Tools(reg *tools.Registry) tools.Middleware {
 				name = "unknown"
 			}
 			m.toolCalls.WithLabelValues(name, r.Status).Inc()
-			if c.Name == tools.LoadGroupName && r.Status == tools.StatusSuccess {
-				var in struct {
-					GroupName string `json:"group_name"`
-				}
-				if json.Unmarshal([]byte(c.Arguments), &in) == nil {
-					if _, ok := reg.Group(in.GroupName); ok {
-						m.groupLoads.WithLabelValues(in.GroupName).Inc()
+			if r.Status == tools.StatusSuccess {
+				for _, g := range r.Groups {
+					if _, ok := reg.Group(g.Name); ok && !g.Unload {
+						m.groupLoads.WithLabelValues(g.Name).Inc()
 					}
 				}
 			}

@@ -47,6 +47,9 @@ func migratePostgres(g *gorm.DB) error {
 			return err
 		}
 		defer c.Exec("SELECT pg_advisory_unlock(?)", migrateLock)
+		if err := migrateMessages(c); err != nil {
+			return err
+		}
 		if err := c.AutoMigrate(models()...); err != nil {
 			return err
 		}
@@ -60,7 +63,7 @@ func migratePostgres(g *gorm.DB) error {
 			if err := c.Exec(`DROP INDEX IF EXISTS idx_messages_loaded`).Error; err != nil {
 				return err
 			}
-			if err := c.Exec(`CREATE INDEX idx_messages_loaded ON messages (session_id, tool_name, status, group_name) INCLUDE (id)`).Error; err != nil {
+			if err := c.Exec(`CREATE INDEX idx_messages_loaded ON messages (session_id, tool_name, status, group_changes) INCLUDE (id)`).Error; err != nil {
 				return err
 			}
 		}

@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm"
+
+	"loadout/tools"
 )
 
 // migrations is the version of the hand-written schema steps (indexes,
 // moves of old tables) in migrate. Change it whenever they change; the
 // models' own changes are noticed without it.
-const migrations = 4
+const migrations = 5
 
 // models are the tables gorm migrates.
 func models() []any {
@@ -57,6 +60,9 @@ func migrate(g *gorm.DB, fts bool) error {
 		if have == stamp {
 			return nil // another process migrated it meanwhile
 		}
+		if err := migrateMessages(tx); err != nil {
+			return err
+		}
 		if err := tx.AutoMigrate(models()...); err != nil {
 			return err
 		}
@@ -72,4 +78,80 @@ func migrate(g *gorm.DB, fts bool) error {
 		}
 		return tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", stamp)).Error
 	})
+}
+
+// migrateMessages moves what an earlier version kept as text inside
+// messages' columns into columns of their own, once, before the models
+// are migrated: an approval's id, kept in code as "ask:<id>", goes to
+// ask_id; a call's group changes, kept in group_name as "name" and
+// "-name" joined by commas, go to group_changes in encodeGroups' form,
+// and group_name is dropped. Each move runs in a transaction with the
+// column it fills, so a database has either both or neither; a database
+// that has the columns is not read. It serves SQLite and PostgreSQL.
+func migrateMessages(g *gorm.DB) error {
+	m := g.Migrator()
+	if !m.HasTable(&message{}) {
+		return nil // a new database: AutoMigrate creates it as it is
+	}
+	if !m.HasColumn(&message{}, "AskID") {
+		err := g.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Migrator().AddColumn(&message{}, "AskID"); err != nil {
+				return err
+			}
+			return tx.Exec(`UPDATE messages SET ask_id = substr(code, 5), code = '' WHERE role = 'assistant' AND code LIKE 'ask:%'`).Error
+		})
+		if err != nil {
+			return fmt.Errorf("move approval ids out of messages.code: %w", err)
+		}
+	}
+	if !m.HasColumn(&message{}, "GroupChanges") {
+		err := g.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Migrator().AddColumn(&message{}, "GroupChanges"); err != nil {
+				return err
+			}
+			if !tx.Migrator().HasColumn(&message{}, "group_name") {
+				return nil
+			}
+			var rows []struct {
+				ID        int64
+				GroupName string
+			}
+			if err := tx.Raw(`SELECT id, group_name FROM messages WHERE group_name <> ''`).Scan(&rows).Error; err != nil {
+				return err
+			}
+			for _, r := range rows {
+				enc, err := encodeGroups(joinedGroupChanges(r.GroupName))
+				if err != nil {
+					return err
+				}
+				if err := tx.Exec(`UPDATE messages SET group_changes = ? WHERE id = ?`, enc, r.ID).Error; err != nil {
+					return err
+				}
+			}
+			// The loaded-groups index covered group_name: AutoMigrate
+			// (and on PostgreSQL migratePostgres) builds it again over
+			// group_changes.
+			if err := tx.Exec(`DROP INDEX IF EXISTS idx_messages_loaded`).Error; err != nil {
+				return err
+			}
+			return tx.Exec(`ALTER TABLE messages DROP COLUMN group_name`).Error
+		})
+		if err != nil {
+			return fmt.Errorf("move group changes out of messages.group_name: %w", err)
+		}
+	}
+	return nil
+}
+
+// joinedGroupChanges reads the group changes an earlier version stored
+// as text: names joined by commas, an unload marked by a leading "-".
+func joinedGroupChanges(s string) []tools.GroupChange {
+	var out []tools.GroupChange
+	for c := range strings.SplitSeq(s, ",") {
+		name, unload := strings.CutPrefix(c, "-")
+		if name != "" {
+			out = append(out, tools.GroupChange{Name: name, Unload: unload})
+		}
+	}
+	return out
 }

@@ -65,9 +65,15 @@ type message struct {
 	ToolCallID string
 	ToolName   string `gorm:"index:idx_messages_loaded,priority:2"`
 	Status     string `gorm:"index:idx_messages_loaded,priority:3"`
-	GroupName  string `gorm:"index:idx_messages_loaded,priority:4"`
-	Code       string
-	Arguments  string
+	// GroupChanges are a tool result's chat.Message.Groups, encoded
+	// by encodeGroups; "" when it changed none.
+	GroupChanges string `gorm:"index:idx_messages_loaded,priority:4"`
+	// Code is a tool result's error code.
+	Code      string
+	Arguments string
+	// AskID is, on the assistant message that asks the person to
+	// approve a held call, the approval's id (chat.Message.Ask).
+	AskID      string
 	UserKey    string
 	ExternalID string
 	Tokens     int
@@ -270,13 +276,17 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 			}
 			calls = string(b)
 		}
+		groups, err := encodeGroups(m.Groups)
+		if err != nil {
+			return err
+		}
 		var spent chat.Usage
 		if m.Role == chat.RoleAssistant {
 			// The round's model call: one assistant message per round.
 			spent = usage
 		}
 		args = append(args, sessionID, string(m.Role), m.Text, calls, m.ToolCallID, m.ToolName, m.Status,
-			m.Group, m.Code, m.Arguments, m.UserKey, m.ExternalID, m.Tokens,
+			groups, m.Code, m.Arguments, m.Ask, m.UserKey, m.ExternalID, m.Tokens,
 			spent.PromptTokens, spent.CompletionTokens, spent.CachedTokens, now)
 	}
 	return kind(d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -304,20 +314,20 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 }
 
 // messageColumns is how many columns insertMessages writes a message to.
-const messageColumns = 17
+const messageColumns = 18
 
 // insertMessages is the INSERT of n messages, each with messageColumns
 // values in the order appendWith gives them.
 func insertMessages(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO messages (session_id, role, text, tool_calls, tool_call_id, tool_name, status,
-		group_name, code, arguments, user_key, external_id, tokens,
+		group_changes, code, arguments, ask_id, user_key, external_id, tokens,
 		prompt_tokens, completion_tokens, cached_tokens, created_at) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 	}
 	return b.String()
 }
@@ -331,7 +341,7 @@ func insertMessages(n int) string {
 func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Message, error) {
 	rows, err := d.db.WithContext(ctx).Raw(`SELECT id, role, NULLIF(text, ''), NULLIF(tool_calls, ''),
 		NULLIF(tool_call_id, ''), NULLIF(tool_name, ''), NULLIF(status, ''), NULLIF(code, ''),
-		NULLIF(arguments, ''), NULLIF(group_name, ''), NULLIF(user_key, ''), NULLIF(external_id, ''), tokens
+		NULLIF(arguments, ''), NULLIF(group_changes, ''), NULLIF(ask_id, ''), NULLIF(user_key, ''), NULLIF(external_id, ''), tokens
 		FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?`, sessionID, limit).Rows()
 	if err != nil {
 		return nil, kind(err)
@@ -344,17 +354,20 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 	// One set of scan targets for every row: taken by address, they
 	// would otherwise be allocated anew for each.
 	var (
-		id, tokens                                                            int64
-		role, text, calls, callID, tool, status, code, args, group, user, ext sql.NullString
+		id, tokens                                                                  int64
+		role, text, calls, callID, tool, status, code, args, groups, ask, user, ext sql.NullString
 	)
-	dest := []any{&id, &role, &text, &calls, &callID, &tool, &status, &code, &args, &group, &user, &ext, &tokens}
+	dest := []any{&id, &role, &text, &calls, &callID, &tool, &status, &code, &args, &groups, &ask, &user, &ext, &tokens}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		m := chat.Message{ID: id, Role: chat.Role(role.String), Text: text.String, ToolCallID: callID.String, ToolName: tool.String,
-			Status: status.String, Code: code.String, Arguments: args.String, Group: group.String, UserKey: user.String,
+			Status: status.String, Code: code.String, Arguments: args.String, Ask: ask.String, UserKey: user.String,
 			ExternalID: ext.String, Tokens: int(tokens)}
+		if m.Groups, err = decodeGroups(groups.String); err != nil {
+			return nil, fmt.Errorf("decode group changes of message %d: %w", m.ID, err)
+		}
 		if calls.String != "" {
 			if err := json.Unmarshal([]byte(calls.String), &m.ToolCalls); err != nil {
 				return nil, fmt.Errorf("decode tool calls of message %d: %w", m.ID, err)
@@ -369,14 +382,14 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 	return out, nil
 }
 
-// groupChanges are the tools whose successful results record group
-// changes in group_name (see tools.ApplyGroupChanges).
-var groupChanges = []string{tools.LoadGroupName, tools.UnloadGroupName, tools.FindToolsName}
+// groupChangers are the tools whose successful results record group
+// changes in group_changes (see tools.ApplyGroupChanges).
+var groupChangers = []string{tools.LoadGroupName, tools.UnloadGroupName, tools.FindToolsName}
 
-// groupChange is one recorded call's group changes.
-type groupChange struct {
-	ID        int64
-	GroupName string
+// groupChangeRow is one recorded call's group changes.
+type groupChangeRow struct {
+	ID           int64
+	GroupChanges string
 }
 
 // LoadedGroups returns the groups loaded in the session, in load order:
@@ -384,20 +397,50 @@ type groupChange struct {
 // unload_tool_group calls, applied in the order they were made. It reads
 // only the index idx_messages_loaded (whose entries carry the row id).
 func (d *DB) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error) {
-	var rows []groupChange
+	var rows []groupChangeRow
 	// Sorted here, not by ORDER BY id: that would lead SQLite to walk the
 	// whole session through idx_messages_session instead.
-	err := d.db.WithContext(ctx).Model(&message{}).Select("id", "group_name").
-		Where("session_id = ? AND tool_name IN ? AND status = ? AND group_name <> ''",
-			sessionID, groupChanges, tools.StatusSuccess).
+	err := d.db.WithContext(ctx).Model(&message{}).Select("id", "group_changes").
+		Where("session_id = ? AND tool_name IN ? AND status = ? AND group_changes <> ''",
+			sessionID, groupChangers, tools.StatusSuccess).
 		Scan(&rows).Error
-	slices.SortFunc(rows, func(a, b groupChange) int { return cmp.Compare(a.ID, b.ID) })
-	// One row holds a call's changes, comma-separated.
+	if err != nil {
+		return nil, kind(err)
+	}
+	slices.SortFunc(rows, func(a, b groupChangeRow) int { return cmp.Compare(a.ID, b.ID) })
 	var groups []string
 	for _, r := range rows {
-		groups = tools.ApplyGroupChanges(groups, strings.Split(r.GroupName, ","))
+		changes, err := decodeGroups(r.GroupChanges)
+		if err != nil {
+			return nil, fmt.Errorf("decode group changes of message %d: %w", r.ID, err)
+		}
+		groups = tools.ApplyGroupChanges(groups, changes)
 	}
-	return groups, kind(err)
+	return groups, nil
+}
+
+// encodeGroups is how a message's group changes are stored: a JSON
+// array of tools.GroupChange, or "" for none (which keeps the message
+// out of the loaded-groups query).
+func encodeGroups(changes []tools.GroupChange) (string, error) {
+	if len(changes) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(changes)
+	if err != nil {
+		return "", fmt.Errorf("encode group changes: %w", err)
+	}
+	return string(b), nil
+}
+
+// decodeGroups reads what encodeGroups stored.
+func decodeGroups(s string) ([]tools.GroupChange, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var changes []tools.GroupChange
+	err := json.Unmarshal([]byte(s), &changes)
+	return changes, err
 }
 
 // ChatSettings returns all settings of a chat.

@@ -58,9 +58,13 @@ func TestRecentReadsBackEveryField(t *testing.T) {
 	want := []chat.Message{
 		{Role: chat.RoleUser, Text: "hi ✓", UserKey: "telegram:1", ExternalID: "42", Tokens: 3},
 		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "a", Name: "load_tool_group", Arguments: `{"group_name":"pdf"}`}}, Tokens: 9},
-		{Role: chat.RoleTool, ToolCallID: "a", ToolName: "load_tool_group", Status: tools.StatusSuccess, Group: "pdf", Text: "Loaded",
+		{Role: chat.RoleTool, ToolCallID: "a", ToolName: "load_tool_group", Status: tools.StatusSuccess, Groups: tools.LoadChanges("pdf"), Text: "Loaded",
 			Arguments: `{"group_name":"pdf"}`, Tokens: 2},
 		{Role: chat.RoleTool, ToolCallID: "b", ToolName: "web", Status: tools.StatusError, Code: "timeout", Text: "{}", Tokens: 1},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c", Name: "find_tools", Arguments: `{"query":"mail","load":true}`}}, Tokens: 9},
+		{Role: chat.RoleTool, ToolCallID: "c", ToolName: "find_tools", Status: tools.StatusSuccess, Text: "Loaded groups: gmail.",
+			Groups: []tools.GroupChange{{Name: "gmail"}, {Name: "pdf", Unload: true}}, Tokens: 4},
+		{Role: chat.RoleAssistant, Text: "I need your approval first", Ask: "k7f2abcdefghijkm", Tokens: 5},
 		{Role: chat.RoleAssistant, Text: "", Tokens: 0},
 	}
 	if err := db.Append(ctx, s.ID, want, chat.Usage{}); err != nil {
@@ -92,7 +96,7 @@ func TestSessionsOpenAppendClose(t *testing.T) {
 	msgs := []chat.Message{
 		{Role: chat.RoleUser, Text: "hi", UserKey: "u", Tokens: 3},
 		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "a", Name: "load_tool_group", Arguments: `{"group_name":"pdf"}`}}},
-		{Role: chat.RoleTool, ToolCallID: "a", ToolName: "load_tool_group", Status: tools.StatusSuccess, Group: "pdf", Text: "Loaded", Arguments: `{"group_name":"pdf"}`},
+		{Role: chat.RoleTool, ToolCallID: "a", ToolName: "load_tool_group", Status: tools.StatusSuccess, Groups: tools.LoadChanges("pdf"), Text: "Loaded", Arguments: `{"group_name":"pdf"}`},
 		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "b", Name: "load_tool_group", Arguments: `{"group_name":"nope"}`}}},
 		{Role: chat.RoleTool, ToolCallID: "b", ToolName: "load_tool_group", Status: tools.StatusError, Code: "not_found", Text: "{}"},
 	}
@@ -130,7 +134,7 @@ func TestSessionsOpenAppendClose(t *testing.T) {
 // the session's history.
 func TestLoadedGroupsUsesIndex(t *testing.T) {
 	db := open(t)
-	joined := queryPlan(t, db, "SELECT id, group_name FROM messages WHERE session_id = 1 AND tool_name IN ('load_tool_group', 'unload_tool_group', 'find_tools') AND status = 'success' AND group_name <> ''")
+	joined := queryPlan(t, db, "SELECT id, group_changes FROM messages WHERE session_id = 1 AND tool_name IN ('load_tool_group', 'unload_tool_group', 'find_tools') AND status = 'success' AND group_changes <> ''")
 	want := "COVERING INDEX idx_messages_loaded"
 	if db.pg {
 		want = "Index Only Scan using idx_messages_loaded"
@@ -271,8 +275,10 @@ func TestLoadedGroupsFollowLoadOrderAndUnloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Changes are written as an earlier version stored them: "name"
+	// loads, "-name" unloads.
 	result := func(tool, changes string) chat.Message {
-		return chat.Message{Role: chat.RoleTool, ToolCallID: "x", ToolName: tool, Status: tools.StatusSuccess, Group: changes, Text: "ok"}
+		return chat.Message{Role: chat.RoleTool, ToolCallID: "x", ToolName: tool, Status: tools.StatusSuccess, Groups: joinedGroupChanges(changes), Text: "ok"}
 	}
 	steps := []struct {
 		msg  chat.Message
@@ -282,7 +288,7 @@ func TestLoadedGroupsFollowLoadOrderAndUnloads(t *testing.T) {
 		{result(tools.FindToolsName, "calendar,drive"), []string{"pdf", "calendar", "drive"}},
 		{result(tools.LoadGroupName, "calendar"), []string{"pdf", "calendar", "drive"}},
 		{result(tools.UnloadGroupName, "-calendar"), []string{"pdf", "drive"}},
-		{chat.Message{Role: chat.RoleTool, ToolName: tools.UnloadGroupName, Status: tools.StatusError, Group: "-pdf", Text: "{}"}, []string{"pdf", "drive"}},
+		{chat.Message{Role: chat.RoleTool, ToolName: tools.UnloadGroupName, Status: tools.StatusError, Groups: joinedGroupChanges("-pdf"), Text: "{}"}, []string{"pdf", "drive"}},
 		{result(tools.LoadGroupName, "-drive,gmail"), []string{"pdf", "gmail"}},
 		{result(tools.LoadGroupName, "calendar"), []string{"pdf", "gmail", "calendar"}},
 	}

@@ -36,10 +36,10 @@ type Result struct {
 	Code     string // error code; empty on success
 	Content  string
 	Duration time.Duration
-	// Groups are the group changes the call made: "name" for a group it
-	// loaded (load_tool_group, find_tools with load), "-name" for one it
-	// unloaded (unload_tool_group). See ApplyGroupChanges.
-	Groups []string
+	// Groups are the changes the call made to the session's loaded
+	// groups: the groups load_tool_group or find_tools with load loaded,
+	// the one unload_tool_group unloaded. See ApplyGroupChanges.
+	Groups []GroupChange
 	// Input is the call's arguments as checked, decoded and encoded
 	// again (Input.JSON); empty when they could not be decoded.
 	Input string

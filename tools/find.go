@@ -96,7 +96,7 @@ func FindTools(r *Registry) Tool {
 				out += fmt.Sprintf(" Not loaded, as their tools matched less well (under %d%% of the best match): %s; load one with load_tool_group if it is needed.",
 					int(LoadShare*100), strings.Join(slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return slices.Contains(confident, g) }), ", "))
 			}
-			return loaded{text: out, groups: confident}, nil
+			return loaded{text: out, groups: LoadChanges(confident...)}, nil
 		}
 		if len(groups) > 0 {
 			out += "\nLoad a group with load_tool_group (or call find_tools with load: true) before using its tools."
@@ -110,7 +110,7 @@ func FindTools(r *Registry) Tool {
 // executor turns it into a result carrying the changes.
 type loaded struct {
 	text   string
-	groups []string
+	groups []GroupChange
 }
 
 // searchIndex is a BM25F index of the registry's tools, rebuilt when the

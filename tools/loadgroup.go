@@ -70,7 +70,7 @@ func LoadGroup(r *Registry) Tool {
 		for _, d := range defs {
 			fmt.Fprintf(&b, "\n- %s: %s", d.Name, d.Description)
 		}
-		return loaded{text: b.String(), groups: []string{name}}, nil
+		return loaded{text: b.String(), groups: LoadChanges(name)}, nil
 	})
 }
 
@@ -98,25 +98,39 @@ func UnloadGroup(r *Registry) Tool {
 			return fmt.Sprintf("Tool group '%s' is not loaded; nothing changed.", name), nil
 		}
 		return loaded{text: fmt.Sprintf("Unloaded tool group '%s'. Load it again if you need its tools.", name),
-			groups: []string{Unload + name}}, nil
+			groups: []GroupChange{{Name: name, Unload: true}}}, nil
 	})
 }
 
-// Unload marks a group change that unloads: Result.Groups and the stored
-// record hold "name" for a load and "-name" for an unload.
-const Unload = "-"
+// GroupChange is one change a call made to the session's loaded groups:
+// Name loaded, or with Unload, unloaded. A call's changes travel in
+// Result.Groups and are stored with its result; ApplyGroupChanges replays
+// them.
+type GroupChange struct {
+	Name   string `json:"name"`
+	Unload bool   `json:"unload,omitempty"`
+}
 
-// ApplyGroupChanges applies changes (as in Result.Groups: "name" loads,
-// "-name" unloads) to loaded, the session's groups in load order, and
-// returns the new list. A group loaded again keeps its place, so the
-// tools sent before it stay where they were; an unloaded one that is
-// loaded later goes to the end.
-func ApplyGroupChanges(loaded []string, changes []string) []string {
+// LoadChanges are the changes that load names, in their order.
+func LoadChanges(names ...string) []GroupChange {
+	out := make([]GroupChange, len(names))
+	for i, n := range names {
+		out[i] = GroupChange{Name: n}
+	}
+	return out
+}
+
+// ApplyGroupChanges applies changes (as in Result.Groups) to loaded, the
+// session's groups in load order, and returns the new list. A group
+// loaded again keeps its place, so the tools sent before it stay where
+// they were; an unloaded one that is loaded later goes to the end.
+func ApplyGroupChanges(loaded []string, changes []GroupChange) []string {
 	for _, c := range changes {
-		if name, ok := strings.CutPrefix(c, Unload); ok {
-			loaded = slices.DeleteFunc(loaded, func(g string) bool { return g == name })
-		} else if c != "" && !slices.Contains(loaded, c) {
-			loaded = append(loaded, c)
+		switch {
+		case c.Unload:
+			loaded = slices.DeleteFunc(loaded, func(g string) bool { return g == c.Name })
+		case c.Name != "" && !slices.Contains(loaded, c.Name):
+			loaded = append(loaded, c.Name)
 		}
 	}
 	return loaded

@@ -336,7 +336,7 @@ func TestFindTools(t *testing.T) {
 	}
 	res := find(nil, `{"query":"send an email to Ana","load":true}`)
 	if !strings.HasPrefix(res.Content, "- mail_send (mail): Send an email") || strings.Contains(res.Content, "secret") ||
-		len(res.Groups) != 1 || res.Groups[0] != "mail" {
+		len(res.Groups) != 1 || res.Groups[0] != (GroupChange{Name: "mail"}) {
 		t.Fatalf("find: %+v", res)
 	}
 	if res := find(map[string]bool{"mail_send": true}, `{"query":"send an email"}`); strings.Contains(res.Content, "mail_send") {

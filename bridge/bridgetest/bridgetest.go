@@ -16,6 +16,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 	"loadout/tools/files"
 )
@@ -43,7 +44,7 @@ type Caps struct {
 type Boot struct {
 	// Env is the engine and store the run answers with (the same
 	// database and model across the runs of a test).
-	Env *chattest.Env
+	Env *storetest.Env
 	// Delivery is what the process gives the channel: the suite sets the
 	// shutdown grace (a nanosecond: a stop is a crash) and the files.
 	Delivery bridge.Delivery
@@ -132,7 +133,7 @@ func waitAnswers(t *testing.T, h Harness, i, n int) []string {
 // settle gives anything that should not happen the time to show.
 func settle() { time.Sleep(100 * time.Millisecond) }
 
-func start(t *testing.T, h Harness, env *chattest.Env, mut func(*Boot)) (bridge.Channel, func()) {
+func start(t *testing.T, h Harness, env *storetest.Env, mut func(*Boot)) (bridge.Channel, func()) {
 	t.Helper()
 	b := Boot{Env: env, Delivery: bridge.Delivery{ShutdownGrace: time.Nanosecond}}
 	if mut != nil {
@@ -142,7 +143,7 @@ func start(t *testing.T, h Harness, env *chattest.Env, mut func(*Boot)) (bridge.
 }
 
 func inOrder(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	// The first answer is the slowest: a channel that ran a chat's
 	// messages at once would answer them out of order.
 	env.Model.Push(chattest.Step{Text: "one", Delay: 200 * time.Millisecond}, chattest.Step{Text: "two"}, chattest.Step{Text: "three"})
@@ -163,7 +164,7 @@ func inOrder(t *testing.T, h Harness) {
 }
 
 func concurrent(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Push(chattest.Step{Text: "slow", Delay: 2 * time.Second}, chattest.Step{Text: "fast"})
 	start(t, h, env, nil)
 	h.Send(t, 0, "take your time")
@@ -179,7 +180,7 @@ func concurrent(t *testing.T, h Harness) {
 }
 
 func redelivered(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Text("once")
 	env.Model.Text("after")
 	start(t, h, env, nil)
@@ -197,14 +198,14 @@ func redelivered(t *testing.T, h Harness) {
 }
 
 func resumed(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Push(chattest.Step{Text: "never delivered", Delay: time.Minute})
 	_, stop := start(t, h, env, nil)
 	h.Send(t, 0, "are you there?")
 	chattest.Eventually(t, "the turn to start", func() bool { return len(env.Model.Requests()) == 1 })
 	stop()
 	env.Model.Text("yes, here")
-	env2 := chattest.NewEnv(t, chattest.Options{DBPath: env.DBPath, Model: env.Model})
+	env2 := storetest.NewEnv(t, storetest.Options{DBPath: env.DBPath, Model: env.Model})
 	start(t, h, env2, nil)
 	if got := waitAnswers(t, h, 0, 1); !slices.Equal(got, []string{"yes, here"}) {
 		t.Fatalf("answers %q", got)
@@ -231,7 +232,7 @@ func longAnswer() (string, []string) {
 }
 
 func partsOnce(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	text, paras := longAnswer()
 	env.Model.Text(text)
 	_, stop := start(t, h, env, nil)
@@ -241,7 +242,7 @@ func partsOnce(t *testing.T, h Harness) {
 	settle()
 	stop()
 	h.Release()
-	env2 := chattest.NewEnv(t, chattest.Options{DBPath: env.DBPath, Model: env.Model})
+	env2 := storetest.NewEnv(t, storetest.Options{DBPath: env.DBPath, Model: env.Model})
 	start(t, h, env2, nil)
 	deadline := time.Now().Add(Wait)
 	for strings.Count(strings.Join(h.Answers(0), "\n"), "charlie") < 500 && time.Now().Before(deadline) {
@@ -270,7 +271,7 @@ func dangerous(runs *atomic.Int32) func(*tools.Registry) error {
 
 func asks(t *testing.T, h Harness) {
 	var runs atomic.Int32
-	env := chattest.NewEnv(t, chattest.Options{Register: dangerous(&runs)})
+	env := storetest.NewEnv(t, storetest.Options{Register: dangerous(&runs)})
 	env.Model.Call("purge_archive", `{}`)
 	env.Model.Text("The archive is gone.")
 	start(t, h, env, nil)
@@ -290,7 +291,7 @@ func asks(t *testing.T, h Harness) {
 }
 
 func drafts(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Push(chattest.Step{Chunks: []string{"Hello ", "streamed ", "world."}, ChunkDelay: 50 * time.Millisecond})
 	start(t, h, env, func(b *Boot) { b.Stream = true })
 	h.Send(t, 0, "hi")
@@ -316,7 +317,7 @@ func workspace(t *testing.T) *files.Workspaces {
 }
 
 func filesIn(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Text("Read it.")
 	ws := workspace(t)
 	start(t, h, env, func(b *Boot) { b.Delivery.Files = ws })
@@ -332,7 +333,7 @@ func filesIn(t *testing.T, h Harness) {
 }
 
 func filesOut(t *testing.T, h Harness) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	c, _ := start(t, h, env, nil)
 	var hub bridge.Hub
 	hub.Add(c, nil)

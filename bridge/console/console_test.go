@@ -11,11 +11,12 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/console"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
 func TestConsoleREPL(t *testing.T) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Text("Hello from the model.")
 	var out bytes.Buffer
 	c := console.New(console.Config{
@@ -60,7 +61,7 @@ func (w *writes) Write(p []byte) (int, error) {
 // With console.stream the answer is printed as it arrives, piece by
 // piece, and ends with its line break; it is printed once.
 func TestConsoleStreamsTheAnswer(t *testing.T) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Push(chattest.Step{Chunks: []string{"Hello ", "streamed ", "world."}, ChunkDelay: 80 * time.Millisecond})
 	out := &writes{}
 	c := console.New(console.Config{In: strings.NewReader("hi\n/quit\n"), Out: out, User: "ana", Stream: true},
@@ -89,7 +90,7 @@ func TestConsoleStreamsTheAnswer(t *testing.T) {
 func TestConsoleApprovesWithYesOrNo(t *testing.T) {
 	var sent []string
 	var mu sync.Mutex
-	env := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	env := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.Add(tools.New(tools.Definition{Name: "mail_send", Description: "Send mail", Effect: tools.EffectDestructive},
 			func(ctx context.Context, in struct {
 				To string `json:"to"`

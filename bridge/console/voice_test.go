@@ -13,7 +13,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/bridge/console"
-	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools/files"
 	"loadout/voice"
 	"loadout/voice/voicetest"
@@ -24,7 +24,7 @@ import (
 // workspace, transcribed, answered from the transcript; the spoken
 // answer is kept beside it.
 func TestConsoleHearsALocalAudioFile(t *testing.T) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Text("First answer.")
 	env.Model.Text("Second answer.")
 	audio := voicetest.New(t, "what is on my calendar")

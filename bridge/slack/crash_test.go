@@ -18,6 +18,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/slack/slacktest"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 // A rig runs the Slack channel as a process that can be stopped hard and
@@ -38,7 +39,7 @@ type rig struct {
 
 // proc is one run of the channel.
 type proc struct {
-	env     *chattest.Env
+	env     *storetest.Env
 	adapter *Adapter
 	// url is the Events API server's base URL, in ModeEvents.
 	url string
@@ -63,7 +64,7 @@ func newRig(t *testing.T, mode string, chunk int) *rig {
 func (r *rig) boot() *proc {
 	t := r.t
 	t.Helper()
-	env := chattest.NewEnv(t, chattest.Options{DBPath: r.db, Model: r.model})
+	env := storetest.NewEnv(t, storetest.Options{DBPath: r.db, Model: r.model})
 	p := &proc{env: env, lost: make(chan int, 1)}
 	p.adapter = New(Config{
 		BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: secret, Mode: r.mode,
@@ -173,19 +174,19 @@ func (r *rig) followUp(p *proc, posts int) []slacktest.Call {
 	return got
 }
 
-func itemState(env *chattest.Env, eventID string) string {
+func itemState(env *storetest.Env, eventID string) string {
 	var s string
 	env.Store.Gorm().Raw("SELECT state FROM inbox_items WHERE channel = 'slack' AND event_id = ?", "event:"+eventID).Scan(&s)
 	return s
 }
 
-func unfinished(env *chattest.Env) int {
+func unfinished(env *storetest.Env) int {
 	var n int
 	env.Store.Gorm().Raw("SELECT COUNT(*) FROM inbox_items WHERE channel = 'slack' AND state IN ('pending', 'answered')").Scan(&n)
 	return n
 }
 
-func userMessages(env *chattest.Env, text string) int {
+func userMessages(env *storetest.Env, text string) int {
 	var n int
 	env.Store.Gorm().Raw("SELECT COUNT(*) FROM messages WHERE role = 'user' AND text = ?", text).Scan(&n)
 	return n

@@ -13,14 +13,14 @@ import (
 
 	"loadout/bridge"
 	"loadout/bridge/slack/slacktest"
-	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 // An Events API delivery that arrives before the adapter knows its own
 // workspace cannot be judged (a bare allowlist entry matches only there):
 // it is refused with 503 and nothing is stored, so Slack delivers it again.
 func TestEventsBeforeIdentifyAreDeferred(t *testing.T) {
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	a := New(Config{
 		BotToken: "xoxb-test", SigningSecret: secret, Mode: ModeEvents, APIURL: "http://127.0.0.1:1/",
 		AllowedUsers: []string{owner}, Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},

@@ -17,6 +17,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/slack/slacktest"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -27,7 +28,7 @@ const (
 
 type harness struct {
 	fake    *slacktest.Server
-	env     *chattest.Env
+	env     *storetest.Env
 	adapter *Adapter
 	logs    *chattest.LogBuffer
 	cancel  context.CancelFunc
@@ -54,7 +55,7 @@ type options struct {
 func start(t *testing.T, o options) *harness {
 	t.Helper()
 	h := &harness{fake: slacktest.NewServer(t), logs: &chattest.LogBuffer{}, done: make(chan error, 1), waits: make(chan time.Duration, 100)}
-	h.env = chattest.NewEnv(t, chattest.Options{Register: o.register})
+	h.env = storetest.NewEnv(t, storetest.Options{Register: o.register})
 	router := bridge.NewRouter(h.env.Engine, "loadout")
 	if o.allowed == nil {
 		o.allowed = []string{owner}
@@ -585,7 +586,7 @@ func TestEventsAPI(t *testing.T) {
 
 func TestRejectedTokensStopRunWithAnError(t *testing.T) {
 	fake := slacktest.NewServer(t)
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	quiet := slog.New(slog.NewTextHandler(&chattest.LogBuffer{}, nil))
 	for _, c := range []struct{ bot, app, want string }{
 		{"bad-bot", "xapp-test", "slack.bot_token"},
@@ -642,7 +643,7 @@ func TestStartupWaitsForSlack(t *testing.T) {
 		fails = append(fails, slacktest.Failure{Status: http.StatusServiceUnavailable})
 	}
 	fake.Fail("auth.test", fails...)
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	a := New(Config{BotToken: "xoxb-test", Mode: ModeEvents, APIURL: fake.APIURL, Attempts: 2,
 		Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(&chattest.LogBuffer{}, nil))}}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	a.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }

@@ -17,6 +17,7 @@ import (
 	"loadout/chat/chattest"
 	"loadout/google/gmail"
 	"loadout/google/googletest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -29,7 +30,7 @@ import (
 func TestApprovalButtons(t *testing.T) {
 	api := googletest.NewAPI(t)
 	api.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"m1","threadId":"t1","labelIds":["SENT"]}`)
-	h := newHarness(t, chattest.Options{Register: func(r *tools.Registry) error {
+	h := newHarness(t, storetest.Options{Register: func(r *tools.Registry) error {
 		g := gmail.New(&googletest.Client{Endpoint: api.URL}, gmail.Options{})
 		return r.AddGroup(g.Group, g.Tools...)
 	}})
@@ -125,7 +126,7 @@ func TestApprovalButtons(t *testing.T) {
 // stored: acknowledging it before, a press that could not be stored
 // would have told the person their choice was taken.
 func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	id := holdApproval(t, h.env, "telegram:42", "telegram:42", time.Hour)
 	h.env.Model.Text("Done.")
 	a, _ := h.start(h.env, h.config(func(c *Config) {
@@ -178,7 +179,7 @@ func TestPressDeliveredTwiceIsAcknowledgedOnce(t *testing.T) {
 
 // holdApproval stores a pending approval of a call to a tool that does
 // not exist, asked in chatKey for userKey, as a turn that held it would.
-func holdApproval(t *testing.T, env *chattest.Env, chatKey, userKey string, ttl time.Duration) string {
+func holdApproval(t *testing.T, env *storetest.Env, chatKey, userKey string, ttl time.Duration) string {
 	t.Helper()
 	ctx := context.Background()
 	sess, err := env.Store.OpenSession(ctx, chatKey)
@@ -196,7 +197,7 @@ func holdApproval(t *testing.T, env *chattest.Env, chatKey, userKey string, ttl 
 		{Role: chat.RoleUser, Text: "do it", UserKey: userKey},
 		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "gone_tool", Arguments: "{}"}}},
 		{Role: chat.RoleTool, ToolCallID: "c1", ToolName: "gone_tool", Status: "pending", Text: "{}"},
-		{Role: chat.RoleAssistant, Text: "I need your approval first:\nRun gone_tool", Code: "ask:" + id},
+		{Role: chat.RoleAssistant, Text: "I need your approval first:\nRun gone_tool", Ask: id},
 	}
 	a := chat.Approval{ID: id, ChatKey: chatKey, UserKey: userKey, CallID: "c1", Tool: "gone_tool", Arguments: "{}",
 		Summary: "Run gone_tool", Status: chat.ApprovalPending, ExpiresAt: time.Now().Add(ttl)}
@@ -212,7 +213,7 @@ func holdApproval(t *testing.T, env *chattest.Env, chatKey, userKey string, ttl 
 // request is refused and its question says it expired, without buttons;
 // none of them reaches the chat.
 func TestRefusedPressChangesNothingForOthers(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	a, _ := h.start(h.env, h.config(nil))
 	chattest.Eventually(t, "the adapter to be ready", a.Ready)
 	mine := holdApproval(t, h.env, "telegram:-100", "telegram:42", time.Hour)

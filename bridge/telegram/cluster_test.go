@@ -11,6 +11,7 @@ import (
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/cluster"
+	"loadout/store/storetest"
 )
 
 // dies is a process killed outright: it never gives its lease back.
@@ -38,8 +39,8 @@ func (r refusals) TakeLease(ctx context.Context, name, holder string, ttl time.D
 func TestOnlyOneProcessPolls(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := newHarness(t, chattest.Options{})
-	b := newHarness(t, chattest.Options{DBPath: a.env.DBPath})
+	a := newHarness(t, storetest.Options{})
+	b := newHarness(t, storetest.Options{DBPath: a.env.DBPath})
 	exclusive := func(h *harness, s cluster.Store, holder string) Config {
 		return h.config(func(c *Config) { c.Exclusive = cluster.Exclusive(s, holder, ttl, quiet) })
 	}

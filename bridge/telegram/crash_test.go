@@ -10,6 +10,7 @@ import (
 
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 // hardStop is a configuration whose shutdown cancels at once: nothing in
@@ -18,20 +19,20 @@ func hardStop(c *Config) { c.ShutdownGrace = time.Nanosecond }
 
 // restart starts a second adapter on the first one's database and model,
 // as a new process would.
-func (h *harness) restart() *chattest.Env {
-	env2 := chattest.NewEnv(h.t, chattest.Options{DBPath: h.env.DBPath, Model: h.env.Model})
+func (h *harness) restart() *storetest.Env {
+	env2 := storetest.NewEnv(h.t, storetest.Options{DBPath: h.env.DBPath, Model: h.env.Model})
 	h.start(env2, h.config(nil))
 	return env2
 }
 
 // itemState is the inbox state of an update.
-func itemState(env *chattest.Env, id int) string {
+func itemState(env *storetest.Env, id int) string {
 	var s string
 	env.Store.Gorm().Raw("SELECT state FROM inbox_items WHERE event_id = ?", updateRef(int64(id))).Scan(&s)
 	return s
 }
 
-func userMessages(env *chattest.Env, text string) int {
+func userMessages(env *storetest.Env, text string) int {
 	var n int
 	env.Store.Gorm().Raw("SELECT COUNT(*) FROM messages WHERE role = 'user' AND text = ?", text).Scan(&n)
 	return n
@@ -42,7 +43,7 @@ func userMessages(env *chattest.Env, text string) int {
 // Telegram delivers the update again and the inbox resumes it; it is
 // answered once.
 func TestCrashAfterPersistBeforeAck(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Push(chattest.Step{Text: "never delivered", Delay: time.Minute})
 	id := h.tg.Push(telegramtest.Message{From: ana, Text: "are you there?"})
 	h.tg.Hold("getUpdates", 1) // the confirming poll never gets through
@@ -79,7 +80,7 @@ func TestCrashAfterPersistBeforeAck(t *testing.T) {
 // An update Telegram sends again after a lost offset, when its answer
 // already went out, is not answered again.
 func TestUpdateRedeliveredAfterLostOffsetIsAnsweredOnce(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("first and only")
 	_, stop := h.start(h.env, h.config(nil))
 	id := h.tg.Push(telegramtest.Message{From: ana, Text: "hello once"})
@@ -107,7 +108,7 @@ func TestUpdateRedeliveredAfterLostOffsetIsAnsweredOnce(t *testing.T) {
 // Stopped between two parts of a long reply: after the restart the rest
 // goes out in order, and no part that went out is sent again.
 func TestCrashBetweenPartsResumesAtFirstUnsentPart(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	var b strings.Builder
 	for i := 0; i < 3; i++ {
 		fmt.Fprintf(&b, "Part %d begins. %s\n\n", i, strings.Repeat("word ", 900))
@@ -152,7 +153,7 @@ func TestCrashBetweenPartsResumesAtFirstUnsentPart(t *testing.T) {
 // A panic while reading one update (here forced through a hostile entity)
 // never takes the channel down; later updates are answered.
 func TestHostileEntitiesDoNotStopPolling(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("still fine")
 	h.start(h.env, h.config(nil))
 	h.tg.PushRaw(fmt.Sprintf(`{"message":{"message_id":5,"date":1,"text":"@loadout_bot hi","chat":{"id":%d,"type":"supergroup"},

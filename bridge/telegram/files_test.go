@@ -10,6 +10,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools/files"
 )
 
@@ -17,7 +18,7 @@ import (
 // and the turn's message tells the model its name, type and size, with
 // the caption as the text.
 func TestFilesPeopleSendAreKept(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	ws, err := files.New(files.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func TestFilesPeopleSendAreKept(t *testing.T) {
 // its update stated less, is refused whole: never kept cut short as if
 // it were the file.
 func TestAFileLargerThanStatedIsNotKeptCut(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	ws, err := files.New(files.Config{Dir: t.TempDir(), MaxFileBytes: 64 << 20, MaxWorkspaceBytes: 256 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestAFileLargerThanStatedIsNotKeptCut(t *testing.T) {
 }
 
 func TestFilesNotKeptWithoutAWorkspace(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.start(h.env, h.config(nil))
 	h.tg.Push(telegramtest.Message{From: ana, Document: &telegramtest.File{Name: "a.txt", Content: []byte("x")}})
 	h.tg.WaitSent(t, 1)
@@ -86,7 +87,7 @@ func TestFilesNotKeptWithoutAWorkspace(t *testing.T) {
 
 // A workspace file goes out as a document, or as a photo when it is one.
 func TestSendFile(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	a, _ := h.start(h.env, h.config(nil))
 	h.tg.WaitFor(t, "connected", a.Ready)
 	dir := t.TempDir()
@@ -117,7 +118,7 @@ func TestSendFile(t *testing.T) {
 // An update redelivered after the offset was lost is dropped by the inbox
 // without its file being downloaded and saved a second time.
 func TestRedeliveredFileIsNotKeptTwice(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	ws, err := files.New(files.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

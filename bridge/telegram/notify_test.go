@@ -7,10 +7,11 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 func TestNotifySendsToChatAndTopic(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	var hub bridge.Hub
 	hub.Add(New(h.config(nil), nil, h.env.Store), nil)
 	if err := hub.Notify(context.Background(), "telegram:42", "hi"); !errors.Is(err, bridge.ErrNotRunning) {

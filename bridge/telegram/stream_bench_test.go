@@ -11,6 +11,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 // BenchmarkFirstTextVisible measures, for a streamed answer, the time from
@@ -20,7 +21,7 @@ import (
 //
 //	go test -run '^$' -bench FirstTextVisible ./bridge/telegram/
 func BenchmarkFirstTextVisible(b *testing.B) {
-	env := chattest.NewEnv(b, chattest.Options{})
+	env := storetest.NewEnv(b, storetest.Options{})
 	tg := telegramtest.New(b)
 	a := New(Config{Token: telegramtest.Token, APIEndpoint: tg.Endpoint(), AllowedUsers: []string{"42"}, Stream: true,
 		SendPerSecond: -1, SendPerChatSecond: -1, Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}},

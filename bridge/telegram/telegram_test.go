@@ -17,6 +17,7 @@ import (
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/store"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -32,16 +33,16 @@ const group int64 = -100123
 
 type harness struct {
 	t      *testing.T
-	env    *chattest.Env
+	env    *storetest.Env
 	tg     *telegramtest.Server
 	logs   *chattest.LogBuffer
 	mu     sync.Mutex
 	sleeps []time.Duration
 }
 
-func newHarness(t *testing.T, o chattest.Options) *harness {
+func newHarness(t *testing.T, o storetest.Options) *harness {
 	t.Helper()
-	return &harness{t: t, env: chattest.NewEnv(t, o), tg: telegramtest.New(t), logs: &chattest.LogBuffer{}}
+	return &harness{t: t, env: storetest.NewEnv(t, o), tg: telegramtest.New(t), logs: &chattest.LogBuffer{}}
 }
 
 func (h *harness) config(mut func(*Config)) Config {
@@ -62,7 +63,7 @@ func (h *harness) config(mut func(*Config)) Config {
 
 // start runs an adapter on env; stop cancels it and waits for Run to
 // return nil.
-func (h *harness) start(env *chattest.Env, cfg Config) (*Adapter, func()) {
+func (h *harness) start(env *storetest.Env, cfg Config) (*Adapter, func()) {
 	h.t.Helper()
 	a := New(cfg, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 	a.sleep = func(ctx context.Context, d time.Duration) error {
@@ -110,7 +111,7 @@ func (h *harness) modelSaw(text string) bool {
 }
 
 func TestPrivateChatHTMLTypingAndMenu(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("Hi **there**, see [docs](https://example.org/a?b=1&c=2).")
 	h.start(h.env, h.config(nil))
 	h.tg.Push(telegramtest.Message{From: ana, Text: "hello"})
@@ -141,7 +142,7 @@ func TestPrivateChatHTMLTypingAndMenu(t *testing.T) {
 }
 
 func TestGroupAnswersOnlyWhenAddressed(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("answer one")
 	h.env.Model.Text("answer two")
 	h.start(h.env, h.config(nil))
@@ -181,7 +182,7 @@ func TestGroupAnswersOnlyWhenAddressed(t *testing.T) {
 }
 
 func TestForumTopicHasItsOwnSession(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("in the topic")
 	h.start(h.env, h.config(nil))
 	h.tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "supergroup", ThreadID: 7, Topic: true, Text: "@loadout_bot hi"})
@@ -197,7 +198,7 @@ func TestForumTopicHasItsOwnSession(t *testing.T) {
 }
 
 func TestAllowlistRefusesOnceAndKeepsStrangersOut(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("hello Bea")
 	h.start(h.env, h.config(nil))
 	h.tg.Push(telegramtest.Message{From: mallory, ChatID: group, ChatType: "group", Text: "@loadout_bot secret plan one"})
@@ -227,7 +228,7 @@ func TestAllowlistRefusesOnceAndKeepsStrangersOut(t *testing.T) {
 }
 
 func TestEmptyAllowlistServesNobody(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.start(h.env, h.config(func(c *Config) { c.AllowedUsers = nil }))
 	h.tg.Push(telegramtest.Message{From: ana, Text: "hello"})
 	sent := h.tg.WaitSent(t, 1)
@@ -240,7 +241,7 @@ func TestEmptyAllowlistServesNobody(t *testing.T) {
 }
 
 func TestRejectedFormattingIsSentPlain(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("**bold** and `code`")
 	h.tg.FailNext("sendMessage", 400, "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0", 0)
 	h.start(h.env, h.config(nil))
@@ -255,7 +256,7 @@ func TestRejectedFormattingIsSentPlain(t *testing.T) {
 }
 
 func TestLongReplyIsSplitInOrder(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	var b strings.Builder
 	for i := 0; i < 40; i++ {
 		fmt.Fprintf(&b, "Paragraph %d with **bold** words and <angle> & ampersands, repeated to take room. %s\n\n", i, strings.Repeat("filler ", 12))
@@ -303,7 +304,7 @@ func TestLongReplyIsSplitInOrder(t *testing.T) {
 }
 
 func TestTypingIsRenewedUntilTheReply(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("done thinking")
 	h.tg.Pause("sendMessage")
 	h.start(h.env, h.config(func(c *Config) { c.TypingInterval = 5 * time.Millisecond }))
@@ -321,7 +322,7 @@ func TestTypingIsRenewedUntilTheReply(t *testing.T) {
 }
 
 func TestRateLimitWaitsRetryAfter(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("eventually")
 	h.tg.FailNext("sendMessage", 429, "Too Many Requests: retry after 3", 3)
 	h.start(h.env, h.config(nil))
@@ -340,7 +341,7 @@ func TestRateLimitWaitsRetryAfter(t *testing.T) {
 }
 
 func TestPollingSurvivesErrorsAndOptionalFailures(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("still here")
 	h.tg.FailNext("getMe", 502, "Bad Gateway", 0)
 	h.tg.FailNext("setMyCommands", 404, "Not Found", 0)
@@ -364,7 +365,7 @@ func TestPollingSurvivesErrorsAndOptionalFailures(t *testing.T) {
 // in the way, instead of spending a round trip on deleteWebhook at every
 // start.
 func TestPollingStartsWithoutRemovingAWebhookThatIsNotThere(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("hello")
 	h.start(h.env, h.config(nil))
 	h.tg.Push(telegramtest.Message{From: ana, Text: "hi"})
@@ -378,7 +379,7 @@ func TestPollingStartsWithoutRemovingAWebhookThatIsNotThere(t *testing.T) {
 // conflict; polling removes it (trying again when that fails) and then
 // takes the updates.
 func TestPollingRemovesAWebhookLeftBehind(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("polling now")
 	h.tg.SetWebhook("https://old.example.com/telegram")
 	h.tg.FailNext("deleteWebhook", 502, "Bad Gateway", 0)
@@ -397,7 +398,7 @@ func TestPollingRemovesAWebhookLeftBehind(t *testing.T) {
 }
 
 func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("first answer")
 	h.tg.Pause("sendMessage")
 	_, stop := h.start(h.env, h.config(func(c *Config) { c.ShutdownGrace = time.Nanosecond }))
@@ -425,7 +426,7 @@ func TestRestartSendsStoredReplyExactlyOnce(t *testing.T) {
 }
 
 func TestWebhookChecksSecretAndDedupes(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.env.Model.Text("via webhook")
 	h.env.Model.Text("second via webhook")
 	a, _ := h.start(h.env, h.config(func(c *Config) {
@@ -491,7 +492,7 @@ type noteInput struct {
 func TestFullTurnLoadsGroupAndCallsTool(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
-	h := newHarness(t, chattest.Options{Register: func(r *tools.Registry) error {
+	h := newHarness(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.AddGroup(tools.Group{Name: "notes", DisplayName: "Notes", Description: "Keep notes."},
 			tools.New(tools.Definition{Name: "add_note", Description: "Add a note."}, func(ctx context.Context, in noteInput) (any, error) {
 				c := tools.CallerFrom(ctx)
@@ -526,7 +527,7 @@ func TestFullTurnLoadsGroupAndCallsTool(t *testing.T) {
 }
 
 func TestRejectedTokenStopsRun(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	a := New(h.config(func(c *Config) { c.Token = "999:wrong" }), bridge.NewRouter(h.env.Engine, "loadout"), h.env.Store)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -557,7 +558,7 @@ func TestDefaultPacing(t *testing.T) {
 // posted at the first words and edited as more arrive, then edited into
 // the formatted answer; a long answer's other parts follow as messages.
 func TestStreamedAnswerEditsOneMessage(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	long := strings.Repeat("more words here ", 400) // over one message
 	h.env.Model.Push(chattest.Step{Chunks: []string{"Hello ", "**there** ", "friend. ", long, "The end."}, ChunkDelay: 400 * time.Millisecond})
 	h.start(h.env, h.config(func(c *Config) { c.Stream = true }))

@@ -16,6 +16,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools/files"
 	"loadout/voice"
 	"loadout/voice/voicetest"
@@ -33,7 +34,7 @@ type voiced struct {
 }
 
 func newVoiced(t *testing.T, mut func(*voice.Config)) *voiced {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	ws, err := files.New(files.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestVoiceNoteIsTranscribedOnceAcrossACrash(t *testing.T) {
 		t.Fatalf("inbox state %q after the crash, want pending", state)
 	}
 	v.env.Model.Text("Noted.")
-	env2 := chattest.NewEnv(t, chattest.Options{DBPath: v.env.DBPath, Model: v.env.Model})
+	env2 := storetest.NewEnv(t, storetest.Options{DBPath: v.env.DBPath, Model: v.env.Model})
 	v.start(env2, v.config(nil))
 	sent := v.tg.WaitSent(t, 1)
 	if sent[0].Text != "Noted." {
@@ -166,7 +167,7 @@ func TestVoiceNoteOverTheLimitsIsRefusedBeforeDownload(t *testing.T) {
 // Without voice set up, a chat is told once; the next note is not
 // answered again, and the operator's log names the key to set.
 func TestVoiceNotSetUpIsSaidOncePerChat(t *testing.T) {
-	h := newHarness(t, chattest.Options{})
+	h := newHarness(t, storetest.Options{})
 	h.start(h.env, h.config(nil))
 	note := telegramtest.Message{From: ana, Voice: &telegramtest.File{MIME: "audio/ogg", Content: []byte("OggS")}, Seconds: 1}
 	h.tg.Push(note)
@@ -279,7 +280,7 @@ func TestSpokenAnswerIsAPartSentOnce(t *testing.T) {
 	}
 	v.tg.WaitFor(t, "the cut upload to end", func() bool { return v.tg.Waiting("sendVoice") == 0 })
 	v.tg.Resume("sendVoice")
-	env2 := chattest.NewEnv(t, chattest.Options{DBPath: v.env.DBPath, Model: v.env.Model})
+	env2 := storetest.NewEnv(t, storetest.Options{DBPath: v.env.DBPath, Model: v.env.Model})
 	v.start(env2, v.config(nil))
 	v.tg.WaitFor(t, "the spoken answer", func() bool { return len(v.tg.Uploads()) == 1 })
 	chattest.Eventually(t, "the event done", func() bool { return itemState(env2, id) == "done" })

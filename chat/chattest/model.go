@@ -1,6 +1,6 @@
-// Package chattest provides a scripted OpenAI-compatible model server and a
-// ready engine on a temporary SQLite file, for tests of the engine and of
-// every channel.
+// Package chattest provides a scripted OpenAI-compatible model server, a
+// log buffer and a wait helper, for tests of the engine and of every
+// channel. An engine on a real store is storetest.NewEnv.
 package chattest
 
 import (

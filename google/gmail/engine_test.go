@@ -18,6 +18,7 @@ import (
 	"loadout/google"
 	"loadout/google/gmail"
 	"loadout/google/googletest"
+	"loadout/store/storetest"
 	"loadout/tools"
 )
 
@@ -61,7 +62,7 @@ func TestEngineTurnLoadsGmailAndSearchesAsTheSender(t *testing.T) {
 	oauth := googletest.NewOAuthServer(t, "cid")
 
 	var acc *google.Accounts
-	env := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	env := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		mg := gmail.New(lazyClient{&acc}, gmail.Options{})
 		g, ts := mg.Group, mg.Tools
 		return r.AddGroup(g, ts...)
@@ -165,7 +166,7 @@ func TestATurnReadsThePersonsAccountOnce(t *testing.T) {
 	api := newServer(t, f)
 	oauth := googletest.NewOAuthServer(t, "cid")
 	var acc *google.Accounts
-	env := chattest.NewEnv(t, chattest.Options{Register: func(r *tools.Registry) error {
+	env := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		mg := gmail.New(lazyClient{&acc}, gmail.Options{})
 		return r.AddGroup(mg.Group, mg.Tools...)
 	}})

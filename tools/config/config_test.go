@@ -9,13 +9,14 @@ import (
 
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools"
 	"loadout/tools/config"
 )
 
-func env(t *testing.T) *chattest.Env {
-	var e *chattest.Env
-	e = chattest.NewEnv(t, chattest.Options{
+func env(t *testing.T) *storetest.Env {
+	var e *storetest.Env
+	e = storetest.NewEnv(t, storetest.Options{
 		Config: chat.Config{Name: "loadout", SystemPrompt: "Base prompt.", Model: "base-model"},
 		Register: func(r *tools.Registry) error {
 			echo := tools.New(tools.Definition{Name: "pdf_info", Description: "x"}, func(context.Context, struct{}) (any, error) { return "ok", nil })
@@ -33,7 +34,7 @@ func env(t *testing.T) *chattest.Env {
 	return e
 }
 
-func turn(t *testing.T, e *chattest.Env, calls ...string) []string {
+func turn(t *testing.T, e *storetest.Env, calls ...string) []string {
 	t.Helper()
 	e.Model.Call("load_tool_group", `{"group_name":"config"}`)
 	for i := 0; i < len(calls); i += 2 {

@@ -1,4 +1,8 @@
-package chattest
+// Package storetest builds, for tests, a chat engine on a real store (a
+// temporary SQLite file, or PostgreSQL with LOADOUT_TEST_DSN set) and the
+// scripted model server of chattest. It lives beside store rather than in
+// chat/chattest so that nothing under chat imports store.
+package storetest
 
 import (
 	"io"
@@ -7,13 +11,14 @@ import (
 	"testing"
 
 	"loadout/chat"
+	"loadout/chat/chattest"
 	"loadout/store"
 	"loadout/tools"
 )
 
-// Env is an engine wired to a ModelServer and a store on a temp file.
+// Env is an engine wired to a chattest.ModelServer and a store on a temp file.
 type Env struct {
-	Model    *ModelServer
+	Model    *chattest.ModelServer
 	Store    *store.DB
 	Registry *tools.Registry
 	Engine   *chat.Engine
@@ -30,7 +35,7 @@ type Options struct {
 	// file in t.TempDir().
 	DBPath string
 	// Model reuses a model server.
-	Model *ModelServer
+	Model *chattest.ModelServer
 }
 
 // NewEnv builds an Env; everything is closed when the test ends.
@@ -40,7 +45,7 @@ func NewEnv(t testing.TB, o Options) *Env {
 		o.DBPath = filepath.Join(t.TempDir(), "loadout.db")
 	}
 	if o.Model == nil {
-		o.Model = NewModelServer(t)
+		o.Model = chattest.NewModelServer(t)
 	}
 	if o.Config.Logger == nil {
 		o.Config.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
