@@ -11,7 +11,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/discord/discordtest"
 	"loadout/chat"
-	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 // instantModel answers at once, in process, so the benchmark measures
@@ -32,7 +32,7 @@ func (instantModel) Complete(context.Context, chat.Request) (chat.Response, erro
 //	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkMessage ./bridge/discord/
 func BenchmarkMessage(b *testing.B) {
 	dc := discordtest.New(b)
-	env := chattest.NewEnv(b, chattest.Options{})
+	env := storetest.NewEnv(b, storetest.Options{})
 	engine := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, instantModel{}, env.Store, env.Registry)
 	a := New(Config{Token: discordtest.Token, APIURL: dc.APIURL, AllowedUsers: []string{ana.ID}, SendPerChannelSecond: -1,
 		Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, bridge.NewRouter(engine, "loadout"), env.Store)

@@ -18,6 +18,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/discord/discordtest"
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 // Environment of a process the kill test runs: the fake Discord's API
@@ -42,7 +43,7 @@ func TestDiscordProcess(t *testing.T) {
 	model.Script = func(req goopenai.ChatCompletionRequest) chattest.Step {
 		return chattest.Step{Text: "re: " + req.Messages[len(req.Messages)-1].Content, Delay: time.Duration(20+rand.IntN(100)) * time.Millisecond}
 	}
-	env := chattest.NewEnv(t, chattest.Options{DBPath: os.Getenv(envDB), Model: model})
+	env := storetest.NewEnv(t, storetest.Options{DBPath: os.Getenv(envDB), Model: model})
 	journal, err := bridge.OpenJournal(os.Getenv(envJournal))
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"loadout/chat/chattest"
 	"loadout/config"
 	"loadout/logs"
+	"loadout/store/storetest"
 	"loadout/tools"
 	"loadout/tools/files"
 )
@@ -50,7 +51,7 @@ var (
 type rig struct {
 	t    *testing.T
 	dc   *discordtest.Server
-	env  *chattest.Env
+	env  *storetest.Env
 	a    *Adapter
 	logs *chattest.LogBuffer
 	stop func()
@@ -59,8 +60,8 @@ type rig struct {
 	slept []time.Duration
 }
 
-func newRig(t *testing.T, o chattest.Options, mut func(*Config)) *rig {
-	r := &rig{t: t, dc: discordtest.New(t), env: chattest.NewEnv(t, o), logs: &chattest.LogBuffer{}}
+func newRig(t *testing.T, o storetest.Options, mut func(*Config)) *rig {
+	r := &rig{t: t, dc: discordtest.New(t), env: storetest.NewEnv(t, o), logs: &chattest.LogBuffer{}}
 	r.dc.Channel(g1, c1)
 	r.dc.Channel(g1, t1)
 	r.dc.Channel(g2, c2)
@@ -101,7 +102,7 @@ func (r *rig) start(mut func(*Config)) {
 
 func (r *rig) restart(mut func(*Config)) {
 	r.stop()
-	r.env = chattest.NewEnv(r.t, chattest.Options{DBPath: r.env.DBPath, Model: r.env.Model})
+	r.env = storetest.NewEnv(r.t, storetest.Options{DBPath: r.env.DBPath, Model: r.env.Model})
 	r.start(mut)
 }
 
@@ -135,7 +136,7 @@ func contents(s []discordtest.Sent) []string {
 // In a server the bot answers only what mentions it or replies to it,
 // without the mention, replying to the person's message.
 func TestServerMessagesNeedAMentionOrAReply(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	r.env.Model.Text("first answer")
 	r.env.Model.Text("second answer")
 	r.dc.Post(discordtest.Message{Author: ana, Guild: g1, Channel: c1, Content: "just talking among ourselves"})
@@ -160,7 +161,7 @@ func TestServerMessagesNeedAMentionOrAReply(t *testing.T) {
 
 // A thread is a conversation of its own: its own chat key and session.
 func TestThreadsKeepTheirOwnSession(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	r.env.Model.Text("in the channel")
 	r.env.Model.Text("in the thread")
 	r.dc.Post(discordtest.Message{Author: ana, Guild: g1, Channel: c1, Content: "remember the word marmalade", Mention: true})
@@ -186,7 +187,7 @@ func TestThreadsKeepTheirOwnSession(t *testing.T) {
 // in allowed_guilds. Strangers get the one refusal, and the log has their
 // id; a server not allowed is not answered at all.
 func TestAllowlists(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	for range 4 {
 		r.env.Model.Text("hello")
 	}
@@ -229,7 +230,7 @@ func TestAllowlists(t *testing.T) {
 
 // Empty allowlists allow nobody.
 func TestEmptyAllowlistsAllowNobody(t *testing.T) {
-	r := newRig(t, chattest.Options{}, func(c *Config) { c.AllowedUsers, c.AllowedRoles = nil, nil })
+	r := newRig(t, storetest.Options{}, func(c *Config) { c.AllowedUsers, c.AllowedRoles = nil, nil })
 	r.dc.Post(discordtest.Message{Author: ana, Channel: r.dc.DM(ana.ID), Content: "hi"})
 	if sent := r.waitSent(r.dc.DM(ana.ID), 1); sent[0].Content != bridge.TextRefused {
 		t.Fatalf("ana got %q", contents(sent))
@@ -249,7 +250,7 @@ func TestSlashCommandsRegistered(t *testing.T) {
 	}
 	t.Run("global", func(t *testing.T) {
 		dc := discordtest.New(t)
-		env := chattest.NewEnv(t, chattest.Options{})
+		env := storetest.NewEnv(t, storetest.Options{})
 		router := bridge.NewRouter(env.Engine, "loadout")
 		withConnect(router)
 		a := New(Config{Token: discordtest.Token, APIURL: dc.APIURL, AllowedUsers: []string{ana.ID}}, router, env.Store)
@@ -261,7 +262,7 @@ func TestSlashCommandsRegistered(t *testing.T) {
 	})
 	t.Run("per server", func(t *testing.T) {
 		dc := discordtest.New(t)
-		env := chattest.NewEnv(t, chattest.Options{})
+		env := storetest.NewEnv(t, storetest.Options{})
 		router := bridge.NewRouter(env.Engine, "loadout")
 		withConnect(router)
 		a := New(Config{Token: discordtest.Token, APIURL: dc.APIURL, AllowedUsers: []string{ana.ID}, Guilds: []string{g1, g2}}, router, env.Store)
@@ -284,7 +285,7 @@ func sameSet(a, b []string) bool {
 // then followed up with the router's answer, seen only by the person in
 // a server. A stranger's command is refused the same way.
 func TestSlashCommandsAnswered(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	dm := r.dc.DM(ana.ID)
 	id := r.dc.Command(ana, "", dm, "status", "")
 	sent := r.waitSent(dm, 1)
@@ -325,7 +326,7 @@ func dangerous(runs *atomic.Int32) func(*tools.Registry) error {
 // call and the question shows what they chose, without its buttons.
 func TestApprovalButtonsAnswerOnlyTheAsker(t *testing.T) {
 	var runs atomic.Int32
-	r := newRig(t, chattest.Options{Register: dangerous(&runs)}, nil)
+	r := newRig(t, storetest.Options{Register: dangerous(&runs)}, nil)
 	r.env.Model.Call("purge_archive", `{}`)
 	r.env.Model.Text("The archive is gone.")
 	r.dc.Post(discordtest.Message{Author: ana, Guild: g1, Channel: c1, Content: "purge the archive", Mention: true})
@@ -367,7 +368,7 @@ func TestApprovalButtonsAnswerOnlyTheAsker(t *testing.T) {
 func TestRateLimitsAreWaitedOut(t *testing.T) {
 	for _, global := range []bool{false, true} {
 		t.Run(map[bool]string{false: "route", true: "global"}[global], func(t *testing.T) {
-			r := newRig(t, chattest.Options{}, nil)
+			r := newRig(t, storetest.Options{}, nil)
 			dm := r.dc.DM(ana.ID)
 			r.env.Model.Text("one")
 			r.env.Model.Text("two")
@@ -402,7 +403,7 @@ func TestRateLimitsAreWaitedOut(t *testing.T) {
 // A dropped gateway connection is resumed: what happened meanwhile is
 // delivered by the resume, answered once.
 func TestDroppedConnectionResumes(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	dm := r.dc.DM(ana.ID)
 	r.env.Model.Text("before")
 	r.env.Model.Text("during")
@@ -426,7 +427,7 @@ func TestDroppedConnectionResumes(t *testing.T) {
 // A session that cannot be resumed starts anew, and what the old one
 // never delivered is read back from the API.
 func TestFailedResumeReadsBack(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	dm := r.dc.DM(ana.ID)
 	r.env.Model.Text("before")
 	r.env.Model.Text("missed")
@@ -446,7 +447,7 @@ func TestFailedResumeReadsBack(t *testing.T) {
 // Messages sent while the bot was down are read back at start, after the
 // last one stored, and answered once, in order.
 func TestMessagesSentWhileDownAreReadBack(t *testing.T) {
-	r := newRig(t, chattest.Options{Model: echoModel(t)}, nil)
+	r := newRig(t, storetest.Options{Model: echoModel(t)}, nil)
 	dm := r.dc.DM(ana.ID)
 	first := r.dc.Post(discordtest.Message{Author: ana, Channel: dm, Content: "hello"})
 	r.waitSent(dm, 1)
@@ -495,7 +496,7 @@ func echoModel(t testing.TB) *chattest.ModelServer {
 // The very first start does not answer a conversation's history.
 func TestFirstStartDoesNotAnswerHistory(t *testing.T) {
 	dc := discordtest.New(t)
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	dm := dc.DM(ana.ID)
 	dc.Post(discordtest.Message{Author: ana, Channel: dm, Content: "an old message"})
 	a := New(Config{Token: discordtest.Token, APIURL: dc.APIURL, AllowedUsers: []string{ana.ID}}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
@@ -519,7 +520,7 @@ func TestLongAnswersSplitWithCodeBlocksWhole(t *testing.T) {
 		code.WriteString("fmt.Println(\"line " + strings.Repeat("x", i%20) + "\")\n")
 	}
 	code.WriteString("```\n\nThat's all.")
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	parts := r.a.Split(code.String())
 	if len(parts) < 3 {
 		t.Fatalf("%d parts", len(parts))
@@ -548,7 +549,7 @@ func TestFileOverTheCapIsRefusedWhateverItsStatedSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRig(t, chattest.Options{}, func(c *Config) { c.Files = ws })
+	r := newRig(t, storetest.Options{}, func(c *Config) { c.Files = ws })
 	dm := r.dc.DM(ana.ID)
 	r.env.Model.Text("ok")
 	r.env.Model.Text("ok")
@@ -575,7 +576,7 @@ func TestFileOverTheCapIsRefusedWhateverItsStatedSize(t *testing.T) {
 // A turn shows typing in its channel; a streamed answer is one message
 // edited as it grows.
 func TestTypingAndDrafts(t *testing.T) {
-	r := newRig(t, chattest.Options{}, func(c *Config) { c.Stream = true })
+	r := newRig(t, storetest.Options{}, func(c *Config) { c.Stream = true })
 	dm := r.dc.DM(ana.ID)
 	r.env.Model.Push(chattest.Step{Chunks: []string{"Hello ", "streamed ", "world."}, ChunkDelay: 50 * time.Millisecond})
 	r.dc.Post(discordtest.Message{Author: ana, Channel: dm, Content: "hi"})
@@ -598,7 +599,7 @@ func TestTokenRejectedAndGatewayUnreachable(t *testing.T) {
 	t.Run("rejected", func(t *testing.T) {
 		dc := discordtest.New(t)
 		dc.RejectToken(true)
-		env := chattest.NewEnv(t, chattest.Options{})
+		env := storetest.NewEnv(t, storetest.Options{})
 		a := New(Config{Token: discordtest.Token, APIURL: dc.APIURL}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
 		ctx, cancel := context.WithTimeout(context.Background(), discordtest.Wait)
 		defer cancel()
@@ -609,7 +610,7 @@ func TestTokenRejectedAndGatewayUnreachable(t *testing.T) {
 	})
 	t.Run("unreachable gateway", func(t *testing.T) {
 		dc := discordtest.New(t)
-		env := chattest.NewEnv(t, chattest.Options{})
+		env := storetest.NewEnv(t, storetest.Options{})
 		var waits atomic.Int32
 		cfg := Config{Token: discordtest.Token, APIURL: dc.APIURL, GatewayURL: "ws://127.0.0.1:1/gateway", AllowedUsers: []string{ana.ID}}
 		cfg.sleep = func(ctx context.Context, d time.Duration) error {
@@ -638,7 +639,7 @@ func TestTokenRejectedAndGatewayUnreachable(t *testing.T) {
 	})
 	t.Run("gateway_url", func(t *testing.T) {
 		dc := discordtest.New(t)
-		env := chattest.NewEnv(t, chattest.Options{})
+		env := storetest.NewEnv(t, storetest.Options{})
 		a := New(Config{Token: discordtest.Token, APIURL: dc.APIURL, GatewayURL: dc.GatewayURL, AllowedUsers: []string{ana.ID}},
 			bridge.NewRouter(env.Engine, "loadout"), env.Store)
 		run(t, dc, a)
@@ -651,7 +652,7 @@ func TestTokenRejectedAndGatewayUnreachable(t *testing.T) {
 // The gateway is asked for what the channel needs: messages in servers
 // and direct messages, with their content.
 func TestIntents(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	_, _, _, intents := r.dc.Gateway()
 	for _, want := range []discordgo.Intent{discordgo.IntentsGuildMessages, discordgo.IntentsDirectMessages, discordgo.IntentsMessageContent} {
 		if discordgo.Intent(intents)&want == 0 {
@@ -689,7 +690,7 @@ func TestKindAndRedaction(t *testing.T) {
 // Build makes no connection: a channel not run costs nothing.
 func TestBuildDoesNoIO(t *testing.T) {
 	dc := discordtest.New(t)
-	env := chattest.NewEnv(t, chattest.Options{})
+	env := storetest.NewEnv(t, storetest.Options{})
 	cfg := Config{Enabled: true, Token: discordtest.Token, APIURL: dc.APIURL, AllowedUsers: []string{ana.ID}}
 	before := runtime.NumGoroutine()
 	ch, err := Kind().Build(context.Background(), cfg, bridge.Env{Router: bridge.NewRouter(env.Engine, "loadout"), Store: env.Store})
@@ -804,7 +805,7 @@ func TestSampleConfigHasEveryKey(t *testing.T) {
 // direct message, in the conversation; in a server, where it was meant
 // for the person alone, it is not posted for everyone.
 func TestExpiredInteractionAnswers(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	dm := r.dc.DM(ana.ID)
 	ctx := context.Background()
 	private := route{Channel: dm, App: discordtest.AppID, Token: "itoken-gone"}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"loadout/bridge/discord/discordtest"
-	"loadout/chat/chattest"
+	"loadout/store/storetest"
 	"loadout/tools/files"
 	"loadout/voice"
 	"loadout/voice/voicetest"
@@ -31,7 +31,7 @@ func TestVoiceMessageIsHeardAndAnsweredAloud(t *testing.T) {
 	cfg := voice.Config{TranscriptionModel: "whisper-1", BaseURL: audio.URL, APIKey: audio.Key, Reply: voice.ReplyWhenSpoken}
 	svc := voice.New(cfg.WithDefaults("", ""), voice.Options{Workspace: ws, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-	r := newRig(t, chattest.Options{}, func(c *Config) { c.Files, c.Voice = ws, svc })
+	r := newRig(t, storetest.Options{}, func(c *Config) { c.Files, c.Voice = ws, svc })
 	r.env.Model.Text("I'll remind you.")
 	r.env.Model.Text("second")
 	dm := r.dc.DM(ana.ID)
@@ -62,7 +62,7 @@ func TestVoiceMessageIsHeardAndAnsweredAloud(t *testing.T) {
 
 // Without voice set up, the person is told once.
 func TestVoiceMessageWithoutVoice(t *testing.T) {
-	r := newRig(t, chattest.Options{}, nil)
+	r := newRig(t, storetest.Options{}, nil)
 	dm := r.dc.DM(ana.ID)
 	r.dc.Post(discordtest.Message{Author: ana, Channel: dm, Voice: true, Attachments: []discordtest.Attachment{
 		{Name: "voice-message.ogg", ContentType: "audio/ogg", Content: []byte("OggS"), Seconds: 1}}})
