@@ -280,11 +280,13 @@ func answered(after []Message) (Message, bool) {
 	return last, true
 }
 
-// readUntrusted reports whether msgs hold a successful result of a tool
-// whose results are untrusted.
+// readUntrusted reports whether msgs hold a result of a tool whose
+// results are untrusted: a success or an error, which carries the
+// service's text as well. Only a call still waiting for approval has
+// returned nothing.
 func (e *Engine) readUntrusted(msgs []Message) bool {
 	for _, m := range msgs {
-		if m.Role == RoleTool && m.Status == tools.StatusSuccess {
+		if m.Role == RoleTool && m.Status != tools.StatusPending {
 			// A tool that decides per call is taken as untrusted: the
 			// call is not decoded again to ask.
 			if tl, ok := e.reg.Tool(m.ToolName); ok && (tl.Untrusted || tl.UntrustedFor != nil) {

@@ -43,8 +43,10 @@ type Result struct {
 	// Input is the call's arguments as checked, decoded and encoded
 	// again (Input.JSON); empty when they could not be decoded.
 	Input string
-	// Untrusted is set when the call succeeded and what it returned is
-	// untrusted content (Definition.Untrusted).
+	// Untrusted is set when the call ran and what it returned is
+	// untrusted content (Definition.Untrusted): its result, or its error,
+	// which carries the service's own text (a 4xx/5xx body, an MCP
+	// result with isError).
 	Untrusted bool
 	// Personal is set when the call succeeded and what it returned
 	// belongs to the caller (Definition.Personal).
@@ -150,7 +152,9 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 		res = failure(x.toolError(ctx, e.Tool, err))
 	}
 	res.Input = in.JSON
-	res.Untrusted = res.Status == StatusSuccess && (e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value))
+	// A failure taints like a success: a tool that reads outside text
+	// puts that text into its errors too.
+	res.Untrusted = e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value)
 	res.Personal = res.Status == StatusSuccess && (e.Personal || e.PersonalFor != nil && e.PersonalFor(ctx, in.Value))
 	return res
 }
