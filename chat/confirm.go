@@ -218,6 +218,9 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 			if _, err := e.store.Decide(context.WithoutCancel(ctx), a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {
 				return Reply{}, err
 			}
+			// What the approved call returned is read by the turn it
+			// carries on, like any result of that turn.
+			note.Tainted = note.Tainted || res.Untrusted
 			return e.Handle(ctx, note)
 		}
 	case mine && a.Status == ApprovalRunning:
@@ -232,7 +235,11 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 		}
 		return e.Handle(ctx, note)
 	case mine && a.Status == ApprovalDone:
-		return e.Handle(ctx, note) // answered; the turn carries on
+		// Answered and run; the turn carries on. What the call returned
+		// is not read again to ask whether it was untrusted: the tool's
+		// declaration decides, as for a resumed turn.
+		note.Tainted = note.Tainted || e.untrustedTool(a.Tool)
+		return e.Handle(ctx, note)
 	case mine:
 	default:
 		why, _ := ended(a)

@@ -286,15 +286,19 @@ func answered(after []Message) (Message, bool) {
 // returned nothing.
 func (e *Engine) readUntrusted(msgs []Message) bool {
 	for _, m := range msgs {
-		if m.Role == RoleTool && m.Status != tools.StatusPending {
-			// A tool that decides per call is taken as untrusted: the
-			// call is not decoded again to ask.
-			if tl, ok := e.reg.Tool(m.ToolName); ok && (tl.Untrusted || tl.UntrustedFor != nil) {
-				return true
-			}
+		if m.Role == RoleTool && m.Status != tools.StatusPending && e.untrustedTool(m.ToolName) {
+			return true
 		}
 	}
 	return false
+}
+
+// untrustedTool reports whether a recorded result of the named tool is
+// taken as untrusted. A tool that decides per call is: the call is not
+// decoded again to ask.
+func (e *Engine) untrustedTool(name string) bool {
+	tl, ok := e.reg.Tool(name)
+	return ok && (tl.Untrusted || tl.UntrustedFor != nil)
 }
 
 // catalog builds the session's active catalog.
