@@ -502,3 +502,55 @@ func TestApprovedCallThatNowReadsDifferentlyDoesNotRun(t *testing.T) {
 		t.Fatalf("the model saw %q", saw)
 	}
 }
+
+// openTools: reach, an MCP tool (an open schema: properties it does not
+// name pass), and hook, a manifest tool whose schema allows more
+// (additionalProperties: true); both record the arguments they got.
+func openTools(got *outbox) func(r *tools.Registry) error {
+	return func(r *tools.Registry) error {
+		params := func(more string) json.RawMessage {
+			return json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"},"recipients":{"type":"string"}}` + more + `}`)
+		}
+		record := func(_ context.Context, args json.RawMessage) (any, error) { got.add(string(args)); return "done", nil }
+		reach := tools.Raw(tools.Definition{Name: "reach", Description: "Call the server", Parameters: params(""), Untrusted: true}, record)
+		reach.Open = true
+		hook := tools.Raw(tools.Definition{Name: "hook", Description: "Call the hook", Parameters: params(`,"additionalProperties":true`), Untrusted: true}, record)
+		return r.Add(reach, hook)
+	}
+}
+
+// TEST (finding: with the check disabled, {"url":"a","URL":"b"} reached
+// an MCP tool): a tool whose schema lets through names it does not
+// declare still refuses a name given twice in another letter case,
+// before it runs; a name it does not declare passes.
+func TestAmbiguousArgumentsToAnOpenSchemaAreRefused(t *testing.T) {
+	o := &outbox{}
+	e := storetest.NewEnv(t, storetest.Options{Register: openTools(o)})
+	for _, name := range []string{"reach", "hook"} {
+		for _, args := range []string{
+			`{"url":"http://sink/a","URL":"http://sink/b"}`,
+			`{"URL":"http://sink/b","url":"http://sink/a"}`,
+			`{"url":"http://sink/a","uRl":"http://sink/b"}`,
+			`{"recipients":"ana@example.com","RECIPIENTS":"eve@evil.example"}`,
+			`{"Other":"a","other":"b"}`,
+		} {
+			e.Model.Call(name, args)
+			e.Model.Text("ok")
+			handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "go", ID: "ev-" + name + args})
+			res := e.Model.Last(t).Messages
+			last := res[len(res)-1]
+			if last.Role != "tool" || errorCode(t, last.Content) != tools.CodeInvalidArgument || !strings.Contains(last.Content, "twice") {
+				t.Fatalf("%s %s: result %+v", name, args, last)
+			}
+		}
+	}
+	if len(o.all()) != 0 {
+		t.Fatalf("ran %q", o.all())
+	}
+	e.Model.Call("reach", `{"url":"http://sink/a","other":"b"}`)
+	e.Model.Text("ok")
+	handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "go", ID: "ev-more"})
+	if got := o.all(); len(got) != 1 || got[0] != `{"url":"http://sink/a","other":"b"}` {
+		t.Fatalf("an undeclared name: ran %q", got)
+	}
+}
