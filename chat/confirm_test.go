@@ -533,6 +533,11 @@ func TestAmbiguousArgumentsToAnOpenSchemaAreRefused(t *testing.T) {
 			`{"url":"http://sink/a","uRl":"http://sink/b"}`,
 			`{"recipients":"ana@example.com","RECIPIENTS":"eve@evil.example"}`,
 			`{"Other":"a","other":"b"}`,
+			// Folded as Unicode folds them (strings.EqualFold), as a
+			// server's case-insensitive decoder may: ſ is s, K (Kelvin) k.
+			`{"recipients":"ana@example.com","recipientſ":"eve@evil.example"}`,
+			`{"recipientſ":"eve@evil.example","RECIPIENTS":"ana@example.com"}`,
+			`{"Kind":"a","kind":"b"}`,
 		} {
 			e.Model.Call(name, args)
 			e.Model.Text("ok")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -87,8 +88,8 @@ func decodeMessage(err error) string {
 
 // decodeInput checks a call's arguments against s and decodes them once
 // into t's input. The checked text is refused when it is not one JSON
-// object, repeats a name (in any letter case, unless the schema names
-// both), names a property the schema does not have (unless t is Open or
+// object, repeats a name (in any letter case, as strings.EqualFold
+// compares, unless the schema names both), names a property the schema does not have (unless t is Open or
 // the schema allows more), or breaks the schema's types, enums or
 // required list.
 func decodeInput(t Tool, s *schemaNode, text string) (Input, *Error) {
@@ -237,7 +238,7 @@ func (c checker) object(dec *jsontext.Decoder, n *schemaNode, path string) error
 		if n != nil {
 			p, declared = n.Properties[k]
 		}
-		low := strings.ToLower(k)
+		low := fold(k)
 		if other, ok := folded[low]; ok {
 			if other == k || !n.declares(other, k) {
 				return &Error{
@@ -282,6 +283,24 @@ func (c checker) object(dec *jsontext.Decoder, n *schemaNode, path string) error
 		}
 	}
 	return nil
+}
+
+// fold is name folded as strings.EqualFold folds it (Unicode simple case
+// folding, where ſ is s and the Kelvin sign k): two names are one name in
+// other letter cases exactly when their folds are equal. A server's
+// case-insensitive decoder may take either for the other, so they count
+// as the same name given twice.
+func fold(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // closed reports whether an object node refuses properties it does not

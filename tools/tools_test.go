@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -486,5 +487,28 @@ func TestPerTurn(t *testing.T) {
 	PerTurn(turn, "e", g)
 	if fails != 2 {
 		t.Fatalf("an error was kept: %d tries", fails)
+	}
+}
+
+// TEST: fold agrees with strings.EqualFold on every rune: the runes of one
+// case-folding orbit have the same fold, and it is one of them (so runes
+// of different orbits have different folds).
+func TestFoldIsEqualFold(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue
+		}
+		want := fold(string(r))
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if got := fold(string(f)); got != want {
+				t.Fatalf("fold(%q) = %q, fold(%q) = %q", f, got, r, want)
+			}
+		}
+		if w := []rune(want); len(w) != 1 || !strings.EqualFold(string(w[0]), string(r)) {
+			t.Fatalf("fold(%q) = %q, not the same letter", r, want)
+		}
+	}
+	if fold("recipientſ") != fold("RECIPIENTS") || fold("url") == fold("uri") {
+		t.Fatal("fold does not tell names apart as EqualFold does")
 	}
 }
