@@ -180,11 +180,15 @@ func Summary(ctx context.Context, d Definition, in Input) string {
 // addressPattern finds email addresses in an argument.
 var addressPattern = regexp.MustCompile(`[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+`)
 
+// urlPattern finds URLs in an argument: a scheme, "://" and what follows
+// up to a space or a quote.
+var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>]+`)
+
 // summaryValue is one argument of a default summary. Prose is cut short,
 // but never what says whom or what a call reaches: a word without spaces
 // (an id, an address, a URL) is kept whole up to 200 characters, a list
-// names its first five items and counts the rest, and the addresses a cut
-// hides are listed after it.
+// names its first five items and counts the rest, and the addresses and
+// URLs a cut hides are listed after it.
 func summaryValue(v any) string {
 	var full, short string
 	switch v := v.(type) {
@@ -206,16 +210,79 @@ func summaryValue(v any) string {
 		full = string(b)
 		short = Shorten(full, 80)
 	}
-	var hidden []string
-	for _, a := range addressPattern.FindAllString(full, -1) {
-		if !strings.Contains(short, a) && !slices.Contains(hidden, a) {
-			hidden = append(hidden, a)
+	var with []string
+	for _, l := range []struct {
+		what    string
+		pattern *regexp.Regexp
+	}{{"addresses", addressPattern}, {"URLs", urlPattern}} {
+		var hidden []string
+		for _, a := range l.pattern.FindAllString(full, -1) {
+			if !strings.Contains(short, a) && !slices.Contains(hidden, a) {
+				hidden = append(hidden, a)
+			}
+		}
+		if len(hidden) > 0 {
+			with = append(with, "the "+l.what+" "+Names(hidden, 3))
 		}
 	}
-	if len(hidden) > 0 {
-		short += " (with the addresses " + Names(hidden, 3) + ")"
+	if len(with) > 0 {
+		short += " (with " + strings.Join(with, " and ") + ")"
 	}
 	return short
+}
+
+// WholeChars is how much of a text Whole shows before it cuts.
+const WholeChars = 2000
+
+// Whole shows a text a person approves to keep or to have run unattended
+// (a memory, a scheduled task's prompt) in quotes, whole, on one line,
+// up to WholeChars characters. A longer one is cut there and followed by
+// "and N more characters", with every URL, host, address and number
+// past the cut listed, so that nothing the rest of it reaches or names
+// is hidden.
+func Whole(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	r := []rune(text)
+	if len(r) <= WholeChars {
+		return "'" + text + "'"
+	}
+	// The word the cut falls in counts as past it.
+	cut := WholeChars
+	for cut > 0 && r[cut-1] != ' ' {
+		cut--
+	}
+	var past []string
+	for w := range strings.FieldsSeq(string(r[cut:])) {
+		w = strings.TrimRight(strings.TrimLeft(w, `"'([<{`), `"')]>},;:.!?`)
+		if notable(w) && !slices.Contains(past, w) {
+			past = append(past, w)
+		}
+	}
+	s := fmt.Sprintf("'%s…' and %d more characters", string(r[:WholeChars]), len(r)-WholeChars)
+	if len(past) > 0 {
+		s += ", which name " + strings.Join(past, ", ")
+	}
+	return s
+}
+
+// notable reports whether a word of a text says where or whom something
+// reaches, or carries a figure: a URL, an address, a host, a number or
+// a code with digits (an IBAN, a PIN).
+func notable(w string) bool {
+	if strings.Contains(w, "://") || strings.Contains(w, "@") || strings.ContainsFunc(w, unicode.IsDigit) {
+		return true
+	}
+	// A host: labels joined by dots, the last one letters.
+	labels := strings.Split(w, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || strings.ContainsFunc(l, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }) {
+			return false
+		}
+	}
+	return !strings.ContainsFunc(labels[len(labels)-1], func(r rune) bool { return !unicode.IsLetter(r) })
 }
 
 // Shorten cuts s to at most n runes, marking the cut with "…", and puts

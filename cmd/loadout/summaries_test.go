@@ -308,15 +308,17 @@ func (g *argGen) token() string {
 
 // Every tool that can wait for approval has its summary checked by a
 // property test: the Workspace tools above, the default summary (tools
-// without a Summarize of their own: MCP, manifests, memory, schedules,
-// settings, commands) in package tools, and each other tool's own summary
+// without a Summarize of their own: MCP, manifests, settings, commands)
+// in package tools, and each other tool's own summary
 // by the test named here. A new confirmable tool with a summary of its
 // own fails this test until it gets one.
 func TestEveryConfirmableToolHasItsSummaryChecked(t *testing.T) {
 	own := map[string]string{
-		"http_request": "tools/web:TestHTTPRequestSummaryNamesWhereItGoes",
-		"files":        "tools/files:TestFilesSummaryNamesWhatChanges",
-		"custom_tools": "tools/custom:TestCustomToolChangesAreDestructiveAndSaySo",
+		"http_request":    "tools/web:TestHTTPRequestSummaryNamesWhereItGoes",
+		"files":           "tools/files:TestFilesSummaryNamesWhatChanges",
+		"custom_tools":    "tools/custom:TestCustomToolChangesAreDestructiveAndSaySo",
+		"memory":          "tools/memory:TestMemorySummaryShowsTheTextWhole",
+		"scheduled_tasks": "tools/schedule:TestScheduleSummaryShowsThePromptWhole",
 	}
 	cfg, _ := parseConfig(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")

@@ -82,8 +82,9 @@ func Tool(cfg Config, st Store) tools.Tool {
 		Description: "Facts about the person, kept for good.",
 		// Each person's memories are their own: a recall in a group is
 		// shown on that person's turns only.
-		Personal: true,
-		Timeout:  10 * time.Second,
+		Personal:  true,
+		Timeout:   10 * time.Second,
+		Summarize: tools.By(summary),
 	}, func(ctx context.Context, in input) (any, error) {
 		user := tools.CallerFrom(ctx).UserKey
 		if user == "" {
@@ -189,4 +190,18 @@ func Prompt(ctx context.Context, cfg Config, st Store, userKey string, count fun
 		b.WriteString(line)
 	}
 	return b.String()
+}
+
+// summary is what a person approves: a memory to keep is shown whole
+// (tools.Whole), since it reaches the model in every later turn.
+func summary(_ context.Context, in input) string {
+	switch in.Action {
+	case "save":
+		return "Remember for good: " + tools.Whole(in.Text)
+	case "forget":
+		return fmt.Sprintf("Forget memory %d", in.ID)
+	case "search":
+		return "Search the memories for " + tools.Whole(in.Query)
+	}
+	return "Recall the memories"
 }

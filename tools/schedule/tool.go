@@ -45,6 +45,7 @@ func (s *Scheduler) Tool() tools.Tool {
 		Examples:    []string{"remind me later to do something", "run a prompt every day at a time", "every week send me a summary", "list or stop my reminders", "every morning give me the news", "remind me tomorrow at 9 to call the bank", "in 20 minutes tell me to take the pizza out", "set a recurring reminder each Monday", "which reminders are set", "cancel the daily summary job", "ping me at 5pm about the report", "run the weekly digest now", "set an alarm for 7am", "remind me next Friday to pay the rent", "every day at noon check the news for me", "my recurring jobs", "at 6pm nudge me about dinner", "do this again every hour", "don't remind me anymore", "remind me in an hour to stretch", "each weekday at 8 send me the weather"},
 		Description: "Schedule a prompt to run later in this chat; list, run now, update or delete tasks (a person's own, or anyone's for an admin).",
 		Timeout:     30 * time.Second,
+		Summarize:   tools.By(summary),
 	}, func(ctx context.Context, in input) (any, error) {
 		c := tools.CallerFrom(ctx)
 		if c.ChatKey == "" {
@@ -255,3 +256,33 @@ func (s *Scheduler) show(t Task) shown {
 
 // Register adds the scheduled_tasks group.
 func (s *Scheduler) Register(reg *tools.Registry) error { return reg.AddGroup(Group(), s.Tool()) }
+
+// summary is what a person approves: the prompt a task will run
+// unattended is shown whole (tools.Whole), with when it runs.
+func summary(_ context.Context, in input) string {
+	var when []string
+	for _, w := range []struct{ label, v string }{{"at ", in.At}, {"every ", in.Every}, {"on cron ", in.Cron}, {"time zone ", in.TimeZone}} {
+		if strings.TrimSpace(w.v) != "" {
+			when = append(when, w.label+strings.TrimSpace(w.v))
+		}
+	}
+	schedule := ""
+	if len(when) > 0 {
+		schedule = " (" + strings.Join(when, ", ") + ")"
+	}
+	prompt := ""
+	if strings.TrimSpace(in.Prompt) != "" {
+		prompt = " to run unattended: " + tools.Whole(in.Prompt)
+	}
+	switch in.Action {
+	case "schedule":
+		return "Schedule a task in this chat" + schedule + prompt
+	case "update":
+		return fmt.Sprintf("Change task %d%s%s", in.ID, schedule, prompt)
+	case "run_now":
+		return fmt.Sprintf("Run task %d now", in.ID)
+	case "delete":
+		return fmt.Sprintf("Delete task %d", in.ID)
+	}
+	return "List the scheduled tasks"
+}
