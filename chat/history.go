@@ -1,7 +1,9 @@
 package chat
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -144,13 +146,39 @@ func shorten(m Message, max int) Message {
 
 // hideOthers replaces, in a window about to be sent, each personal tool
 // result that belongs to someone other than user (a memory recall or a
-// mailbox read another member of a group ran) with a placeholder. The
-// window holds copies, so the history itself keeps the result for its
-// owner's turns.
+// mailbox read another member of a group ran) with a placeholder. What
+// the model may have copied from such a result goes with it: the
+// arguments of the calls made on that person's turns after it (a search
+// for the PIN a recall returned), and those calls' results, which may
+// echo them. The window holds copies, so the history itself keeps all of
+// it for its owner's turns.
 func hideOthers(window []Message, user string) {
+	exposed := map[string]bool{}  // whose personal results were hidden so far
+	hidden := map[string]string{} // call id → whose turn made the call
+	owner := ""                   // whose turn the messages belong to
 	for i := range window {
-		if m := &window[i]; m.Role == RoleTool && m.UserKey != "" && m.UserKey != user {
+		m := &window[i]
+		switch {
+		case m.Role == RoleUser:
+			owner = m.UserKey
+		case m.Role == RoleTool && m.UserKey != "" && m.UserKey != user:
 			m.Text = fmt.Sprintf("(a result for %s, not shown to others)", m.UserKey)
+			exposed[m.UserKey] = true
+			if owner == "" {
+				owner = m.UserKey // a window that starts within the turn
+			}
+		case m.Role == RoleTool:
+			if who, ok := hidden[m.ToolCallID]; ok {
+				m.Text = fmt.Sprintf("(a result for %s, not shown to others)", who)
+			}
+		case m.Role == RoleAssistant && len(m.ToolCalls) > 0 && owner != "" && owner != user && exposed[owner]:
+			note, _ := json.Marshal(map[string]string{"not_shown": fmt.Sprintf("(arguments of a call for %s, not shown to others)", owner)})
+			calls := slices.Clone(m.ToolCalls) // shared with the history
+			for k := range calls {
+				calls[k].Arguments = string(note)
+				hidden[calls[k].ID] = owner
+			}
+			m.ToolCalls = calls
 		}
 	}
 }
