@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,9 @@ var (
 	benchChats    = flag.Int("serve.chats", 200, "BenchmarkServeTelegram: chats sending at once")
 	benchMessages = flag.Int("serve.messages", 3, "BenchmarkServeTelegram: messages per chat")
 	benchProfile  = flag.String("serve.profile", "", "BenchmarkServeTelegram: directory for the process's profiles: heap at idle, CPU, heap and allocations of the load")
+	benchBin      = flag.String("serve.bin", "", "BenchmarkServeTelegram: measure this loadout binary instead of building the package")
+	benchVs       = flag.String("serve.vs", "", "BenchmarkServeTelegram: a second loadout binary (an older build) measured in turn with the first, pair by pair")
+	benchRuns     = flag.Int("serve.runs", 1, "BenchmarkServeTelegram: runs of each binary per iteration (with -serve.vs: pairs, the first of each pair alternating)")
 )
 
 // BenchmarkServeTelegram measures the whole process: it builds loadout,
@@ -33,32 +37,105 @@ var (
 // from start to the first getUpdates, the resident memory at idle and at
 // its peak, messages answered per second when -serve.chats chats send
 // -serve.messages each at once, and the process's CPU time per message.
+// Each figure is the median of the iteration's -serve.runs runs.
 //
-//	go test -run '^$' -bench ServeTelegram -benchtime 1x ./cmd/loadout/
+// -serve.bin measures a binary built elsewhere; -serve.vs measures a
+// second one in the same run, in pairs (A B, B A, A B, …), and reports
+// its figures with a "vs-" prefix and how many pairs each won:
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench ServeTelegram -benchtime 1x ./cmd/loadout/
+//	go test -tags sqlite_fts5 -run '^$' -bench ServeTelegram -benchtime 1x -count 4 ./cmd/loadout/ \
+//		-serve.vs /tmp/loadout-old -serve.runs 3
 func BenchmarkServeTelegram(b *testing.B) {
 	dir := b.TempDir()
+	// Every binary is copied into dir, so each is read from the same file
+	// system as a file written by a copy, as an installed binary is.
 	bin := filepath.Join(dir, "loadout")
-	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, ".").CombinedOutput(); err != nil {
+	if *benchBin != "" {
+		copyFile(b, *benchBin, bin)
+	} else if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
-	// The binary just written sits in the page cache as the write left
-	// it; an installed binary is read from disk. Evict it, so the
-	// process's resident file pages are those a deployed one maps.
-	evict(b, bin)
+	bins := []string{bin}
+	if *benchVs != "" {
+		vs := filepath.Join(dir, "loadout-vs")
+		copyFile(b, *benchVs, vs)
+		bins = append(bins, vs)
+	}
 	if *benchProfile != "" {
 		if err := os.MkdirAll(*benchProfile, 0o755); err != nil {
 			b.Fatal(err)
 		}
 	}
+	runs := max(*benchRuns, 1)
 	for i := 0; i < b.N; i++ {
-		r := runServe(b, bin, filepath.Join(dir, strconv.Itoa(i)))
-		b.ReportMetric(r.start.Seconds()*1000, "start-ms")
-		b.ReportMetric(r.restart.Seconds()*1000, "restart-ms")
-		b.ReportMetric(r.idleRSS/1e6, "idle-RSS-MB")
-		b.ReportMetric(r.idleAnon/1e6, "idle-anon-MB")
-		b.ReportMetric(r.perSecond, "msgs/s")
-		b.ReportMetric(r.cpuPerMsg.Seconds()*1000, "CPU-ms/msg")
-		b.ReportMetric(r.peakRSS/1e6, "peak-RSS-MB")
+		got := make([][]serveFigures, len(bins))
+		for r := 0; r < runs; r++ {
+			for k := range bins {
+				j := k
+				if r%2 == 1 {
+					j = len(bins) - 1 - k
+				}
+				// The binary just written sits in the page cache as the
+				// write left it; an installed binary is read from disk.
+				// Evict it before every start, so the process's resident
+				// file pages are those a deployed one maps.
+				evict(b, bins[j])
+				got[j] = append(got[j], runServe(b, bins[j], filepath.Join(dir, fmt.Sprintf("%d-%d-%d", i, r, j))))
+			}
+		}
+		for j, prefix := range []string{"", "vs-"}[:len(bins)] {
+			f := got[j]
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.start.Seconds() * 1000 }), prefix+"start-ms")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.restart.Seconds() * 1000 }), prefix+"restart-ms")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.idleRSS / 1e6 }), prefix+"idle-RSS-MB")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.idleAnon / 1e6 }), prefix+"idle-anon-MB")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.perSecond }), prefix+"msgs/s")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.cpuPerMsg.Seconds() * 1000 }), prefix+"CPU-ms/msg")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.peakRSS / 1e6 }), prefix+"peak-RSS-MB")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.loadAnon / 1e6 }), prefix+"load-anon-MB")
+		}
+		if len(bins) == 2 {
+			b.Logf("pairs won by -serve.bin (lower is better): start %d of %d, CPU per message %d of %d, idle anonymous memory %d of %d",
+				wins(got, func(f serveFigures) float64 { return float64(f.start) }), runs,
+				wins(got, func(f serveFigures) float64 { return float64(f.cpuPerMsg) }), runs,
+				wins(got, func(f serveFigures) float64 { return f.idleAnon }), runs)
+		}
+	}
+}
+
+// median is the median of figure over runs.
+func median(runs []serveFigures, figure func(serveFigures) float64) float64 {
+	v := make([]float64, len(runs))
+	for i, f := range runs {
+		v[i] = figure(f)
+	}
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+// wins counts the pairs in which the first binary's figure was lower.
+func wins(got [][]serveFigures, figure func(serveFigures) float64) int {
+	n := 0
+	for r := range got[0] {
+		if figure(got[0][r]) < figure(got[1][r]) {
+			n++
+		}
+	}
+	return n
+}
+
+// copyFile copies the executable from to to.
+func copyFile(b *testing.B, from, to string) {
+	raw, err := os.ReadFile(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(to, raw, 0o755); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -66,6 +143,7 @@ type serveFigures struct {
 	start, restart   time.Duration
 	idleRSS, peakRSS float64
 	idleAnon         float64 // the process's own pages, without mapped files
+	loadAnon         float64 // the process's own pages at the end of the load
 	perSecond        float64
 	cpuPerMsg        time.Duration
 }
@@ -145,6 +223,7 @@ func runServe(b *testing.B, bin, dir string) serveFigures {
 	f.perSecond = float64(total) / took.Seconds()
 	f.cpuPerMsg = cpu / time.Duration(total)
 	f.peakRSS = procStatus(b, cmd.Process.Pid, "VmHWM")
+	f.loadAnon = procStatus(b, cmd.Process.Pid, "RssAnon")
 	if *benchProfile != "" {
 		saveProfile(b, listen, "heap", "load-heap.pprof")
 		saveProfile(b, listen, "allocs", "allocs.pprof")
