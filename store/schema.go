@@ -18,6 +18,21 @@ func models() []any {
 	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}}
 }
 
+// The models' tables are named by hand, as gorm's naming strategy would
+// (TestTableNames): gorm otherwise makes each name plural through a list
+// of regular expressions every time it parses a model, which the first
+// start of a new database does for every one.
+func (session) TableName() string     { return "sessions" }
+func (message) TableName() string     { return "messages" }
+func (chatSetting) TableName() string { return "chat_settings" }
+func (state) TableName() string       { return "states" }
+func (inboxItem) TableName() string   { return "inbox_items" }
+func (googleToken) TableName() string { return "google_tokens" }
+func (taskRun) TableName() string     { return "task_runs" }
+func (customTool) TableName() string  { return "custom_tools" }
+func (googleState) TableName() string { return "google_states" }
+func (voiceUsage) TableName() string  { return "voice_usages" }
+
 // schemaStamp fingerprints the schema this build expects: every model's
 // fields with their types and tags, and the migrations version. Open
 // stores it as the database's user_version once migrated and skips
