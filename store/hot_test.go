@@ -11,19 +11,20 @@ import (
 	"loadout/chat"
 )
 
-// The per-message statements are prepared once and kept, however many
-// turns of whatever size run at once on the store's two connections:
-// none waits for a connection while it holds the other one.
+// The per-message statements are prepared once and kept, while turns of
+// whatever size run at once (as many as the pipeline's workers) on the
+// store's two connections: none waits for a connection while it holds
+// the other one.
 func TestHotStatementsKeptAndBounded(t *testing.T) {
 	db := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 16 {
+	errs := make(chan error, 8)
+	for w := range 8 {
 		wg.Go(func() {
 			key := fmt.Sprint("chat", w)
-			for i := range 20 {
+			for i := range 15 {
 				it, _, err := db.Accept(ctx, "telegram", bridge.Pending{ID: fmt.Sprint(w, ":", i), Inbound: chat.Inbound{ChatKey: key}}, nil)
 				if err == nil {
 					_, err = db.Begin(ctx, it.Seq, false)
@@ -38,7 +39,7 @@ func TestHotStatementsKeptAndBounded(t *testing.T) {
 				if err == nil {
 					// Turns of 1 to 60 messages: more shapes of INSERT
 					// than the store keeps.
-					msgs := make([]chat.Message, 1+(w*20+i)%60)
+					msgs := make([]chat.Message, 1+(w*15+i)%60)
 					for j := range msgs {
 						msgs[j] = chat.Message{Role: chat.RoleUser, Text: "hi"}
 					}
