@@ -315,6 +315,9 @@ func (p *Pipeline) Stop() {
 		<-done
 	}
 	p.cancel()
+	// Every run has returned: what the journal still holds that the
+	// inbox recorded need not be applied again at the next start.
+	p.cfg.Journal.compact()
 }
 
 // Accept persists an event and queues it. It reports false for a
