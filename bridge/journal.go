@@ -67,10 +67,9 @@ func (j *Journal) Close() error { return j.f.Close() }
 // compactAt is the size past which the journal is rewritten with only
 // its open entries (a few lines: the parts taken that the inbox has not
 // recorded yet). The next start applies every line it finds, one inbox
-// write each, so the size bounds that work after a crash: at 1 MiB a
-// start after a kill rewrote up to some 60,000 items already recorded;
-// at 16 KiB, about a thousand, and the journal is rewritten about once
-// in a thousand parts.
+// write each, so the size bounds that work after a crash: at 1 MiB, tens
+// of thousands of items already recorded; at 16 KiB, about a thousand,
+// and the journal is rewritten about once in a thousand parts.
 const compactAt = 16 << 10
 
 // sent records that the platform took the first n parts of item seq
