@@ -108,8 +108,12 @@ func OpenJournalIn(dir, channel string) (*FileJournal, error) {
 func (j *FileJournal) Close() error { return j.f.Close() }
 
 // compactAt is the size past which the journal is rewritten with only
-// its open entries.
-const compactAt = 1 << 20
+// its open entries (a few lines: the parts taken that the inbox has not
+// recorded yet). The next start applies every line it finds, one inbox
+// write each, so the size bounds that work after a crash: at 1 MiB, tens
+// of thousands of items already recorded; at 16 KiB, about a thousand,
+// and the journal is rewritten about once in a thousand parts.
+const compactAt = 16 << 10
 
 // Sent appends a line saying the platform took the first n parts of
 // item seq (all of them when done); it is never the inbox's record.
@@ -137,6 +141,18 @@ func (j *FileJournal) Recorded(seq int64) {
 	if j.size > compactAt {
 		j.rewrite()
 	}
+}
+
+// compact rewrites the journal with only its open entries: a pipeline
+// does so when it stops, so the next start has nothing to apply that the
+// inbox holds already.
+func (j *FileJournal) compact() {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewrite()
 }
 
 // rewrite replaces the file's contents with the open entries. j.mu is

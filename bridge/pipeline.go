@@ -318,6 +318,11 @@ func (p *Pipeline) Stop() {
 		<-done
 	}
 	p.cancel()
+	// Every run has returned: what the journal still holds that the
+	// inbox recorded need not be applied again at the next start.
+	if fj, ok := p.cfg.Journal.(*FileJournal); ok {
+		fj.compact()
+	}
 }
 
 // Accept persists an event and queues it. It reports false for a

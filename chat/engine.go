@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"loadout/tools"
@@ -136,6 +137,26 @@ type Engine struct {
 	ratios ratios
 	// buffers hold request message slices between model calls.
 	buffers sync.Pool
+	// system is the last system prompt counted and its count: the
+	// prompt rarely changes between turns and chats, and counting it
+	// was a twentieth of a turn's processor time.
+	system atomic.Pointer[counted]
+}
+
+// counted is a text and its token count.
+type counted struct {
+	text   string
+	tokens int
+}
+
+// countSystem counts a system prompt, once while it stays the same.
+func (e *Engine) countSystem(system string) int {
+	if c := e.system.Load(); c != nil && c.text == system {
+		return c.tokens
+	}
+	n := e.cfg.Count(system)
+	e.system.Store(&counted{system, n})
+	return n
 }
 
 // New returns an engine. reg must already hold every tool and group,

@@ -77,7 +77,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		system := e.systemPrompt(ctx, t.settings, t.in)
 		// The budget is in the model's tokens; the estimates are scaled to
 		// it by what this model reported before.
-		sysTokens := e.cfg.Count(system)
+		sysTokens := e.countSystem(system)
 		budget := int(float64(e.cfg.HistoryTokens)/e.ratio(ctx, req.Model)) - sysTokens
 		buf := e.buffers.Get().(*[]Message)
 		req.Messages = trimHistory(*buf, t.history, t.current, budget, e.cfg.ToolResultChars, Message{Role: RoleSystem, Text: system})

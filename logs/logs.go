@@ -123,6 +123,11 @@ func (r *redactor) attr(a slog.Attr) slog.Attr {
 type redactHandler struct {
 	inner slog.Handler
 	r     *redactor
+	// attrs were given to WithAttrs after inner was made: they are
+	// redacted and handed to inner only when a record is written, so a
+	// logger made for each event (the delivery pipeline's) costs nothing
+	// while the event logs nothing.
+	attrs []slog.Attr
 }
 
 func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
@@ -135,19 +140,35 @@ func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 		out.AddAttrs(h.r.attr(a))
 		return true
 	})
-	return h.inner.Handle(ctx, out)
+	return h.withAttrs().Handle(ctx, out)
+}
+
+// withAttrs is inner with h.attrs, redacted.
+func (h redactHandler) withAttrs() slog.Handler {
+	if len(h.attrs) == 0 {
+		return h.inner
+	}
+	clean := make([]slog.Attr, len(h.attrs))
+	for i, a := range h.attrs {
+		clean[i] = h.r.attr(a)
+	}
+	return h.inner.WithAttrs(clean)
 }
 
 func (h redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	clean := make([]slog.Attr, len(attrs))
-	for i, a := range attrs {
-		clean[i] = h.r.attr(a)
+	if len(attrs) == 0 {
+		return h
 	}
-	return redactHandler{inner: h.inner.WithAttrs(clean), r: h.r}
+	kept := slices.Grow(slices.Clip(h.attrs), len(attrs))
+	for _, a := range attrs {
+		// Resolved now, as a handler that wrote them at once would.
+		kept = append(kept, slog.Attr{Key: a.Key, Value: a.Value.Resolve()})
+	}
+	return redactHandler{inner: h.inner, r: h.r, attrs: kept}
 }
 
 func (h redactHandler) WithGroup(name string) slog.Handler {
-	return redactHandler{inner: h.inner.WithGroup(name), r: h.r}
+	return redactHandler{inner: h.withAttrs().WithGroup(name), r: h.r}
 }
 
 // OpenFile opens a log file for appending, creating it and its directory

@@ -122,11 +122,11 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 		row.Parts, row.Text, row.State = string(b), "", string(bridge.StateAnswered)
 	}
 	// Plain SQL: this runs for every event.
-	err := d.db.WithContext(ctx).Raw(`INSERT INTO inbox_items (channel, event_id, chat_key, user_key, text, route,
+	err := d.hotRow(ctx, nil, `INSERT INTO inbox_items (channel, event_id, chat_key, user_key, text, route,
 			parts, sent, state, draft, images, voice, speech, ask, unattended, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, '', '', ?, ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
 		row.Channel, row.EventID, row.ChatKey, row.UserKey, row.Text, row.Route, row.Parts, row.State, row.Images, row.Voice,
-		row.Unattended, row.CreatedAt, row.UpdatedAt).Row().Scan(&row.Seq)
+		row.Unattended, row.CreatedAt, row.UpdatedAt).Scan(&row.Seq)
 	if err == nil {
 		return row.item(), true, nil
 	}
@@ -233,16 +233,16 @@ func (d *DB) Drafted(ctx context.Context, seq int64, draft []byte) error {
 // Begin records that an item's turn starts (alone or not) and returns
 // how many have started without coming back.
 func (d *DB) Begin(ctx context.Context, seq int64, alone bool) (bridge.Starts, error) {
-	var s struct{ Starts, AloneStarts int }
-	err := d.db.WithContext(ctx).Raw("UPDATE inbox_items SET starts = starts + 1, alone_starts = alone_starts + ?, updated_at = ? WHERE seq = ? RETURNING starts, alone_starts",
-		b2i(alone), d.now(), seq).Scan(&s).Error
+	var s bridge.Starts
+	err := d.hotRow(ctx, nil, "UPDATE inbox_items SET starts = starts + 1, alone_starts = alone_starts + ?, updated_at = ? WHERE seq = ? RETURNING starts, alone_starts",
+		b2i(alone), d.now(), seq).Scan(&s.All, &s.Alone)
+	if errors.Is(err, sql.ErrNoRows) {
+		return bridge.Starts{}, fmt.Errorf("store: inbox item %d: %w", seq, chat.ErrNotFound)
+	}
 	if err != nil {
 		return bridge.Starts{}, kind(err)
 	}
-	if s.Starts == 0 {
-		return bridge.Starts{}, fmt.Errorf("store: inbox item %d: %w", seq, chat.ErrNotFound)
-	}
-	return bridge.Starts{All: s.Starts, Alone: s.AloneStarts}, nil
+	return s, nil
 }
 
 // Returned takes back one start of an item's turn (alone or not).
@@ -269,11 +269,11 @@ func (d *DB) Finish(ctx context.Context, seq int64, state bridge.State) error {
 // updateItem sets columns of an item (set is the SET list of a plain
 // UPDATE, args its values) and its updated_at.
 func (d *DB) updateItem(ctx context.Context, seq int64, set string, args ...any) error {
-	res := d.db.WithContext(ctx).Exec("UPDATE inbox_items SET "+set+", updated_at = ? WHERE seq = ?", append(args, d.now(), seq)...)
-	if res.Error != nil {
-		return kind(res.Error)
+	n, err := d.hotExec(ctx, nil, "UPDATE inbox_items SET "+set+", updated_at = ? WHERE seq = ?", append(args, d.now(), seq)...)
+	if err != nil {
+		return kind(err)
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return fmt.Errorf("store: inbox item %d: %w", seq, errNotFound)
 	}
 	return nil

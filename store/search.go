@@ -169,9 +169,23 @@ func (d *DB) SaveMemory(ctx context.Context, userKey, text string) (memory.Memor
 
 // RecentMemories returns userKey's newest memories first.
 func (d *DB) RecentMemories(ctx context.Context, userKey string, limit int) ([]memory.Memory, error) {
-	var rows []memoryRow
-	err := d.db.WithContext(ctx).Where("user_key = ?", userKey).Order("id DESC").Limit(limit).Find(&rows).Error
-	return memories(rows), kind(err)
+	// On every message (the memory block of the system prompt): a
+	// prepared statement, scanned without gorm's reflection.
+	rows, err := d.hotQuery(ctx, nil, `SELECT id, text, created_at FROM memories WHERE user_key = ? ORDER BY id DESC LIMIT ?`, userKey, limit)
+	if err != nil {
+		return nil, kind(err)
+	}
+	defer rows.Close()
+	var out []memory.Memory
+	for rows.Next() {
+		var m memory.Memory
+		if err := rows.Scan(&m.ID, &m.Text, &m.CreatedAt); err != nil {
+			return nil, kind(err)
+		}
+		m.CreatedAt = m.CreatedAt.UTC()
+		out = append(out, m)
+	}
+	return out, kind(rows.Err())
 }
 
 // SearchMemories returns userKey's memories matching any word of query,

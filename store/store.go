@@ -31,7 +31,10 @@ var _ chat.Store = (*DB)(nil)
 
 // DB is the SQLite store. It is safe for concurrent use.
 type DB struct {
-	db  *gorm.DB
+	db *gorm.DB
+	// hot keeps the per-message statements prepared; nil on PostgreSQL,
+	// whose driver keeps its own.
+	hot *hotStatements
 	now func() time.Time
 	// fts is set when SQLite has FTS5 and the search indexes exist.
 	fts bool
@@ -137,21 +140,21 @@ func openSQLite(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	// A SQLite connection is costly to open (the schema is read, the
 	// pragmas run), so connections are kept rather than churned by every
 	// burst: database/sql keeps only two idle ones by default.
-	if sqlDB, err := g.DB(); err == nil {
-		sqlDB.SetMaxIdleConns(maxConns)
-		sqlDB.SetMaxOpenConns(maxConns)
-	}
+	sqlDB.SetMaxIdleConns(maxConns)
+	sqlDB.SetMaxOpenConns(maxConns)
 	fts := fts5(g)
 	if err := migrate(g, fts); err != nil {
-		if sqlDB, e := g.DB(); e == nil {
-			sqlDB.Close()
-		}
+		sqlDB.Close()
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
-	return &DB{db: g, fts: fts, now: utcNow}, nil
+	return &DB{db: g, hot: newHotStatements(sqlDB), fts: fts, now: utcNow}, nil
 }
 
 // gormConfig is how both drivers are opened: quiet, with no transaction
@@ -176,6 +179,9 @@ func (d *DB) Close() error {
 	if err != nil {
 		return err
 	}
+	if d.hot != nil {
+		d.hot.close()
+	}
 	return sqlDB.Close()
 }
 
@@ -188,7 +194,7 @@ func (d *DB) Gorm() *gorm.DB { return d.db }
 // the write lock.
 func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, error) {
 	// On every message: one query, scanned without gorm's reflection.
-	s, err := d.openSession(d.db.WithContext(ctx), chatKey)
+	s, err := d.openSession(ctx, nil, chatKey)
 	if err == nil {
 		return s.domain(), nil
 	}
@@ -196,7 +202,7 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 		return chat.Session{}, kind(err)
 	}
 	err = d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		s, err = d.openSession(tx, chatKey)
+		s, err = d.openSession(ctx, tx, chatKey)
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			s = session{ChatKey: chatKey, OpenedAt: d.now()}
 			return tx.Create(&s).Error
@@ -209,12 +215,12 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 	return s.domain(), nil
 }
 
-// openSession reads the chat's open session; gorm.ErrRecordNotFound when
-// it has none.
-func (d *DB) openSession(db *gorm.DB, chatKey string) (session, error) {
+// openSession reads the chat's open session, in tx (nil: none);
+// gorm.ErrRecordNotFound when it has none.
+func (d *DB) openSession(ctx context.Context, tx *gorm.DB, chatKey string) (session, error) {
 	s := session{ChatKey: chatKey}
-	err := db.Raw(`SELECT id, opened_at, COALESCE(messages, 0), COALESCE(prompt_tokens, 0),
-		COALESCE(completion_tokens, 0), COALESCE(cached_tokens, 0) FROM sessions WHERE chat_key = ? AND closed_at IS NULL LIMIT 1`, chatKey).Row().
+	err := d.hotRow(ctx, tx, `SELECT id, opened_at, COALESCE(messages, 0), COALESCE(prompt_tokens, 0),
+		COALESCE(completion_tokens, 0), COALESCE(cached_tokens, 0) FROM sessions WHERE chat_key = ? AND closed_at IS NULL LIMIT 1`, chatKey).
 		Scan(&s.ID, &s.OpenedAt, &s.Messages, &s.PromptTokens, &s.CompletionTokens, &s.CachedTokens)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, gorm.ErrRecordNotFound
@@ -289,11 +295,22 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 			groups, m.Code, m.Arguments, m.Ask, m.UserKey, m.ExternalID, m.Tokens,
 			spent.PromptTokens, spent.CompletionTokens, spent.CachedTokens, now)
 	}
+	// Prepared before the transaction begins: inside it, a statement
+	// not yet prepared runs unprepared.
+	n := min(len(msgs), appendBatch)
+	insert := insertMessages(n)
+	if n > 0 {
+		d.prepareHot(ctx, insert, updateCounters)
+	}
 	return kind(d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// In batches: one INSERT of a huge round would pass SQLite's
 		// limit on bound variables.
 		for b := range slices.Chunk(args, appendBatch*messageColumns) {
-			if err := tx.Exec(insertMessages(len(b)/messageColumns), b...).Error; err != nil {
+			q := insert
+			if len(b) != n*messageColumns {
+				q = insertMessages(len(b) / messageColumns)
+			}
+			if _, err := d.hotExec(ctx, tx, q, b...); err != nil {
 				return err
 			}
 		}
@@ -307,11 +324,15 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 				return err
 			}
 		}
-		return tx.Exec(`UPDATE sessions SET messages = messages + ?, prompt_tokens = prompt_tokens + ?,
-			completion_tokens = completion_tokens + ?, cached_tokens = cached_tokens + ? WHERE id = ?`,
-			len(msgs), usage.PromptTokens, usage.CompletionTokens, usage.CachedTokens, sessionID).Error
+		_, err := d.hotExec(ctx, tx, updateCounters, len(msgs), usage.PromptTokens, usage.CompletionTokens, usage.CachedTokens, sessionID)
+		return err
 	}))
 }
+
+// updateCounters adds a turn's messages and usage to its session's
+// counters.
+const updateCounters = `UPDATE sessions SET messages = messages + ?, prompt_tokens = prompt_tokens + ?,
+	completion_tokens = completion_tokens + ?, cached_tokens = cached_tokens + ? WHERE id = ?`
 
 // messageColumns is how many columns insertMessages writes a message to.
 const messageColumns = 18
@@ -339,10 +360,10 @@ func insertMessages(n int) string {
 // three, and the times are not read (the history needs none): a cold read
 // of 400 rows spent most of its time in those calls and in parsing times.
 func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Message, error) {
-	rows, err := d.db.WithContext(ctx).Raw(`SELECT id, role, NULLIF(text, ''), NULLIF(tool_calls, ''),
+	rows, err := d.hotQuery(ctx, nil, `SELECT id, role, NULLIF(text, ''), NULLIF(tool_calls, ''),
 		NULLIF(tool_call_id, ''), NULLIF(tool_name, ''), NULLIF(status, ''), NULLIF(code, ''),
 		NULLIF(arguments, ''), NULLIF(group_changes, ''), NULLIF(ask_id, ''), NULLIF(user_key, ''), NULLIF(external_id, ''), tokens
-		FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?`, sessionID, limit).Rows()
+		FROM messages WHERE session_id = ? ORDER BY id DESC LIMIT ?`, sessionID, limit)
 	if err != nil {
 		return nil, kind(err)
 	}
@@ -384,37 +405,45 @@ func (d *DB) Recent(ctx context.Context, sessionID int64, limit int) ([]chat.Mes
 
 // groupChangers are the tools whose successful results record group
 // changes in group_changes (see tools.ApplyGroupChanges).
-var groupChangers = []string{tools.LoadGroupName, tools.UnloadGroupName, tools.FindToolsName}
-
-// groupChangeRow is one recorded call's group changes.
-type groupChangeRow struct {
-	ID           int64
-	GroupChanges string
-}
+var groupChangers = [3]string{tools.LoadGroupName, tools.UnloadGroupName, tools.FindToolsName}
 
 // LoadedGroups returns the groups loaded in the session, in load order:
 // the changes recorded by successful load_tool_group, find_tools and
 // unload_tool_group calls, applied in the order they were made. It reads
 // only the index idx_messages_loaded (whose entries carry the row id).
 func (d *DB) LoadedGroups(ctx context.Context, sessionID int64) ([]string, error) {
-	var rows []groupChangeRow
 	// Sorted here, not by ORDER BY id: that would lead SQLite to walk the
 	// whole session through idx_messages_session instead.
-	err := d.db.WithContext(ctx).Model(&message{}).Select("id", "group_changes").
-		Where("session_id = ? AND tool_name IN ? AND status = ? AND group_changes <> ''",
-			sessionID, groupChangers, tools.StatusSuccess).
-		Scan(&rows).Error
+	rows, err := d.hotQuery(ctx, nil, `SELECT id, group_changes FROM messages
+		WHERE session_id = ? AND tool_name IN (?, ?, ?) AND status = ? AND group_changes <> ''`,
+		sessionID, groupChangers[0], groupChangers[1], groupChangers[2], tools.StatusSuccess)
 	if err != nil {
 		return nil, kind(err)
 	}
-	slices.SortFunc(rows, func(a, b groupChangeRow) int { return cmp.Compare(a.ID, b.ID) })
-	var groups []string
-	for _, r := range rows {
-		changes, err := decodeGroups(r.GroupChanges)
-		if err != nil {
-			return nil, fmt.Errorf("decode group changes of message %d: %w", r.ID, err)
+	defer rows.Close()
+	type change struct {
+		id      int64
+		changes string
+	}
+	var changes []change
+	for rows.Next() {
+		var c change
+		if err := rows.Scan(&c.id, &c.changes); err != nil {
+			return nil, kind(err)
 		}
-		groups = tools.ApplyGroupChanges(groups, changes)
+		changes = append(changes, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, kind(err)
+	}
+	slices.SortFunc(changes, func(a, b change) int { return cmp.Compare(a.id, b.id) })
+	var groups []string
+	for _, c := range changes {
+		decoded, err := decodeGroups(c.changes)
+		if err != nil {
+			return nil, fmt.Errorf("decode group changes of message %d: %w", c.id, err)
+		}
+		groups = tools.ApplyGroupChanges(groups, decoded)
 	}
 	return groups, nil
 }
@@ -446,7 +475,7 @@ func decodeGroups(s string) ([]tools.GroupChange, error) {
 // ChatSettings returns all settings of a chat.
 func (d *DB) ChatSettings(ctx context.Context, chatKey string) (map[string]string, error) {
 	// On every message: scanned without gorm's reflection.
-	rows, err := d.db.WithContext(ctx).Raw(`SELECT "key", "value" FROM chat_settings WHERE chat_key = ?`, chatKey).Rows()
+	rows, err := d.hotQuery(ctx, nil, `SELECT "key", "value" FROM chat_settings WHERE chat_key = ?`, chatKey)
 	if err != nil {
 		return nil, kind(err)
 	}

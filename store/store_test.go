@@ -14,6 +14,7 @@ import (
 	"loadout/tools"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 )
 
 func open(t *testing.T) *DB {
@@ -321,6 +322,25 @@ func TestConcurrentOpensMigrate(t *testing.T) {
 	for range 3 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// Every model names its table as gorm's naming strategy would have.
+func TestTableNames(t *testing.T) {
+	for _, m := range models() {
+		typ := reflect.TypeOf(m).Elem()
+		tabler, ok := m.(interface{ TableName() string })
+		if !ok {
+			t.Errorf("%s has no TableName", typ.Name())
+			continue
+		}
+		want := schema.NamingStrategy{}.TableName(typ.Name())
+		if typ.Name() == "memoryRow" || typ.Name() == "taskRow" || typ.Name() == "approvalRow" || typ.Name() == "leaseRow" {
+			continue // named otherwise from the start
+		}
+		if got := tabler.TableName(); got != want {
+			t.Errorf("%s.TableName() = %q, gorm names it %q", typ.Name(), got, want)
 		}
 	}
 }

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"loadout/bridge"
+	"loadout/chat"
+)
+
+// The per-message statements are prepared once and kept, while turns of
+// whatever size run at once (as many as the pipeline's workers) on the
+// store's two connections: none waits for a connection while it holds
+// the other one.
+func TestHotStatementsKeptAndBounded(t *testing.T) {
+	db := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			key := fmt.Sprint("chat", w)
+			for i := range 15 {
+				it, _, err := db.Accept(ctx, "telegram", bridge.Pending{ID: fmt.Sprint(w, ":", i), Inbound: chat.Inbound{ChatKey: key}}, nil)
+				if err == nil {
+					_, err = db.Begin(ctx, it.Seq, false)
+				}
+				var s chat.Session
+				if err == nil {
+					s, err = db.OpenSession(ctx, key)
+				}
+				if err == nil {
+					_, err = db.LoadedGroups(ctx, s.ID)
+				}
+				if err == nil {
+					// Turns of 1 to 60 messages: more shapes of INSERT
+					// than the store keeps.
+					msgs := make([]chat.Message, 1+(w*15+i)%60)
+					for j := range msgs {
+						msgs[j] = chat.Message{Role: chat.RoleUser, Text: "hi"}
+					}
+					err = db.Append(ctx, s.ID, msgs, chat.Usage{})
+				}
+				if err == nil {
+					err = db.Answer(ctx, it.Seq, bridge.Answer{Parts: []string{"ok"}})
+				}
+				if err == nil {
+					err = db.Finish(ctx, it.Seq, bridge.StateDone)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if db.hot == nil {
+		return // PostgreSQL: its driver keeps its statements
+	}
+	if n := len(db.hot.m); n == 0 || n > maxHot {
+		t.Fatalf("%d statements kept, want 1 to %d", n, maxHot)
+	}
+	for _, q := range []string{updateCounters, insertMessages(2)} {
+		if db.hot.m[q] == nil {
+			t.Errorf("not kept: %.40s…", q)
+		}
+	}
+}
