@@ -1,0 +1,185 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/format"
+	"maunium.net/go/mautrix/id"
+
+	"loadout/bridge"
+)
+
+// The reactions that answer a question: the bot puts both under it, and
+// the asker's press of one counts.
+const (
+	reactApprove = "✅"
+	reactDeny    = "❌"
+)
+
+// Split cuts an answer into messages of at most ChunkSize characters.
+func (a *Adapter) Split(text string) []string { return bridge.Split(text, a.cfg.ChunkSize) }
+
+// content is part as a message: its Markdown rendered to HTML
+// (org.matrix.custom.html), the Markdown itself as the plain body, in
+// the route's thread.
+func content(r route, part string) *event.MessageEventContent {
+	c := format.RenderMarkdown(part, true, false)
+	c.Body = part
+	c.MsgType = event.MsgText
+	if c.FormattedBody == "" {
+		c.Format = ""
+	}
+	c.Mentions = &event.Mentions{}
+	r.relate(&c)
+	return &c
+}
+
+// relate puts a message of the route in its thread.
+func (r route) relate(c *event.MessageEventContent) {
+	if r.Thread != "" {
+		c.RelatesTo = (&event.RelatesTo{}).SetThread(r.Thread, r.Event)
+	}
+}
+
+// Send sends one part. The client retries what the homeserver lets it
+// (rate limits, server errors) with the same transaction, which the
+// homeserver recognises.
+func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
+	}
+	_, err = a.send(ctx, r.Room, content(r, part))
+	return err
+}
+
+func (a *Adapter) send(ctx context.Context, room id.RoomID, c *event.MessageEventContent) (id.EventID, error) {
+	res, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)
+	if err != nil {
+		return "", fmt.Errorf("matrix: send to %s: %w", room, err)
+	}
+	return res.EventID, nil
+}
+
+// Draft posts the answer so far (draft nil) or edits the posted draft
+// (m.replace); the reference is the draft's event id.
+func (a *Adapter) Draft(ctx context.Context, rt any, draft []byte, text string) ([]byte, error) {
+	r, err := asRoute(rt)
+	if err != nil {
+		return nil, err
+	}
+	if draft == nil {
+		ev, err := a.send(ctx, r.Room, content(r, text))
+		return []byte(ev), err
+	}
+	return draft, a.edit(ctx, r, id.EventID(draft), text)
+}
+
+// Replace turns the draft into part.
+func (a *Adapter) Replace(ctx context.Context, rt any, draft []byte, part string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
+	}
+	return a.edit(ctx, r, id.EventID(draft), part)
+}
+
+func (a *Adapter) edit(ctx context.Context, r route, original id.EventID, text string) error {
+	c := content(route{Room: r.Room}, text)
+	c.SetEdit(original)
+	_, err := a.send(ctx, r.Room, c)
+	return err
+}
+
+// Working shows the bot typing in the route's room until stop, renewed
+// while the turn runs.
+func (a *Adapter) Working(ctx context.Context, rt any) (stop func()) {
+	r, err := asRoute(rt)
+	if err != nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Second)
+		defer t.Stop()
+		for {
+			if _, err := a.cli.UserTyping(ctx, r.Room, true, 30*time.Second); err != nil && ctx.Err() == nil {
+				a.log.Debug("matrix: typing notification failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	var once bool
+	return func() {
+		if once {
+			return
+		}
+		once = true
+		cancel()
+		<-done
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		a.cli.UserTyping(ctx, r.Room, false, 0)
+	}
+}
+
+// question is what the bot keeps of a question it asked: the approval,
+// the one person whose reaction answers it, and its thread.
+type question struct {
+	ID     string     `json:"id"`
+	User   id.UserID  `json:"user"`
+	Thread id.EventID `json:"thread,omitempty"`
+}
+
+// Ask sends a question as a message of its own, with its code, and puts
+// ✅ and ❌ under it: the asker's reaction with either answers it.
+func (a *Adapter) Ask(ctx context.Context, rt any, part, approval, user string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
+	}
+	ev, err := a.send(ctx, r.Room, content(r, part+bridge.AskLine(approval)))
+	if err != nil {
+		return err
+	}
+	q, _ := json.Marshal(question{ID: approval, User: id.UserID(strings.TrimPrefix(user, "matrix:")), Thread: r.Thread})
+	if err := a.store.SetState(ctx, stateAskPrefix+string(ev), string(q)); err != nil {
+		// The question went out; /approve still answers it.
+		a.log.Error("matrix: could not keep a question; its reactions will not count", "event", ev, "err", err)
+		return nil
+	}
+	for _, key := range []string{reactApprove, reactDeny} {
+		if _, err := a.cli.SendReaction(ctx, r.Room, ev, key); err != nil && ctx.Err() == nil {
+			a.log.Debug("matrix: could not react to a question", "err", err)
+		}
+	}
+	return nil
+}
+
+// question reads what the bot kept of the question ev; zero when ev is
+// none.
+func (a *Adapter) question(ctx context.Context, ev id.EventID) (question, error) {
+	var q question
+	if ev == "" {
+		return q, nil
+	}
+	raw, err := a.store.State(ctx, stateAskPrefix+string(ev))
+	if err != nil || raw == "" {
+		return q, err
+	}
+	if err := json.Unmarshal([]byte(raw), &q); err != nil {
+		a.log.Warn("matrix: unreadable kept question", "event", ev, "err", err)
+	}
+	return q, nil
+}
