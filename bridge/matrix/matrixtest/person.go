@@ -1,0 +1,218 @@
+package matrixtest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+)
+
+// Person is someone who talks to the bot: a mautrix client of their own
+// on a new device, syncing in the background, which records what others
+// say in its rooms (decrypted, in encrypted rooms).
+type Person struct {
+	Client *mautrix.Client
+	// Encrypts: the person's device has end-to-end encryption.
+	Encrypts bool
+
+	mu     sync.Mutex
+	events map[id.RoomID][]*event.Event
+	synced bool
+}
+
+// Encryption reports whether this build can encrypt (the goolm tag).
+func Encryption() bool { return encryption }
+
+// Person logs localpart in on a new device (making the account first if
+// needed), with encryption when encrypted, and syncs until the test
+// ends.
+func (s *Server) Person(t testing.TB, localpart string, encrypted bool) *Person {
+	t.Helper()
+	if encrypted && !encryption {
+		t.Skip("end-to-end encryption needs the goolm build tag (go test -tags sqlite_fts5,goolm)")
+	}
+	password := "pw-" + localpart + "-secret"
+	uid := s.Account(t, localpart, password)
+	cli, err := mautrix.NewClient(s.URL, id.UserID(uid), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.Log = zerolog.Nop()
+	ctx := context.Background()
+	if _, err := cli.Login(ctx, &mautrix.ReqLogin{Type: mautrix.AuthTypePassword, StoreCredentials: true,
+		Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: localpart}, Password: password}); err != nil {
+		t.Fatalf("login %s: %v", localpart, err)
+	}
+	p := &Person{Client: cli, Encrypts: encrypted, events: map[id.RoomID][]*event.Event{}}
+	syncer := mautrix.NewDefaultSyncer()
+	cli.Syncer = syncer
+	if encrypted {
+		if err := startCrypto(ctx, cli, filepath.Join(t.TempDir(), localpart+"-crypto.db")); err != nil {
+			t.Fatalf("%s's encryption: %v", localpart, err)
+		}
+	} else {
+		cli.StateStore = mautrix.NewMemoryStateStore()
+		syncer.OnEvent(cli.StateStoreSyncHandler)
+	}
+	record := func(_ context.Context, evt *event.Event) {
+		if evt.Sender == cli.UserID {
+			return
+		}
+		p.mu.Lock()
+		p.events[evt.RoomID] = append(p.events[evt.RoomID], evt)
+		p.mu.Unlock()
+	}
+	syncer.OnEventType(event.EventMessage, record)
+	syncer.OnEventType(event.EventReaction, record)
+	syncer.OnSync(func(context.Context, *mautrix.RespSync, string) bool {
+		p.mu.Lock()
+		p.synced = true
+		p.mu.Unlock()
+		return true
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := cli.SyncWithContext(ctx); err != nil && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	Eventually(t, localpart+"'s first sync", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.synced
+	})
+	return p
+}
+
+// ID is the person's user id.
+func (p *Person) ID() id.UserID { return p.Client.UserID }
+
+// Room makes a room of the person's, encrypted or not, and invites
+// others to it: a direct chat when others is one user.
+func (p *Person) Room(t testing.TB, encrypted bool, others ...id.UserID) id.RoomID {
+	t.Helper()
+	req := &mautrix.ReqCreateRoom{Preset: "private_chat", Invite: others, IsDirect: len(others) == 1}
+	if encrypted {
+		req.InitialState = []*event.Event{{Type: event.StateEncryption, Content: event.Content{
+			Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}}}}
+	}
+	res, err := p.Client.CreateRoom(context.Background(), req)
+	if err != nil {
+		t.Fatalf("create a room: %v", err)
+	}
+	if encrypted {
+		Eventually(t, "the room known as encrypted", func() bool {
+			ok, _ := p.Client.StateStore.IsEncrypted(context.Background(), res.RoomID)
+			return ok
+		})
+	}
+	return res.RoomID
+}
+
+// WaitJoined waits until user has joined room, as the person's client
+// sees it.
+func (p *Person) WaitJoined(t testing.TB, room id.RoomID, user id.UserID) {
+	t.Helper()
+	Eventually(t, string(user)+" to join", func() bool {
+		return p.Client.StateStore.IsMembership(context.Background(), room, user, event.MembershipJoin)
+	})
+}
+
+// Say sends text to room (encrypted where the room is) and returns the
+// event's id.
+func (p *Person) Say(t testing.TB, room id.RoomID, c *event.MessageEventContent) id.EventID {
+	t.Helper()
+	res, err := p.Client.SendMessageEvent(context.Background(), room, event.EventMessage, c)
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	return res.EventID
+}
+
+// Events are the events others sent to room that the person has seen,
+// in order: messages (decrypted) and reactions.
+func (p *Person) Events(room id.RoomID) []*event.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*event.Event(nil), p.events[room]...)
+}
+
+// Texts are the messages from sender in room as the person reads them:
+// each message's body, an edit replacing the body of what it edits.
+func (p *Person) Texts(room id.RoomID, sender id.UserID) []string {
+	var out []string
+	index := map[id.EventID]int{}
+	for _, evt := range p.Events(room) {
+		c := evt.Content.AsMessage()
+		if evt.Sender != sender || evt.Type != event.EventMessage || c == nil {
+			continue
+		}
+		if orig := c.RelatesTo.GetReplaceID(); orig != "" {
+			if i, ok := index[orig]; ok && c.NewContent != nil {
+				out[i] = c.NewContent.Body
+			}
+			continue
+		}
+		index[evt.ID] = len(out)
+		out = append(out, c.Body)
+	}
+	return out
+}
+
+// Download fetches a file a message shares, decrypting an encrypted one.
+func (p *Person) Download(c *event.MessageEventContent) ([]byte, error) {
+	url := c.URL
+	if c.File != nil {
+		url = c.File.URL
+	}
+	uri, err := url.Parse()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.Client.Download(context.Background(), uri)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, errors.New(resp.Status)
+	}
+	data, err := readAll(resp)
+	if err != nil {
+		return nil, err
+	}
+	if c.File != nil {
+		if err := c.File.DecryptInPlace(data); err != nil {
+			return nil, err
+		}
+	}
+	return data, nil
+}
+
+// Eventually waits up to 20s for cond, failing t with what.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
