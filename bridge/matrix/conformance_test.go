@@ -121,4 +121,3 @@ var (
 	_ bridge.Speaker    = (*Adapter)(nil)
 	_ bridge.Inviter    = (*Adapter)(nil)
 )
-

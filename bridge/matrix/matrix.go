@@ -198,6 +198,9 @@ const (
 	stateKept      = "matrix:undecrypted"
 	stateCrossSign = "matrix:cross_signing"
 	stateAskPrefix = "matrix:ask:"
+	// stateSentPrefix + room: the transactions of the bot's last parts
+	// there that the homeserver took.
+	stateSentPrefix = "matrix:sent:"
 )
 
 // Run logs in, sets up encryption, resumes messages left unfinished
@@ -222,9 +225,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := a.pipe.Start(ctx); err != nil {
-		return nil // ctx done
-	}
+	// The sync loop starts the pipeline after its first sync.
 	err := a.cfg.Exclusive.Do(ctx, "matrix sync", a.syncLoop)
 	if ctx.Err() != nil {
 		return nil

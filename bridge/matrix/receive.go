@@ -30,6 +30,9 @@ func (a *Adapter) take(ctx context.Context, evt *event.Event) error {
 	if evt.Sender == a.self() || evt.StateKey != nil {
 		return nil
 	}
+	if evt.Content.Parsed == nil {
+		evt.Content.ParseRaw(evt.Type)
+	}
 	if evt.Type == event.EventEncrypted {
 		if a.e2e == nil {
 			return a.tell(ctx, evt, "noe2ee:"+string(evt.RoomID), TextNoEncryption)

@@ -2,11 +2,15 @@ package matrix
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/format"
 	"maunium.net/go/mautrix/id"
@@ -47,22 +51,50 @@ func (r route) relate(c *event.MessageEventContent) {
 }
 
 // Send sends one part. The client retries what the homeserver lets it
-// (rate limits, server errors) with the same transaction, which the
-// homeserver recognises.
+// (rate limits, server errors). A part answering a person's message goes
+// out under a transaction id made of the message and the part, so a part
+// sent again after a crash (the homeserver took it, the inbox never
+// heard) is recognised by the homeserver and not shown twice.
 func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
-	_, err = a.send(ctx, r.Room, content(r, part))
+	var txn string
+	if r.Event != "" {
+		h := sha256.Sum256([]byte(string(r.Room) + "\x00" + string(r.Thread) + "\x00" + string(r.Event) + "\x00" + part))
+		txn = txnPrefix + hex.EncodeToString(h[:16])
+		// A part the homeserver took before a crash, as the first sync
+		// since showed, is not sent again. (A homeserver recognises a
+		// repeated transaction too, but Dendrite forgets one whose
+		// sender went away before the answer.)
+		known, err := a.sentTxnList(ctx, r.Room)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(known, txn) {
+			a.log.Info("matrix: a part the homeserver took before a restart is not sent again", "room", r.Room)
+			return nil
+		}
+	}
+	_, err = a.send(ctx, r.Room, content(r, part), txn)
 	return err
 }
 
-func (a *Adapter) send(ctx context.Context, room id.RoomID, c *event.MessageEventContent) (id.EventID, error) {
-	res, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c)
+// txnPrefix starts the transaction ids of parts answering a message.
+const txnPrefix = "loadout."
+
+// send sends c to room under the transaction txn ("" for a new one).
+func (a *Adapter) send(ctx context.Context, room id.RoomID, c *event.MessageEventContent, txn ...string) (id.EventID, error) {
+	var extra []mautrix.ReqSendEvent
+	if len(txn) > 0 && txn[0] != "" {
+		extra = append(extra, mautrix.ReqSendEvent{TransactionID: txn[0]})
+	}
+	res, err := a.cli.SendMessageEvent(ctx, room, event.EventMessage, c, extra...)
 	if err != nil {
 		return "", fmt.Errorf("matrix: send to %s: %w", room, err)
 	}
+	a.log.Debug("matrix: sent", "room", room, "event", res.EventID, "txn", txn)
 	return res.EventID, nil
 }
 

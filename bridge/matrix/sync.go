@@ -2,11 +2,16 @@ package matrix
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"maunium.net/go/mautrix"
+
+	"loadout/backoff"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 )
@@ -47,8 +52,13 @@ func (a *Adapter) syncLoop(ctx context.Context) error {
 		return fmt.Errorf("matrix: read the sync token: %w", err)
 	}
 	b := a.patient().New()
+	started, settled := false, false
 	for ctx.Err() == nil {
-		res, err := a.cli.FullSyncRequest(ctx, mautrix.ReqSync{Since: since, Timeout: int(a.cfg.SyncTimeout / time.Millisecond)})
+		timeout := int(a.cfg.SyncTimeout / time.Millisecond)
+		if !started {
+			timeout = 0 // the first sync catches up and comes back at once
+		}
+		res, err := a.cli.FullSyncRequest(ctx, mautrix.ReqSync{Since: since, Timeout: timeout, FilterID: syncFilter})
 		if err == nil {
 			err = a.handleSync(ctx, res, since)
 		}
@@ -74,6 +84,26 @@ func (a *Adapter) syncLoop(ctx context.Context) error {
 			a.log.Warn("matrix: could not store the sync token", "err", err)
 		}
 		since = res.NextBatch
+		if !started {
+			// The pipeline resumes what the last process left only once
+			// the homeserver has shown which of its parts it took: an
+			// event it took from a process that died before the answer
+			// reaches /sync a moment later, so when there is something
+			// to resume, one more sync follows after resumeSettle.
+			if !settled {
+				settled = true
+				if left, err := a.store.Unfinished(ctx, "matrix"); err == nil && len(left) > 0 {
+					if backoff.Sleep(ctx, resumeSettle) != nil {
+						return nil
+					}
+					continue
+				}
+			}
+			if err := a.pipe.Start(ctx); err != nil {
+				return nil // ctx done
+			}
+			started = true
+		}
 		a.mu.Lock()
 		a.ready = true
 		a.mu.Unlock()
@@ -99,18 +129,109 @@ func (a *Adapter) handleSync(ctx context.Context, res *mautrix.RespSync, since s
 	if err := a.retryKept(ctx); err != nil {
 		return err
 	}
-	if since == "" {
-		return nil
-	}
 	for room, joined := range res.Rooms.Join {
-		for _, evt := range joined.Timeline.Events {
+		events := joined.Timeline.Events
+		if joined.Timeline.Limited && since != "" {
+			gap, err := a.gap(ctx, room, joined.Timeline.PrevBatch, since)
+			if err != nil {
+				return err
+			}
+			events = append(gap, events...)
+		}
+		var sent []string
+		for _, evt := range events {
 			evt.RoomID = room
+			if evt.Sender == a.self() && strings.HasPrefix(evt.Unsigned.TransactionID, txnPrefix) {
+				sent = append(sent, evt.Unsigned.TransactionID)
+			}
+			if since == "" {
+				continue
+			}
 			if err := a.take(ctx, evt); err != nil {
 				return err
 			}
 		}
+		if err := a.sentParts(ctx, room, sent); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// resumeSettle is how long a restarted process waits for the
+// homeserver to show the parts it took from the last one.
+const resumeSettle = time.Second
+
+// syncFilter asks each sync for up to 50 events of a room (a longer
+// stretch comes as a gap, which gap fills) and no presence.
+const syncFilter = `{"room":{"timeline":{"limit":50}},"presence":{"not_types":["*"]}}`
+
+// maxGap bounds the events read to fill one room's gap.
+const maxGap = 1000
+
+// gap reads the events of room between the last sync (since) and this
+// one's timeline (prev), which the sync left out: the bot was away
+// long, or the room busy. Nothing said while it was away is lost.
+func (a *Adapter) gap(ctx context.Context, room id.RoomID, prev, since string) ([]*event.Event, error) {
+	var back []*event.Event
+	from := prev
+	for from != "" && len(back) < maxGap {
+		res, err := a.cli.Messages(ctx, room, from, since, mautrix.DirectionBackward, nil, 100)
+		if err != nil {
+			return nil, fmt.Errorf("matrix: read the gap in %s: %w", room, err)
+		}
+		if len(res.Chunk) == 0 || res.End == from {
+			break
+		}
+		back = append(back, res.Chunk...)
+		from = res.End
+	}
+	if len(back) >= maxGap {
+		a.log.Warn("matrix: a long gap in a room; only its last events are read", "room", room, "events", len(back))
+	}
+	slices.Reverse(back)
+	for _, evt := range back {
+		evt.RoomID = room
+		evt.Content.ParseRaw(evt.Type)
+	}
+	return back, nil
+}
+
+// sentTxns is how many of the bot's last parts in a room are
+// remembered as taken by the homeserver.
+const sentTxns = 64
+
+// sentParts remembers the transactions of the bot's own parts the sync
+// showed in room (the homeserver names the transaction to the device
+// that sent it), the last sentTxns of them.
+func (a *Adapter) sentParts(ctx context.Context, room id.RoomID, txns []string) error {
+	if len(txns) == 0 {
+		return nil
+	}
+	known, err := a.sentTxnList(ctx, room)
+	if err != nil {
+		return err
+	}
+	for _, t := range txns {
+		if !slices.Contains(known, t) {
+			known = append(known, t)
+		}
+	}
+	if len(known) > sentTxns {
+		known = known[len(known)-sentTxns:]
+	}
+	b, _ := json.Marshal(known)
+	return a.store.SetState(ctx, stateSentPrefix+string(room), string(b))
+}
+
+func (a *Adapter) sentTxnList(ctx context.Context, room id.RoomID) ([]string, error) {
+	raw, err := a.store.State(ctx, stateSentPrefix+string(room))
+	if err != nil || raw == "" {
+		return nil, err
+	}
+	var known []string
+	json.Unmarshal([]byte(raw), &known)
+	return known, nil
 }
 
 // invited joins a room an allowed person invited the bot to, and rejects

@@ -25,6 +25,7 @@ type Person struct {
 
 	mu     sync.Mutex
 	events map[id.RoomID][]*event.Event
+	seen   map[id.EventID]bool
 	synced bool
 }
 
@@ -51,7 +52,7 @@ func (s *Server) Person(t testing.TB, localpart string, encrypted bool) *Person 
 		Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: localpart}, Password: password}); err != nil {
 		t.Fatalf("login %s: %v", localpart, err)
 	}
-	p := &Person{Client: cli, Encrypts: encrypted, events: map[id.RoomID][]*event.Event{}}
+	p := &Person{Client: cli, Encrypts: encrypted, events: map[id.RoomID][]*event.Event{}, seen: map[id.EventID]bool{}}
 	syncer := mautrix.NewDefaultSyncer()
 	cli.Syncer = syncer
 	if encrypted {
@@ -67,8 +68,12 @@ func (s *Server) Person(t testing.TB, localpart string, encrypted bool) *Person 
 			return
 		}
 		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.seen[evt.ID] {
+			return // a client shows an event once
+		}
+		p.seen[evt.ID] = true
 		p.events[evt.RoomID] = append(p.events[evt.RoomID], evt)
-		p.mu.Unlock()
 	}
 	syncer.OnEventType(event.EventMessage, record)
 	syncer.OnEventType(event.EventReaction, record)
