@@ -46,11 +46,17 @@ type world struct {
 	rooms     []id.RoomID
 	encrypted bool
 	tr        *transport
+	logs      *chattest.LogBuffer
 }
 
 func newWorld(t *testing.T, encrypted bool) *world {
 	hs := homeserver.Get(t)
-	w := &world{hs: hs, encrypted: encrypted, tr: newTransport()}
+	w := &world{hs: hs, encrypted: encrypted, tr: newTransport(), logs: &chattest.LogBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the bot's log:\n%s", w.logs.String())
+		}
+	})
 	w.bot = id.UserID(hs.Account(t, "loadout", botPassword))
 	for _, name := range []string{"ana", "bea"} {
 		p := hs.Person(t, name, encrypted)
@@ -64,7 +70,7 @@ func newWorld(t *testing.T, encrypted bool) *world {
 func (w *world) config(d bridge.Delivery) Config {
 	d.HTTPClient = &http.Client{Transport: w.tr}
 	if d.Logger == nil {
-		d.Logger = slog.New(slog.NewTextHandler(&chattest.LogBuffer{}, nil))
+		d.Logger = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return Config{HomeserverURL: w.hs.URL, UserID: string(w.bot), Password: botPassword,
 		AllowedUsers: []string{string(w.people[0].ID()), string(w.people[1].ID())},

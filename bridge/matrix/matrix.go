@@ -95,9 +95,10 @@ func Kind() bridge.Kind {
 }
 
 // TokenShapes are the forms of Matrix access tokens, redacted wherever
-// they appear: Synapse's (syt_…) and Dendrite's, which are 43 or more
-// characters of unpadded URL-safe base64 (checked in the tests).
-var TokenShapes = []string{`syt_[A-Za-z0-9_]+`, `\b[A-Za-z0-9_-]{43,}\b`}
+// they appear: Synapse's (syt_…), and Dendrite's, 43 characters of
+// unpadded URL-safe base64 standing alone (an event id, the same
+// characters after a $, is not one).
+var TokenShapes = []string{`syt_[A-Za-z0-9_]+`, `(?:^|[^$\w-])[\w-]{43}(?:[^\w-]|$)`}
 
 // Adapter connects one Matrix account to a router. Create it with New and
 // start it with Run.
