@@ -119,7 +119,9 @@ func (a *Adapter) crossSign(ctx context.Context, mach *crypto.OlmMachine) {
 
 func (e goolmE2EE) Decrypt(ctx context.Context, evt *event.Event) (*event.Event, error) {
 	dec, err := e.helper.Decrypt(ctx, evt)
-	if errors.Is(err, crypto.ErrNoSessionFound) {
+	// Keys withheld by the sender's device may still come (once it
+	// trusts the bot's): they are waited for like keys not yet arrived.
+	if errors.Is(err, crypto.ErrNoSessionFound) || errors.Is(err, crypto.ErrGroupSessionWithheld) {
 		return nil, fmt.Errorf("%w: %w", errNoKeys, err)
 	}
 	return dec, err

@@ -297,3 +297,65 @@ func TestChatKeysAndRoutes(t *testing.T) {
 		}
 	}
 }
+
+// An encrypted message whose keys have not reached the bot is kept,
+// across a restart, and answered when they arrive; one whose keys never
+// come is answered, once, that it could not be read.
+func TestUndecryptableMessagesWaitForTheirKeys(t *testing.T) {
+	if !matrixtest.Encryption() {
+		t.Skip("end-to-end encryption needs the goolm build tag (go test -tags sqlite_fts5,goolm)")
+	}
+	w := newWorld(t, true)
+	env := chattest.NewEnv(t, chattest.Options{})
+	cfg := w.config(bridge.Delivery{})
+	cfg.KeyWait = time.Hour
+	_, stop := w.start(t, env, cfg)
+	ana, room := w.people[0], w.rooms[0]
+	env.Model.Text("now I can read it")
+	ev := ana.SayWithheld(t, room, "a secret question")
+	matrixtest.Eventually(t, "the message kept", func() bool {
+		raw, _ := env.Store.State(context.Background(), stateKept)
+		return strings.Contains(raw, string(ev))
+	})
+	// Kept across a restart.
+	stop()
+	env2 := chattest.NewEnv(t, chattest.Options{DBPath: env.DBPath, Model: env.Model})
+	_, stop2 := w.start(t, env2, cfg)
+	if n := len(env.Model.Requests()); n != 0 {
+		t.Fatalf("%d turns before the keys came", n)
+	}
+	ana.ShareSession(t, room, w.bot)
+	got := waitTexts(t, ana, room, w.bot, 1)
+	if got[0] != "now I can read it" {
+		t.Fatalf("answers %q", got)
+	}
+	if last := env.Model.Last(t).Messages; last[len(last)-1].Content != "a secret question" {
+		t.Fatalf("the model read %q", last[len(last)-1].Content)
+	}
+	raw, _ := env2.Store.State(context.Background(), stateKept)
+	if strings.Contains(raw, string(ev)) {
+		t.Fatal("still kept after it was answered")
+	}
+
+	// Keys that never come: the person is told, once for each message.
+	stop2()
+	cfg.KeyWait = 2 * time.Second
+	env3 := chattest.NewEnv(t, chattest.Options{DBPath: env.DBPath, Model: env.Model})
+	w.start(t, env3, cfg)
+	bea, broom := w.people[1], w.rooms[1]
+	bea.KeepKeys(true)
+	bea.Say(t, broom, &event.MessageEventContent{MsgType: event.MsgText, Body: "never readable"})
+	got = waitTexts(t, bea, broom, w.bot, 1)
+	time.Sleep(5 * time.Second) // more syncs
+	got = bea.Texts(broom, w.bot)
+	if len(got) != 1 || got[0] != TextUndecryptable {
+		t.Fatalf("answers %q, want one %q", got, TextUndecryptable)
+	}
+	if n := len(env.Model.Requests()); n != 1 {
+		t.Fatalf("%d turns", n)
+	}
+	raw, _ = env3.Store.State(context.Background(), stateKept)
+	if raw != "[]" && raw != "" && raw != "null" {
+		t.Fatalf("still kept: %s", raw)
+	}
+}

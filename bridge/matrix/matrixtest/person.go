@@ -1,10 +1,13 @@
 package matrixtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +25,10 @@ type Person struct {
 	Client *mautrix.Client
 	// Encrypts: the person's device has end-to-end encryption.
 	Encrypts bool
+
+	// crypto is the device's crypto helper, in a build with encryption.
+	crypto any
+	tr     *personTransport
 
 	mu     sync.Mutex
 	events map[id.RoomID][]*event.Event
@@ -47,16 +54,18 @@ func (s *Server) Person(t testing.TB, localpart string, encrypted bool) *Person 
 		t.Fatal(err)
 	}
 	cli.Log = zerolog.Nop()
+	tr := &personTransport{}
+	cli.Client = &http.Client{Transport: tr}
 	ctx := context.Background()
 	if _, err := cli.Login(ctx, &mautrix.ReqLogin{Type: mautrix.AuthTypePassword, StoreCredentials: true,
 		Identifier: mautrix.UserIdentifier{Type: mautrix.IdentifierTypeUser, User: localpart}, Password: password}); err != nil {
 		t.Fatalf("login %s: %v", localpart, err)
 	}
-	p := &Person{Client: cli, Encrypts: encrypted, events: map[id.RoomID][]*event.Event{}, seen: map[id.EventID]bool{}}
+	p := &Person{Client: cli, Encrypts: encrypted, events: map[id.RoomID][]*event.Event{}, seen: map[id.EventID]bool{}, tr: tr}
 	syncer := mautrix.NewDefaultSyncer()
 	cli.Syncer = syncer
 	if encrypted {
-		if err := startCrypto(ctx, cli, filepath.Join(t.TempDir(), localpart+"-crypto.db")); err != nil {
+		if p.crypto, err = startCrypto(ctx, cli, filepath.Join(t.TempDir(), localpart+"-crypto.db")); err != nil {
 			t.Fatalf("%s's encryption: %v", localpart, err)
 		}
 	} else {
@@ -198,7 +207,7 @@ func (p *Person) Download(c *event.MessageEventContent) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, errors.New(resp.Status)
 	}
-	data, err := readAll(resp)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -220,4 +229,66 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// KeepKeys keeps the device's to-device messages (room keys, answers to
+// key requests) back while on: others cannot read what it says.
+func (p *Person) KeepKeys(on bool) { p.tr.withhold(on) }
+
+// personTransport is a person's way to the homeserver, which can keep
+// the device's to-device messages (room keys) back and send them later,
+// as a slow network would.
+type personTransport struct {
+	mu   sync.Mutex
+	hold bool
+	kept []*http.Request
+}
+
+func (tr *personTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	tr.mu.Lock()
+	hold := tr.hold && strings.Contains(r.URL.Path, "/sendToDevice/")
+	if hold {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			tr.mu.Unlock()
+			return nil, err
+		}
+		later := r.Clone(context.Background())
+		later.Body = io.NopCloser(bytes.NewReader(body))
+		later.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		tr.kept = append(tr.kept, later)
+	}
+	tr.mu.Unlock()
+	if hold {
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// withhold keeps the to-device messages sent while on.
+func (tr *personTransport) withhold(on bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.hold = on
+}
+
+// sendKept sends the kept to-device messages.
+func (tr *personTransport) sendKept() error {
+	tr.mu.Lock()
+	kept := tr.kept
+	tr.kept = nil
+	tr.mu.Unlock()
+	for _, r := range kept {
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New("sendToDevice: " + resp.Status)
+		}
+	}
+	return nil
 }
