@@ -116,8 +116,9 @@ type Adapter struct {
 	// without it.
 	e2e e2ee
 
-	mu    sync.Mutex
-	ready bool
+	mu      sync.Mutex
+	ready   bool
+	started bool // the pipeline
 	// typing counts the turns shown as typing in each room.
 	typing map[id.RoomID]int
 	// kept are encrypted events waiting for their keys.
@@ -226,7 +227,14 @@ func (a *Adapter) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	// The sync loop starts the pipeline after its first sync.
+	if a.cfg.Exclusive != nil {
+		// Replicas share the inbox: each runs a pipeline whether or not
+		// it is the one that syncs.
+		if err := a.startPipeline(ctx); err != nil {
+			return nil // ctx done
+		}
+	}
+	// Alone, the sync loop starts the pipeline after its first sync.
 	err := a.cfg.Exclusive.Do(ctx, "matrix sync", a.syncLoop)
 	if ctx.Err() != nil {
 		return nil
@@ -359,6 +367,23 @@ func (a *Adapter) setUp(ctx context.Context) error {
 		return fmt.Errorf("matrix: end-to-end encryption: %w", err)
 	}
 	a.e2e = e
+	return nil
+}
+
+// startPipeline starts the pipeline, once.
+func (a *Adapter) startPipeline(ctx context.Context) error {
+	a.mu.Lock()
+	started := a.started
+	a.mu.Unlock()
+	if started {
+		return nil
+	}
+	if err := a.pipe.Start(ctx); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.started = true
+	a.mu.Unlock()
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"maunium.net/go/mautrix"
@@ -152,17 +153,15 @@ func (a *Adapter) Working(ctx context.Context, rt any) (stop func()) {
 			}
 		}
 	}()
-	var once bool
+	var once sync.Once
 	return func() {
-		if once {
-			return
-		}
-		once = true
-		cancel()
-		<-done
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		a.cli.UserTyping(ctx, r.Room, false, 0)
+		once.Do(func() {
+			cancel()
+			<-done
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			a.cli.UserTyping(ctx, r.Room, false, 0)
+		})
 	}
 }
 

@@ -99,7 +99,7 @@ func (a *Adapter) syncLoop(ctx context.Context) error {
 					continue
 				}
 			}
-			if err := a.pipe.Start(ctx); err != nil {
+			if err := a.startPipeline(ctx); err != nil {
 				return nil // ctx done
 			}
 			started = true

@@ -29,8 +29,9 @@ func startCrypto(ctx context.Context, cli *mautrix.Client, path string) (any, er
 }
 
 // SayWithheld says text in the encrypted room under a new session whose
-// keys are kept back on their way to the others' devices, until
-// ShareSession sends them (or forever).
+// keys are kept back on their way to the others' devices, and so is
+// every later to-device message (answers to key requests too), until
+// ShareSession sends them.
 func (p *Person) SayWithheld(t testing.TB, room id.RoomID, text string) id.EventID {
 	t.Helper()
 	mach := p.crypto.(*cryptohelper.CryptoHelper).Machine()
@@ -38,13 +39,13 @@ func (p *Person) SayWithheld(t testing.TB, room id.RoomID, text string) id.Event
 		t.Fatal(err)
 	}
 	p.tr.withhold(true)
-	defer p.tr.withhold(false)
 	return p.Say(t, room, &event.MessageEventContent{MsgType: event.MsgText, Body: text})
 }
 
 // ShareSession sends the keys SayWithheld kept back.
 func (p *Person) ShareSession(t testing.TB, _ id.RoomID, _ ...id.UserID) {
 	t.Helper()
+	p.tr.withhold(false)
 	if err := p.tr.sendKept(); err != nil {
 		t.Fatal(err)
 	}
