@@ -140,7 +140,8 @@ func Start(dir string) (*Server, error) {
 	}
 	s.cmd = exec.Command(bins["dendrite"], "--config", s.config, "--http-bind-address", fmt.Sprintf("127.0.0.1:%d", port))
 	s.cmd.Dir = dir
-	s.cmd.Stdout, s.cmd.Stderr = &lockedWriter{w: s.log}, &lockedWriter{w: s.log}
+	out := &lockedWriter{w: s.log}
+	s.cmd.Stdout, s.cmd.Stderr = out, out
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start dendrite: %w", err)
 	}
