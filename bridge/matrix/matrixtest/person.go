@@ -149,12 +149,20 @@ func (p *Person) Room(t testing.TB, encrypted bool, others ...id.UserID) id.Room
 	return res.RoomID
 }
 
-// WaitJoined waits until user has joined room, as the person's client
-// sees it.
+// WaitJoined waits until user has joined room, as the homeserver and,
+// with encryption, the person's client (which shares its keys with the
+// members it knows) see it.
 func (p *Person) WaitJoined(t testing.TB, room id.RoomID, user id.UserID) {
 	t.Helper()
 	Eventually(t, string(user)+" to join", func() bool {
-		return p.Client.StateStore.IsMembership(context.Background(), room, user, event.MembershipJoin)
+		res, err := p.Client.JoinedMembers(context.Background(), room)
+		if err != nil {
+			return false
+		}
+		if _, ok := res.Joined[user]; !ok {
+			return false
+		}
+		return !p.Encrypts || p.Client.StateStore.IsMembership(context.Background(), room, user, event.MembershipJoin)
 	})
 }
 
