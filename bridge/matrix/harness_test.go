@@ -90,16 +90,17 @@ func (w *world) start(t *testing.T, env *chattest.Env, cfg Config) (*Adapter, fu
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	done := make(chan struct{})
+	var runErr error
+	go func() { runErr = a.Run(ctx); close(done) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
 			cancel()
 			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
+			case <-done:
+				if runErr != nil {
+					t.Errorf("Run: %v", runErr)
 				}
 			case <-time.After(20 * time.Second):
 				t.Error("Run did not return after cancel")
@@ -109,8 +110,8 @@ func (w *world) start(t *testing.T, env *chattest.Env, cfg Config) (*Adapter, fu
 	t.Cleanup(stop)
 	matrixtest.Eventually(t, "the bot connected", func() bool {
 		select {
-		case err := <-done:
-			t.Fatalf("Run returned: %v", err)
+		case <-done:
+			t.Fatalf("Run returned: %v", runErr)
 		default:
 		}
 		return a.Ready()

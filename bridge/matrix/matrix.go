@@ -356,6 +356,14 @@ func (a *Adapter) whoami(ctx context.Context, token string) error {
 // setUp brings the room state tables to this build's and starts
 // end-to-end encryption.
 func (a *Adapter) setUp(ctx context.Context) error {
+	// dbutil looks for its version tables in every schema of a
+	// PostgreSQL database; made first in the one loadout uses, they are
+	// found there, and so are the tables they version.
+	for _, t := range []string{sqlstatestore.VersionTableName, cryptoVersionTable} {
+		if _, err := a.db.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+t+" (version INTEGER, compat INTEGER)"); err != nil {
+			return fmt.Errorf("matrix: set up %s: %w", t, err)
+		}
+	}
 	if err := a.states.Upgrade(ctx); err != nil {
 		return fmt.Errorf("matrix: set up the room state tables: %w", err)
 	}
@@ -386,6 +394,11 @@ func (a *Adapter) startPipeline(ctx context.Context) error {
 	a.mu.Unlock()
 	return nil
 }
+
+// cryptoVersionTable versions the crypto_ tables (mautrix's
+// crypto/sql_store_upgrade.VersionTableName, which only a build with
+// encryption may import).
+const cryptoVersionTable = "crypto_version"
 
 // Ready reports whether the adapter is logged in and has synced once.
 func (a *Adapter) Ready() bool {
