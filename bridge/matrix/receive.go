@@ -88,6 +88,7 @@ func (a *Adapter) message(ctx context.Context, evt *event.Event) error {
 	if c == nil || c.MsgType == event.MsgNotice || c.RelatesTo.GetReplaceID() != "" {
 		return nil // bots' notices, edits
 	}
+	c.RemoveReplyFallback() // the quote older clients put before a reply
 	thread := c.RelatesTo.GetThreadParent()
 	text := c.Body
 	if c.MsgType.IsMedia() {
