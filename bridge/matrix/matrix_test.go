@@ -160,6 +160,10 @@ func TestOnlyTheAskerAnswersWithAReaction(t *testing.T) {
 	if runs.Load() != 0 {
 		t.Fatalf("denied, yet ran: %q", got)
 	}
+	matrixtest.Eventually(t, "the question to say what was chosen", func() bool {
+		got = ana.Texts(room, w.bot)
+		return strings.HasSuffix(got[0], "You chose: Deny.")
+	})
 }
 
 // Answers are sent as Markdown rendered to HTML, with the Markdown as

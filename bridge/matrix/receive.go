@@ -219,10 +219,13 @@ func (a *Adapter) reaction(ctx context.Context, evt *event.Event) error {
 		return nil
 	}
 	r := route{Room: evt.RoomID, Thread: q.Thread}
-	_, err = a.pipe.Accept(ctx, bridge.Pending{
+	fresh, err := a.pipe.Accept(ctx, bridge.Pending{
 		ID:      "event:" + string(evt.ID),
 		Inbound: chat.Inbound{ChatKey: key, UserKey: user, Text: verb + q.ID},
 		Route:   r.encode(),
 	})
+	if fresh && q.Text != "" {
+		a.chosen(ctx, evt.RoomID, target, q, verb == "/approve ")
+	}
 	return err
 }

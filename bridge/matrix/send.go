@@ -171,6 +171,8 @@ type question struct {
 	ID     string     `json:"id"`
 	User   id.UserID  `json:"user"`
 	Thread id.EventID `json:"thread,omitempty"`
+	// Text is the question as sent, which its answer edits.
+	Text string `json:"text"`
 }
 
 // Ask sends a question as a message of its own, with its code, and puts
@@ -180,11 +182,12 @@ func (a *Adapter) Ask(ctx context.Context, rt any, part, approval, user string) 
 	if err != nil {
 		return err
 	}
-	ev, err := a.send(ctx, r.Room, content(r, part+bridge.AskLine(approval)))
+	text := part + bridge.AskLine(approval)
+	ev, err := a.send(ctx, r.Room, content(r, text))
 	if err != nil {
 		return err
 	}
-	q, _ := json.Marshal(question{ID: approval, User: id.UserID(strings.TrimPrefix(user, "matrix:")), Thread: r.Thread})
+	q, _ := json.Marshal(question{ID: approval, User: id.UserID(strings.TrimPrefix(user, "matrix:")), Thread: r.Thread, Text: text})
 	if err := a.store.SetState(ctx, stateAskPrefix+string(ev), string(q)); err != nil {
 		// The question went out; /approve still answers it.
 		a.log.Error("matrix: could not keep a question; its reactions will not count", "event", ev, "err", err)
@@ -196,6 +199,18 @@ func (a *Adapter) Ask(ctx context.Context, rt any, part, approval, user string) 
 		}
 	}
 	return nil
+}
+
+// chosen edits the question ev to end with what its asker chose, once
+// the choice is stored.
+func (a *Adapter) chosen(ctx context.Context, room id.RoomID, ev id.EventID, q question, approve bool) {
+	choice := "Approve"
+	if !approve {
+		choice = "Deny"
+	}
+	if err := a.edit(ctx, route{Room: room}, ev, q.Text+"\n\nYou chose: "+choice+"."); err != nil && ctx.Err() == nil {
+		a.log.Debug("matrix: could not mark a question answered", "err", err)
+	}
 }
 
 // question reads what the bot kept of the question ev; zero when ev is
