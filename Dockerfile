@@ -14,7 +14,7 @@ COPY . .
 # caches keep the compiled driver between builds, so a code change does
 # not compile SQLite again.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=1 go build -tags sqlite_fts5 -trimpath -ldflags="-s -w" -o /out/loadout ./cmd/loadout && \
+    CGO_ENABLED=1 go build -tags sqlite_fts5,goolm -trimpath -ldflags="-s -w" -o /out/loadout ./cmd/loadout && \
     mkdir -p /out/data
 
 FROM gcr.io/distroless/base-debian12:nonroot

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -53,6 +54,18 @@ type Env struct {
 	// Mux is the process's HTTP server, for channels that mount
 	// endpoints there from Build (a Mounter is mounted by the Hub).
 	Mux *http.ServeMux
+	// SQL is the process's database, for a channel whose SDK keeps
+	// state in tables of its own (Matrix's encryption keys); nil when
+	// the process gives none, and such a channel then refuses to build.
+	SQL *SQL
+}
+
+// SQL is the process's database as an SDK takes it: the connection
+// pool the store uses, and its dialect. A channel must not close it.
+type SQL struct {
+	DB *sql.DB
+	// Dialect is "sqlite" or "postgres" (gorm's Dialector.Name()).
+	Dialect string
 }
 
 // Store is what every channel may keep: its inbox, and small named

@@ -8,6 +8,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/bridge/discord"
+	"loadout/bridge/matrix"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/config"
@@ -24,6 +25,7 @@ func channelKinds() []bridge.Kind {
 		telegram.Kind(),
 		slack.Kind(),
 		discord.Kind(),
+		matrix.Kind(),
 	}
 }
 
@@ -130,7 +132,13 @@ func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := k.Build(ctx, a.cfg.section(k), bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux})
+		sqlDB, err := a.db.Gorm().DB()
+		if err != nil {
+			return nil, err
+		}
+		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux,
+			SQL: &bridge.SQL{DB: sqlDB, Dialect: a.db.Gorm().Dialector.Name()}}
+		c, err := k.Build(ctx, a.cfg.section(k), env)
 		if err != nil {
 			return nil, err
 		}
