@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,19 +13,12 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/matrix/matrixtest"
 	"loadout/chat"
 	"loadout/store/storetest"
 	"loadout/tools"
 )
-
-// instantModel answers at once, so the benchmark measures the channel,
-// the pipeline, the engine and the store, not a model.
-type instantModel struct{}
-
-func (instantModel) Complete(context.Context, chat.Request) (chat.Response, error) {
-	return chat.Response{Text: "ok", Usage: chat.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
-}
 
 // answered signals each message the bot sends.
 type answered struct {
@@ -73,7 +65,7 @@ func benchMessage(b *testing.B, encrypted bool) {
 	env := storetest.NewEnv(b, storetest.Options{})
 	reg := tools.NewRegistry()
 	reg.Add(tools.LoadGroup(reg))
-	engine := chat.New(chat.Config{Logger: quietLog()}, instantModel{}, env.Store, reg)
+	engine := chat.New(chat.Config{Logger: quietLog()}, bridgetest.Instant{}, env.Store, reg)
 	sent := make(chan struct{}, 16)
 	sqlDB, _ := env.Store.Gorm().DB()
 	a, err := New(Config{HomeserverURL: hs.URL, UserID: bot, Password: botPassword, AllowedUsers: []string{string(ana.ID())},
@@ -98,22 +90,15 @@ func benchMessage(b *testing.B, encrypted bool) {
 	}
 	say(-1) // keys shared, sessions open
 	b.ReportAllocs()
-	before := cpu()
+	before := bridgetest.ProcessCPU()
 	start := time.Now()
 	b.ResetTimer()
 	for i := range b.N {
 		say(i)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(cpu()-before)/float64(b.N)/1e6, "cpu-ms/msg")
+	b.ReportMetric(float64(bridgetest.ProcessCPU()-before)/float64(b.N)/1e6, "cpu-ms/msg")
 	b.ReportMetric(float64(time.Since(start))/float64(b.N)/1e6, "ms/msg")
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// cpu is this process's CPU time so far, in nanoseconds.
-func cpu() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
