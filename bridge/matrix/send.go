@@ -6,14 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/yuin/goldmark"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
-	"maunium.net/go/mautrix/format"
 	"maunium.net/go/mautrix/id"
 
 	"loadout/bridge"
@@ -32,12 +33,15 @@ func (a *Adapter) Split(text string) []string { return bridge.Split(text, a.cfg.
 // content is part as a message: its Markdown rendered to HTML
 // (org.matrix.custom.html), the Markdown itself as the plain body, in
 // the route's thread.
+// Raw HTML the model writes is not passed on (goldmark's default), and a
+// part whose HTML says no more than its text goes without HTML.
 func content(r route, part string) *event.MessageEventContent {
-	c := format.RenderMarkdown(part, true, false)
-	c.Body = part
-	c.MsgType = event.MsgText
-	if c.FormattedBody == "" {
-		c.Format = ""
+	c := event.MessageEventContent{MsgType: event.MsgText, Body: part}
+	var b strings.Builder
+	if err := goldmark.Convert([]byte(part), &b); err == nil {
+		if h := strings.TrimSpace(b.String()); h != "<p>"+html.EscapeString(part)+"</p>" {
+			c.Format, c.FormattedBody = event.FormatHTML, h
+		}
 	}
 	c.Mentions = &event.Mentions{}
 	r.relate(&c)
