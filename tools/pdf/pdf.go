@@ -20,6 +20,7 @@ import (
 	"github.com/ledongthuc/pdf"
 
 	"loadout/tools"
+	"loadout/proc"
 	"loadout/worker"
 )
 
@@ -49,6 +50,12 @@ type Config struct {
 	// Limits bound the worker process a PDF is parsed in (pdf.limits):
 	// memory, processor time, wall-clock time.
 	Limits Limits `yaml:"limits"`
+	// MaxWorkers is how many PDF workers the whole process runs at once
+	// (pdf.max_workers), whatever the number of calls and chats; the
+	// rest wait within their call's timeout. Default the number of CPUs.
+	// loadout makes one worker.Slots of it and gives it to every reader
+	// of PDFs (Limits.Slots).
+	MaxWorkers int `yaml:"max_workers"`
 }
 
 // Limits bound the worker that parses one PDF.
@@ -58,12 +65,16 @@ type Limits struct {
 	MemoryMB int `yaml:"memory_mb"`
 	// CPU is its processor time (pdf.limits.cpu); default 20s.
 	CPU time.Duration `yaml:"cpu"`
-	// Wall is how long it may take (pdf.limits.wall); default 30s.
+	// Wall is how long it may take once started (pdf.limits.wall);
+	// default 30s.
 	Wall time.Duration `yaml:"wall"`
+	// Slots are the process's places for workers (pdf.max_workers); nil
+	// is the worker package's own, sized to the number of CPUs.
+	Slots *proc.Slots `yaml:"-"`
 }
 
 func (l Limits) worker() worker.Limits {
-	return worker.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, Wall: l.Wall}
+	return worker.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, Wall: l.Wall, Slots: l.Slots}
 }
 
 // Group is the pdf group's description.
