@@ -11,7 +11,8 @@ import (
 // starts its child and gives it back (Give) once the child has ended.
 // loadout makes one Slots per kind — PDF workers (pdf.max_workers),
 // exec commands (exec.max_running) — and hands it to every caller of
-// that kind. Safe for concurrent use.
+// that kind. MCP servers' keepers take none: there is one for each
+// server the operator lists, started once. Safe for concurrent use.
 type Slots struct {
 	free chan struct{}
 	mu   sync.Mutex

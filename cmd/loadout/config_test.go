@@ -387,10 +387,13 @@ func TestMCPServersConfig(t *testing.T) {
 	}
 }
 
-// A negative number of PDF workers is refused by its key's name.
+// A negative number of PDF workers or commands is refused by its key's name.
 func TestPDFMaxWorkersIsChecked(t *testing.T) {
 	if _, err := parseConfig([]byte("pdf:\n  max_workers: -1\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "pdf.max_workers: must be 1 or more") {
 		t.Fatalf("pdf.max_workers: -1: %v", err)
+	}
+	if _, err := parseConfig([]byte("exec:\n  max_running: -2\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "exec.max_running: must be 1 or more") {
+		t.Fatalf("exec.max_running: -2: %v", err)
 	}
 	cfg, err := parseConfig([]byte("pdf:\n  max_workers: 3\n"), env(nil))
 	if err != nil || cfg.PDF.MaxWorkers != 3 {
