@@ -19,8 +19,8 @@ import (
 
 	"github.com/ledongthuc/pdf"
 
-	"loadout/tools"
 	"loadout/proc"
+	"loadout/tools"
 	"loadout/worker"
 )
 
