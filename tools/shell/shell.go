@@ -69,6 +69,10 @@ type Config struct {
 	// Protect lists files commands never read, wherever they are (the
 	// store, the config file); set by loadout.
 	Protect []string `yaml:"-"`
+	// keepUser runs commands as loadout's own user even when that is
+	// root: the tests' way to show Landlock holds without the drop to
+	// nobody.
+	keepUser bool
 }
 
 // Dirs gives the directory a chat's commands run in (its workspace).
