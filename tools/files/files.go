@@ -176,6 +176,36 @@ func (w *Workspaces) Path(chatKey, name string) (string, error) {
 	return filepath.Join(w.Dir(chatKey), filepath.FromSlash(clean(name))), nil
 }
 
+// Open opens a regular file of the chat's workspace for reading, checked
+// as the files tool checks what it reads: inside the workspace through
+// os.Root, and the chat's alone. The caller reads and closes it: the
+// file checked is the file read, whatever the name points to after.
+func (w *Workspaces) Open(chatKey, name string) (*os.File, error) {
+	root, err := w.root(chatKey)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(clean(name))
+	if err != nil {
+		return nil, fmt.Errorf("no file %q in the workspace", name)
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("no file %q in the workspace", name)
+	}
+	if err == nil {
+		if err = own(root, st); err != nil {
+			err = fmt.Errorf("%q: %w", name, err)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // safeName keeps a file name's base, without directories or characters
 // that trouble file systems.
 func safeName(name string) string {
@@ -520,21 +550,25 @@ func (w *Workspaces) Register(reg *tools.Registry, sender Sender) error {
 // Image reads a picture of a chat's workspace for a model that reads
 // images: one of the types it takes, at most max bytes.
 func (w *Workspaces) Image(chatKey, name string, max int64) (mimeType string, data []byte, err error) {
-	path, err := w.Path(chatKey, name)
-	if err != nil {
-		return "", nil, err
-	}
 	if mimeType = mime.TypeByExtension(strings.ToLower(filepath.Ext(name))); !IsImage(mimeType) {
 		return "", nil, fmt.Errorf("%s is not a picture the model reads", name)
 	}
-	st, err := os.Stat(path)
+	f, err := w.Open(chatKey, name)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return "", nil, err
 	}
 	if st.Size() > max {
 		return "", nil, fmt.Errorf("%s is larger than %d MB", name, max>>20)
 	}
-	data, err = os.ReadFile(path)
+	data, err = io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("%s is larger than %d MB", name, max>>20)
+	}
 	return mimeType, data, err
 }
 

@@ -26,7 +26,9 @@ import (
 
 // Workspaces are the chats' files, as the files tool keeps them.
 type Workspaces interface {
-	Path(chatKey, name string) (string, error)
+	// Open opens a file of the chat's workspace, checked to be inside
+	// it and the chat's own; the file read is the file checked.
+	Open(chatKey, name string) (*os.File, error)
 	Save(ctx context.Context, chatKey, name string, r io.Reader) (string, int64, error)
 }
 
@@ -173,14 +175,10 @@ func (g *group) load(ctx context.Context, s source) (data []byte, name string, e
 		}
 		name, data, err = g.cfg.Drive(ctx, s.DriveID, g.cfg.MaxBytes)
 	case s.Path != "":
-		p, err := g.cfg.Workspaces.Path(chatKey, s.Path)
+		f, err := g.cfg.Workspaces.Open(chatKey, s.Path)
 		if err != nil {
 			return nil, "", &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("There is no file '%s' in this chat's workspace.", s.Path),
 				Suggestion: "List the files with the files tool."}
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, "", err
 		}
 		defer f.Close()
 		data, err = io.ReadAll(io.LimitReader(f, g.cfg.MaxBytes+1))
