@@ -398,8 +398,8 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 // fileSender sends workspace files through the chats' channels.
 type fileSender struct{ out *bridge.Hub }
 
-func (s fileSender) SendFile(ctx context.Context, chatKey, name, path string) error {
-	err := s.out.SendFile(ctx, chatKey, name, path)
+func (s fileSender) SendFile(ctx context.Context, chatKey, name string, f *os.File) error {
+	err := s.out.SendFile(ctx, chatKey, name, f)
 	if errors.Is(err, bridge.ErrNoFiles) {
 		return files.ErrCannotSend
 	}

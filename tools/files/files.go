@@ -42,7 +42,9 @@ type Config struct {
 // Sender delivers a workspace file to a chat (a document on Telegram, an
 // upload on Slack, the path in the console).
 type Sender interface {
-	SendFile(ctx context.Context, chatKey, name, path string) error
+	// SendFile sends f, a workspace file opened and checked, as name;
+	// it reads f from its start (at each try) and leaves it open.
+	SendFile(ctx context.Context, chatKey, name string, f *os.File) error
 }
 
 // ErrCannotSend is a Sender's answer for a chat whose channel does not
@@ -356,15 +358,21 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 			if sender == nil {
 				return nil, &tools.Error{Code: "not_available", Message: "Files cannot be sent in this chat."}
 			}
-			st, err := root.Stat(p)
+			// The file checked is the file sent: the channel gets it
+			// open, never its path to open again.
+			f, err := root.Open(p)
+			if err != nil {
+				return nil, fileError(err, in.Path)
+			}
+			defer f.Close()
+			st, err := f.Stat()
 			if err != nil || !st.Mode().IsRegular() {
 				return nil, fileError(orNotExist(err), in.Path)
 			}
 			if err := own(root, st); err != nil {
 				return nil, fileError(err, in.Path)
 			}
-			full := filepath.Join(w.Dir(chatKey), p)
-			err = sender.SendFile(ctx, chatKey, path.Base(filepath.ToSlash(p)), full)
+			err = sender.SendFile(ctx, chatKey, path.Base(filepath.ToSlash(p)), f)
 			if errors.Is(err, ErrCannotSend) {
 				return nil, &tools.Error{Code: "not_available", Message: "Files cannot be sent in this chat.",
 					Suggestion: "Tell the person the file is in the workspace as " + in.Path + "."}
