@@ -160,8 +160,11 @@ func (e *CapError) Error() string {
 	return fmt.Sprintf("the chat's workspace is full: %d bytes left (files.max_workspace_bytes)", e.Limit)
 }
 
-// Path is the file's path on disk for sending it, checked to be a
-// regular file inside the chat's workspace.
+// Path is the file's path on disk, checked to be a regular file inside
+// the chat's workspace and the chat's own. What reads the file uses
+// Open instead: a path opened again after the check may by then name
+// another file. Path is for removing one (a heard voice note), where a
+// link in its place is removed, not followed.
 func (w *Workspaces) Path(chatKey, name string) (string, error) {
 	root, err := w.root(chatKey)
 	if err != nil {
