@@ -55,7 +55,7 @@ type Config struct {
 	// MaxWorkers is how many PDF workers the whole process runs at once
 	// (pdf.max_workers), whatever the number of calls and chats; the
 	// rest wait within their call's timeout. Default the number of CPUs.
-	// loadout makes one worker.Slots of it and gives it to every reader
+	// loadout makes one proc.Slots of it and gives it to every reader
 	// of PDFs (Limits.Slots).
 	MaxWorkers int `yaml:"max_workers"`
 }
