@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 
 	"loadout/chat"
 )
@@ -48,10 +49,12 @@ type Readier interface {
 	Ready() bool
 }
 
-// FileSender is an optional Channel feature: it sends the file at path,
-// named name, to the route.
+// FileSender is an optional Channel feature: it sends f, a workspace
+// file opened and checked, named name, to the route. It reads f from its
+// start at each try (Seek) and leaves it open; it never opens the file
+// again by its name.
 type FileSender interface {
-	SendFile(ctx context.Context, route any, name, path string) error
+	SendFile(ctx context.Context, route any, name string, f *os.File) error
 }
 
 // Mounter is an optional Channel feature: it serves HTTP endpoints

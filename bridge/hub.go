@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -103,8 +104,8 @@ func (h *Hub) Submit(ctx context.Context, chatKey, userKey, id, text string) err
 	return err
 }
 
-// SendFile sends a workspace file to a chat through its channel.
-func (h *Hub) SendFile(ctx context.Context, chatKey, name, path string) error {
+// SendFile sends a workspace file, open, to a chat through its channel.
+func (h *Hub) SendFile(ctx context.Context, chatKey, name string, f *os.File) error {
 	c, route, err := h.owner(chatKey)
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ func (h *Hub) SendFile(ctx context.Context, chatKey, name, path string) error {
 	if err != nil {
 		return err
 	}
-	return fs.SendFile(ctx, r, name, path)
+	return fs.SendFile(ctx, r, name, f)
 }
 
 // Private reports whether a chat is one person's; false for a chat of no

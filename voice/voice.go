@@ -151,6 +151,10 @@ func (c Config) Check(ch *config.Checker) {
 
 // Workspace finds a chat's files (files.Workspaces is one).
 type Workspace interface {
+	// Open opens a file of the chat's workspace, checked to be inside
+	// it and the chat's own; the file sent is the file checked.
+	Open(chatKey, name string) (*os.File, error)
+	// Path is the path of one, checked likewise, for removing it.
 	Path(chatKey, name string) (string, error)
 }
 
@@ -229,21 +233,21 @@ func (s *Service) Transcribe(ctx context.Context, chatKey string, note bridge.Vo
 	if !s.cfg.Enabled() {
 		return "", errors.New("voice.transcription_model is not set")
 	}
-	path, err := s.ws.Path(chatKey, note.File)
+	f, err := s.ws.Open(chatKey, note.File)
 	if err != nil {
 		return "", err
 	}
+	defer f.Close()
 	var text string
 	err = s.retry.Do(ctx, transient, func(ctx context.Context) error {
-		f, err := os.Open(path)
-		if err != nil {
+		// Each try sends the file opened and checked, from its start.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		defer f.Close()
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 		defer cancel()
 		resp, err := s.c.CreateTranscription(ctx, goopenai.AudioRequest{
-			Model: s.cfg.TranscriptionModel, FilePath: filepath.Base(path), Reader: f, Language: s.cfg.Language,
+			Model: s.cfg.TranscriptionModel, FilePath: filepath.Base(filepath.FromSlash(note.File)), Reader: f, Language: s.cfg.Language,
 		})
 		text = resp.Text
 		return err
@@ -253,7 +257,7 @@ func (s *Service) Transcribe(ctx context.Context, chatKey string, note bridge.Vo
 	}
 	seconds := note.Seconds
 	if seconds == 0 {
-		seconds = oggSeconds(path)
+		seconds = oggSeconds(f)
 	}
 	s.count(ctx, chatKey, Spent{Notes: 1, Seconds: seconds})
 	return strings.TrimSpace(text), nil
@@ -408,12 +412,7 @@ func plain(text string) string {
 // oggSeconds is an OGG file's length in whole seconds (rounded up), read
 // from the last page's granule position at Opus's 48 kHz; 0 when the
 // file is not OGG.
-func oggSeconds(path string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
+func oggSeconds(f *os.File) int {
 	st, err := f.Stat()
 	if err != nil {
 		return 0

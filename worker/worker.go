@@ -31,6 +31,9 @@ type Func func(req []byte) ([]byte, error)
 // jobEnv names the job a worker process runs.
 const jobEnv = "LOADOUT_WORKER"
 
+// shared are the places of callers that name none.
+var shared = proc.NewSlots(0)
+
 // maxAnswer bounds what a worker may answer.
 const maxAnswer = 64 << 20
 
@@ -41,8 +44,12 @@ type Limits struct {
 	MemoryMB int
 	// CPU is the processor time it may use (RLIMIT_CPU); default 20s.
 	CPU time.Duration
-	// Wall is how long it may take; default 30s.
+	// Wall is how long it may take once started; default 30s.
 	Wall time.Duration
+	// Slots are the places it waits for before it starts, shared with
+	// every other worker of the process; nil is the package's own
+	// (the number of CPUs), so no caller runs unbounded.
+	Slots *proc.Slots
 }
 
 func (l *Limits) setDefaults() {
@@ -54,6 +61,9 @@ func (l *Limits) setDefaults() {
 	}
 	if l.Wall <= 0 {
 		l.Wall = 30 * time.Second
+	}
+	if l.Slots == nil {
+		l.Slots = shared
 	}
 }
 
@@ -106,9 +116,16 @@ func Serve(jobs map[string]Func) {
 
 // Run runs job in a worker with req on its standard input and returns its
 // result; a job's own error is a *JobError, a worker ended by the input
-// ErrMemory, ErrTime or ErrCrash.
+// ErrMemory, ErrTime or ErrCrash. It first waits for one of l.Slots'
+// places for as long as ctx allows; a ctx that ends first is returned
+// wrapped (context.DeadlineExceeded: the call's timeout), and no worker
+// is started.
 func Run(ctx context.Context, job string, req []byte, l Limits) ([]byte, error) {
 	l.setDefaults()
+	if err := l.Slots.Take(ctx); err != nil {
+		return nil, fmt.Errorf("worker %s: waiting for a place: %w", job, err)
+	}
+	defer l.Slots.Give()
 	ctx, cancel := context.WithTimeout(ctx, l.Wall)
 	defer cancel()
 	// The worker is told to die with the thread that starts it: keep

@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"loadout/proc"
 )
 
 // jobs are the test binary's jobs, run by its workers.
@@ -42,6 +48,7 @@ var jobs = map[string]Func{
 		return nil, nil
 	},
 	"sleep": func([]byte) ([]byte, error) { time.Sleep(time.Hour); return nil, nil },
+	"nap":   func([]byte) ([]byte, error) { time.Sleep(300 * time.Millisecond); return []byte("rested"), nil },
 }
 
 func TestMain(m *testing.M) {
@@ -89,6 +96,96 @@ func TestWhatEndsAWorkerIsAnError(t *testing.T) {
 	if _, err := Run(ctx, "nope", nil, Limits{}); err == nil || !strings.Contains(err.Error(), `no job "nope"`) {
 		t.Errorf("an unknown job: %v", err)
 	}
+}
+
+// Found with eight pdf_text calls on a 1.4 MB flate bomb: each worker
+// was held to its own memory limit, but all eight ran at once and took
+// near 1.9 GB together. However many calls come at once, no more
+// workers than the process's places are alive together; the rest wait.
+func TestWorkersAliveAtOnceStayWithinTheSlots(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("workers are counted in /proc")
+	}
+	const limit, calls = 2, 8
+	slots := proc.NewSlots(limit)
+	stop := make(chan struct{})
+	most := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				most <- n
+				return
+			default:
+			}
+			n = max(n, len(workers()))
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, err := Run(context.Background(), "nap", nil, Limits{Slots: slots}); err != nil || string(out) != "rested" {
+				t.Errorf("nap: %q %v", out, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-most; n > limit || n == 0 {
+		t.Errorf("%d workers were alive at once; the limit is %d", n, limit)
+	}
+	if p := slots.Peak(); p > limit || p == 0 {
+		t.Errorf("the slots counted %d workers at once; the limit is %d", p, limit)
+	}
+}
+
+// A call that gets no place before its context ends starts no worker
+// and returns the context's error: the executor makes it a timeout.
+func TestACallWaitingPastItsTimeoutStartsNoWorker(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("workers are counted in /proc")
+	}
+	slots := proc.NewSlots(1)
+	held := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), "sleep", nil, Limits{Wall: 3 * time.Second, Slots: slots})
+		held <- err
+	}()
+	for len(workers()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := Run(ctx, "echo", nil, Limits{Slots: slots}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a call past its timeout: %v", err)
+	}
+	if n := len(workers()); n > 1 {
+		t.Errorf("%d workers alive with one place", n)
+	}
+	if err := <-held; !errors.Is(err, ErrTime) {
+		t.Errorf("the worker holding the place: %v", err)
+	}
+}
+
+// workers are this process's children that are workers, from /proc.
+func workers() []int {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var out []int
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			env, _ := os.ReadFile(filepath.Join("/proc", f, "environ"))
+			if strings.Contains(string(env), jobEnv+"=") {
+				pid, _ := strconv.Atoi(f)
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // BenchmarkRun is the cost of a worker: starting the binary again, the

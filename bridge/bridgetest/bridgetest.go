@@ -339,16 +339,21 @@ func filesOut(t *testing.T, h Harness) {
 	hub.Add(c, nil)
 	path := filepath.Join(t.TempDir(), "report.csv")
 	os.WriteFile(path, []byte("a,b\n1,2\n"), 0o600)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	if r, ok := c.(bridge.Readier); ok {
 		chattest.Eventually(t, "the channel connected", r.Ready)
 	}
-	if err := hub.SendFile(context.Background(), h.ChatKey(0), "report.csv", path); err != nil {
+	if err := hub.SendFile(context.Background(), h.ChatKey(0), "report.csv", f); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.Uploads(0)["report.csv"]; string(got) != "a,b\n1,2\n" {
 		t.Fatalf("uploads %q", h.Uploads(0))
 	}
-	if err := hub.SendFile(context.Background(), "nowhere:1", "x", path); err == nil {
+	if err := hub.SendFile(context.Background(), "nowhere:1", "x", f); err == nil {
 		t.Fatal("a chat of no channel was reached")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -235,8 +236,8 @@ func (c *Console) answer(text string) string {
 }
 
 // SendFile shows a file the assistant sends: in a terminal, its path.
-func (c *Console) SendFile(ctx context.Context, _ any, name, path string) error {
-	return c.Send(ctx, nil, fmt.Sprintf("[file %s: %s]", name, path))
+func (c *Console) SendFile(ctx context.Context, _ any, name string, f *os.File) error {
+	return c.Send(ctx, nil, fmt.Sprintf("[file %s: %s]", name, f.Name()))
 }
 
 // setPrompting marks the terminal prompt up or down; taking it down

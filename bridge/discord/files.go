@@ -85,12 +85,12 @@ func (a *Adapter) download(ctx context.Context, url string) (io.ReadCloser, erro
 // SendFile posts a workspace file to the route's conversation (as a
 // follow-up only the person sees, for a slash command's answer in a
 // server).
-func (a *Adapter) SendFile(ctx context.Context, rt any, name, path string) error {
+func (a *Adapter) SendFile(ctx context.Context, rt any, name string, f *os.File) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
-	st, err := os.Stat(path)
+	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
@@ -99,18 +99,16 @@ func (a *Adapter) SendFile(ctx context.Context, rt any, name, path string) error
 	}
 	contentType := mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
 	return a.retry(ctx, func(ctx context.Context) error {
-		f, err := os.Open(path)
-		if err != nil {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		defer f.Close()
 		file := &discordgo.File{Name: name, ContentType: contentType, Reader: f}
 		if r.Token != "" && r.Ephemeral {
-			_, err = a.api.FollowupMessageCreate(r.interaction(), true, &discordgo.WebhookParams{Files: []*discordgo.File{file},
+			_, err := a.api.FollowupMessageCreate(r.interaction(), true, &discordgo.WebhookParams{Files: []*discordgo.File{file},
 				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions}, discordgo.WithContext(ctx))
 			return err
 		}
-		_, err = a.api.ChannelMessageSendComplex(r.Channel, &discordgo.MessageSend{Files: []*discordgo.File{file}, AllowedMentions: noMentions},
+		_, err := a.api.ChannelMessageSendComplex(r.Channel, &discordgo.MessageSend{Files: []*discordgo.File{file}, AllowedMentions: noMentions},
 			discordgo.WithContext(ctx))
 		return err
 	})

@@ -73,13 +73,13 @@ func (a *Adapter) keepFile(ctx context.Context, chatKey string, f slackapi.File)
 // thread, when it is one) with Slack's upload flow
 // (files.getUploadURLExternal, the upload, then
 // files.completeUploadExternal sharing it in the conversation).
-func (a *Adapter) SendFile(ctx context.Context, rt any, name, path string) error {
+func (a *Adapter) SendFile(ctx context.Context, rt any, name string, f *os.File) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
 	channel, thread := r.Channel, r.Thread
-	st, err := os.Stat(path)
+	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
@@ -87,12 +87,10 @@ func (a *Adapter) SendFile(ctx context.Context, rt any, name, path string) error
 		return fmt.Errorf("slack: %s is empty; Slack takes no empty files", name)
 	}
 	return a.retry(ctx, "files.upload", func(ctx context.Context) error {
-		f, err := os.Open(path)
-		if err != nil {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		defer f.Close()
-		_, err = a.api.UploadFileContext(ctx, slackapi.UploadFileParameters{
+		_, err := a.api.UploadFileContext(ctx, slackapi.UploadFileParameters{
 			Reader: f, Filename: name, FileSize: int(st.Size()), Title: name, Channel: channel, ThreadTimestamp: thread,
 		})
 		return err

@@ -95,16 +95,21 @@ func TestSendFileUploads(t *testing.T) {
 	chattest.Eventually(t, "the adapter to know its workspace", h.adapter.identified)
 	path := filepath.Join(t.TempDir(), "report.csv")
 	os.WriteFile(path, []byte("a,b\n1,2\n"), 0o600)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	var hub bridge.Hub
 	hub.Add(h.adapter, nil)
-	if err := hub.SendFile(context.Background(), "slack:"+slacktest.TeamID+":C1:171.5", "report.csv", path); err != nil {
+	if err := hub.SendFile(context.Background(), "slack:"+slacktest.TeamID+":C1:171.5", "report.csv", f); err != nil {
 		t.Fatal(err)
 	}
 	up := h.fake.Uploads()
 	if len(up) != 1 || up[0].Channel != "C1" || up[0].Thread != "171.5" || up[0].Title != "report.csv" || string(up[0].Content) != "a,b\n1,2\n" {
 		t.Fatalf("uploads %+v", up)
 	}
-	if err := hub.SendFile(context.Background(), "telegram:1", "x", path); err == nil {
+	if err := hub.SendFile(context.Background(), "telegram:1", "x", f); err == nil {
 		t.Error("a Telegram chat key was accepted")
 	}
 }

@@ -100,12 +100,12 @@ var photoTypes = map[string]bool{".jpg": true, ".jpeg": true, ".png": true, ".we
 
 // SendFile sends a workspace file to the route's chat (and topic): a
 // photo up to 10 MB as a photo, anything else as a document.
-func (a *Adapter) SendFile(ctx context.Context, route any, name, filePath string) error {
+func (a *Adapter) SendFile(ctx context.Context, route any, name string, f *os.File) error {
 	r, err := asRoute(route)
 	if err != nil {
 		return err
 	}
-	st, err := os.Stat(filePath)
+	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
@@ -118,12 +118,10 @@ func (a *Adapter) SendFile(ctx context.Context, route any, name, filePath string
 		params["message_thread_id"] = strconv.Itoa(r.ThreadID)
 	}
 	return a.policy(callAttempts).Do(ctx, retryable, func(ctx context.Context) error {
-		f, err := os.Open(filePath)
-		if err != nil {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		defer f.Close()
-		_, err = a.api(ctx).UploadFiles(method, params, []tgbotapi.RequestFile{{Name: field, Data: tgbotapi.FileReader{Name: name, Reader: f}}})
+		_, err := a.api(ctx).UploadFiles(method, params, []tgbotapi.RequestFile{{Name: field, Data: tgbotapi.FileReader{Name: name, Reader: f}}})
 		return err
 	})
 }

@@ -94,13 +94,14 @@ func TestSendFile(t *testing.T) {
 	doc, img := filepath.Join(dir, "notes.txt"), filepath.Join(dir, "chart.png")
 	os.WriteFile(doc, []byte("the notes"), 0o600)
 	os.WriteFile(img, []byte("\x89PNG chart"), 0o600)
+	docFile, imgFile := open(t, doc), open(t, img)
 	ctx := context.Background()
 	var hub bridge.Hub
 	hub.Add(a, nil)
-	if err := hub.SendFile(ctx, "telegram:42", "notes.txt", doc); err != nil {
+	if err := hub.SendFile(ctx, "telegram:42", "notes.txt", docFile); err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.SendFile(ctx, "telegram:-100:7", "chart.png", img); err != nil {
+	if err := hub.SendFile(ctx, "telegram:-100:7", "chart.png", imgFile); err != nil {
 		t.Fatal(err)
 	}
 	up := h.tg.Uploads()
@@ -110,7 +111,7 @@ func TestSendFile(t *testing.T) {
 	if up[1].Method != "sendPhoto" || up[1].ChatID != "-100" || up[1].ThreadID != "7" {
 		t.Errorf("the photo went as %+v", up[1])
 	}
-	if err := hub.SendFile(ctx, "slack:T1:C1", "x", doc); err == nil {
+	if err := hub.SendFile(ctx, "slack:T1:C1", "x", docFile); err == nil {
 		t.Error("a Slack chat key was accepted")
 	}
 }
@@ -142,4 +143,15 @@ func TestRedeliveredFileIsNotKeptTwice(t *testing.T) {
 	if len(entries) != 1 || len(h.tg.Calls("getFile")) != 1 {
 		t.Fatalf("the workspace holds %d files after %d downloads", len(entries), len(h.tg.Calls("getFile")))
 	}
+}
+
+// open opens a file for the test's length.
+func open(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -23,6 +23,7 @@ import (
 	"loadout/google/workspace"
 	"loadout/httpd"
 	"loadout/metrics"
+	"loadout/proc"
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
@@ -119,6 +120,9 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if err != nil {
 		return nil, err
 	}
+	// One set of places bounds every PDF worker of the process: the pdf
+	// tools', web pages' and Gmail attachments' alike (pdf.max_workers).
+	cfg.PDF.Limits.Slots = proc.NewSlots(cfg.PDF.MaxWorkers)
 	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: metrics.New(db), listAll: listAll,
 		holder: cluster.Holder(), api: apiClient(), gate: bridge.NewGate(0)}
 	a.exclusive = cluster.Exclusive(db, a.holder, cfg.Cluster.Lease.Std(), log)
@@ -280,7 +284,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	wc := a.cfg.Web
-	wc.Guard = g
+	wc.Guard, wc.PDF = g, a.cfg.PDF.Limits
 	if err := web.Register(reg, wc); err != nil {
 		return nil, err
 	}
@@ -394,8 +398,8 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 // fileSender sends workspace files through the chats' channels.
 type fileSender struct{ out *bridge.Hub }
 
-func (s fileSender) SendFile(ctx context.Context, chatKey, name, path string) error {
-	err := s.out.SendFile(ctx, chatKey, name, path)
+func (s fileSender) SendFile(ctx context.Context, chatKey, name string, f *os.File) error {
+	err := s.out.SendFile(ctx, chatKey, name, f)
 	if errors.Is(err, bridge.ErrNoFiles) {
 		return files.ErrCannotSend
 	}

@@ -182,7 +182,7 @@ func (c Config) validate(set config.Set) error {
 	sections := map[string]config.Section{
 		"llm": c.LLM, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
 		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
-		"skills": c.Skills, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
+		"skills": c.Skills, "pdf": c.PDF, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 	}
 	for _, k := range c.enabledChannels() {
 		if s, ok := c.section(k).(config.Section); ok {

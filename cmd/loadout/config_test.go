@@ -387,6 +387,20 @@ func TestMCPServersConfig(t *testing.T) {
 	}
 }
 
+// A negative number of PDF workers or commands is refused by its key's name.
+func TestPDFMaxWorkersIsChecked(t *testing.T) {
+	if _, err := parseConfig([]byte("pdf:\n  max_workers: -1\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "pdf.max_workers: must be 1 or more") {
+		t.Fatalf("pdf.max_workers: -1: %v", err)
+	}
+	if _, err := parseConfig([]byte("exec:\n  max_running: -2\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "exec.max_running: must be 1 or more") {
+		t.Fatalf("exec.max_running: -2: %v", err)
+	}
+	cfg, err := parseConfig([]byte("pdf:\n  max_workers: 3\n"), env(nil))
+	if err != nil || cfg.PDF.MaxWorkers != 3 {
+		t.Fatalf("pdf.max_workers: 3: %v %+v", err, cfg.PDF)
+	}
+}
+
 func TestStoreDriverConfig(t *testing.T) {
 	if _, err := parseConfig([]byte("store:\n  driver: mysql\n"), env(nil)); err == nil || !strings.Contains(err.Error(), `store.driver: must be "sqlite" or "postgres"`) {
 		t.Fatalf("unknown driver: %v", err)

@@ -39,7 +39,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 			return err
 		}
 	}
-	for _, build := range workspace.Groups(gc, workspace.Deps{Save: a.workspaces.SaveForCaller}) {
+	for _, build := range workspace.Groups(gc, workspace.Deps{Save: a.workspaces.SaveForCaller, PDF: a.cfg.PDF.Limits}) {
 		if err := build.New(client).Register(reg); err != nil {
 			return err
 		}

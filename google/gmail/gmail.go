@@ -36,6 +36,9 @@ type Options struct {
 	// Send is SendMail (the default) or SendDraft: sends and replies
 	// become drafts the person sends from Gmail themselves.
 	Send string
+	// PDF bounds the worker a PDF attachment is read in; its Slots are
+	// the process's, shared with the pdf tools.
+	PDF pdf.Limits
 }
 
 // Modes of Options.Send (google.gmail.send).
@@ -50,7 +53,7 @@ const maxBody = 12000
 // New returns the google_gmail group, its tools and scopes, acting as the
 // calling person through c.
 func New(c google.Client, o Options) google.Group {
-	m := &mailbox{mode: o.Send, api: google.API[gmailapi.Service]{Client: c, Service: Service(), New: gmailapi.NewService, Backoff: o.Backoff}}
+	m := &mailbox{mode: o.Send, pdf: o.PDF, api: google.API[gmailapi.Service]{Client: c, Service: Service(), New: gmailapi.NewService, Backoff: o.Backoff}}
 	// What goes to other people waits for the person's approval; in
 	// draft-only mode nothing does, and a draft is the person's own.
 	outbound := tools.EffectDestructive
@@ -118,7 +121,8 @@ func New(c google.Client, o Options) google.Group {
 }
 
 type mailbox struct {
-	mode string // Options.Send
+	mode string     // Options.Send
+	pdf  pdf.Limits // Options.PDF
 	api  google.API[gmailapi.Service]
 }
 
@@ -334,7 +338,7 @@ func (m *mailbox) readAttachment(ctx context.Context, svc *gmailapi.Service, id,
 	}
 	var text string
 	if isPDF {
-		if text, err = pdf.Text(ctx, data, a.Filename, maxAttachmentChars, pdf.Limits{}); err != nil {
+		if text, err = pdf.Text(ctx, data, a.Filename, maxAttachmentChars, m.pdf); err != nil {
 			return nil, err
 		}
 	} else {

@@ -33,6 +33,7 @@ import (
 	"loadout/google/slides"
 	"loadout/google/tasks"
 	"loadout/tools"
+	"loadout/tools/pdf"
 )
 
 // Config is the google section: Google Workspace access.
@@ -81,6 +82,9 @@ func (c Config) Check(ch *config.Checker) {
 type Deps struct {
 	// Save keeps a file in the calling chat's workspace (Drive exports).
 	Save func(ctx context.Context, name string, data []byte) (string, error)
+	// PDF bounds the workers PDF attachments are read in: the limits
+	// and places of the pdf tools (pdf.limits, pdf.max_workers).
+	PDF pdf.Limits
 }
 
 // Build is one Workspace group: its name, known without making it, and
@@ -93,7 +97,9 @@ type Build struct {
 // All is every Workspace group: adding one is one line here.
 func All(c Config, d Deps) []Build {
 	return []Build{
-		{gmail.GroupName, func(cl google.Client) google.Group { return gmail.New(cl, gmail.Options{Send: c.Gmail.Send}) }},
+		{gmail.GroupName, func(cl google.Client) google.Group {
+			return gmail.New(cl, gmail.Options{Send: c.Gmail.Send, PDF: d.PDF})
+		}},
 		{gmailsettings.GroupName, func(cl google.Client) google.Group { return gmailsettings.New(cl, gmailsettings.Options{}) }},
 		{drive.GroupName, func(cl google.Client) google.Group { return drive.New(cl, drive.Options{Save: d.Save}) }},
 		{calendar.GroupName, func(cl google.Client) google.Group { return calendar.New(cl, calendar.Options{}) }},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -250,5 +251,63 @@ func TestChatMadeToolCannotCarryTheServersSecrets(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Errorf("the sink got %d requests, want the 2 allowed calls", len(seen))
+	}
+}
+
+// roundTrip answers a client's requests in the test, by URL.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A chat-made tool's https service answers with a redirect to http on
+// the same host: the same-host rule let it through, and the secret
+// header went again in clear. A downgrade is refused; nothing is sent
+// over http.
+func TestChatMadeToolDoesNotFollowARedirectToHTTP(t *testing.T) {
+	t.Setenv("WEATHER_KEY", "weather-secret-value")
+	var (
+		mu    sync.Mutex
+		clear []string
+	)
+	client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("sunny")), Request: r}
+		if r.URL.Scheme == "http" {
+			mu.Lock()
+			clear = append(clear, r.URL.String()+" "+r.Header.Get("X-Key"))
+			mu.Unlock()
+			return resp, nil
+		}
+		resp.StatusCode = http.StatusFound
+		resp.Header.Set("Location", "http://api.weather.test/w")
+		resp.Body = io.NopCloser(strings.NewReader(""))
+		return resp, nil
+	})}
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg := tools.NewRegistry()
+	m := custom.New(reg, db, client, []string{"telegram:1"}, map[string][]string{"WEATHER_KEY": {"api.weather.test"}}, func(*url.URL) error { return nil })
+	if err := reg.AddGroup(m.Group(), m.Tool()); err != nil {
+		t.Fatal(err)
+	}
+	x := tools.NewExecutor(reg, nil)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "telegram:1", UserKey: "telegram:1"})
+	call := func(name, args string) tools.Result {
+		return x.Run(ctx, nil, []tools.Call{{ID: "1", Name: name, Arguments: args}})[0]
+	}
+	if r := call("custom_tools", `{"action":"create","name":"weather","description":"Weather","method":"GET","url":"https://api.weather.test/w","read_only":true,
+		"parameters":{"type":"object","properties":{}},"headers":{"X-Key":"${WEATHER_KEY}"}}`); r.Status != tools.StatusSuccess {
+		t.Fatalf("create: %+v", r)
+	}
+	r := call("weather", `{}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(clear) > 0 {
+		t.Errorf("sent over http after a redirect: %q", clear)
+	}
+	if strings.Contains(r.Content, "sunny") {
+		t.Errorf("the answer over http reached the model: %+v", r)
 	}
 }

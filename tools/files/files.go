@@ -42,7 +42,9 @@ type Config struct {
 // Sender delivers a workspace file to a chat (a document on Telegram, an
 // upload on Slack, the path in the console).
 type Sender interface {
-	SendFile(ctx context.Context, chatKey, name, path string) error
+	// SendFile sends f, a workspace file opened and checked, as name;
+	// it reads f from its start (at each try) and leaves it open.
+	SendFile(ctx context.Context, chatKey, name string, f *os.File) error
 }
 
 // ErrCannotSend is a Sender's answer for a chat whose channel does not
@@ -158,8 +160,11 @@ func (e *CapError) Error() string {
 	return fmt.Sprintf("the chat's workspace is full: %d bytes left (files.max_workspace_bytes)", e.Limit)
 }
 
-// Path is the file's path on disk for sending it, checked to be a
-// regular file inside the chat's workspace.
+// Path is the file's path on disk, checked to be a regular file inside
+// the chat's workspace and the chat's own. What reads the file uses
+// Open instead: a path opened again after the check may by then name
+// another file. Path is for removing one (a heard voice note), where a
+// link in its place is removed, not followed.
 func (w *Workspaces) Path(chatKey, name string) (string, error) {
 	root, err := w.root(chatKey)
 	if err != nil {
@@ -174,6 +179,36 @@ func (w *Workspaces) Path(chatKey, name string) (string, error) {
 		return "", fmt.Errorf("%q: %w", name, err)
 	}
 	return filepath.Join(w.Dir(chatKey), filepath.FromSlash(clean(name))), nil
+}
+
+// Open opens a regular file of the chat's workspace for reading, checked
+// as the files tool checks what it reads: inside the workspace through
+// os.Root, and the chat's alone. The caller reads and closes it: the
+// file checked is the file read, whatever the name points to after.
+func (w *Workspaces) Open(chatKey, name string) (*os.File, error) {
+	root, err := w.root(chatKey)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(clean(name))
+	if err != nil {
+		return nil, fmt.Errorf("no file %q in the workspace", name)
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("no file %q in the workspace", name)
+	}
+	if err == nil {
+		if err = own(root, st); err != nil {
+			err = fmt.Errorf("%q: %w", name, err)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // safeName keeps a file name's base, without directories or characters
@@ -326,15 +361,21 @@ func (w *Workspaces) Tool(sender Sender) tools.Tool {
 			if sender == nil {
 				return nil, &tools.Error{Code: "not_available", Message: "Files cannot be sent in this chat."}
 			}
-			st, err := root.Stat(p)
+			// The file checked is the file sent: the channel gets it
+			// open, never its path to open again.
+			f, err := root.Open(p)
+			if err != nil {
+				return nil, fileError(err, in.Path)
+			}
+			defer f.Close()
+			st, err := f.Stat()
 			if err != nil || !st.Mode().IsRegular() {
 				return nil, fileError(orNotExist(err), in.Path)
 			}
 			if err := own(root, st); err != nil {
 				return nil, fileError(err, in.Path)
 			}
-			full := filepath.Join(w.Dir(chatKey), p)
-			err = sender.SendFile(ctx, chatKey, path.Base(filepath.ToSlash(p)), full)
+			err = sender.SendFile(ctx, chatKey, path.Base(filepath.ToSlash(p)), f)
 			if errors.Is(err, ErrCannotSend) {
 				return nil, &tools.Error{Code: "not_available", Message: "Files cannot be sent in this chat.",
 					Suggestion: "Tell the person the file is in the workspace as " + in.Path + "."}
@@ -520,21 +561,25 @@ func (w *Workspaces) Register(reg *tools.Registry, sender Sender) error {
 // Image reads a picture of a chat's workspace for a model that reads
 // images: one of the types it takes, at most max bytes.
 func (w *Workspaces) Image(chatKey, name string, max int64) (mimeType string, data []byte, err error) {
-	path, err := w.Path(chatKey, name)
-	if err != nil {
-		return "", nil, err
-	}
 	if mimeType = mime.TypeByExtension(strings.ToLower(filepath.Ext(name))); !IsImage(mimeType) {
 		return "", nil, fmt.Errorf("%s is not a picture the model reads", name)
 	}
-	st, err := os.Stat(path)
+	f, err := w.Open(chatKey, name)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return "", nil, err
 	}
 	if st.Size() > max {
 		return "", nil, fmt.Errorf("%s is larger than %d MB", name, max>>20)
 	}
-	data, err = os.ReadFile(path)
+	data, err = io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("%s is larger than %d MB", name, max>>20)
+	}
 	return mimeType, data, err
 }
 

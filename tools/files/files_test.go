@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,10 +21,10 @@ type sent struct {
 	files []string
 }
 
-func (s *sent) SendFile(ctx context.Context, chatKey, name, path string) error {
+func (s *sent) SendFile(ctx context.Context, chatKey, name string, f *os.File) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return err
 	}
@@ -261,5 +262,47 @@ func TestHardLinkedFileIsNotTheChats(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(diary); string(b) != "Bea's secret" {
 		t.Errorf("Bea's diary after the delete: %q", b)
+	}
+}
+
+// swapSender is a channel that is slow to read what it sends: before it
+// does, a link to a file outside the workspace has taken the file's
+// place (what a command in the workspace can do in between).
+type swapSender struct {
+	sent
+	outside string
+}
+
+func (s *swapSender) swap(p string) {
+	os.Remove(p)
+	os.Symlink(s.outside, p)
+}
+
+func (s *swapSender) SendFile(ctx context.Context, chatKey, name string, f *os.File) error {
+	s.swap(f.Name())
+	return s.sent.SendFile(ctx, chatKey, name, f)
+}
+
+// Found by review: send checked the file through os.Root, then handed
+// the channel its path to open again, so a link put in its place in
+// between was followed out of the workspace. The file checked is the
+// file sent.
+func TestSendSendsTheFileChecked(t *testing.T) {
+	w, err := New(Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "diary.txt")
+	if err := os.WriteFile(outside, []byte("another chat's diary"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &swapSender{outside: outside}
+	chat := "telegram:42"
+	if r := call(t, w, s, chat, `{"action":"write","path":"mine.txt","content":"my own words"}`); r.Status != tools.StatusSuccess {
+		t.Fatalf("write: %+v", r)
+	}
+	call(t, w, s, chat, `{"action":"send","path":"mine.txt"}`)
+	if len(s.files) != 1 || s.files[0] != chat+"|mine.txt|my own words" {
+		t.Errorf("sent %q", s.files)
 	}
 }

@@ -236,14 +236,17 @@ func closeSchema(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(s)
 }
 
-// sameHost follows a redirect only within the host the operator named: a
-// tool's answer may not send its request, with the operator's headers,
-// anywhere else.
+// sameHost follows a redirect only within the host the operator named,
+// and never from https to http: a tool's answer may not send its
+// request, with the operator's headers, anywhere else, nor in clear.
 func sameHost(req *http.Request, via []*http.Request) error {
 	if len(via) >= 5 {
 		return fmt.Errorf("more than 5 redirects")
 	}
 	if !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+		return http.ErrUseLastResponse
+	}
+	if req.URL.Scheme != "https" && slices.ContainsFunc(via, func(r *http.Request) bool { return r.URL.Scheme == "https" }) {
 		return http.ErrUseLastResponse
 	}
 	return nil
@@ -402,7 +405,7 @@ func send(client *http.Client, req *http.Request, sent map[string]string) (strin
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		return "", &tools.Error{Code: tools.CodeUnavailable,
-			Message:    "The tool's service redirected the call to another host, which is not followed.",
+			Message:    "The tool's service redirected the call to another host, or from https to http, which is not followed.",
 			Suggestion: "Tell the person the tool needs its configuration checked."}
 	}
 	// Read past the cut by a secret's length at most, so a secret that

@@ -19,13 +19,16 @@ import (
 
 	"github.com/ledongthuc/pdf"
 
+	"loadout/proc"
 	"loadout/tools"
 	"loadout/worker"
 )
 
 // Workspaces are the chats' files, as the files tool keeps them.
 type Workspaces interface {
-	Path(chatKey, name string) (string, error)
+	// Open opens a file of the chat's workspace, checked to be inside
+	// it and the chat's own; the file read is the file checked.
+	Open(chatKey, name string) (*os.File, error)
 	Save(ctx context.Context, chatKey, name string, r io.Reader) (string, int64, error)
 }
 
@@ -49,6 +52,12 @@ type Config struct {
 	// Limits bound the worker process a PDF is parsed in (pdf.limits):
 	// memory, processor time, wall-clock time.
 	Limits Limits `yaml:"limits"`
+	// MaxWorkers is how many PDF workers the whole process runs at once
+	// (pdf.max_workers), whatever the number of calls and chats; the
+	// rest wait within their call's timeout. Default the number of CPUs.
+	// loadout makes one proc.Slots of it and gives it to every reader
+	// of PDFs (Limits.Slots).
+	MaxWorkers int `yaml:"max_workers"`
 }
 
 // Limits bound the worker that parses one PDF.
@@ -58,12 +67,16 @@ type Limits struct {
 	MemoryMB int `yaml:"memory_mb"`
 	// CPU is its processor time (pdf.limits.cpu); default 20s.
 	CPU time.Duration `yaml:"cpu"`
-	// Wall is how long it may take (pdf.limits.wall); default 30s.
+	// Wall is how long it may take once started (pdf.limits.wall);
+	// default 30s.
 	Wall time.Duration `yaml:"wall"`
+	// Slots are the process's places for workers (pdf.max_workers); nil
+	// is the worker package's own, sized to the number of CPUs.
+	Slots *proc.Slots `yaml:"-"`
 }
 
 func (l Limits) worker() worker.Limits {
-	return worker.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, Wall: l.Wall}
+	return worker.Limits{MemoryMB: l.MemoryMB, CPU: l.CPU, Wall: l.Wall, Slots: l.Slots}
 }
 
 // Group is the pdf group's description.
@@ -162,14 +175,10 @@ func (g *group) load(ctx context.Context, s source) (data []byte, name string, e
 		}
 		name, data, err = g.cfg.Drive(ctx, s.DriveID, g.cfg.MaxBytes)
 	case s.Path != "":
-		p, err := g.cfg.Workspaces.Path(chatKey, s.Path)
+		f, err := g.cfg.Workspaces.Open(chatKey, s.Path)
 		if err != nil {
 			return nil, "", &tools.Error{Code: tools.CodeNotFound, Message: fmt.Sprintf("There is no file '%s' in this chat's workspace.", s.Path),
 				Suggestion: "List the files with the files tool."}
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, "", err
 		}
 		defer f.Close()
 		data, err = io.ReadAll(io.LimitReader(f, g.cfg.MaxBytes+1))

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -225,5 +226,58 @@ func TestPDFFromDriveIsPersonal(t *testing.T) {
 		if res.Status != tools.StatusSuccess || res.Personal != c.personal {
 			t.Errorf("%s %s: personal %v, want %v (%+v)", c.name, c.args, res.Personal, c.personal, res)
 		}
+	}
+}
+
+// swapping is a workspace whose file is replaced, right after it is
+// checked, by a link to a file outside it: what a command running in the
+// workspace can do between loadout's check and its open.
+type swapping struct {
+	*files.Workspaces
+	dir, outside string
+}
+
+func (s swapping) swap(name string) {
+	p := filepath.Join(s.dir, name)
+	os.Remove(p)
+	os.Symlink(s.outside, p)
+}
+
+func (s swapping) Path(chatKey, name string) (string, error) {
+	p, err := s.Workspaces.Path(chatKey, name)
+	s.swap(name)
+	return p, err
+}
+
+func (s swapping) Open(chatKey, name string) (*os.File, error) {
+	f, err := s.Workspaces.Open(chatKey, name)
+	s.swap(name)
+	return f, err
+}
+
+// Found by review: a workspace PDF was checked through os.Root, then
+// opened again by its path, so a link put in its place in between was
+// followed out of the workspace. The file checked is the file read.
+func TestPDFReadIsTheFileChecked(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "other.pdf")
+	if err := os.WriteFile(outside, document("", "Another chat's secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local"})
+	if _, _, err := ws.Save(ctx, "console:local", "mine.pdf", bytes.NewReader(document("", "My own words"))); err != nil {
+		t.Fatal(err)
+	}
+	r := tools.NewRegistry()
+	sw := swapping{Workspaces: ws, dir: ws.Dir("console:local"), outside: outside}
+	if err := r.AddGroup(Group(), Tools(Config{Workspaces: sw})...); err != nil {
+		t.Fatal(err)
+	}
+	res := tools.NewExecutor(r, nil).Run(ctx, nil, []tools.Call{{ID: "1", Name: "pdf_text", Arguments: `{"path":"mine.pdf"}`}})[0]
+	if strings.Contains(res.Content, "secret") || !strings.Contains(res.Content, "My own words") {
+		t.Errorf("pdf_text read %+v", res)
 	}
 }

@@ -12,4 +12,7 @@ func (c Config) Check(ch *config.Checker) {
 		ch.Bad("allow", "must list the commands exec may run when exec.enabled is true")
 	}
 	ch.Duration("timeout", c.Timeout, 100*time.Millisecond)
+	if c.MaxRunning < 0 {
+		ch.Bad("max_running", "must be 1 or more (0: the number of CPUs), got %d", c.MaxRunning)
+	}
 }

@@ -86,7 +86,7 @@ func newSpec(cfg Config, prog string, args []string, env []string, dir string) s
 		s.Read = append(s.Read, prog) // an allowed program elsewhere
 	}
 	s.Hide = append(append(append(s.Hide, DefaultHide...), cfg.Hide...), cfg.Protect...)
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 && !cfg.keepUser {
 		s.User = nobody
 	}
 	return s

@@ -30,9 +30,26 @@ func confinable(t *testing.T) {
 // then files read returned it. Each command now runs confined: none of
 // these reach anything, the system's own files still read, and the
 // store is out of reach.
+//
+// Each probe runs twice: as the user commands run as (nobody, when
+// loadout is root), and as loadout's own user. Run as root, the drop to
+// nobody alone refused all but the hidden /etc/hostname with no
+// Landlock rule at all; as root, only Landlock holds.
 func TestCommandsAreConfined(t *testing.T) {
 	confinable(t)
 	t.Setenv("LOADOUT_TEST_SECRET", "sk-live-env-secret")
+	for _, keep := range []bool{false, true} {
+		name := "as the commands' user"
+		if keep {
+			name = "as loadout's own user (" + strconv.Itoa(os.Geteuid()) + ")"
+		}
+		t.Run(name, func(t *testing.T) { probeConfinement(t, keep) })
+	}
+}
+
+// probeConfinement runs TestCommandsAreConfined's probes, as loadout's
+// own user when keepUser.
+func probeConfinement(t *testing.T, keepUser bool) {
 	root := t.TempDir()
 	d := dirs(filepath.Join(root, "files"))
 	other := d.Dir("telegram:2")
@@ -47,7 +64,7 @@ func TestCommandsAreConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Enabled: true, Allow: []string{"cat", "ln", "sh", "python3"}, Timeout: 10 * time.Second,
-		Hide: []string{"/etc/hostname"}, Protect: []string{store}}
+		Hide: []string{"/etc/hostname"}, Protect: []string{store}, keepUser: keepUser}
 	run := func(args string) output {
 		t.Helper()
 		r, out := call(t, cfg, d, args)

@@ -52,6 +52,16 @@ type Config struct {
 	Hide []string `yaml:"hide"`
 	// Limits bound each command (exec.limits).
 	Limits Limits `yaml:"limits"`
+	// MaxRunning is how many commands run at once in the whole process
+	// (exec.max_running), whatever the number of calls and chats; the
+	// rest wait within their call's timeout. Default the number of CPUs.
+	// Commands have places of their own, apart from PDF workers
+	// (pdf.max_workers): a command may rightly take its whole timeout,
+	// and should not hold up reading a PDF.
+	MaxRunning int `yaml:"max_running"`
+	// Slots are the places commands take; default MaxRunning of them,
+	// made by Tool for all the calls of the tool it returns.
+	Slots *proc.Slots `yaml:"-"`
 	// Unconfined runs commands without the sandbox (exec.unconfined),
 	// where the kernel cannot confine them; only the clean environment,
 	// the workspace as working directory and the timeout remain.
@@ -59,6 +69,10 @@ type Config struct {
 	// Protect lists files commands never read, wherever they are (the
 	// store, the config file); set by loadout.
 	Protect []string `yaml:"-"`
+	// keepUser runs commands as loadout's own user even when that is
+	// root: the tests' way to show Landlock holds without the drop to
+	// nobody.
+	keepUser bool
 }
 
 // Dirs gives the directory a chat's commands run in (its workspace).
@@ -90,6 +104,9 @@ func Tool(cfg Config, dirs Dirs) tools.Tool {
 		cfg.Path = "/usr/local/bin:/usr/bin:/bin"
 	}
 	cfg.Limits.setDefaults(cfg.Timeout)
+	if cfg.Slots == nil {
+		cfg.Slots = proc.NewSlots(cfg.MaxRunning)
+	}
 	return tools.New(tools.Definition{
 		Name:        "exec",
 		Examples:    []string{"run a command or script on the files", "execute a program in the workspace", "use a command line tool to process the data", "run a python snippet to calculate this", "use a shell command on the data", "process the csv with a script", "convert the file with a command line program", "execute the code and show the output", "calculate this with python", "run a program", "do the maths with a script", "resize the image with a command", "write a quick script and run it on the data"},
@@ -163,6 +180,12 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 func run(ctx context.Context, cfg Config, prog string, in input, dir string) (any, error) {
+	// Wait for a place within the call's own timeout; one not had in
+	// time is the executor's plain timeout, and nothing started.
+	if err := cfg.Slots.Take(ctx); err != nil {
+		return nil, fmt.Errorf("exec %s: waiting for a place: %w", in.Command, err)
+	}
+	defer cfg.Slots.Give()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	env := []string{"PATH=" + cfg.Path, "HOME=" + dir, "LANG=C.UTF-8", "TMPDIR=" + dir}

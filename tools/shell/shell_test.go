@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +88,68 @@ func TestMain(m *testing.M) {
 	proc.Serve()
 	RunChild()
 	os.Exit(m.Run())
+}
+
+// Calls of one answer run at once, and chats run in parallel: however
+// many commands are asked for together, no more than exec.max_running
+// run at once; the rest wait.
+func TestCommandsAliveAtOnceStayWithinTheLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("commands are counted in /proc")
+	}
+	const limit, calls = 2, 6
+	d := dirs(t.TempDir())
+	cfg := Config{Enabled: true, Allow: []string{"sleep"}, Unconfined: true, MaxRunning: limit}
+	r := tools.NewRegistry()
+	if err := r.Add(Tool(cfg, d)); err != nil {
+		t.Fatal(err)
+	}
+	x := tools.NewExecutor(r, nil)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local"})
+	stop := make(chan struct{})
+	most := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				most <- n
+				return
+			default:
+			}
+			n = max(n, len(keepers()))
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := x.Run(ctx, nil, []tools.Call{{ID: "1", Name: "exec", Arguments: `{"command":"sleep","args":["0.3"]}`}})[0]
+			if res.Status != tools.StatusSuccess {
+				t.Errorf("sleep: %+v", res)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-most; n > limit || n == 0 {
+		t.Errorf("%d commands were running at once; exec.max_running is %d", n, limit)
+	}
+}
+
+// keepers are this process's children that are keepers, from /proc.
+func keepers() []string {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var out []string
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, pid := range strings.Fields(string(b)) {
+			if env, _ := os.ReadFile(filepath.Join("/proc", pid, "environ")); strings.Contains(string(env), "LOADOUT_KEEP=") {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }

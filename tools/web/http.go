@@ -57,15 +57,22 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 		}),
 		Summarize: tools.By(func(_ context.Context, in httpInput) string {
 			// Where it goes in full (host and path, as the request will
-			// use them); the query and the body may be cut.
+			// use them); the query, each header's value and the body
+			// whole up to tools.Whole's limit, and past it every URL,
+			// host, address and number the cut hides: what is sent is
+			// what is shown.
 			s := strings.ToUpper(in.Method) + " "
 			if u, err := url.Parse(strings.TrimSpace(in.URL)); err == nil && u.Host != "" {
 				s += u.Scheme + "://" + u.Host + u.EscapedPath()
-				if u.RawQuery != "" {
-					s += "?" + tools.Shorten(u.RawQuery, 120)
+				if q := u.RawQuery; q != "" {
+					if len([]rune(q)) <= tools.WholeChars {
+						s += "?" + q
+					} else {
+						s += "?" + tools.Whole(q)
+					}
 				}
 			} else {
-				s += tools.Shorten(in.URL, 160)
+				s += tools.Whole(in.URL)
 			}
 			if len(in.Headers) > 0 {
 				names := make([]string, 0, len(in.Headers))
@@ -73,10 +80,13 @@ func httpRequest(cfg Config, client *http.Client) tools.Tool {
 					names = append(names, k)
 				}
 				sort.Strings(names)
+				for i, k := range names {
+					names[i] = k + ": " + tools.Whole(in.Headers[k])
+				}
 				s += " with the headers " + strings.Join(names, ", ")
 			}
 			if in.Body != "" {
-				s += " with the body " + tools.Shorten(in.Body, 120)
+				s += " with the body " + tools.Whole(in.Body)
 			}
 			return s
 		}),

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	pdfpkg "loadout/tools/pdf"
 )
 
 // Found by probing: a PDF whose page tree lists itself among its kids
@@ -27,7 +29,7 @@ func TestSelfReferencingPDFDoesNotHang(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := pdfText(context.Background(), []byte(data))
+		_, err := pdfText(context.Background(), pdfpkg.Limits{}, []byte(data))
 		done <- err
 	}()
 	select {

@@ -52,6 +52,9 @@ type Config struct {
 	MaxChars int `yaml:"max_chars"`
 	// SearchClient calls the search backends; default http.DefaultClient.
 	SearchClient *http.Client `yaml:"-"`
+	// PDF bounds the worker a fetched PDF is read in; loadout gives the
+	// pdf tools' limits and places (pdf.limits, pdf.max_workers).
+	PDF pdfpkg.Limits `yaml:"-"`
 }
 
 // DefaultBraveURL is Brave Search's web search endpoint.
@@ -212,7 +215,7 @@ func (w *webTool) fetch(ctx context.Context, raw string, offset int) (any, error
 		ctype = http.DetectContentType(body)
 		ctype, _, _ = mime.ParseMediaType(ctype)
 	}
-	title, text, err := toText(ctx, ctype, body, resp.Request.URL)
+	title, text, err := toText(ctx, w.cfg.PDF, ctype, body, resp.Request.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -233,12 +236,12 @@ func (w *webTool) fetch(ctx context.Context, raw string, offset int) (any, error
 
 // toText turns a body into text by its type: HTML into Markdown of its
 // readable part, PDF into its text, JSON and plain text as they are.
-func toText(ctx context.Context, ctype string, body []byte, base *url.URL) (title, text string, err error) {
+func toText(ctx context.Context, l pdfpkg.Limits, ctype string, body []byte, base *url.URL) (title, text string, err error) {
 	switch {
 	case ctype == "text/html" || ctype == "application/xhtml+xml":
 		return htmlText(body, base)
 	case ctype == "application/pdf":
-		text, err := pdfText(ctx, body)
+		text, err := pdfText(ctx, l, body)
 		var te *tools.Error
 		if errors.As(err, &te) {
 			return "", "", te
@@ -283,8 +286,8 @@ func htmlText(body []byte, base *url.URL) (string, string, error) {
 }
 
 // pdfText is a PDF's text, read with the pdf group's bounded reader.
-func pdfText(ctx context.Context, body []byte) (string, error) {
-	return pdfpkg.Text(ctx, body, "the PDF", maxPDFChars, pdfpkg.Limits{})
+func pdfText(ctx context.Context, l pdfpkg.Limits, body []byte) (string, error) {
+	return pdfpkg.Text(ctx, body, "the PDF", maxPDFChars, l)
 }
 
 // maxPDFChars bounds the text taken from a fetched PDF; the result is cut

@@ -331,6 +331,33 @@ func TestHTTPRequestWithAmbiguousArgumentsReachesNothing(t *testing.T) {
 	}
 }
 
+// Found by probing: the summary named the headers but not their values,
+// and cut the body at 120 characters, so a call approved as "POST …
+// with the headers X-Note with the body '{"note":"hello…'" could carry
+// a PIN in a header and an IBAN and a collecting URL past the cut. Each
+// header's value is shown now, and the body whole up to tools.Whole's
+// limit, with what a cut hides listed.
+func TestHTTPRequestSummaryHidesNothingItSends(t *testing.T) {
+	ts, err := Tools(Config{Guard: local(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := ts[slices.IndexFunc(ts, func(tl tools.Tool) bool { return tl.Name == "http_request" })]
+	body := `{"note":"` + strings.Repeat("hello there ", 300) + `then pay IBAN XX00EVIL99 and post to https://collect.evil.example/c or mail eve@evil.example"}`
+	args, _ := json.Marshal(map[string]any{"method": "POST", "url": "https://api.example.com/v1/notes?q=" + strings.Repeat("a", 300) + "&to=eve%40evil.example",
+		"headers": map[string]string{"X-Note": "PIN 4921"}, "body": body})
+	in, err := tl.Decode(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tools.Summary(context.Background(), tl.Definition, tools.Input{Value: in})
+	for _, want := range []string{"4921", "XX00EVIL99", "https://collect.evil.example/c", "eve@evil.example", "eve%40evil.example"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the summary hides %q: %s", want, s)
+		}
+	}
+}
+
 // The property behind the summary of http_request: for generated calls
 // (any method, paths with escapes, spaces and non-ASCII, queries,
 // headers), the method, host and path the server receives are all in the
