@@ -147,14 +147,20 @@ func (a *Adapter) upload(ctx context.Context, room id.RoomID, c *event.MessageEv
 
 // SendFile sends a workspace file to the route's room (and thread): an
 // image as m.image, anything else as m.file.
-func (a *Adapter) SendFile(ctx context.Context, rt any, name, path string) error {
+func (a *Adapter) SendFile(ctx context.Context, rt any, name string, f *os.File) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, a.cfg.MaxFile+1))
 	if err != nil {
 		return err
+	}
+	if int64(len(data)) > a.cfg.MaxFile {
+		return fmt.Errorf("matrix: %s is larger than matrix.max_file (%d bytes)", name, a.cfg.MaxFile)
 	}
 	mimeType := mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
 	if mimeType == "" {
