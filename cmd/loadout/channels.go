@@ -114,9 +114,10 @@ func channelNames(suffix, last string) string {
 	return strings.Join(names, "")
 }
 
-// exampleUser shows a person's key in the channels: "telegram:ID,
-// slack:ID or discord:ID".
-func exampleUser() string { return channelNames(":ID", "or") }
+// exampleUser shows the prefixes of a person's key in the channels:
+// "telegram:…, slack:… or discord:…", each followed by the person's id
+// in that channel.
+func exampleUser() string { return channelNames(":…", "or") }
 
 // noChannels is what serve says when no channel is enabled.
 func noChannels() string {
