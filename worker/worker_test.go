@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"loadout/proc"
+	"loadout/proc/proctest"
 )
 
 // jobs are the test binary's jobs, run by its workers.
@@ -108,21 +107,7 @@ func TestWorkersAliveAtOnceStayWithinTheSlots(t *testing.T) {
 	}
 	const limit, calls = 2, 8
 	slots := proc.NewSlots(limit)
-	stop := make(chan struct{})
-	most := make(chan int)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-stop:
-				most <- n
-				return
-			default:
-			}
-			n = max(n, len(workers()))
-			time.Sleep(time.Millisecond)
-		}
-	}()
+	most := proctest.Most(func() int { return len(proctest.Children(jobEnv)) })
 	var wg sync.WaitGroup
 	for range calls {
 		wg.Add(1)
@@ -134,8 +119,7 @@ func TestWorkersAliveAtOnceStayWithinTheSlots(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	if n := <-most; n > limit || n == 0 {
+	if n := most(); n > limit || n == 0 {
 		t.Errorf("%d workers were alive at once; the limit is %d", n, limit)
 	}
 	if p := slots.Peak(); p > limit || p == 0 {
@@ -155,7 +139,7 @@ func TestACallWaitingPastItsTimeoutStartsNoWorker(t *testing.T) {
 		_, err := Run(context.Background(), "sleep", nil, Limits{Wall: 3 * time.Second, Slots: slots})
 		held <- err
 	}()
-	for len(workers()) == 0 {
+	for len(proctest.Children(jobEnv)) == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -163,29 +147,12 @@ func TestACallWaitingPastItsTimeoutStartsNoWorker(t *testing.T) {
 	if _, err := Run(ctx, "echo", nil, Limits{Slots: slots}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a call past its timeout: %v", err)
 	}
-	if n := len(workers()); n > 1 {
+	if n := len(proctest.Children(jobEnv)); n > 1 {
 		t.Errorf("%d workers alive with one place", n)
 	}
 	if err := <-held; !errors.Is(err, ErrTime) {
 		t.Errorf("the worker holding the place: %v", err)
 	}
-}
-
-// workers are this process's children that are workers, from /proc.
-func workers() []int {
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	var out []int
-	for _, task := range tasks {
-		b, _ := os.ReadFile(task)
-		for _, f := range strings.Fields(string(b)) {
-			env, _ := os.ReadFile(filepath.Join("/proc", f, "environ"))
-			if strings.Contains(string(env), jobEnv+"=") {
-				pid, _ := strconv.Atoi(f)
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
 }
 
 // BenchmarkRun is the cost of a worker: starting the binary again, the

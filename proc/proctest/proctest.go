@@ -40,3 +40,41 @@ func Left(marker string, wait time.Duration) int {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Children lists this process's children whose environment holds
+// variable (a "NAME=" prefix), from /proc: the workers, keepers or
+// commands a test started, alive now.
+func Children(variable string) []int {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var out []int
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			if env, _ := os.ReadFile(filepath.Join("/proc", f, "environ")); strings.Contains(string(env), variable+"=") {
+				pid, _ := strconv.Atoi(f)
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// Most samples count every millisecond until the returned function is
+// called, which returns the most it counted.
+func Most(count func() int) (stop func() int) {
+	quit, most := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-quit:
+				most <- n
+				return
+			default:
+			}
+			n = max(n, count())
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return func() int { close(quit); return <-most }
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"loadout/proc"
+	"loadout/proc/proctest"
 	"loadout/tools"
 )
 
@@ -106,21 +107,7 @@ func TestCommandsAliveAtOnceStayWithinTheLimit(t *testing.T) {
 	}
 	x := tools.NewExecutor(r, nil)
 	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "console:local"})
-	stop := make(chan struct{})
-	most := make(chan int)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-stop:
-				most <- n
-				return
-			default:
-			}
-			n = max(n, len(keepers()))
-			time.Sleep(time.Millisecond)
-		}
-	}()
+	most := proctest.Most(func() int { return len(proctest.Children("LOADOUT_KEEP")) })
 	var wg sync.WaitGroup
 	for range calls {
 		wg.Add(1)
@@ -133,23 +120,7 @@ func TestCommandsAliveAtOnceStayWithinTheLimit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	if n := <-most; n > limit || n == 0 {
+	if n := most(); n > limit || n == 0 {
 		t.Errorf("%d commands were running at once; exec.max_running is %d", n, limit)
 	}
-}
-
-// keepers are this process's children that are keepers, from /proc.
-func keepers() []string {
-	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	var out []string
-	for _, task := range tasks {
-		b, _ := os.ReadFile(task)
-		for _, pid := range strings.Fields(string(b)) {
-			if env, _ := os.ReadFile(filepath.Join("/proc", pid, "environ")); strings.Contains(string(env), "LOADOUT_KEEP=") {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
 }
