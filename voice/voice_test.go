@@ -15,6 +15,7 @@ import (
 	"loadout/config"
 	"loadout/store"
 	"loadout/tools/files"
+	"loadout/tools/files/filestest"
 	"loadout/voice"
 	"loadout/voice/voicetest"
 )
@@ -213,31 +214,6 @@ func BenchmarkSpeakableUnclosedLinks(b *testing.B) {
 	}
 }
 
-// swapping is a workspace whose note is replaced, right after it is
-// checked, by a link to a file outside it.
-type swapping struct {
-	*files.Workspaces
-	dir, outside string
-}
-
-func (s swapping) swap(name string) {
-	p := filepath.Join(s.dir, name)
-	os.Remove(p)
-	os.Symlink(s.outside, p)
-}
-
-func (s swapping) Path(chatKey, name string) (string, error) {
-	p, err := s.Workspaces.Path(chatKey, name)
-	s.swap(name)
-	return p, err
-}
-
-func (s swapping) Open(chatKey, name string) (*os.File, error) {
-	f, err := s.Workspaces.Open(chatKey, name)
-	s.swap(name)
-	return f, err
-}
-
 // Found by review: a note was checked through os.Root, then opened
 // again by its path, so a link put in its place in between sent a file
 // from outside the workspace to the transcription service. The file
@@ -251,7 +227,7 @@ func TestTranscribeSendsTheFileChecked(t *testing.T) {
 	note := f.keep(t, "c", "n.ogg")
 	audio := voicetest.New(t, "heard")
 	svc := voice.New(voice.Config{TranscriptionModel: "whisper-1", BaseURL: audio.URL, APIKey: audio.Key}.WithDefaults("", ""),
-		voice.Options{Workspace: swapping{Workspaces: f.ws, dir: f.ws.Dir("c"), outside: outside}, Usage: f.db, Meter: f.meter,
+		voice.Options{Workspace: filestest.Swapping{Workspaces: f.ws, Dir: f.ws.Dir("c"), Outside: outside}, Usage: f.db, Meter: f.meter,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	if _, err := svc.Transcribe(context.Background(), "c", note); err != nil {
 		t.Fatal(err)

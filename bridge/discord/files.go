@@ -105,10 +105,10 @@ func (a *Adapter) SendFile(ctx context.Context, rt any, name string, f *os.File)
 		file := &discordgo.File{Name: name, ContentType: contentType, Reader: f}
 		if r.Token != "" && r.Ephemeral {
 			_, err := a.api.FollowupMessageCreate(r.interaction(), true, &discordgo.WebhookParams{Files: []*discordgo.File{file},
-				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions}, discordgo.WithContext(ctx))
+				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
 			return err
 		}
-		_, err := a.api.ChannelMessageSendComplex(r.Channel, &discordgo.MessageSend{Files: []*discordgo.File{file}, AllowedMentions: noMentions},
+		_, err := a.api.ChannelMessageSendComplex(r.Channel, &discordgo.MessageSend{Files: []*discordgo.File{file}, AllowedMentions: noMentions()},
 			discordgo.WithContext(ctx))
 		return err
 	})

@@ -33,7 +33,9 @@ func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
 
 // noMentions keeps the bot's messages from pinging anyone: what the
 // model writes never reaches @everyone.
-var noMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+func noMentions() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
+}
 
 // message is a message to post: discordgo's, with the nonce Discord
 // checks so that a part posted again (after a lost answer, or a crash
@@ -77,7 +79,7 @@ func (a *Adapter) post(ctx context.Context, r route, text string, components []d
 			// The interaction's 15 minutes are over; in a direct
 			// message the answer can still go to the chat.
 		}
-		send := message{MessageSend: &discordgo.MessageSend{Content: text, Components: components, AllowedMentions: noMentions}}
+		send := message{MessageSend: &discordgo.MessageSend{Content: text, Components: components, AllowedMentions: noMentions()}}
 		if r.Reply != "" {
 			send.Reference = &discordgo.MessageReference{MessageID: r.Reply, ChannelID: r.Channel, FailIfNotExists: new(bool)}
 		}
@@ -99,7 +101,7 @@ func (a *Adapter) post(ctx context.Context, r route, text string, components []d
 
 // followUp posts text as a follow-up of the route's interaction.
 func (a *Adapter) followUp(ctx context.Context, r route, text string, components []discordgo.MessageComponent) (*discordgo.Message, error) {
-	p := &discordgo.WebhookParams{Content: text, Components: components, AllowedMentions: noMentions}
+	p := &discordgo.WebhookParams{Content: text, Components: components, AllowedMentions: noMentions()}
 	if r.Ephemeral {
 		p.Flags = discordgo.MessageFlagsEphemeral
 	}
@@ -193,7 +195,7 @@ func (a *Adapter) edit(ctx context.Context, r route, id, text string) error {
 			_, err := a.api.FollowupMessageEdit(r.interaction(), id, &discordgo.WebhookEdit{Content: &text}, discordgo.WithContext(ctx))
 			return err
 		}
-		_, err := a.api.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: id, Channel: r.Channel, Content: &text, AllowedMentions: noMentions},
+		_, err := a.api.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: id, Channel: r.Channel, Content: &text, AllowedMentions: noMentions()},
 			discordgo.WithContext(ctx))
 		return err
 	})

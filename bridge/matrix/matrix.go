@@ -80,7 +80,7 @@ func Kind() bridge.Kind {
 		Name:    "matrix",
 		Enabled: func(c Config) bool { return c.Enabled },
 		Secrets: func(c Config) []string { return []string{c.AccessToken, c.Password} },
-		Shapes:  TokenShapes,
+		Shapes:  TokenShapes(),
 		Describe: func(c Config) string {
 			return "matrix (" + c.UserID + ")"
 		},
@@ -98,7 +98,9 @@ func Kind() bridge.Kind {
 // they appear: Synapse's (syt_…), and Dendrite's, 43 characters of
 // unpadded URL-safe base64 standing alone (an event id, the same
 // characters after a $, is not one).
-var TokenShapes = []string{`syt_[A-Za-z0-9_]+`, `(?:^|[^$\w-])[\w-]{43}(?:[^\w-]|$)`}
+func TokenShapes() []string {
+	return []string{`syt_[A-Za-z0-9_]+`, `(?:^|[^$\w-])[\w-]{43}(?:[^\w-]|$)`}
+}
 
 // Adapter connects one Matrix account to a router. Create it with New and
 // start it with Run.

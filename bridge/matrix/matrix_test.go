@@ -216,7 +216,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 // Dendrite's tokens have the shape the channel declares.
 func TestDendriteTokensHaveTheDeclaredShape(t *testing.T) {
 	w := newWorld(t, false)
-	shapes := regexp.MustCompile(`^(?:` + strings.Join(TokenShapes, "|") + `)$`)
+	shapes := regexp.MustCompile(`^(?:` + strings.Join(TokenShapes(), "|") + `)$`)
 	tok := w.people[0].Client.AccessToken
 	if !shapes.MatchString(tok) {
 		t.Fatalf("Dendrite's token %q matches no shape", tok)

@@ -16,6 +16,7 @@ import (
 
 	"loadout/tools"
 	"loadout/tools/files"
+	"loadout/tools/files/filestest"
 	"loadout/tools/pdf/pdftest"
 )
 
@@ -229,32 +230,6 @@ func TestPDFFromDriveIsPersonal(t *testing.T) {
 	}
 }
 
-// swapping is a workspace whose file is replaced, right after it is
-// checked, by a link to a file outside it: what a command running in the
-// workspace can do between loadout's check and its open.
-type swapping struct {
-	*files.Workspaces
-	dir, outside string
-}
-
-func (s swapping) swap(name string) {
-	p := filepath.Join(s.dir, name)
-	os.Remove(p)
-	os.Symlink(s.outside, p)
-}
-
-func (s swapping) Path(chatKey, name string) (string, error) {
-	p, err := s.Workspaces.Path(chatKey, name)
-	s.swap(name)
-	return p, err
-}
-
-func (s swapping) Open(chatKey, name string) (*os.File, error) {
-	f, err := s.Workspaces.Open(chatKey, name)
-	s.swap(name)
-	return f, err
-}
-
 // Found by review: a workspace PDF was checked through os.Root, then
 // opened again by its path, so a link put in its place in between was
 // followed out of the workspace. The file checked is the file read.
@@ -272,7 +247,7 @@ func TestPDFReadIsTheFileChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := tools.NewRegistry()
-	sw := swapping{Workspaces: ws, dir: ws.Dir("console:local"), outside: outside}
+	sw := filestest.Swapping{Workspaces: ws, Dir: ws.Dir("console:local"), Outside: outside}
 	if err := r.AddGroup(Group(), Tools(Config{Workspaces: sw})...); err != nil {
 		t.Fatal(err)
 	}
