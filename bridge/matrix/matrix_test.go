@@ -363,3 +363,13 @@ func TestUndecryptableMessagesWaitForTheirKeys(t *testing.T) {
 		t.Fatalf("still kept: %s", raw)
 	}
 }
+
+// HTML the model writes (led on by a page it read) is not passed on as
+// the message's formatting: a person's client never renders a script,
+// an image that calls home or a fake link the model typed as markup.
+func TestModelHTMLIsNotPassedOn(t *testing.T) {
+	c := content(route{Room: "!r:x"}, `see <img src="https://collect.evil.example/p.png"> and <a href="https://evil.example">your bank</a>`)
+	if strings.Contains(c.FormattedBody, "<img") || strings.Contains(c.FormattedBody, "<a href") {
+		t.Fatalf("raw HTML passed on: %q", c.FormattedBody)
+	}
+}
