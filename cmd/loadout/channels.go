@@ -127,18 +127,22 @@ func noChannels() string {
 // channels builds the enabled channels and adds them to the hub, which
 // mounts their HTTP endpoints.
 func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
+	kinds := a.cfg.enabledChannels()
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	sqlDB, err := a.db.Gorm().DB()
+	if err != nil {
+		return nil, err
+	}
+	db := &bridge.SQL{DB: sqlDB, Dialect: a.db.Gorm().Dialector.Name()}
 	var out []bridge.Channel
-	for _, k := range a.cfg.enabledChannels() {
+	for _, k := range kinds {
 		d, err := a.delivery(k.Name())
 		if err != nil {
 			return nil, err
 		}
-		sqlDB, err := a.db.Gorm().DB()
-		if err != nil {
-			return nil, err
-		}
-		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux,
-			SQL: &bridge.SQL{DB: sqlDB, Dialect: a.db.Gorm().Dialector.Name()}}
+		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux, SQL: db}
 		c, err := k.Build(ctx, a.cfg.section(k), env)
 		if err != nil {
 			return nil, err
