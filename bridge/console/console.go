@@ -66,6 +66,8 @@ type Console struct {
 	// asking is the approval the last answer asked for: the next line
 	// "y" or "n" answers it.
 	asking string
+	// always: the question offers "Always allow", and "a" answers it.
+	always bool
 	// current is the event of the message under way; interrupted is set
 	// once Ctrl-C stopped its turn.
 	current     string
@@ -205,12 +207,16 @@ func (c *Console) Replace(ctx context.Context, route any, _ []byte, part string)
 // Ask prints a question that waits for the person's approval, with its
 // own prompt line naming its code, and takes the next line "y" or "n" as
 // the answer.
-func (c *Console) Ask(ctx context.Context, route any, part, id, _ string) error {
-	code := chat.CodeOf(id)
-	part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n] (or /approve %s, /deny %s later)", code, code, code)
+func (c *Console) Ask(ctx context.Context, route any, part string, q bridge.Question, _ string) error {
+	code := chat.CodeOf(q.ID)
+	if q.Always != "" {
+		part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n/a: always] (or /approve %s, /always %s, /deny %s later)", code, code, code, code)
+	} else {
+		part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n] (or /approve %s, /deny %s later)", code, code, code)
+	}
 	err := c.Send(ctx, route, part)
 	c.mu.Lock()
-	c.asking = id
+	c.asking, c.always = q.ID, q.Always != ""
 	c.mu.Unlock()
 	return err
 }
@@ -231,6 +237,10 @@ func (c *Console) answer(text string) string {
 		return "/approve " + id
 	case "n", "no":
 		return "/deny " + id
+	case "a", "always":
+		if c.always {
+			return "/always " + id
+		}
 	}
 	return text
 }

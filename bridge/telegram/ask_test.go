@@ -201,7 +201,7 @@ func holdApproval(t *testing.T, env *storetest.Env, chatKey, userKey string, ttl
 	}
 	a := chat.Approval{ID: id, ChatKey: chatKey, UserKey: userKey, CallID: "c1", Tool: "gone_tool", Arguments: "{}",
 		Summary: "Run gone_tool", Status: chat.ApprovalPending, ExpiresAt: time.Now().Add(ttl)}
-	if err := env.Store.Hold(ctx, sess.ID, msgs, chat.Usage{}, a); err != nil {
+	if err := env.Store.Hold(ctx, sess.ID, msgs, chat.Usage{}, []chat.Approval{a}); err != nil {
 		t.Fatal(err)
 	}
 	return id
