@@ -81,13 +81,13 @@ type Config struct {
 	// Tick is how often due tasks are looked for; default 15s.
 	// Admins may change, run and delete anyone's tasks (tools.admins);
 	// everyone else only their own.
-	Admins tools.Admins     `yaml:"-"`
-	Tick   time.Duration    `yaml:"-"`
+	Admins tools.Admins  `yaml:"-"`
+	Tick   time.Duration `yaml:"-"`
 	// Chores run when the scheduler starts and then once an hour
 	// (pruning the audit trail past tools.audit_days).
 	Chores []func(ctx context.Context) `yaml:"-"`
-	Now    func() time.Time `yaml:"-"`
-	Logger *slog.Logger     `yaml:"-"`
+	Now    func() time.Time            `yaml:"-"`
+	Logger *slog.Logger                `yaml:"-"`
 }
 
 // Scheduler runs due tasks.
