@@ -311,7 +311,8 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := pdf.Register(reg, pc); err != nil {
 		return nil, err
 	}
-	if err := config.Register(reg, a.db, config.Defaults{Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model()}); err != nil {
+	if err := config.Register(reg, a.db, config.Defaults{Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model(),
+		Admins: tools.NewAdmins(a.cfg.Tools.Admins)}); err != nil {
 		return nil, err
 	}
 	if err := manifest.Register(reg, a.cfg.Tools.ManifestsDir); err != nil {
