@@ -198,3 +198,52 @@ func TestPicturesGoWithTheirMessage(t *testing.T) {
 		}
 	}
 }
+
+// callingModel asks for one call of ping, then answers in text, turn
+// after turn: a turn with one round of tool calls.
+type callingModel struct{ n int }
+
+func (m *callingModel) Complete(_ context.Context, req chat.Request) (chat.Response, error) {
+	m.n++
+	if m.n%2 == 1 {
+		return chat.Response{ToolCalls: []chat.ToolCall{{ID: fmt.Sprintf("c%d", m.n), Name: "ping", Arguments: `{"text":"x"}`}},
+			Usage: chat.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+	}
+	return chat.Response{Text: "pong", Usage: chat.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+}
+
+// BenchmarkToolRound sends one message whose turn makes one tool call
+// (the gate reads the person's rules once per round) and answers. Run:
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkToolRound -benchmem ./chat/
+func BenchmarkToolRound(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	reg := tools.NewRegistry()
+	if err := reg.Add(tools.LoadGroup(reg)); err != nil {
+		b.Fatal(err)
+	}
+	if err := testTools(reg); err != nil {
+		b.Fatal(err)
+	}
+	e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, &callingModel{}, db, reg)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%200 == 0 {
+			// A short history, as in a chat cleared now and then.
+			b.StopTimer()
+			if _, err := e.Clear(ctx, "bench"); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if _, err := e.Handle(ctx, chat.Inbound{ChatKey: "bench", UserKey: "u", Text: "ping it"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"loadout/tools"
@@ -34,9 +36,38 @@ const (
 	defaultConfirmIn = 10 * time.Minute
 )
 
-// rulesKey carries, in a round's context, the rules that decide its
-// calls: the operator's and the person's.
+// rulesKey carries, in a round's context, the person's own rules, read
+// from the store the first time a call of the round needs them.
 type rulesKey struct{}
+
+// ownRules are a person's rules for one round: its calls run at once,
+// and only a call that would be asked reads them.
+type ownRules struct {
+	once  sync.Once
+	read  func() ([]tools.Rule, error)
+	rules []tools.Rule
+}
+
+// get returns the rules, read once; a store that fails gives none (the
+// call is asked) and the failure is logged.
+func (o *ownRules) get(log *slog.Logger) []tools.Rule {
+	if o == nil {
+		return nil
+	}
+	o.once.Do(func() {
+		rules, err := o.read()
+		if err != nil {
+			log.Error("cannot read a person's rules; their calls are asked", "err", err)
+			return
+		}
+		for _, r := range rules {
+			if ruleScopeOK(r) {
+				o.rules = append(o.rules, r)
+			}
+		}
+	})
+	return o.rules
+}
 
 // gate holds, in the executor, every call the policy and the rules say
 // the person must approve: it does not run, and its result carries the
@@ -57,9 +88,22 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 		}
 		return tools.Result{}, false, nil
 	}
-	facets := tools.FacetsOf(in.JSON)
-	rules, _ := ctx.Value(rulesKey{}).([]tools.Rule)
-	rule, ruled := tools.Judge(rules, d.Name, facets)
+	// The operator's rules first: they are in memory, and a person's own
+	// rules (allow only) matter only for a call that would be asked. A
+	// call's facets are read only when some rule may look at them.
+	var facets tools.Facets
+	read := false
+	facetsOf := func() tools.Facets {
+		if !read {
+			facets, read = tools.FacetsOf(in.JSON), true
+		}
+		return facets
+	}
+	var rule tools.Rule
+	var ruled bool
+	if len(e.cfg.Rules) > 0 {
+		rule, ruled = tools.Judge(e.cfg.Rules, d.Name, facetsOf())
+	}
 	record := func(decision string, res *tools.Result) {
 		entry := AuditEntry{ChatKey: caller.ChatKey, UserKey: caller.UserKey, SessionID: caller.SessionID, CallID: c.ID,
 			Tool: d.Name, Summary: tools.Summary(ctx, d, in), ArgsHash: argsHash(in.JSON), Tainted: caller.Tainted,
@@ -82,6 +126,10 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 	if !needs {
 		return tools.Result{}, false, nil
 	}
+	if o, _ := ctx.Value(rulesKey{}).(*ownRules); len(o.get(e.cfg.Logger)) > 0 {
+		own := o.get(e.cfg.Logger)
+		rule, ruled = tools.Judge(append(slices.Clip(e.cfg.Rules), own...), d.Name, facetsOf())
+	}
 	// A person's allow never lifts a question the operator asks for every
 	// call of the tool (tools.confirm_tools: always).
 	operatorAsks := rule.Owner != "" && e.cfg.Confirm.Tools[d.Name] == tools.ConfirmAlways
@@ -90,7 +138,7 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 	}
 	res := tools.Result{Status: tools.StatusPending, Content: tools.Summary(ctx, d, in)}
 	if caller.UserKey != "" {
-		if s, ok := tools.Offer(d, tools.EffectOf(ctx, d, in.Value), facets); ok {
+		if s, ok := tools.Offer(d, tools.EffectOf(ctx, d, in.Value), facetsOf()); ok {
 			res.Offer = &s
 		}
 	}
@@ -112,23 +160,16 @@ func outcome(r tools.Result) string {
 	return "failed: " + cmp.Or(r.Code, "error")
 }
 
-// withRules is ctx carrying the rules that decide the person's calls:
-// the operator's (tools.rules) and their own.
-func (e *Engine) withRules(ctx context.Context, userKey string) (context.Context, error) {
-	rules := e.cfg.Rules
-	if userKey != "" {
-		own, err := e.store.Rules(ctx, userKey)
-		if err != nil {
-			return ctx, fmt.Errorf("read the rules of %s: %w", userKey, err)
+// withRules is ctx carrying the person's own rules for a round, read
+// when a call first needs them.
+func (e *Engine) withRules(ctx context.Context, userKey string) context.Context {
+	own := &ownRules{read: func() ([]tools.Rule, error) {
+		if userKey == "" {
+			return nil, nil
 		}
-		rules = slices.Clip(rules)
-		for _, r := range own {
-			if ruleScopeOK(r) {
-				rules = append(rules, r)
-			}
-		}
-	}
-	return context.WithValue(ctx, rulesKey{}, rules), nil
+		return e.store.Rules(ctx, userKey)
+	}}
+	return context.WithValue(ctx, rulesKey{}, own)
 }
 
 // holdRound turns the round's held calls into approvals, asked together

@@ -166,11 +166,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		calls[i] = tools.Call{ID: resp.ToolCalls[i].ID, Name: c.Name, Arguments: c.Arguments}
 	}
-	tctx, err := e.withRules(ctx, t.in.UserKey)
-	if err != nil {
-		return "", err
-	}
-	tctx = tools.WithCaller(tctx, tools.Caller{
+	tctx := tools.WithCaller(e.withRules(ctx, t.in.UserKey), tools.Caller{
 		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
 		Loaded: slices.Clone(t.loaded), Tainted: t.tainted,
 	})
