@@ -405,6 +405,13 @@ func (s *Server) Fail(errs ...error) {
 	s.failing = append(s.failing, errs...)
 }
 
+// ClearFailures lets the SMTP server take messages again.
+func (s *Server) ClearFailures() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failing = nil
+}
+
 // WaitFor waits until cond holds, or fails the test.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -555,5 +562,3 @@ func Dialer(addr string) func(ctx context.Context, network, _ string) (net.Conn,
 func (m Sent) Body() string {
 	return strings.TrimSpace(strings.ReplaceAll(m.Text, "\r\n", "\n"))
 }
-
-
