@@ -14,32 +14,45 @@ import (
 // trusted count (the server must remove any such header that came with
 // the message; Postfix with OpenDMARC, rspamd and Dovecot's filters do),
 // and one of them must say dmarc=pass for the From domain, or dkim=pass
-// for a domain aligned with it (the same organisational domain). why
-// says, for the log, what was missing.
+// for a domain aligned with it (the same organisational domain), and
+// none may say dmarc=fail: a header of the trusted id that the sender
+// wrote, and the server failed to remove, is outvoted by the server's
+// own verdict. why says, for the log, what was missing.
 func authenticated(h mail.Header, from, trusted string) (ok bool, why string) {
 	_, domain, found := strings.Cut(from, "@")
 	if !found || trusted == "" {
 		return false, "no trusted authserv-id is configured"
 	}
 	why = "no Authentication-Results header of " + trusted
+	passed := false
 	for _, v := range h.Values("Authentication-Results") {
 		id, results, err := authres.Parse(v)
 		if err != nil || !strings.EqualFold(strings.TrimSpace(id), trusted) {
 			continue
 		}
-		why = "the Authentication-Results of " + trusted + " show no dmarc=pass or aligned dkim=pass"
+		if !passed {
+			why = "the Authentication-Results of " + trusted + " show no dmarc=pass or aligned dkim=pass"
+		}
 		for _, r := range results {
 			switch r := r.(type) {
 			case *authres.DMARCResult:
-				if r.Value == authres.ResultPass && (r.From == "" || strings.EqualFold(r.From, domain)) {
-					return true, ""
+				switch {
+				case r.Value == authres.ResultFail:
+					// The server's own verdict: a second header of the
+					// same id saying pass was written by someone else.
+					return false, "the Authentication-Results of " + trusted + " say dmarc=fail"
+				case r.Value == authres.ResultPass && (r.From == "" || strings.EqualFold(r.From, domain)):
+					passed = true
 				}
 			case *authres.DKIMResult:
 				if r.Value == authres.ResultPass && aligned(signer(r), domain) {
-					return true, ""
+					passed = true
 				}
 			}
 		}
+	}
+	if passed {
+		return true, ""
 	}
 	return false, why
 }
