@@ -60,7 +60,7 @@ func TestForgedFromIsNeverAnswered(t *testing.T) {
 		{From: ana, ID: newID(), Subject: "wire the money", Text: "signed by another domain",
 			Auth: emailtest.AuthservID + "; dkim=pass header.d=evil.example; dmarc=none header.from=example.org"},
 		{From: ana, ID: newID(), Subject: "wire the money", Text: "a forged pass above the server's fail",
-			Auth: emailtest.AuthservID + "; dmarc=pass header.from=example.org",
+			Auth:    emailtest.AuthservID + "; dmarc=pass header.from=example.org",
 			Headers: [][2]string{{"Authentication-Results", emailtest.AuthservID + "; dkim=none; dmarc=fail header.from=example.org"}}},
 		{From: "Ana <" + ana + ">", ID: newID(), Subject: "wire the money", Text: "the trusted id spelt in a comment",
 			Auth: "mx.evil.example (" + emailtest.AuthservID + "); dmarc=pass header.from=example.org"},
