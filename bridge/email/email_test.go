@@ -235,6 +235,17 @@ func TestThreads(t *testing.T) {
 	if h.requests() != 3 || cleared.References[0] != first.ID {
 		t.Fatalf("/clear ran a turn (%d) or left the thread: %q %q", h.requests(), cleared.Body(), cleared.References)
 	}
+	// A notice to the thread's chat (a scheduled task's) goes to the
+	// thread.
+	var hub bridge.Hub
+	hub.Add(h.a, nil)
+	if err := hub.Notify(context.Background(), chatKey(ana, first.ID), "A reminder."); err != nil {
+		t.Fatal(err)
+	}
+	notice := h.answered(ana, 5)[4]
+	if notice.Body() != "A reminder." || len(notice.InReplyTo) != 1 || notice.InReplyTo[0] != first.ID || notice.References[0] != first.ID {
+		t.Fatalf("the notice: %q in reply to %q", notice.Body(), notice.InReplyTo)
+	}
 }
 
 // The person answers a question by replying "approve #code"; only
@@ -344,7 +355,7 @@ func TestReconnectResumesAfterTheLastUID(t *testing.T) {
 			if h.srv.Connections() <= before {
 				t.Fatal("no new connection")
 			}
-			uid, _ := h.env.Store.State(context.Background(), stateUID)
+			uid, _ := h.env.Store.State(context.Background(), stateUID+"INBOX")
 			if !strings.HasSuffix(uid, ":3") {
 				t.Fatalf("the last UID kept is %q", uid)
 			}

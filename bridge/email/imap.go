@@ -11,15 +11,17 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/emersion/go-message/mail"
 
 	"loadout/bridge"
 	"loadout/chat"
 )
 
-// stateUID keeps "<uidvalidity>:<uid>": the last message of the
-// mailbox that is handled (stored in the inbox and marked \Seen, or
-// moved to the quarantine, or left alone). A restart resumes after it.
-const stateUID = "email:uid"
+// stateUID + the mailbox's name keeps "<uidvalidity>:<uid>": the last
+// message of the mailbox that is handled (stored in the inbox and marked
+// \Seen, or moved to the quarantine, or left alone). A restart resumes
+// after it.
+const stateUID = "email:uid:"
 
 // errRefused: the IMAP server refused the account's credentials.
 var errRefused = errors.New("the IMAP server refused email.username and email.password")
@@ -154,7 +156,7 @@ func exists(err error) bool {
 // unseen message is then read again, and the inbox recognises those it
 // stored by their Message-ID.
 func (a *Adapter) lastUID(ctx context.Context, validity uint32) (imap.UID, error) {
-	v, err := a.store.State(ctx, stateUID)
+	v, err := a.store.State(ctx, stateUID+a.cfg.Mailbox)
 	if err != nil {
 		return 0, fmt.Errorf("email: read the last UID: %w", err)
 	}
@@ -237,7 +239,7 @@ func (a *Adapter) takeNew(ctx context.Context, c *imapclient.Client, validity ui
 			return 0, err
 		}
 		*last = uid
-		if err := a.store.SetState(ctx, stateUID, fmt.Sprintf("%d:%d", validity, uid)); err != nil {
+		if err := a.store.SetState(ctx, stateUID+a.cfg.Mailbox, fmt.Sprintf("%d:%d", validity, uid)); err != nil {
 			// The message is handled; a restart reads it again, and the
 			// inbox recognises it.
 			a.log.Warn("email: could not keep the last UID", "err", err)
@@ -268,13 +270,13 @@ func (a *Adapter) takeOne(ctx context.Context, c *imapclient.Client, uid imap.UI
 	if int64(len(raw)) > a.cfg.MaxMessage {
 		return a.quarantine(c, uid, "", fmt.Sprintf("it is %d bytes, more than the %d read", len(raw), a.cfg.MaxMessage))
 	}
-	l, mr, err := readHeader(raw)
+	l, mr, err := safely(func() (*letter, *mail.Reader, error) { return readHeader(raw) })
 	if err != nil {
 		return a.quarantine(c, uid, "", err.Error())
 	}
 	defer mr.Close()
-	if why := automatic(l.header, l.from, a.self); why != "" && l.from == a.self {
-		a.log.Info("email: not answered: "+why, "uid", uid, "message_id", l.id)
+	if l.from == a.self {
+		a.log.Info("email: not answered: it is from the assistant's own address", "uid", uid, "message_id", l.id)
 		return a.seen(c, uid)
 	}
 	if ok, why := authenticated(l.header, l.from, a.cfg.TrustedAuthservID); !ok {
@@ -284,13 +286,24 @@ func (a *Adapter) takeOne(ctx context.Context, c *imapclient.Client, uid imap.UI
 		a.log.Info("email: not answered: "+why, "from", l.from, "uid", uid, "message_id", l.id)
 		return a.seen(c, uid)
 	}
-	if err := readBody(l, mr); err != nil {
+	if _, _, err := safely(func() (*letter, *mail.Reader, error) { return l, mr, readBody(l, mr) }); err != nil {
 		return a.quarantine(c, uid, l.from, err.Error())
 	}
 	if err := a.receive(ctx, l, uid); err != nil {
 		return err
 	}
 	return a.seen(c, uid)
+}
+
+// safely runs a parser, turning a panic in it into errBroken: a message
+// that crashes the parser is quarantined, not read again at every start.
+func safely(parse func() (*letter, *mail.Reader, error)) (l *letter, mr *mail.Reader, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			l, mr, err = nil, nil, fmt.Errorf("%w: the parser failed: %v", errBroken, r)
+		}
+	}()
+	return parse()
 }
 
 // seen marks a message \Seen.
