@@ -38,7 +38,7 @@ func BenchmarkMessage(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		srv.Deliver(b, from(ana, emailtest.Mail{Subject: "Re: bench", References: []string{"bench@example.org"}, Text: "hello there"}))
-		for len(srv.Sent()) < i+1 {
+		for srv.Count() < i+1 {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}

@@ -389,6 +389,13 @@ func (s *Server) Sent() []Sent {
 	return append([]Sent(nil), s.sent...)
 }
 
+// Count is how many messages the SMTP server took.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent)
+}
+
 // Attempts is how many messages were offered to the SMTP server,
 // refused ones included.
 func (s *Server) Attempts() int {
