@@ -8,6 +8,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/bridge/discord"
+	"loadout/bridge/email"
 	"loadout/bridge/matrix"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
@@ -26,6 +27,7 @@ func channelKinds() []bridge.Kind {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		email.Kind(),
 	}
 }
 
