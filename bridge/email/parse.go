@@ -176,8 +176,8 @@ var (
 	// replyPrefix is one "Re:", "Fwd:" and the like before a subject.
 	replyPrefix = regexp.MustCompile(`(?i)^\s*(re|fw|fwd|aw|sv|vs|antw)\s*(\[\d+\])?\s*:\s*`)
 	// decision is a reply that answers a question: "approve #k7f2",
-	// "deny k7f2", with or without a slash.
-	decision = regexp.MustCompile(`(?i)^/?(approve|deny)\s+#?([a-z0-9]{2,32})\s*[.!]?\s*$`)
+	// "deny k7f2", "always #k7f2", with or without a slash.
+	decision = regexp.MustCompile(`(?i)^/?(approve|deny|always)\s+#?([a-z0-9]{2,32})\s*[.!]?\s*$`)
 )
 
 // bareSubject is subject without the Re: and Fwd: before it.

@@ -39,17 +39,20 @@ func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
 // the request's code and how to answer it: a reply whose first line is
 // "approve #code" or "deny #code", which counts only from the address
 // the question went to, authenticated.
-func (a *Adapter) Ask(ctx context.Context, rt any, part, id, _ string) error {
+func (a *Adapter) Ask(ctx context.Context, rt any, part string, q bridge.Question, _ string) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
-	return a.mail(ctx, r, part+AskLine(id), nil)
+	return a.mail(ctx, r, part+AskLine(q), nil)
 }
 
 // AskLine ends a question: its code and the replies that answer it.
-func AskLine(id string) string {
-	code := chat.CodeOf(id)
+func AskLine(q bridge.Question) string {
+	code := chat.CodeOf(q.ID)
+	if q.Always != "" {
+		return fmt.Sprintf("\n\nRequest %s waits for your answer. Reply to this e-mail with the first line \"approve %s\" to go ahead, \"always %s\" to always allow it, or \"deny %s\" to stop.", code, code, code, code)
+	}
 	return fmt.Sprintf("\n\nRequest %s waits for your answer. Reply to this e-mail with the first line \"approve %s\" to go ahead, or \"deny %s\" to stop.", code, code, code)
 }
 
