@@ -11,6 +11,7 @@ import (
 	"loadout/bridge/matrix"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
+	"loadout/bridge/webui"
 	"loadout/config"
 	"loadout/store"
 )
@@ -26,6 +27,7 @@ func channelKinds() []bridge.Kind {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		webui.Kind(),
 	}
 }
 
@@ -142,7 +144,7 @@ func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
 		if err != nil {
 			return nil, err
 		}
-		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux, SQL: db}
+		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux, SQL: db, Web: a.web}
 		c, err := k.Build(ctx, a.cfg.section(k), env)
 		if err != nil {
 			return nil, err
