@@ -99,7 +99,7 @@
       case "you": {
         var el = bubble("you");
         if (e.text) { addText(el, e.text); }
-        (e.files || []).forEach(function (f) { addLink(el, "📎 " + f, f); });
+        (e.files || []).forEach(function (f) { addLink(el, "Attached: " + f, f); });
         if (e.voice) { addText(el, "(voice message)"); addAudio(el, e.voice); }
         break;
       }
