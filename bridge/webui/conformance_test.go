@@ -108,7 +108,7 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 		d.Files = ws
 	}
 	s := startServer(t, c.auth, bridge.Env{Router: bridge.NewRouter(b.Env.Engine, "loadout"), Store: b.Env.Store, Delivery: d},
-		webui.Config{})
+		webui.Config{Whole: !b.Stream})
 	c.mu.Lock()
 	c.base = s.URL
 	c.mu.Unlock()

@@ -48,6 +48,9 @@ type Config struct {
 	// (webui.max_upload_mb); default 20. The files section's caps apply
 	// too.
 	MaxUploadMB int `yaml:"max_upload_mb"`
+	// Whole sends each answer whole, without showing it while it is
+	// written; default off (answers stream in).
+	Whole bool `yaml:"-"`
 	// KeepAlive is how often an idle stream gets a comment, so proxies
 	// keep it open; default 20s.
 	KeepAlive time.Duration `yaml:"-"`
@@ -107,7 +110,7 @@ func New(cfg Config, router *bridge.Router, store bridge.Store, web bridge.WebAu
 		routes: bridge.JSONRoute[route]{Channel: Name}}
 	c.rooms = newRooms(store, c.log)
 	c.pipe = bridge.NewPipeline(cfg.Delivery.Pipeline(bridge.PipelineConfig{
-		Channel: Name, Inbox: store, Handler: router, Outlet: c, Stream: true, DraftEvery: draftEvery,
+		Channel: Name, Inbox: store, Handler: router, Outlet: c, Stream: !cfg.Whole, DraftEvery: draftEvery,
 	}))
 	return c
 }
