@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -231,9 +232,27 @@ func (c *Chat) send(w http.ResponseWriter, r *http.Request, user string) {
 	c.accept(w, r, pend, you)
 }
 
-// accept stores pend, shows what the person sent, and answers the page.
+// accept stores pend, shows what the person did (you), and answers the
+// page. A message is shown before it is stored, so that it comes before
+// its answer on the page; if it is not stored after all (or was stored
+// already), the page is told to take it back.
 func (c *Chat) accept(w http.ResponseWriter, r *http.Request, pend bridge.Pending, you event) {
+	ctx := context.WithoutCancel(r.Context())
+	key := pend.Inbound.ChatKey
+	var shown int64
+	if you.Kind == kindYou {
+		id, err := c.rooms.add(ctx, key, you)
+		if err != nil {
+			c.log.Warn("webui: the page's history could not show a message", "err", err)
+		}
+		shown = id
+	}
 	fresh, err := c.pipe.Accept(r.Context(), pend)
+	if shown != 0 && (err != nil || !fresh) {
+		if err := c.rooms.append(ctx, key, event{Kind: kindUnsent, Ref: strconv.FormatInt(shown, 10)}); err != nil {
+			c.log.Warn("webui: the page's history could not take back a message", "err", err)
+		}
+	}
 	switch {
 	case errors.Is(err, bridge.ErrStopped):
 		plain(w, http.StatusServiceUnavailable, "I'm restarting: send it again in a moment.")
@@ -243,9 +262,9 @@ func (c *Chat) accept(w http.ResponseWriter, r *http.Request, pend bridge.Pendin
 		plain(w, http.StatusServiceUnavailable, bridge.TextNotSaved)
 		return
 	}
-	if fresh && you.Kind != "" {
-		if err := c.rooms.append(context.WithoutCancel(r.Context()), pend.Inbound.ChatKey, you); err != nil {
-			c.log.Warn("webui: a message is stored but the page's history could not show it", "err", err)
+	if fresh && you.Kind == kindClosed {
+		if err := c.rooms.append(ctx, key, you); err != nil {
+			c.log.Warn("webui: the page's history could not show a press", "err", err)
 		}
 	}
 	plain(w, http.StatusAccepted, "")

@@ -20,6 +20,7 @@ const (
 	kindVoice   = "voice"   // a spoken answer to play
 	kindDraft   = "draft"   // the answer so far (not kept)
 	kindWorking = "working" // an answer is on its way, or no longer (not kept)
+	kindUnsent  = "unsent"  // a message shown was not stored after all (Ref: its event id)
 )
 
 // event is one thing a page shows. Kept events have an ID, in order per
@@ -153,31 +154,37 @@ func (rs *rooms) history(ctx context.Context, chatKey string) (history, error) {
 // append keeps e in the chat's history, then sends it to its streams. An
 // error means the page will not show it (nor did any stream).
 func (rs *rooms) append(ctx context.Context, chatKey string, e event) error {
+	_, err := rs.add(ctx, chatKey, e)
+	return err
+}
+
+// add is append that returns the event's id.
+func (rs *rooms) add(ctx context.Context, chatKey string, e event) (int64, error) {
 	rs.write.Lock()
 	defer rs.write.Unlock()
 	h, err := rs.history(ctx, chatKey)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	e.ID = h.Next
 	h.Next++
 	h.Events = append(h.Events, e)
 	raw, err := json.Marshal(h)
 	if err != nil {
-		return fmt.Errorf("webui: encode the chat's history: %w", err)
+		return 0, fmt.Errorf("webui: encode the chat's history: %w", err)
 	}
 	for len(h.Events) > 1 && (len(h.Events) > keepEvents || len(raw) > keepBytes) {
 		drop := max(1, len(h.Events)/4)
 		h.Events = h.Events[drop:]
 		if raw, err = json.Marshal(h); err != nil {
-			return fmt.Errorf("webui: encode the chat's history: %w", err)
+			return 0, fmt.Errorf("webui: encode the chat's history: %w", err)
 		}
 	}
 	if err := rs.store.SetState(ctx, stateKey(chatKey), string(raw)); err != nil {
-		return fmt.Errorf("webui: keep the chat's history: %w", err)
+		return 0, fmt.Errorf("webui: keep the chat's history: %w", err)
 	}
 	rs.publish(chatKey, e)
-	return nil
+	return e.ID, nil
 }
 
 // publish sends e to the chat's streams; a stream too far behind is

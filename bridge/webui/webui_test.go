@@ -3,6 +3,7 @@ package webui_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -417,5 +419,42 @@ func TestThePageHasNoInlineScript(t *testing.T) {
 	}
 	if strings.Count(page, "<script") != strings.Count(page, `<script src="/chat/static/chat.js" defer></script>`) {
 		t.Fatalf("an inline script:\n%s", page)
+	}
+}
+
+// A message is shown on the page before it is stored, so it always
+// comes before its answer; one the inbox does not take (the process is
+// stopping) is taken back from the page, and the person is told to send
+// it again.
+func TestAMessageNotStoredIsTakenBackFromThePage(t *testing.T) {
+	f := newFixture(t, storetest.Options{}, webui.Config{}, bridge.Delivery{})
+	ana := f.person(t, "telegram:42")
+	ana.Connect(t, f.srv.URL)
+	f.env.Model.Text("Hello.")
+	ana.Send(t, f.srv.URL, "hi", nil)
+	waitFor(t, "the answer", hasAnswers(ana, "Hello."))
+	if ev := ana.Events(); ev[0].Kind != "you" || ev[0].Text != "hi" {
+		t.Fatalf("events %+v", ev)
+	}
+	// Stopped, the channel takes no message; the server still answers.
+	f.srv.Chat.Pipeline().Stop()
+	status, msg, err := ana.Post(f.srv.URL, "/chat/send", url.Values{"id": {"abcdefgh-late"}, "text": {"too late"}}, nil)
+	if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(msg, "send it again") {
+		t.Fatalf("%d %q %v", status, msg, err)
+	}
+	raw, err := f.env.Store.State(context.Background(), "webui:history:"+webui.ChatKey("telegram:42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Events []webuitest.Event `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(raw), &h); err != nil {
+		t.Fatal(err)
+	}
+	n := len(h.Events)
+	if n < 2 || h.Events[n-2].Kind != "you" || h.Events[n-2].Text != "too late" || h.Events[n-1].Kind != "unsent" ||
+		h.Events[n-1].Ref != strconv.FormatInt(h.Events[n-2].ID, 10) {
+		t.Fatalf("history %+v", h.Events)
 	}
 }

@@ -98,6 +98,7 @@
     switch (e.kind) {
       case "you": {
         var el = bubble("you");
+        el.dataset.id = String(e.id);
         if (e.text) { addText(el, e.text); }
         (e.files || []).forEach(function (f) { addLink(el, "Attached: " + f, f); });
         if (e.voice) { addText(el, "(voice message)"); addAudio(el, e.voice); }
@@ -166,6 +167,12 @@
         var v = bubble("bot voice");
         addText(v, "Spoken answer");
         addAudio(v, e.file);
+        break;
+      }
+      case "unsent": {
+        document.querySelectorAll(".msg.you").forEach(function (m) {
+          if (m.dataset.id === e.ref) { m.remove(); }
+        });
         break;
       }
       case "working":
