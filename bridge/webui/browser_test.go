@@ -230,3 +230,65 @@ func TestChatInTheBrowser(t *testing.T) {
 		}
 	}
 }
+
+// The page outlives a restart of the server: its stream reconnects to
+// the next process with Last-Event-ID and shows what came meanwhile,
+// each part once.
+func TestThePageResumesAcrossARestart(t *testing.T) {
+	ctx := browser(t)
+	env := storetest.NewEnv(t, storetest.Options{})
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := webuitest.NewAuth()
+	ana := webuitest.NewPerson(auth, "telegram:42")
+	d := bridge.Delivery{Files: ws, ShutdownGrace: time.Nanosecond}
+	first := startServer(t, auth, bridge.Env{Router: bridge.NewRouter(env.Engine, "loadout"), Store: env.Store, Delivery: d}, webui.Config{})
+	base := first.URL
+	env.Model.Text("First.")
+	err = chromedp.Do(ctx,
+		signIn(ana, base),
+		chromedp.Navigate(base+"/chat"),
+		until(`document.getElementById("state").textContent === "Connected"`),
+		chromedp.SendKeys(chromedp.ID("text"), "one"),
+		chromedp.Click(chromedp.ID("send")),
+		answered("First."),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.stop()
+	// While the server is down, the page says so.
+	if err := chromedp.Do(ctx, until(`document.getElementById("state").textContent === "Reconnecting…"`)); err != nil {
+		t.Fatal(err)
+	}
+	env2 := storetest.NewEnv(t, storetest.Options{DBPath: env.DBPath, Model: env.Model})
+	second := startServerAt(t, strings.TrimPrefix(base, "http://"), auth,
+		bridge.Env{Router: bridge.NewRouter(env2.Engine, "loadout"), Store: env2.Store, Delivery: d}, webui.Config{})
+	// An answer that reaches the chat while the page reconnects.
+	var hub bridge.Hub
+	hub.Add(second.Chat, nil)
+	if err := hub.Notify(context.Background(), webui.ChatKey("telegram:42"), "A notice while you were away."); err != nil {
+		t.Fatal(err)
+	}
+	env.Model.Text("Second.")
+	err = chromedp.Do(ctx,
+		until(`document.getElementById("state").textContent === "Connected"`),
+		answered("A notice while you were away."),
+		chromedp.SendKeys(chromedp.ID("text"), "two"),
+		chromedp.Click(chromedp.ID("send")),
+		answered("Second."),
+		chromedp.Sleep(300*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".msg")].map(e => e.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"one", "First.", "A notice while you were away.", "two", "Second."}; !slices.Equal(shown, want) {
+		t.Fatalf("the page shows %q, want %q", shown, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -54,6 +55,12 @@ type server struct {
 // startServer builds and runs the channel with env and serves it.
 func startServer(t *testing.T, auth bridge.WebAuth, env bridge.Env, cfg webui.Config) *server {
 	t.Helper()
+	return startServerAt(t, "", auth, env, cfg)
+}
+
+// startServerAt is startServer on addr ("": any port).
+func startServerAt(t *testing.T, addr string, auth bridge.WebAuth, env bridge.Env, cfg webui.Config) *server {
+	t.Helper()
 	mux := http.NewServeMux()
 	env.Mux, env.Web = mux, auth
 	cfg.Enabled = true
@@ -64,6 +71,14 @@ func startServer(t *testing.T, auth bridge.WebAuth, env bridge.Env, cfg webui.Co
 	var hub bridge.Hub
 	hub.Add(ch, mux)
 	srv := httptest.NewUnstartedServer(mux)
+	if addr != "" {
+		srv.Listener.Close()
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Listener = ln
+	}
 	srv.Config = httpd.Server(mux, httpd.DefaultLimits, slog.New(slog.DiscardHandler))
 	srv.Start()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -50,7 +50,7 @@ func (c *Chat) Mount(mux *http.ServeMux) {
 		io.WriteString(w, b.String())
 	}))
 	mux.HandleFunc("GET /chat/static/{name}", c.signedIn(c.static))
-	mux.HandleFunc("POST /chat/send", c.signedIn(c.changes(c.send)))
+	mux.HandleFunc("POST /chat/send", c.signedIn(c.uploads(c.changes(c.send))))
 	mux.HandleFunc("POST /chat/answer", c.signedIn(c.changes(c.answer)))
 	mux.HandleFunc("GET /chat/stream", c.signedIn(c.stream))
 	mux.HandleFunc("GET /chat/file", c.signedIn(c.file))
@@ -83,6 +83,16 @@ func (c *Chat) changes(h func(w http.ResponseWriter, r *http.Request, user strin
 			plain(w, http.StatusForbidden, "This page is out of date or came from elsewhere: reload the chat and try again.")
 			return
 		}
+		h(w, r, user)
+	}
+}
+
+// uploads lets a request carry a message's files: up to
+// webui.max_upload_mb (and a little for its text), arriving within
+// uploadTime. It comes before the CSRF check, which may read the body.
+func (c *Chat) uploads(h func(w http.ResponseWriter, r *http.Request, user string)) func(w http.ResponseWriter, r *http.Request, user string) {
+	return func(w http.ResponseWriter, r *http.Request, user string) {
+		httpd.AllowBody(w, r, int64(c.cfg.MaxUploadMB)<<20+maxText+64<<10, uploadTime)
 		h(w, r, user)
 	}
 }
@@ -153,8 +163,6 @@ const uploadTime = 10 * time.Minute
 // recording, stored in the inbox before the answer 202. A message sent
 // again with the same id is taken once.
 func (c *Chat) send(w http.ResponseWriter, r *http.Request, user string) {
-	limit := int64(c.cfg.MaxUploadMB) << 20
-	httpd.AllowBody(w, r, limit+maxText+64<<10, uploadTime)
 	if err := r.ParseMultipartForm(1 << 20); err != nil {
 		if errors.Is(err, http.ErrNotMultipart) {
 			err = r.ParseForm()

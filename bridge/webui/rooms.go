@@ -75,9 +75,10 @@ type rooms struct {
 	// kept event to the streams in the order of its id.
 	write sync.Mutex
 
-	mu    sync.Mutex
-	live  bool // the channel runs: streams are served
-	chats map[string]*room
+	mu     sync.Mutex
+	live   bool // the channel runs
+	closed bool // the channel has stopped: no stream is served
+	chats  map[string]*room
 }
 
 type room struct {
@@ -117,7 +118,7 @@ func (rs *rooms) isOpen() bool {
 func (rs *rooms) close() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.live = false
+	rs.live, rs.closed = false, true
 	for key, r := range rs.chats {
 		for s := range r.subs {
 			rs.end(r, s)
@@ -257,13 +258,14 @@ func (rs *rooms) working(chatKey string, on bool) {
 	rs.publish(chatKey, event{Kind: kindWorking, On: on})
 }
 
-// subscribe opens a stream of the chat's events; ok false when the
-// channel is not serving or the chat has its most streams open. The
+// subscribe opens a stream of the chat's events (from before the
+// channel runs: its answers come once it does); ok false when the
+// channel has stopped or the chat has its most streams open. The
 // stream's channel is closed when it ends; cancel ends it.
 func (rs *rooms) subscribe(chatKey string) (s *sub, cancel func(), ok bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if !rs.live {
+	if rs.closed {
 		return nil, nil, false
 	}
 	r := rs.room(chatKey)

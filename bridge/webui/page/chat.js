@@ -185,7 +185,20 @@
   function connect() {
     var es = new EventSource("/chat/stream");
     es.onopen = function () { state.textContent = "Connected"; state.classList.remove("off"); };
-    es.onerror = function () { state.textContent = "Reconnecting…"; state.classList.add("off"); };
+    es.onerror = function () {
+      state.textContent = "Reconnecting…";
+      state.classList.add("off");
+      if (es.readyState === EventSource.CLOSED) {
+        // Refused (a restart under way, too many tabs): the browser
+        // gives up, so the page starts again with the whole history.
+        setTimeout(function () {
+          log.textContent = "";
+          drafts = {};
+          working.hidden = true;
+          connect();
+        }, 3000);
+      }
+    };
     es.onmessage = function (m) {
       var e;
       try { e = JSON.parse(m.data); } catch (err) { return; }
