@@ -52,7 +52,7 @@ type history struct {
 // What a chat's history keeps at most.
 const (
 	keepEvents = 200
-	keepBytes  = 1 << 20
+	keepBytes  = 256 << 10
 )
 
 // subBuffer is how many events a stream may fall behind before it is

@@ -248,11 +248,19 @@ func TestAStreamResumesWithoutLosingOrDoublingParts(t *testing.T) {
 		t.Fatalf("answers %q", got)
 	}
 	seen := map[int64]bool{}
+	var working []bool
 	for _, e := range ana.Events() {
 		if e.ID != 0 && seen[e.ID] {
 			t.Fatalf("event %d shown twice", e.ID)
 		}
 		seen[e.ID] = true
+		if e.Kind == "working" {
+			working = append(working, e.On)
+		}
+	}
+	// The first turn was watched from its start: "writing…" came and went.
+	if len(working) < 2 || !working[0] || working[len(working)-1] {
+		t.Fatalf("the working sign went %v", working)
 	}
 	// A page opened now shows the whole chat, its own messages too.
 	tab := webuitest.NewPerson(f.auth, "telegram:42")
