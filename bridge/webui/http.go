@@ -224,6 +224,8 @@ func (c *Chat) send(w http.ResponseWriter, r *http.Request, user string) {
 		pend.Voice = note
 		if note != nil {
 			you.Voice = note.File
+		} else if you.Text == "" {
+			you.Text = "(voice message)"
 		}
 	}
 	var notes []string
