@@ -466,3 +466,92 @@ func TestAMessageNotStoredIsTakenBackFromThePage(t *testing.T) {
 		t.Fatalf("history %+v", h.Events)
 	}
 }
+
+// A recording over voice.max_bytes is answered with the limit, never
+// kept or sent to the transcription service; without voice set up, the
+// person is told voice is off.
+func TestAVoiceRecordingOverTheLimitIsRefused(t *testing.T) {
+	audio := voicetest.New(t, "never heard")
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := voice.Config{TranscriptionModel: "whisper-1", BaseURL: audio.URL, APIKey: audio.Key}.WithDefaults("", "")
+	cfg.MaxBytes = 1000
+	svc := voice.New(cfg, voice.Options{Workspace: ws, Logger: slog.New(slog.DiscardHandler)})
+	f := newFixture(t, storetest.Options{}, webui.Config{}, bridge.Delivery{Files: ws, Voice: svc})
+	ana := f.person(t, "telegram:42")
+	ana.Connect(t, f.srv.URL)
+	status, _, err := ana.Post(f.srv.URL, "/chat/send", url.Values{"id": {"voice-too-long"}},
+		map[string]map[string][]byte{"voice": {"voice.webm": voicetest.Note(t)}})
+	if err != nil || status != http.StatusAccepted {
+		t.Fatalf("%d %v", status, err)
+	}
+	waitFor(t, "the refusal", func() bool {
+		a := ana.Answers()
+		return len(a) == 1 && strings.Contains(a[0], "I take notes up to")
+	})
+	if n := len(audio.Transcriptions()); n != 0 || len(f.env.Model.Requests()) != 0 {
+		t.Fatalf("%d transcriptions, %d turns", n, len(f.env.Model.Requests()))
+	}
+	if _, err := os.Stat(filepath.Join(ws.Dir(webui.ChatKey("telegram:42")), "voice.webm")); err == nil {
+		t.Fatal("the refused recording was kept")
+	}
+
+	off := newFixture(t, storetest.Options{}, webui.Config{}, bridge.Delivery{})
+	ben := off.person(t, "telegram:43")
+	ben.Connect(t, off.srv.URL)
+	if status, _, err := ben.Post(off.srv.URL, "/chat/send", url.Values{"id": {"voice-no-voice"}},
+		map[string]map[string][]byte{"voice": {"voice.webm": []byte("webm")}}); err != nil || status != http.StatusAccepted {
+		t.Fatalf("%d %v", status, err)
+	}
+	waitFor(t, "voice is off", hasAnswers(ben, bridge.TextVoiceOff))
+}
+
+// A file of the chat's own files (files send) is offered as it is; one
+// from elsewhere is copied into the chat's files first, so a download
+// only ever reads the chat's files.
+func TestAFileSentIsOfferedFromTheChatsFiles(t *testing.T) {
+	f := newFixture(t, storetest.Options{}, webui.Config{}, bridge.Delivery{})
+	ana := f.person(t, "telegram:42")
+	ana.Connect(t, f.srv.URL)
+	key := webui.ChatKey("telegram:42")
+	if _, _, err := f.ws.Save(context.Background(), key, "report.csv", strings.NewReader("mine")); err != nil {
+		t.Fatal(err)
+	}
+	own, err := f.ws.Open(key, "report.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	var hub bridge.Hub
+	hub.Add(f.srv.Chat, nil)
+	if err := hub.SendFile(context.Background(), key, "report.csv", own); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "report.csv")
+	os.WriteFile(other, []byte("elsewhere"), 0o600)
+	of, _ := os.Open(other)
+	defer of.Close()
+	if err := hub.SendFile(context.Background(), key, "report.csv", of); err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	waitFor(t, "both files offered", func() bool {
+		offered = nil
+		for _, e := range ana.Events() {
+			if e.Kind == "file" {
+				offered = append(offered, e.File)
+			}
+		}
+		return len(offered) == 2
+	})
+	if !slices.Equal(offered, []string{"report.csv", "report-2.csv"}) {
+		t.Fatalf("offered %q", offered)
+	}
+	for name, want := range map[string]string{"report.csv": "mine", "report-2.csv": "elsewhere"} {
+		if status, b, _, _ := ana.Download(f.srv.URL, name); status != http.StatusOK || string(b) != want {
+			t.Fatalf("%s: %d %q", name, status, b)
+		}
+	}
+}
