@@ -286,18 +286,16 @@ func (rs *rooms) subscribe(chatKey string) (s *sub, cancel func(), ok bool) {
 }
 
 // now is what a stream that starts shows of the answer under way: the
-// draft and the working sign.
+// working sign, on or off (a page that reconnects may have missed its
+// end), and the draft.
 func (rs *rooms) now(chatKey string) []event {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	r := rs.chats[chatKey]
 	if r == nil {
-		return nil
+		return []event{{Kind: kindWorking}}
 	}
-	var out []event
-	if r.working {
-		out = append(out, event{Kind: kindWorking, On: true})
-	}
+	out := []event{{Kind: kindWorking, On: r.working}}
 	if r.draft != nil {
 		out = append(out, *r.draft)
 	}
