@@ -62,8 +62,9 @@ const DefaultMaxUploadMB = 20
 // Kind declares the browser chat to the program that runs it.
 func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
-		Name:    Name,
-		Enabled: func(c Config) bool { return c.Enabled },
+		Name:     Name,
+		SignedIn: true,
+		Enabled:  func(c Config) bool { return c.Enabled },
 		Describe: func(Config) string {
 			return "webui (/chat)"
 		},

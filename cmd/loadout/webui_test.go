@@ -110,3 +110,15 @@ func TestTheBrowserChatIsAbsentWhenDisabled(t *testing.T) {
 		}
 	}
 }
+
+// A person of the browser chat is known by another channel's key, so
+// the -user example never offers "webui:…" as one; serve's help lists
+// the channel.
+func TestWebuiIsNoUserKeysPrefix(t *testing.T) {
+	if got := exampleUser(); strings.Contains(got, "webui") || !strings.Contains(got, "telegram:…") {
+		t.Fatalf("exampleUser() = %q", got)
+	}
+	if got := channelNames("", "and"); !strings.HasSuffix(got, "and webui") {
+		t.Fatalf("channelNames = %q", got)
+	}
+}
