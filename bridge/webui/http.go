@@ -19,6 +19,7 @@ import (
 	"loadout/bridge"
 	"loadout/chat"
 	"loadout/httpd"
+	"loadout/tools/files"
 )
 
 //go:embed page
@@ -190,15 +191,15 @@ func (c *Chat) send(w http.ResponseWriter, r *http.Request, user string) {
 		plain(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("The message is too long: at most %d KB of text.", maxText>>10))
 		return
 	}
-	var files, voice []*multipart.FileHeader
+	var attached, voice []*multipart.FileHeader
 	if r.MultipartForm != nil {
-		files, voice = r.MultipartForm.File["file"], r.MultipartForm.File["voice"]
+		attached, voice = r.MultipartForm.File["file"], r.MultipartForm.File["voice"]
 	}
-	if text == "" && len(files) == 0 && len(voice) == 0 {
+	if text == "" && len(attached) == 0 && len(voice) == 0 {
 		plain(w, http.StatusBadRequest, "The message is empty: type something, attach a file or record your voice.")
 		return
 	}
-	if len(voice) > 1 || (len(voice) == 1 && len(files) > 0) {
+	if len(voice) > 1 || (len(voice) == 1 && len(attached) > 0) {
 		plain(w, http.StatusBadRequest, "Send a voice recording on its own, one at a time.")
 		return
 	}
@@ -229,11 +230,14 @@ func (c *Chat) send(w http.ResponseWriter, r *http.Request, user string) {
 		}
 	}
 	var notes []string
-	for _, fh := range files {
-		note, saved := c.keepFile(r.Context(), key, fh)
+	for _, fh := range attached {
+		note, saved, image := c.keepFile(r.Context(), key, fh)
 		notes = append(notes, note)
 		if saved != "" {
 			you.Files = append(you.Files, saved)
+		}
+		if image {
+			pend.Inbound.Images = append(pend.Inbound.Images, saved)
 		}
 	}
 	if len(notes) > 0 {
@@ -281,24 +285,25 @@ func (c *Chat) accept(w http.ResponseWriter, r *http.Request, pend bridge.Pendin
 }
 
 // keepFile keeps a file the person attached in the chat's files and
-// returns the note the model reads about it, and its kept name.
-func (c *Chat) keepFile(ctx context.Context, key string, fh *multipart.FileHeader) (note, saved string) {
+// returns the note the model reads about it, its kept name and whether
+// it is a picture (which a model that reads images sees, llm.vision).
+func (c *Chat) keepFile(ctx context.Context, key string, fh *multipart.FileHeader) (note, saved string, image bool) {
 	name := path.Base(strings.ReplaceAll(fh.Filename, `\`, "/"))
 	if name == "" || name == "." || name == "/" {
 		name = "file"
 	}
 	if c.cfg.Files == nil {
-		return bridge.FileNotKept(name, "files are not kept in this setup"), ""
+		return bridge.FileNotKept(name, "files are not kept in this setup"), "", false
 	}
 	f, err := fh.Open()
 	if err != nil {
-		return bridge.FileNotKept(name, "it could not be read"), ""
+		return bridge.FileNotKept(name, "it could not be read"), "", false
 	}
 	defer f.Close()
 	saved, n, err := c.cfg.Files.Save(ctx, key, name, f)
 	if err != nil {
 		c.log.Warn("webui: could not keep a file a person sent", "file", name, "err", err)
-		return bridge.FileNotKept(name, err.Error()), ""
+		return bridge.FileNotKept(name, err.Error()), "", false
 	}
 	ctype := fh.Header.Get("Content-Type")
 	if t, _, err := mime.ParseMediaType(ctype); err != nil || t == "" {
@@ -306,7 +311,7 @@ func (c *Chat) keepFile(ctx context.Context, key string, fh *multipart.FileHeade
 	} else {
 		ctype = t
 	}
-	return bridge.FileNote(saved, ctype, n), saved
+	return bridge.FileNote(saved, ctype, n), saved, files.IsImage(ctype)
 }
 
 // keepVoice keeps a recording made on the page as a voice note, or

@@ -21,6 +21,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/webui"
 	"loadout/bridge/webui/webuitest"
+	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/httpd"
 	"loadout/store/storetest"
@@ -560,5 +561,35 @@ func TestAFileSentIsOfferedFromTheChatsFiles(t *testing.T) {
 		if status, b, _, _ := ana.Download(f.srv.URL, name); status != http.StatusOK || string(b) != want {
 			t.Fatalf("%s: %d %q", name, status, b)
 		}
+	}
+}
+
+// A picture attached goes to a model that reads images with its message
+// (llm.vision), read from the chat's files, as on Telegram.
+func TestAPictureAttachedIsSeenByTheModel(t *testing.T) {
+	ws, err := files.New(files.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := func(_ context.Context, chatKey, name string) (chat.Image, error) {
+		mime, data, err := ws.Image(chatKey, name, 5<<20)
+		return chat.Image{MIME: mime, Data: data}, err
+	}
+	f := newFixture(t, storetest.Options{Config: chat.Config{Images: images}}, webui.Config{}, bridge.Delivery{Files: ws})
+	ana := f.person(t, "telegram:42")
+	ana.Connect(t, f.srv.URL)
+	f.env.Model.Text("A cat.")
+	png := []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 32))
+	status, msg, err := ana.Post(f.srv.URL, "/chat/send", url.Values{"id": {"picture-0001"}, "text": {"what is this?"}},
+		map[string]map[string][]byte{"file": {"cat.png": png}})
+	if err != nil || status != http.StatusAccepted {
+		t.Fatalf("%d %q %v", status, msg, err)
+	}
+	waitFor(t, "the answer", hasAnswers(ana, "A cat."))
+	msgs := f.env.Model.Last(t).Messages
+	parts := msgs[len(msgs)-1].MultiContent
+	if len(parts) != 2 || !strings.Contains(parts[0].Text, "what is this?") || parts[1].ImageURL == nil ||
+		!strings.HasPrefix(parts[1].ImageURL.URL, "data:image/png;base64,") {
+		t.Fatalf("the message went as %+v", msgs[len(msgs)-1])
 	}
 }

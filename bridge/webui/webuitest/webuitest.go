@@ -15,10 +15,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -305,7 +307,7 @@ func (p *Person) Answers() []string {
 
 // Post sends a form (multipart when files are given: field → name →
 // content) and returns the status and the sentence answered.
-func (p *Person) Post(base, path string, form url.Values, files map[string]map[string][]byte) (int, string, error) {
+func (p *Person) Post(base, route string, form url.Values, files map[string]map[string][]byte) (int, string, error) {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for k, vs := range form {
@@ -317,9 +319,13 @@ func (p *Person) Post(base, path string, form url.Values, files map[string]map[s
 		for name, content := range fs {
 			h := textproto.MIMEHeader{}
 			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, field, name))
-			ctype := "application/octet-stream"
-			if field == "voice" {
+			// As a browser does: the type its name says.
+			ctype := mime.TypeByExtension(path.Ext(name))
+			switch {
+			case field == "voice":
 				ctype = "audio/webm"
+			case ctype == "":
+				ctype = "application/octet-stream"
 			}
 			h.Set("Content-Type", ctype)
 			w, _ := mw.CreatePart(h)
@@ -327,7 +333,7 @@ func (p *Person) Post(base, path string, form url.Values, files map[string]map[s
 		}
 	}
 	mw.Close()
-	req := p.Request(http.MethodPost, base, path, &body)
+	req := p.Request(http.MethodPost, base, route, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	resp, err := p.HTTP.Do(req)
 	if err != nil {
