@@ -32,6 +32,10 @@ type Declaration[C any] struct {
 	// credentials by their form, redacted wherever they appear inside a
 	// longer text, such as a URL with a token in its path.
 	Shapes []string
+	// SignedIn marks a channel whose people are signed in with the user
+	// key another channel gave them (the browser chat): its name
+	// prefixes chat keys but never a user key.
+	SignedIn bool
 	// Describe is how the start-up line names the enabled channel, such
 	// as "telegram (polling)"; nil says Name.
 	Describe func(C) string
@@ -58,6 +62,9 @@ type Env struct {
 	// state in tables of its own (Matrix's encryption keys); nil when
 	// the process gives none, and such a channel then refuses to build.
 	SQL *SQL
+	// Web tells a web channel who is signed in; nil when the web side
+	// is disabled (ui.enabled), and such a channel then refuses to build.
+	Web WebAuth
 }
 
 // SQL is the process's database as an SDK takes it: the connection
@@ -93,6 +100,9 @@ type Kind interface {
 	Describe(section any) string
 	// Shapes are the credential patterns of the Declaration.
 	Shapes() []string
+	// UserKeys reports whether the channel's name prefixes its people's
+	// user keys (false: Declaration.SignedIn).
+	UserKeys() bool
 	// Build builds the channel from its section.
 	Build(ctx context.Context, section any, env Env) (Channel, error)
 }
@@ -105,6 +115,7 @@ type kind[C any] struct{ d Declaration[C] }
 func (k kind[C]) Name() string             { return k.d.Name }
 func (k kind[C]) ConfigType() reflect.Type { return reflect.TypeFor[C]() }
 func (k kind[C]) Shapes() []string         { return k.d.Shapes }
+func (k kind[C]) UserKeys() bool           { return !k.d.SignedIn }
 
 func (k kind[C]) section(v any) C {
 	c, ok := v.(C)

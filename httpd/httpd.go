@@ -32,13 +32,46 @@ const maxHeaderBytes = 64 << 10
 // Server is the server for h within l, logging its own errors at debug.
 func Server(h http.Handler, l Limits, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           http.MaxBytesHandler(h, l.Body),
+		Handler:           capBody(h, l.Body),
 		ReadHeaderTimeout: l.ReadHeader,
 		ReadTimeout:       l.Read,
 		WriteTimeout:      l.Write,
 		IdleTimeout:       l.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+// rawBody is the context key under which capBody keeps a request's
+// uncapped body, for AllowBody.
+type rawBody struct{}
+
+// capBody caps every request's body at n bytes (413 beyond), keeping the
+// uncapped body for a route that takes more (AllowBody).
+func capBody(h http.Handler, n int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.WithContext(context.WithValue(r.Context(), rawBody{}, r.Body))
+		r2.Body = http.MaxBytesReader(w, r.Body, n)
+		h.ServeHTTP(w, r2)
+	})
+}
+
+// AllowBody lets a route that takes uploads read up to n bytes of r's
+// body instead of the server's cap (Limits.Body), and as long as read
+// takes from now instead of the server's read timeout. Call it before
+// reading the body; beyond n reading fails with *http.MaxBytesError.
+// On a request the server did not cap (a test's handler called
+// directly) it caps the body at n.
+func AllowBody(w http.ResponseWriter, r *http.Request, n int64, read time.Duration) {
+	raw, ok := r.Context().Value(rawBody{}).(io.ReadCloser)
+	if !ok {
+		raw = r.Body
+	}
+	r.Body = http.MaxBytesReader(w, raw, n)
+	if read > 0 {
+		// Not every ResponseWriter can (a recorder): the server's
+		// timeout then stands.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(read))
 	}
 }
 

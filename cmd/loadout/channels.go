@@ -12,6 +12,7 @@ import (
 	"loadout/bridge/matrix"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
+	"loadout/bridge/webui"
 	"loadout/config"
 	"loadout/store"
 )
@@ -28,6 +29,7 @@ func channelKinds() []bridge.Kind {
 		discord.Kind(),
 		matrix.Kind(),
 		email.Kind(),
+		webui.Kind(),
 	}
 }
 
@@ -105,7 +107,10 @@ func channelShapes() []string {
 // channelNames lists the channels' names, the last after "and" or "or":
 // "telegram, slack or discord".
 func channelNames(suffix, last string) string {
-	kinds := channelKinds()
+	return joinNames(channelKinds(), suffix, last)
+}
+
+func joinNames(kinds []bridge.Kind, suffix, last string) string {
 	names := make([]string, len(kinds))
 	for i, k := range kinds {
 		names[i] = k.Name() + suffix
@@ -118,8 +123,17 @@ func channelNames(suffix, last string) string {
 
 // exampleUser shows the prefixes of a person's key in the channels:
 // "telegram:…, slack:… or discord:…", each followed by the person's id
-// in that channel.
-func exampleUser() string { return channelNames(":…", "or") }
+// in that channel. A channel whose people sign in with another's key
+// (the browser chat) gives none.
+func exampleUser() string {
+	var kinds []bridge.Kind
+	for _, k := range channelKinds() {
+		if k.UserKeys() {
+			kinds = append(kinds, k)
+		}
+	}
+	return joinNames(kinds, ":…", "or")
+}
 
 // noChannels is what serve says when no channel is enabled.
 func noChannels() string {
@@ -144,7 +158,7 @@ func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
 		if err != nil {
 			return nil, err
 		}
-		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux, SQL: db}
+		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux, SQL: db, Web: a.web}
 		c, err := k.Build(ctx, a.cfg.section(k), env)
 		if err != nil {
 			return nil, err

@@ -68,7 +68,9 @@ func TestEveryChannelsSecretsAndShapesAreRedacted(t *testing.T) {
 					leaks = append(leaks, v)
 				}
 			}
-			if len(k.Shapes()) == 0 {
+			// A channel with no credentials of its own (the browser
+			// chat: the web side's sessions hold them) has none to shape.
+			if len(k.Shapes()) == 0 && len(credentials) > 0 {
 				t.Errorf("%s declares no token shape", k.Name())
 			}
 			for _, shape := range k.Shapes() {
