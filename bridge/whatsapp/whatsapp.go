@@ -27,8 +27,8 @@ package whatsapp
 
 import (
 	"cmp"
-	"fmt"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
