@@ -73,11 +73,11 @@ func (a *Adapter) keepMedia(ctx context.Context, key, kind string, f *mediaRef) 
 		if err != nil {
 			return err
 		}
-		if info.Size > MaxMedia {
+		if int64(info.Size) > a.cfg.maxMedia {
 			return fmt.Errorf("%w (%d bytes stated)", bridge.ErrTooLarge, info.Size)
 		}
 		mimeType = info.MimeType
-		body, err := a.api.download(ctx, info.URL, MaxMedia)
+		body, err := a.api.download(ctx, info.URL, a.cfg.maxMedia)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (a *Adapter) keepMedia(ctx context.Context, key, kind string, f *mediaRef) 
 	})
 	switch {
 	case errors.Is(err, bridge.ErrTooLarge):
-		return bridge.FileNotKept(name, fmt.Sprintf("it is larger than %d MB", MaxMedia>>20)), "", ""
+		return bridge.FileNotKept(name, fmt.Sprintf("it is larger than %s", megabytes(a.cfg.maxMedia))), "", ""
 	case err != nil:
 		a.log.Error("whatsapp: a file a person sent could not be downloaded; they are told", "file", name, "err", err)
 		return "", "", fmt.Sprintf(TextMediaFailed, name)
@@ -97,6 +97,14 @@ func (a *Adapter) keepMedia(ctx context.Context, key, kind string, f *mediaRef) 
 		image = saved
 	}
 	return bridge.FileNote(saved, mimeType, size), image, ""
+}
+
+// megabytes renders a limit for people: "100 MB", or bytes below one.
+func megabytes(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func cmpOr(v ...string) string {
@@ -161,7 +169,7 @@ func (a *Adapter) downloadVoice(ctx context.Context, u string) (io.ReadCloser, e
 	var body io.ReadCloser
 	err := a.downloadPolicy().Do(ctx, final, func(ctx context.Context) error {
 		var err error
-		body, err = a.api.download(ctx, u, MaxMedia)
+		body, err = a.api.download(ctx, u, a.cfg.maxMedia)
 		return err
 	})
 	return body, err

@@ -30,7 +30,7 @@ func (a *Adapter) takeVoice(ctx context.Context, key, msgID string, f *mediaRef)
 	if name == "" {
 		name = "voice-" + shortID(msgID) + ".ogg"
 	}
-	note, reply = a.pipe.KeepVoice(ctx, a.cfg.Files, key, name, 0, MaxMedia, func(ctx context.Context) (io.ReadCloser, error) {
+	note, reply = a.pipe.KeepVoice(ctx, a.cfg.Files, key, name, 0, a.cfg.maxMedia, func(ctx context.Context) (io.ReadCloser, error) {
 		return a.downloadVoice(ctx, info.URL)
 	})
 	return note, reply, true

@@ -101,9 +101,11 @@ type Config struct {
 	// 24-hour window is closed; empty sends none.
 	ReengageTemplate string `yaml:"reengage_template"`
 
-	// sleep waits out retries; now is the clock. Tests replace them.
-	sleep func(ctx context.Context, d time.Duration) error
-	now   func() time.Time
+	// sleep waits out retries; now is the clock; maxMedia is MaxMedia.
+	// Tests replace them.
+	sleep    func(ctx context.Context, d time.Duration) error
+	now      func() time.Time
+	maxMedia int64
 }
 
 // Kind declares the channel for cmd's list of channels: the section
@@ -171,6 +173,9 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	}
 	if cfg.now == nil {
 		cfg.now = time.Now
+	}
+	if cfg.maxMedia <= 0 {
+		cfg.maxMedia = MaxMedia
 	}
 	log := cfg.Logger.With("channel", "whatsapp")
 	a := &Adapter{cfg: cfg, router: router, store: st, log: log, allow: map[string]bool{},

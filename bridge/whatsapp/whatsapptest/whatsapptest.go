@@ -152,6 +152,13 @@ func (s *Server) Webhook(url string) {
 	s.webhook = url
 }
 
+// WebhookURL is where the people's side posts.
+func (s *Server) WebhookURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.webhook
+}
+
 // Secret makes the fake sign with another app secret (a forger's).
 func (s *Server) Secret(secret string) {
 	s.mu.Lock()
