@@ -42,23 +42,27 @@ func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
 }
 
 // deliver sends m, a message whose text is md, unless the window is
-// closed; then it holds held.
+// closed; then it holds md. The chat's states are held meanwhile, so
+// that news of the message (a failed status) waits until the message
+// is in the chat's record.
 func (a *Adapter) deliver(ctx context.Context, r route, md string, m map[string]any) error {
 	open, err := a.open(ctx, r)
 	if err != nil {
 		return err
 	}
+	unlock := a.lock(r.To)
+	defer unlock()
 	if !open {
-		return a.hold(ctx, r.To, md)
+		return a.holdLocked(ctx, r.To, md)
 	}
 	id, err := a.api.message(ctx, r.To, m)
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.Code == codeWindow {
-		return a.hold(ctx, r.To, md)
+		return a.holdLocked(ctx, r.To, md)
 	}
 	if err != nil {
 		return err
 	}
-	a.record(ctx, r.To, sentPart{ID: id, Text: md, Try: 1})
+	a.recordLocked(ctx, r.To, sentPart{ID: id, Text: md, Try: 1})
 	return nil
 }
 
