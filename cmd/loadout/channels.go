@@ -11,6 +11,7 @@ import (
 	"loadout/bridge/matrix"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
+	"loadout/bridge/whatsapp"
 	"loadout/config"
 	"loadout/store"
 )
@@ -26,6 +27,7 @@ func channelKinds() []bridge.Kind {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		whatsapp.Kind(),
 	}
 }
 
