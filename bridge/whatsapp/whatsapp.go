@@ -101,11 +101,12 @@ type Config struct {
 	// 24-hour window is closed; empty sends none.
 	ReengageTemplate string `yaml:"reengage_template"`
 
-	// sleep waits out retries; now is the clock; maxMedia is MaxMedia.
-	// Tests replace them.
+	// sleep waits out retries; now is the clock; maxMedia is MaxMedia;
+	// unpaced lifts the pacing. Tests set them.
 	sleep    func(ctx context.Context, d time.Duration) error
 	now      func() time.Time
 	maxMedia int64
+	unpaced  bool
 }
 
 // Kind declares the channel for cmd's list of channels: the section
@@ -190,7 +191,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	d := cfg.Delivery
 	d.Logger = log
 	a.pipe = bridge.NewPipeline(d.Pipeline(bridge.PipelineConfig{
-		Channel: "whatsapp", Inbox: st, Handler: router, Outlet: a, Pacing: pacing(),
+		Channel: "whatsapp", Inbox: st, Handler: router, Outlet: a, Pacing: pacing(cfg.unpaced),
 	}))
 	return a
 }
@@ -198,7 +199,10 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 // pacing keeps within WhatsApp's published limits: 80 messages a second
 // for a business number, and to one person about one every six seconds
 // with bursts of up to 45 (the "pair rate limit").
-func pacing() bridge.Pacing {
+func pacing(off bool) bridge.Pacing {
+	if off {
+		return bridge.Pacing{}
+	}
 	return bridge.Pacing{Global: 80, GlobalBurst: 80, PerChat: func(rt any) (string, rate.Limit, int) {
 		r, ok := rt.(route)
 		if !ok {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -566,3 +567,24 @@ func TestRejectedTokenNamesTheKey(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// A file is fetched only through its media id: a URL written into the
+// message is never read, so the access token cannot be sent to a server
+// the sender names.
+func TestMediaURLInAMessageIsNeverFetched(t *testing.T) {
+	var hits atomic.Int32
+	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte("gotcha"))
+	}))
+	defer trap.Close()
+	r := newRig(t, storetest.Options{}, func(c *Config) { c.Files = workspace(t) })
+	r.wa.Send(t, whatsapptest.Message{From: ana, Type: "image", Raw: map[string]any{"id": "404404", "mime_type": "image/png",
+		"url": trap.URL + "/steal", "link": trap.URL + "/steal"}})
+	if got := r.texts(ana, 1); !strings.Contains(got[0], "couldn't download your file") {
+		t.Fatalf("told %q", got)
+	}
+	if hits.Load() != 0 {
+		t.Fatal("the URL in the message was fetched")
+	}
+}
