@@ -52,8 +52,12 @@ func (c Config) Check(ch *config.Checker) {
 	if c.VerifyToken == "" {
 		ch.Bad("verify_token", "is required: the string you enter as the webhook's verify token in the App Dashboard")
 	}
-	if c.WebhookPath != "" && (!strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, " {}")) {
-		ch.Bad("webhook_path", "must be a path starting with /, got %q", c.WebhookPath)
+	switch p := c.WebhookPath; {
+	case p == "":
+	case !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, " {}?#"):
+		ch.Bad("webhook_path", "must be a path starting with / and not ending with one, got %q", p)
+	case p == "/healthz" || p == "/readyz" || p == "/metrics" || strings.HasPrefix(p, "/debug/"):
+		ch.Bad("webhook_path", "%q is one of loadout's own endpoints; choose another path", p)
 	}
 	ch.URL("api_url", c.APIURL)
 	for _, n := range c.AllowedNumbers {

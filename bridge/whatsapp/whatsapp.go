@@ -262,9 +262,18 @@ func (a *Adapter) Run(ctx context.Context) error {
 	return nil
 }
 
-// Mount serves the webhook on the process's HTTP server.
+// Mount serves the webhook (GET for the handshake, POST for
+// notifications) on the process's HTTP server. A path another endpoint
+// holds already is logged, and the webhook not served.
 func (a *Adapter) Mount(mux *http.ServeMux) {
-	mux.Handle(a.cfg.WebhookPath, a)
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("whatsapp: whatsapp.webhook_path is taken by another endpoint, so the webhook is not served; choose another path",
+				"path", a.cfg.WebhookPath, "err", fmt.Sprint(r))
+		}
+	}()
+	mux.Handle("GET "+a.cfg.WebhookPath, a)
+	mux.Handle("POST "+a.cfg.WebhookPath, a)
 }
 
 // route is where an answer goes; the pipeline stores it, as JSON, with

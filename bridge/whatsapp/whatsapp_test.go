@@ -588,3 +588,24 @@ func TestMediaURLInAMessageIsNeverFetched(t *testing.T) {
 		t.Fatal("the URL in the message was fetched")
 	}
 }
+
+// A webhook path another endpoint holds is logged with its key, not a
+// crash at start; the process's own endpoints are refused by Check.
+func TestWebhookPathTakenIsLoggedNotACrash(t *testing.T) {
+	logs := &chattest.LogBuffer{}
+	env := storetest.NewEnv(t, storetest.Options{})
+	cfg := testConfig(whatsapptest.New(t), bridge.Delivery{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	cfg.WebhookPath = "/healthz"
+	a := New(cfg, bridge.NewRouter(env.Engine, "loadout"), env.Store)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(http.ResponseWriter, *http.Request) {})
+	a.Mount(mux)
+	if !strings.Contains(logs.String(), "whatsapp.webhook_path is taken") {
+		t.Fatalf("logged %q", logs.String())
+	}
+	ch := &config.Checker{Section: "whatsapp"}
+	cfg.Check(ch)
+	if errs := ch.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "whatsapp.webhook_path") {
+		t.Fatalf("check: %v", errs)
+	}
+}
