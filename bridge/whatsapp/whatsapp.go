@@ -137,7 +137,7 @@ type Adapter struct {
 	allow  map[string]bool
 	log    *slog.Logger
 	api    *graph
-	// refused are the numbers already told they are not allowed.
+	// refusals remembers the numbers already told they are not allowed.
 	refusals *bridge.Allowlist
 
 	mu    sync.Mutex

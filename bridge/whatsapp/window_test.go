@@ -199,3 +199,20 @@ func TestVoiceNoteWithoutVoice(t *testing.T) {
 		t.Fatalf("told %q", got)
 	}
 }
+
+// A question outside the window is held with the commands that answer
+// it: buttons cannot go out, the request's code can.
+func TestQuestionOutsideTheWindowIsHeldWithItsCommands(t *testing.T) {
+	r := newRig(t, storetest.Options{}, nil)
+	old := route{To: bea, At: time.Now().Add(-30 * time.Hour).Unix()}
+	if err := r.a.Ask(context.Background(), old, "Delete the archive?", "k7f2abcdef", "whatsapp:"+bea); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.wa.Sent(bea)); n != 0 {
+		t.Fatalf("%d messages sent outside the window", n)
+	}
+	h, err := r.a.held(context.Background(), bea)
+	if err != nil || len(h.Parts) != 1 || !strings.Contains(h.Parts[0], "Delete the archive?") || !strings.Contains(h.Parts[0], "/approve #k7f2") {
+		t.Fatalf("held %+v (%v)", h, err)
+	}
+}
