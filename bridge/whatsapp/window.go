@@ -110,7 +110,35 @@ func (a *Adapter) opened(ctx context.Context, r route) error {
 		return err
 	}
 	a.log.Info("whatsapp: the person wrote again; the answers held while the window was closed are sent", "to", "+"+r.To, "count", len(h.Parts))
-	return a.store.SetState(ctx, stateHeld+r.To, "")
+	// What another process held meanwhile stays for the next time.
+	now, err := a.held(ctx, r.To)
+	if err != nil {
+		return err
+	}
+	rest := held{Parts: without(now.Parts, h.Parts)}
+	v := ""
+	if len(rest.Parts) > 0 {
+		b, _ := json.Marshal(rest)
+		v = string(b)
+	}
+	return a.store.SetState(ctx, stateHeld+r.To, v)
+}
+
+// without is parts less the ones given (each once).
+func without(parts, given []string) []string {
+	left := map[string]int{}
+	for _, g := range given {
+		left[g]++
+	}
+	var out []string
+	for _, p := range parts {
+		if left[p] > 0 {
+			left[p]--
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func (a *Adapter) held(ctx context.Context, to string) (held, error) {
