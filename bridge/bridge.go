@@ -84,6 +84,9 @@ func NewRouter(engine *chat.Engine, name string) *Router {
 	r.Register(Command{Name: "status", Help: "show this conversation's size, loaded tool groups, token use and what waits for your approval", Run: r.status})
 	r.Register(Command{Name: "approve", Help: "let me go ahead with what I asked you to approve", Reply: r.decide(true)})
 	r.Register(Command{Name: "deny", Help: "stop what I asked you to approve", Reply: r.decide(false)})
+	r.Register(Command{Name: "always", Args: "#code", Help: "approve, and always allow what the question showed, from now on", Reply: r.always})
+	r.Register(Command{Name: "rules", Args: "[remove #code]", Help: "list your rules (what I may do without asking), or remove one", Run: r.rules})
+	r.Register(Command{Name: "audit", Help: "list the recent decisions on what I did or wanted to do here", Run: r.audit})
 	return r
 }
 
@@ -93,6 +96,28 @@ func (r *Router) decide(approve bool) func(ctx context.Context, in chat.Inbound,
 	return func(ctx context.Context, in chat.Inbound, args string) (chat.Reply, error) {
 		return r.engine.Decide(ctx, in, strings.TrimSpace(args), approve)
 	}
+}
+
+// always answers /always #code, which the "Always allow" buttons send too.
+func (r *Router) always(ctx context.Context, in chat.Inbound, args string) (chat.Reply, error) {
+	return r.engine.Always(ctx, in, strings.TrimSpace(args))
+}
+
+// rules answers /rules and /rules remove #code.
+func (r *Router) rules(ctx context.Context, in chat.Inbound, args string) (string, error) {
+	verb, rest, _ := strings.Cut(strings.TrimSpace(args), " ")
+	switch strings.ToLower(verb) {
+	case "":
+		return r.engine.RulesText(ctx, in)
+	case "remove", "delete":
+		return r.engine.RemoveRule(ctx, in, rest)
+	}
+	return "Use /rules to list your rules, or /rules remove #code to remove one.", nil
+}
+
+// audit answers /audit.
+func (r *Router) audit(ctx context.Context, in chat.Inbound, _ string) (string, error) {
+	return r.engine.AuditText(ctx, in)
 }
 
 // Answerable reports whether userKey may answer approval id of chatKey

@@ -92,15 +92,15 @@ type Indicator interface {
 	Working(ctx context.Context, route any) (stop func())
 }
 
-// Asker is an optional Outlet feature: it sends the last part of an
-// answer that asks the person to approve a call (approval id) as a
-// message of its own, never an edit of text the model wrote, with
-// Approve and Deny buttons that only user (the asker's user key) may
-// use, each labelled with the approval's code (chat.CodeOf), and the
-// code in the text (AskLine). Without it the part goes out with
-// AskHint.
+// Asker is an optional Outlet feature: it sends a part of an answer
+// that asks the person to approve a call (q) as a message of its own,
+// never an edit of text the model wrote, with Approve and Deny buttons
+// that only user (the asker's user key) may use, each labelled with the
+// approval's code (chat.CodeOf), and, when q.Always is set, an "Always
+// allow" button that sends /always; the code is in the text (AskLine).
+// Without it the part goes out with AskHint.
 type Asker interface {
-	Ask(ctx context.Context, route any, part, id, user string) error
+	Ask(ctx context.Context, route any, part string, q Question, user string) error
 }
 
 // TextNotYours answers a press of Approve or Deny by anyone but the
@@ -109,15 +109,21 @@ const TextNotYours = "Only the person who asked can answer this."
 
 // AskHint ends a question sent by a channel without buttons: the
 // commands that answer it, with its code.
-func AskHint(id string) string {
-	code := chat.CodeOf(id)
+func AskHint(q Question) string {
+	code := chat.CodeOf(q.ID)
+	if q.Always != "" {
+		return fmt.Sprintf("\n\nAnswer /approve %s to go ahead, /always %s to always allow it, or /deny %s to stop.", code, code, code)
+	}
 	return fmt.Sprintf("\n\nAnswer /approve %s to go ahead or /deny %s to stop.", code, code)
 }
 
 // AskLine ends a question sent with buttons: its code, which the buttons
 // carry too, so the person can tell it from a question the model wrote.
-func AskLine(id string) string {
-	code := chat.CodeOf(id)
+func AskLine(q Question) string {
+	code := chat.CodeOf(q.ID)
+	if q.Always != "" {
+		return fmt.Sprintf("\n\nRequest %s — the buttons below answer it (or /approve %s, /always %s, /deny %s).", code, code, code, code)
+	}
 	return fmt.Sprintf("\n\nRequest %s — the buttons below answer it (or /approve %s, /deny %s).", code, code, code)
 }
 

@@ -171,7 +171,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			return p.failed(ctx, out, it, route, err, log)
 		}
 		// The question's buttons go with the answer's last part.
-		ans := Answer{Parts: out.Split(capText(reply.Text, p.cfg.MaxReply)), Ask: reply.Ask}
+		ans := answerOf(out, reply, p.cfg.MaxReply)
 		if _, _, command := ParseCommand(it.Inbound.Text); answered && !command && p.cfg.Voice != nil && p.cfg.Voice.Aloud(it.Voice != nil) {
 			ans.Speech = reply.Text
 		}
@@ -204,10 +204,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			if i == 0 {
 				draft = it.Draft
 			}
-			ask := ""
-			if i == len(it.Parts)-1 {
-				ask = it.Ask
-			}
+			ask := it.AskFor(i)
 			err = p.send(context.WithValue(ctx, partKey{}, fmt.Sprintf("%s:%s:%d", p.cfg.Channel, it.ID, i)), out, route, draft, it.Parts[i], ask, it.Inbound.UserKey)
 			if ctx.Err() == nil {
 				p.cfg.Observer.Sent(p.cfg.Channel, err == nil)
@@ -337,7 +334,7 @@ func (p *Pipeline) quarantine(ctx context.Context, out Outlet, it Item, route an
 
 // send sends one part once the channel's pacing lets it go; with a
 // draft, the part replaces it.
-func (p *Pipeline) send(ctx context.Context, out Outlet, route any, draft []byte, part, ask, user string) error {
+func (p *Pipeline) send(ctx context.Context, out Outlet, route any, draft []byte, part string, ask *Question, user string) error {
 	if err := p.pace.wait(ctx, route); err != nil {
 		return err
 	}
@@ -352,18 +349,34 @@ func (p *Pipeline) send(ctx context.Context, out Outlet, route any, draft []byte
 		context.AfterFunc(sctx, func() { t.Stop() })
 	})
 	defer stop()
-	if ask != "" {
+	if ask != nil {
 		// The question is a message of its own: a draft the model's
 		// text streamed into stays as that text.
 		if a, ok := out.(Asker); ok {
-			return a.Ask(sctx, route, part, ask, user)
+			return a.Ask(sctx, route, part, *ask, user)
 		}
-		return out.Send(sctx, route, part+AskHint(ask))
+		return out.Send(sctx, route, part+AskHint(*ask))
 	}
 	if dr, ok := out.(Drafter); ok && draft != nil {
 		return dr.Replace(sctx, route, draft, part)
 	}
 	return out.Send(sctx, route, part)
+}
+
+// answerOf is the answer a reply makes: its text, then each question
+// that has its own text, each question on the last part of its text.
+func answerOf(out Outlet, reply chat.Reply, maxReply int) Answer {
+	ans := Answer{Parts: out.Split(capText(reply.Text, maxReply))}
+	for _, a := range reply.Asks {
+		if a.Text != "" {
+			ans.Parts = append(ans.Parts, out.Split(capText(a.Text, maxReply))...)
+		}
+		ans.Asks = append(ans.Asks, Question{Part: len(ans.Parts) - 1, ID: a.ID, Always: a.Always})
+	}
+	if len(reply.Asks) == 0 && reply.Ask != "" {
+		ans.Asks = []Question{{Part: len(ans.Parts) - 1, ID: reply.Ask}}
+	}
+	return ans
 }
 
 type partKey struct{}
@@ -411,7 +424,7 @@ func (p *Pipeline) tell(ctx context.Context, out Outlet, route any, draft []byte
 		return
 	}
 	for _, part := range out.Split(text) {
-		err := p.send(ctx, out, route, draft, part, "", "")
+		err := p.send(ctx, out, route, draft, part, nil, "")
 		draft = nil
 		if err != nil {
 			log.Error("delivery: could not tell the person", "err", err)

@@ -2,6 +2,8 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"time"
 
 	"loadout/chat"
@@ -36,9 +38,10 @@ type Pending struct {
 type Answer struct {
 	// Parts are the messages, in order.
 	Parts []string
-	// Ask is the approval the last part asks for: the channel shows
-	// Approve and Deny with it (an Asker), or the commands (AskHint).
-	Ask string
+	// Asks are the approvals parts ask for: the channel shows Approve
+	// and Deny (and "Always allow" where offered) with each (an Asker),
+	// or the commands (AskHint).
+	Asks []Question
 	// Speech, when set, is the answer's text read aloud: one more part,
 	// sent after Parts through the channel's Speaker.
 	Speech string
@@ -134,4 +137,52 @@ type InboxStat struct {
 	Channel string
 	Open    int
 	Oldest  time.Time
+}
+
+// Question is an approval a part of an answer asks for.
+type Question struct {
+	// Part is the index, in Answer.Parts, of the part that asks.
+	Part int `json:"part"`
+	// ID is the approval's id.
+	ID string `json:"id"`
+	// Always is the scope "Always allow" takes, as the person reads it;
+	// "" when it is not offered.
+	Always string `json:"always,omitempty"`
+}
+
+// AskFor is the question part i asks, nil for none.
+func (a Answer) AskFor(i int) *Question {
+	for j := range a.Asks {
+		if a.Asks[j].Part == i {
+			return &a.Asks[j]
+		}
+	}
+	return nil
+}
+
+// EncodeAsks is the form an inbox keeps an answer's questions in: ""
+// for none, else JSON.
+func EncodeAsks(asks []Question) string {
+	if len(asks) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(asks)
+	return string(b)
+}
+
+// DecodeAsks reads what EncodeAsks wrote for an answer of parts parts.
+// An inbox written before questions were kept this way holds one
+// approval id, which the last part asks.
+func DecodeAsks(s string, parts int) []Question {
+	switch {
+	case s == "":
+		return nil
+	case strings.HasPrefix(s, "["):
+		var asks []Question
+		if json.Unmarshal([]byte(s), &asks) == nil {
+			return asks
+		}
+		return nil
+	}
+	return []Question{{Part: parts - 1, ID: s}}
 }

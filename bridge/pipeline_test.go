@@ -715,7 +715,7 @@ func TestPipelineMarksTasksUnattendedAndAsksWithoutButtons(t *testing.T) {
 	if !seen["test:task:7:1700000000"] || seen["test:ev1"] {
 		t.Fatalf("unattended = %v", seen)
 	}
-	if got[1] != "A:Approve this?"+bridge.AskHint("abc") || !strings.Contains(got[1], "/approve #abc") {
+	if got[1] != "A:Approve this?"+bridge.AskHint(bridge.Question{ID: "abc"}) || !strings.Contains(got[1], "/approve #abc") {
 		t.Fatalf("question sent as %q", got[1])
 	}
 }

@@ -181,7 +181,7 @@ func (p *Pipeline) listen(ctx context.Context, out Outlet, it *Item, route any, 
 		p.cfg.Voice.Heard(it.Inbound.ChatKey, *v)
 	}
 	if p.cfg.Voice.Echo() && !v.Echoed {
-		if err := p.send(ctx, out, route, nil, echoText(v), "", it.Inbound.UserKey); err != nil && ctx.Err() == nil {
+		if err := p.send(ctx, out, route, nil, echoText(v), nil, it.Inbound.UserKey); err != nil && ctx.Err() == nil {
 			log.Warn("delivery: could not send a voice note's transcript back (voice.echo)", "err", err)
 		}
 		if ctx.Err() != nil {

@@ -146,9 +146,9 @@ type Store interface {
 	// tools.Setting constants.
 	ChatSettings(ctx context.Context, chatKey string) (map[string]string, error)
 
-	// Hold is Append for a round with a call held for approval: the
-	// round and the approval are stored in one transaction.
-	Hold(ctx context.Context, sessionID int64, msgs []Message, usage Usage, a Approval) error
+	// Hold is Append for a round with calls held for approval: the
+	// round and its approvals are stored in one transaction.
+	Hold(ctx context.Context, sessionID int64, msgs []Message, usage Usage, asks []Approval) error
 	// Approval returns the chat's approval whose id is ref, or for a
 	// shorter ref (an approval's Code) the newest whose id begins with
 	// it. ErrNotFound when there is none.
@@ -157,11 +157,31 @@ type Store interface {
 	// the event that did it, and reports whether it was still in from.
 	Decide(ctx context.Context, id, from, to, event string) (bool, error)
 	// Resolve records the result of a held call in place of its pending
-	// tool message.
-	Resolve(ctx context.Context, sessionID int64, callID string, m Message) error
+	// tool message, and the decision on it in the audit trail, in one
+	// transaction.
+	Resolve(ctx context.Context, sessionID int64, callID string, m Message, entry AuditEntry) error
 	// PendingApprovals returns the chat's approvals still waiting, newest
 	// first.
 	PendingApprovals(ctx context.Context, chatKey string) ([]Approval, error)
+	// Batch returns the approvals asked in one question (Approval.Batch),
+	// in the order they were asked.
+	Batch(ctx context.Context, chatKey, batch string) ([]Approval, error)
+
+	// Rules returns the person's own rules (tools.Rule.Owner), oldest
+	// first.
+	Rules(ctx context.Context, userKey string) ([]tools.Rule, error)
+	// AddRule keeps a person's rule.
+	AddRule(ctx context.Context, r tools.Rule) error
+	// RemoveRule removes the person's rule with code, and reports
+	// whether there was one.
+	RemoveRule(ctx context.Context, userKey, code string) (bool, error)
+
+	// Audit appends decisions to the audit trail. The trail is never
+	// changed: an entry for a call already recorded is dropped.
+	Audit(ctx context.Context, entries ...AuditEntry) error
+	// AuditLog returns the chat's newest decisions, newest first: all of
+	// them when userKey is "", else those on that person's calls.
+	AuditLog(ctx context.Context, chatKey, userKey string, limit int) ([]AuditEntry, error)
 }
 
 // Approval statuses.
@@ -195,6 +215,51 @@ type Approval struct {
 	DecidedBy string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Batch is the id of the first approval asked in the same question:
+	// the calls of one answer are asked together and decided one by
+	// one, and the turn carries on once all are.
+	Batch string
+	// Offer is the scope an "Always allow" of this call would take, nil
+	// when none is offered (tools.Offer).
+	Offer *tools.Scope
+}
+
+// Decisions of the audit trail.
+const (
+	AuditApproved      = "approved"
+	AuditDenied        = "denied"
+	AuditExpired       = "expired"
+	AuditCancelled     = "cancelled"
+	AuditAllowedByRule = "allowed_by_rule"
+	AuditDeniedByRule  = "denied_by_rule"
+)
+
+// AuditEntry is one decision on a call, as the audit trail keeps it.
+type AuditEntry struct {
+	At time.Time
+	// ChatKey is the chat; UserKey the person whose turn made the call.
+	ChatKey string
+	UserKey string
+	// SessionID and CallID name the call: the trail keeps one decision
+	// per call.
+	SessionID int64
+	CallID    string
+	Tool      string
+	Summary   string
+	// ArgsHash is the SHA-256 of the call's stored arguments, in hex.
+	ArgsHash string
+	// Tainted: the turn had read untrusted content.
+	Tainted bool
+	// Decision is one of the Audit constants; Rule the code of the rule
+	// that made it, if one did.
+	Decision string
+	Rule     string
+	// DecidedBy is the person who answered; "" for a rule, an expiry or
+	// a cleared conversation.
+	DecidedBy string
+	// Outcome is "ran", "failed: <code>" or "interrupted" for a call
+	// that was let through, "" for one that was not.
+	Outcome string
 }
 
 // Inbound is one message from a person.
@@ -223,7 +288,8 @@ type Inbound struct {
 	// sees them.
 	Images []string
 	// Unattended marks a turn nobody waits on (a scheduled task's run):
-	// a call that needs approval is refused instead of asked.
+	// a call that needs approval is held and asked in the chat, like any
+	// other, and the run carries on when its owner answers.
 	Unattended bool
 	// Tainted starts the turn as having read untrusted content: the
 	// turn an approval's answer carries on, when the turn that asked
@@ -253,10 +319,24 @@ var (
 // Reply is the engine's answer to an Inbound.
 type Reply struct {
 	Text string
-	// Ask is the id of the approval the reply asks for; the channel shows
-	// Approve and Deny with it, and its Code (see CodeOf). Text is then
-	// the question as the person reads it.
+	// Ask is the id of the approval the reply asks for (the first, when
+	// it asks several); the channel shows Approve and Deny with it, and
+	// its Code (see CodeOf).
 	Ask string
+	// Asks are all the approvals the reply asks for, in order. With one
+	// whose Text is "", Text is its question. Otherwise Text opens them
+	// and each is a message of its own, with its own buttons.
+	Asks []Asked
 	// Usage is what the turn's model calls cost.
 	Usage Usage
+}
+
+// Asked is one approval a reply asks for.
+type Asked struct {
+	ID string
+	// Text is its own question, "" when the reply's Text is.
+	Text string
+	// Always is the scope "Always allow" takes, as the person reads it;
+	// "" when it is not offered.
+	Always string
 }

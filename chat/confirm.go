@@ -1,11 +1,15 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,61 +29,130 @@ const (
 	codeInterrupted  = "interrupted"
 	codeOneAtATime   = "one_at_a_time"
 	codeChanged      = "changed_since_approved"
+	codeDeniedByRule = "denied_by_rule"
+	msgNoAlways      = "Request %s cannot be always allowed: it reaches nothing narrower than the whole tool. Answer /approve %s to allow it this once."
 	defaultConfirmIn = 10 * time.Minute
 )
 
-// gate holds, in the executor, every call the policy says the person must
-// approve: it does not run, and its result carries the summary the person
-// will read. An approved call passes when its arguments still say what
-// was approved; an unattended turn is refused.
-func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in tools.Input) (tools.Result, bool) {
+// rulesKey carries, in a round's context, the rules that decide its
+// calls: the operator's and the person's.
+type rulesKey struct{}
+
+// gate holds, in the executor, every call the policy and the rules say
+// the person must approve: it does not run, and its result carries the
+// summary the person will read. A call a deny rule covers is refused; one
+// an allow rule covers runs without a question, unless the turn read
+// untrusted content and the rule does not say even_after_untrusted. An
+// approved call passes when its arguments still say what was approved.
+// A scheduled run's call is held like any other: its owner is asked in
+// the chat.
+func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in tools.Input) (tools.Result, bool, func(tools.Result)) {
 	caller := tools.CallerFrom(ctx)
 	if caller.Approved == c.ID && c.ID != "" {
 		if s := tools.Summary(ctx, d, in); s != caller.ApprovedSummary {
 			te := &tools.Error{Code: codeChanged,
 				Message:    fmt.Sprintf("Not done: what this would do has changed since the person approved it. Approved: %s. Now: %s.", caller.ApprovedSummary, s),
 				Suggestion: "Tell the person; they can ask again if they still want it."}
-			return tools.Result{Status: tools.StatusError, Code: te.Code, Content: te.JSON()}, true
+			return tools.Result{Status: tools.StatusError, Code: te.Code, Content: te.JSON()}, true, nil
 		}
-		return tools.Result{}, false
+		return tools.Result{}, false, nil
 	}
-	if !e.cfg.Confirm.Needs(ctx, d, in.Value, caller.Tainted) {
-		return tools.Result{}, false
+	facets := tools.FacetsOf(in.JSON)
+	rules, _ := ctx.Value(rulesKey{}).([]tools.Rule)
+	rule, ruled := tools.Judge(rules, d.Name, facets)
+	record := func(decision string, res *tools.Result) {
+		entry := AuditEntry{ChatKey: caller.ChatKey, UserKey: caller.UserKey, SessionID: caller.SessionID, CallID: c.ID,
+			Tool: d.Name, Summary: tools.Summary(ctx, d, in), ArgsHash: argsHash(in.JSON), Tainted: caller.Tainted,
+			Decision: decision, Rule: rule.Code}
+		if res != nil {
+			entry.Outcome = outcome(*res)
+		}
+		if err := e.store.Audit(context.WithoutCancel(ctx), entry); err != nil {
+			e.cfg.Logger.Error("cannot record a decision in the audit trail", "chat", caller.ChatKey, "tool", d.Name, "err", err)
+		}
 	}
-	summary := tools.Summary(ctx, d, in)
-	if caller.Unattended {
-		te := &tools.Error{Code: tools.CodeNeedsConfirmation,
-			Message:    fmt.Sprintf("Not done: %s needs the person's approval, and nobody is there to give it in a scheduled run. (%s)", d.Name, summary),
-			Suggestion: "Do not try it another way. In your answer, tell the person what you would have done, so they can ask for it themselves."}
-		return tools.Result{Status: tools.StatusError, Code: te.Code, Content: te.JSON()}, true
+	if ruled && rule.Decision == tools.RuleDeny {
+		record(AuditDeniedByRule, nil)
+		te := &tools.Error{Code: codeDeniedByRule,
+			Message:    fmt.Sprintf("Not done: a rule (#%s) forbids %s.", rule.Code, rule.Scope),
+			Suggestion: "Do not try it another way. Tell the person a rule forbids it (/rules lists their own)."}
+		return tools.Result{Status: tools.StatusError, Code: te.Code, Content: te.JSON()}, true, nil
 	}
-	return tools.Result{Status: tools.StatusPending, Content: summary}, true
+	needs := e.cfg.Confirm.Needs(ctx, d, in.Value, caller.Tainted) || ruled && rule.Decision == tools.RuleAsk
+	if !needs {
+		return tools.Result{}, false, nil
+	}
+	// A person's allow never lifts a question the operator asks for every
+	// call of the tool (tools.confirm_tools: always).
+	operatorAsks := rule.Owner != "" && e.cfg.Confirm.Tools[d.Name] == tools.ConfirmAlways
+	if ruled && rule.Decision == tools.RuleAllow && !operatorAsks && (!caller.Tainted || rule.EvenAfterUntrusted) {
+		return tools.Result{}, false, func(res tools.Result) { record(AuditAllowedByRule, &res) }
+	}
+	res := tools.Result{Status: tools.StatusPending, Content: tools.Summary(ctx, d, in)}
+	if caller.UserKey != "" {
+		if s, ok := tools.Offer(d, tools.EffectOf(ctx, d, in.Value), facets); ok {
+			res.Offer = &s
+		}
+	}
+	return res, true, nil
 }
 
-// holdRound turns the round's held call (at most one: any other is
-// refused, one at a time) into an approval and the question that ends
-// the turn. It reports the approval, or nil when nothing was held. The
-// approval stores the call's arguments as checked and decoded, the form
-// its summary was built from.
-func (t *turn) holdRound(results []tools.Result) *Approval {
-	var a *Approval
+// argsHash is the audit trail's hash of a call's stored arguments.
+func argsHash(args string) string {
+	sum := sha256.Sum256([]byte(args))
+	return hex.EncodeToString(sum[:])
+}
+
+// outcome is what became of a call that was let through, for the audit
+// trail.
+func outcome(r tools.Result) string {
+	if r.Status == tools.StatusSuccess {
+		return "ran"
+	}
+	return "failed: " + cmp.Or(r.Code, "error")
+}
+
+// withRules is ctx carrying the rules that decide the person's calls:
+// the operator's (tools.rules) and their own.
+func (e *Engine) withRules(ctx context.Context, userKey string) (context.Context, error) {
+	rules := e.cfg.Rules
+	if userKey != "" {
+		own, err := e.store.Rules(ctx, userKey)
+		if err != nil {
+			return ctx, fmt.Errorf("read the rules of %s: %w", userKey, err)
+		}
+		rules = slices.Clip(rules)
+		for _, r := range own {
+			if ruleScopeOK(r) {
+				rules = append(rules, r)
+			}
+		}
+	}
+	return context.WithValue(ctx, rulesKey{}, rules), nil
+}
+
+// holdRound turns the round's held calls into approvals, asked together
+// in one question and decided one by one. It returns them, or nil when
+// nothing was held. Each approval stores its call's arguments as checked
+// and decoded, the form its summary was built from.
+func (t *turn) holdRound(results []tools.Result) []Approval {
+	var asks []Approval
+	ttl := t.e.cfg.ConfirmTTL
 	for i, r := range results {
 		if r.Status != tools.StatusPending {
 			continue
 		}
-		if a != nil {
-			te := &tools.Error{Code: codeOneAtATime,
-				Message:    "Not done: another action in this response is waiting for the person's approval; only one is asked at a time.",
-				Suggestion: "Wait for the person's answer to the first, then call this again."}
-			results[i] = tools.Result{CallID: r.CallID, Name: r.Name, Status: tools.StatusError, Code: te.Code, Content: te.JSON()}
-			continue
-		}
-		ttl := t.e.cfg.ConfirmTTL
-		a = &Approval{
+		a := Approval{
 			ID: newApprovalID(), ChatKey: t.in.ChatKey, SessionID: t.sess.ID, UserKey: t.in.UserKey,
 			CallID: r.CallID, Tool: r.Name, Arguments: r.Input, Summary: r.Content, Tainted: t.tainted,
-			Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl),
+			Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl), Offer: r.Offer,
 		}
+		if len(asks) > 0 {
+			a.Batch = asks[0].ID
+		} else {
+			a.Batch = a.ID
+		}
+		asks = append(asks, a)
 		pending, _ := json.Marshal(struct {
 			Status     string `json:"status"`
 			Message    string `json:"message"`
@@ -88,12 +161,61 @@ func (t *turn) holdRound(results []tools.Result) *Approval {
 			"Do not call it again. The person has been asked; its result arrives when they answer."})
 		results[i].Content = string(pending)
 	}
-	return a
+	return asks
 }
 
-// question is what the person reads when a call waits for them.
-func question(a Approval, ttl time.Duration) string {
-	return fmt.Sprintf("I need your approval first:\n%s\n\nThis request expires in %s; until then nothing is done.", a.Summary, humanDuration(ttl))
+// askReply is the reply that asks for asks: one question, or for several
+// an opening line and each one's own question, so each can be approved
+// or denied on its own.
+func askReply(asks []Approval, ttl time.Duration, unattended bool) Reply {
+	lead := "I need your approval first:"
+	if unattended {
+		lead = "Your scheduled task needs your approval first:"
+	}
+	if len(asks) == 1 {
+		a := asks[0]
+		return Reply{Text: fmt.Sprintf("%s\n%s%s\n\nThis request expires in %s; until then nothing is done.", lead, a.Summary, alwaysLine(a), humanDuration(ttl)),
+			Ask: a.ID, Asks: []Asked{{ID: a.ID, Always: alwaysOf(a)}}}
+	}
+	r := Reply{Ask: asks[0].ID,
+		Text: fmt.Sprintf("%s %d actions wait for your answer, each on its own: approve the ones you want and deny the others. They expire in %s; until then nothing is done.",
+			strings.TrimSuffix(lead, " first:")+":", len(asks), humanDuration(ttl))}
+	for i, a := range asks {
+		r.Asks = append(r.Asks, Asked{ID: a.ID, Text: fmt.Sprintf("%d of %d: %s%s", i+1, len(asks), a.Summary, alwaysLine(a)), Always: alwaysOf(a)})
+	}
+	return r
+}
+
+// alwaysOf is the scope an approval's "Always allow" takes, as a person
+// reads it; "" when none is offered.
+func alwaysOf(a Approval) string {
+	if a.Offer == nil {
+		return ""
+	}
+	return a.Offer.String()
+}
+
+// alwaysLine shows, with the question, what "Always allow" would allow,
+// before anyone takes it.
+func alwaysLine(a Approval) string {
+	if a.Offer == nil {
+		return ""
+	}
+	return fmt.Sprintf("\n(\"Always allow\" would let me do this without asking from now on: %s.)", a.Offer)
+}
+
+// questionText is the whole question as the conversation records it.
+func questionText(r Reply) string {
+	if len(r.Asks) == 1 && r.Asks[0].Text == "" {
+		return r.Text
+	}
+	var b strings.Builder
+	b.WriteString(r.Text)
+	for _, a := range r.Asks {
+		b.WriteString("\n\n")
+		b.WriteString(a.Text)
+	}
+	return b.String()
 }
 
 func humanDuration(d time.Duration) string {
@@ -144,15 +266,27 @@ func CodeOf(id string) string {
 
 // Decide answers an approval from the chat in in: approve runs the held
 // call with its stored arguments, deny records the refusal; either way
-// the turn carries on and the model answers. ref names the approval: its
-// id (a button's) or its code ("#k7f2"). A bare answer (ref "") acts
-// only when exactly one approval of this person waits in the chat and
-// its question is the last thing said in the conversation; otherwise
-// nothing is decided and the reply lists what waits, each with its code,
-// so that a question the model wrote cannot borrow a bare /approve. Only
-// the person who asked may answer; an approval runs at most once, and
-// not after it expired or the conversation was cleared.
+// the turn carries on and the model answers, once every call asked in
+// the same question is decided. ref names the approval: its id (a
+// button's) or its code ("#k7f2"). A bare answer (ref "") acts only when
+// exactly one approval of this person waits in the chat and its question
+// is the last thing said in the conversation; otherwise nothing is
+// decided and the reply lists what waits, each with its code, so that a
+// question the model wrote cannot borrow a bare /approve. Only the
+// person who asked may answer; an approval runs at most once, and not
+// after it expired or the conversation was cleared.
 func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve bool) (Reply, error) {
+	return e.decide(ctx, in, ref, approve, false)
+}
+
+// Always approves like Decide and keeps the person's rule the question
+// offered ("Always allow", Approval.Offer), so that calls within its
+// scope no longer ask them. A request with no offer is not approved.
+func (e *Engine) Always(ctx context.Context, in Inbound, ref string) (Reply, error) {
+	return e.decide(ctx, in, ref, true, true)
+}
+
+func (e *Engine) decide(ctx context.Context, in Inbound, ref string, approve, always bool) (Reply, error) {
 	ref = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(ref), "#"))
 	if ref == "" {
 		id, reply, err := e.bare(ctx, in, approve)
@@ -174,12 +308,6 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 	if a.UserKey != in.UserKey {
 		return Reply{Text: msgNotYours}, nil
 	}
-	word := "Approved"
-	if !approve {
-		word = "Denied"
-	}
-	note := Inbound{ChatKey: in.ChatKey, UserKey: in.UserKey, ID: in.ID, Resume: in.Resume, OnText: in.OnText,
-		Text: fmt.Sprintf("(%s: %s)", word, a.Summary), Tainted: a.Tainted}
 	mine := a.DecidedBy == in.ID && in.ID != ""
 	switch {
 	case a.Status == ApprovalPending:
@@ -189,6 +317,9 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 			to = ApprovalExpired
 		case approve:
 			to = ApprovalRunning
+		}
+		if always && to == ApprovalRunning && a.Offer == nil {
+			return Reply{Text: fmt.Sprintf(msgNoAlways, CodeOf(a.ID), CodeOf(a.ID))}, nil
 		}
 		var settings tools.Settings
 		if to == ApprovalRunning {
@@ -206,40 +337,46 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 			return Reply{Text: msgAlready}, nil
 		}
 		a.Status = to
+		if always && to == ApprovalRunning {
+			rule := tools.Rule{Code: newRuleCode(), Owner: a.UserKey, Scope: *a.Offer, Decision: tools.RuleAllow}
+			if err := e.store.AddRule(context.WithoutCancel(ctx), rule); err != nil {
+				return Reply{}, fmt.Errorf("keep the rule of %s: %w", a.UserKey, err)
+			}
+		}
 		if to == ApprovalRunning {
 			res := e.runApproved(ctx, a, settings.Disabled)
 			m := Message{Role: RoleTool, Text: res.Content, Status: res.Status, Code: res.Code}
 			if res.Personal {
 				m.UserKey = a.UserKey
 			}
-			if err := e.resolve(ctx, a, m); err != nil {
+			if err := e.resolve(ctx, a, m, e.entry(a, AuditApproved, in.UserKey, outcome(res))); err != nil {
 				return Reply{}, err
 			}
 			if _, err := e.store.Decide(context.WithoutCancel(ctx), a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {
 				return Reply{}, err
 			}
+			a.Status = ApprovalDone
 			// What the approved call returned is read by the turn it
 			// carries on, like any result of that turn.
-			note.Tainted = note.Tainted || res.Untrusted
-			return e.Handle(ctx, note)
+			return e.carryOn(ctx, in, a, res.Untrusted)
 		}
 	case mine && a.Status == ApprovalRunning:
 		// This event approved it and was cut while the call ran: whether
 		// it went through is unknown, and it is not run twice.
 		if err := e.resolve(ctx, a, failed(codeInterrupted, "The approved action was interrupted by a restart; it may or may not have happened.",
-			"Tell the person it was interrupted and ask them to check before asking again.")); err != nil {
+			"Tell the person it was interrupted and ask them to check before asking again."), e.entry(a, AuditApproved, in.UserKey, "interrupted")); err != nil {
 			return Reply{}, err
 		}
 		if _, err := e.store.Decide(ctx, a.ID, ApprovalRunning, ApprovalDone, in.ID); err != nil {
 			return Reply{}, err
 		}
-		return e.Handle(ctx, note)
+		a.Status = ApprovalDone
+		return e.carryOn(ctx, in, a, false)
 	case mine && a.Status == ApprovalDone:
 		// Answered and run; the turn carries on. What the call returned
 		// is not read again to ask whether it was untrusted: the tool's
 		// declaration decides, as for a resumed turn.
-		note.Tainted = note.Tainted || e.untrustedTool(a.Tool)
-		return e.Handle(ctx, note)
+		return e.carryOn(ctx, in, a, e.untrustedTool(a.Tool))
 	case mine:
 	default:
 		why, _ := ended(a)
@@ -249,15 +386,101 @@ func (e *Engine) Decide(ctx context.Context, in Inbound, ref string, approve boo
 	// that stopped before the outcome was recorded: recording it again
 	// is harmless, and the answer is the same both times.
 	if a.Status == ApprovalExpired {
-		err := e.resolve(ctx, a, failed(codeExpired, "The person did not answer in time, so this was not done: "+a.Summary,
-			"If it is still wanted, the person can ask again."))
+		err := e.resolve(ctx, a, expiredResult(a), e.entry(a, AuditExpired, "", ""))
 		return Reply{Text: msgExpired}, err
 	}
 	if err := e.resolve(ctx, a, failed(codeDenied, "The person denied this, so it was not done: "+a.Summary,
-		"Do not try it again unless the person asks.")); err != nil {
+		"Do not try it again unless the person asks."), e.entry(a, AuditDenied, in.UserKey, "")); err != nil {
 		return Reply{}, err
 	}
+	return e.carryOn(ctx, in, a, false)
+}
+
+func expiredResult(a Approval) Message {
+	return failed(codeExpired, "The person did not answer in time, so this was not done: "+a.Summary,
+		"If it is still wanted, the person can ask again.")
+}
+
+// carryOn goes on with the turn a decided approval belongs to, once
+// every call asked with it is decided: until then it says what still
+// waits. The turn that carries on inherits the asking turn's taint, and
+// reads what the approved calls returned (untrusted: this one's result
+// was untrusted content).
+func (e *Engine) carryOn(ctx context.Context, in Inbound, a Approval, untrusted bool) (Reply, error) {
+	batch := []Approval{a}
+	if a.Batch != "" {
+		var err error
+		if batch, err = e.store.Batch(ctx, a.ChatKey, a.Batch); err != nil {
+			return Reply{}, fmt.Errorf("read the approvals asked with %s: %w", a.ID, err)
+		}
+	}
+	var waiting []Approval
+	for _, b := range batch {
+		if b.Status == ApprovalPending && !time.Now().After(b.ExpiresAt) {
+			waiting = append(waiting, b)
+		}
+	}
+	if len(waiting) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %s", decidedWord(a.Status), a.Summary)
+		b.WriteString("\n\nStill waiting for your answer:")
+		for _, w := range waiting {
+			fmt.Fprintf(&b, "\n%s — %s", CodeOf(w.ID), w.Summary)
+		}
+		return Reply{Text: b.String()}, nil
+	}
+	tainted := untrusted
+	var said []string
+	for _, b := range batch {
+		if b.Status == ApprovalPending {
+			// Its time ran out while the others were answered.
+			ok, err := e.store.Decide(ctx, b.ID, ApprovalPending, ApprovalExpired, in.ID)
+			if err != nil {
+				return Reply{}, fmt.Errorf("expire approval %s: %w", b.ID, err)
+			}
+			if ok {
+				b.Status = ApprovalExpired
+				if err := e.resolve(ctx, b, expiredResult(b), e.entry(b, AuditExpired, "", "")); err != nil {
+					return Reply{}, err
+				}
+			}
+		}
+		if b.ID == a.ID {
+			b.Status = a.Status
+		} else if b.Status == ApprovalDone && e.untrustedTool(b.Tool) {
+			tainted = true
+		}
+		tainted = tainted || b.Tainted
+		said = append(said, decidedWord(b.Status)+": "+b.Summary)
+	}
+	note := Inbound{ChatKey: in.ChatKey, UserKey: in.UserKey, ID: in.ID, Resume: in.Resume, OnText: in.OnText,
+		Text: "(" + strings.Join(said, "; ") + ")", Tainted: tainted}
 	return e.Handle(ctx, note)
+}
+
+// decidedWord is how the note that carries a turn on names a decision.
+func decidedWord(status string) string {
+	switch status {
+	case ApprovalDone, ApprovalRunning:
+		return "Approved"
+	case ApprovalExpired:
+		return "Expired"
+	case ApprovalCancelled:
+		return "Cancelled"
+	}
+	return "Denied"
+}
+
+// entry is the audit trail's record of a decision on a.
+func (e *Engine) entry(a Approval, decision, by, outcome string) AuditEntry {
+	return AuditEntry{ChatKey: a.ChatKey, UserKey: a.UserKey, SessionID: a.SessionID, CallID: a.CallID, Tool: a.Tool,
+		Summary: a.Summary, ArgsHash: argsHash(a.Arguments), Tainted: a.Tainted, Decision: decision, DecidedBy: by, Outcome: outcome}
+}
+
+// newRuleCode is a person's rule's code: four characters of the
+// approval alphabet.
+func newRuleCode() string {
+	return newApprovalID()[:codeLen]
 }
 
 // bare picks the approval a bare /approve or /deny answers: the one
@@ -328,10 +551,11 @@ func (e *Engine) runApproved(ctx context.Context, a Approval, disabled map[strin
 	return e.exec.Run(tctx, nil, []tools.Call{{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments}})[0]
 }
 
-// resolve records a held call's outcome that is not a run.
-func (e *Engine) resolve(ctx context.Context, a Approval, m Message) error {
+// resolve records a held call's outcome, and the decision in the audit
+// trail.
+func (e *Engine) resolve(ctx context.Context, a Approval, m Message, entry AuditEntry) error {
 	m.Tokens = e.countMessage(m)
-	if err := e.store.Resolve(context.WithoutCancel(ctx), a.SessionID, a.CallID, m); err != nil {
+	if err := e.store.Resolve(context.WithoutCancel(ctx), a.SessionID, a.CallID, m, entry); err != nil {
 		return fmt.Errorf("record the outcome of approval %s: %w", a.ID, err)
 	}
 	e.cache.drop(a.SessionID)

@@ -252,19 +252,24 @@ func TestApprovalAcrossRestartAndClear(t *testing.T) {
 	}
 }
 
-// TEST: a scheduled run never waits: the call is refused with
-// needs_confirmation and the model carries on.
-func TestUnattendedTurnRefusesInsteadOfAsking(t *testing.T) {
+// TEST (a peer's cron bypasses its gate): a scheduled run's call that
+// needs approval and meets no rule is held and asked in the chat, not
+// run, and not refused either: its owner's answer runs it once and the
+// run carries on.
+func TestScheduledRunAsksInTheChat(t *testing.T) {
 	o := &outbox{}
 	e := confirmEnv(t, o, chat.Config{}, "")
 	e.Model.Call("mail_send", sendArgs)
-	e.Model.Text("I could not send it without you.")
+	e.Model.Text("Sent, as scheduled.")
 	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "u:ana", Text: "[task] send it", ID: "telegram:task:1:1", Unattended: true})
-	if r.Ask != "" || r.Text != "I could not send it without you." || len(o.all()) != 0 {
+	if r.Ask == "" || !strings.HasPrefix(r.Text, "Your scheduled task needs your approval first:") || len(o.all()) != 0 {
 		t.Fatalf("unattended = %+v, sent %v", r, o.all())
 	}
-	if got := toolResults(e.Model.Last(t))["call_1_0"]; !strings.Contains(got, `"code":"needs_confirmation"`) {
-		t.Fatalf("result = %s", got)
+	if len(e.Model.Requests()) != 1 {
+		t.Fatalf("the model was asked %d times before the answer", len(e.Model.Requests()))
+	}
+	if got := decide(t, e, "u:ana", r.Ask, "ev2", true); got.Text != "Sent, as scheduled." || len(o.all()) != 1 {
+		t.Fatalf("after approval = %+v, sent %v", got, o.all())
 	}
 }
 

@@ -41,6 +41,13 @@ type Config struct {
 	// ConfirmTTL is how long a question waits (default 10m).
 	Confirm    tools.Policy  `yaml:"-"`
 	ConfirmTTL time.Duration `yaml:"-"`
+	// Rules are the operator's rules (tools.rules), checked with
+	// tools.CheckRules: they decide everyone's calls, and a person's own
+	// rule cannot loosen them.
+	Rules []tools.Rule `yaml:"-"`
+	// Admins may read every decision of a chat's audit trail (/audit);
+	// anyone else reads those on their own calls.
+	Admins tools.Admins `yaml:"-"`
 	// CatalogBudget bounds, in tokens, the schemas of a session's loaded
 	// groups: a load beyond it unloads the least recently used groups.
 	// Zero means no bound.
@@ -222,7 +229,7 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		}
 		if current >= 0 {
 			if last, done := answered(history[current+1:]); done {
-				return Reply{Text: last.Text, Ask: askOf(last)}, nil
+				return e.answeredReply(ctx, in, last)
 			}
 		}
 	}
@@ -312,6 +319,23 @@ func (e *Engine) readUntrusted(msgs []Message) bool {
 		}
 	}
 	return false
+}
+
+// answeredReply is the reply a turn already gave, found again when its
+// message is handled a second time: its text, or the question it asked.
+func (e *Engine) answeredReply(ctx context.Context, in Inbound, last Message) (Reply, error) {
+	id := askOf(last)
+	if id == "" {
+		return Reply{Text: last.Text}, nil
+	}
+	asks, err := e.store.Batch(ctx, in.ChatKey, id)
+	if err != nil {
+		return Reply{}, fmt.Errorf("read the approvals asked with %s: %w", id, err)
+	}
+	if len(asks) == 0 {
+		return Reply{Text: last.Text, Ask: id}, nil
+	}
+	return askReply(asks, e.cfg.ConfirmTTL, in.Unattended), nil
 }
 
 // untrustedTool reports whether a recorded result of the named tool is

@@ -26,8 +26,8 @@ type turn struct {
 	// unsaved is the person's message until the turn's first record is
 	// written with it.
 	unsaved *Message
-	// ask is the approval the turn ends with, when a call was held.
-	ask *Approval
+	// asks are the approvals the turn ends with, when calls were held.
+	asks []Approval
 	// tainted is set once the turn has read untrusted content: its
 	// mutating and destructive calls then wait for approval
 	// (tools.Policy.AfterUntrusted).
@@ -45,8 +45,8 @@ func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
 		return nil
 	}
 	var err error
-	if t.ask != nil {
-		err = t.e.store.Hold(context.WithoutCancel(ctx), t.sess.ID, msgs, usage, *t.ask)
+	if len(t.asks) > 0 {
+		err = t.e.store.Hold(context.WithoutCancel(ctx), t.sess.ID, msgs, usage, t.asks)
 	} else {
 		err = t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, usage)
 	}
@@ -118,10 +118,12 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		if err != nil {
 			return Reply{}, err
 		}
-		if t.ask != nil {
+		if len(t.asks) > 0 {
 			// The turn ends with the question runTools recorded; the
-			// answer carries it on.
-			return Reply{Text: t.history[len(t.history)-1].Text, Ask: t.ask.ID, Usage: t.usage}, nil
+			// answers carry it on.
+			r := askReply(t.asks, e.cfg.ConfirmTTL, t.in.Unattended)
+			r.Usage = t.usage
+			return r, nil
 		}
 		if stop != "" {
 			return t.finish(ctx, stop)
@@ -164,9 +166,13 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		calls[i] = tools.Call{ID: resp.ToolCalls[i].ID, Name: c.Name, Arguments: c.Arguments}
 	}
-	tctx := tools.WithCaller(ctx, tools.Caller{
+	tctx, err := e.withRules(ctx, t.in.UserKey)
+	if err != nil {
+		return "", err
+	}
+	tctx = tools.WithCaller(tctx, tools.Caller{
 		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
-		Loaded: slices.Clone(t.loaded), Unattended: t.in.Unattended, Tainted: t.tainted,
+		Loaded: slices.Clone(t.loaded), Tainted: t.tainted,
 	})
 	run := calls[:min(len(calls), e.cfg.MaxToolCalls)]
 	results := append(e.exec.Run(tctx, cat, run), skipped(calls[len(run):], len(calls), e.cfg.MaxToolCalls)...)
@@ -175,7 +181,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			t.tainted = true
 		}
 	}
-	ask := t.holdRound(results)
+	asks := t.holdRound(results)
 
 	asst := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 	asst.Tokens = e.countMessage(asst)
@@ -217,13 +223,13 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	if changed >= 0 {
 		t.keepBudget(msgs, changed)
 	}
-	if ask != nil {
-		// The question is recorded with the round and the approval, in
+	if len(asks) > 0 {
+		// The question is recorded with the round and the approvals, in
 		// one transaction: a turn resumed after a crash finds it.
-		q := Message{Role: RoleAssistant, Text: question(*ask, e.cfg.ConfirmTTL), Ask: ask.ID}
+		q := Message{Role: RoleAssistant, Text: questionText(askReply(asks, e.cfg.ConfirmTTL, t.in.Unattended)), Ask: asks[0].ID}
 		q.Tokens = e.countMessage(q)
 		msgs = append(msgs, q)
-		t.ask = ask
+		t.asks = asks
 	}
 	// Once a round has run, its record is written even if ctx was cut at
 	// shutdown.

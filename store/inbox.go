@@ -47,7 +47,8 @@ type inboxItem struct {
 	// its transcript once made; Speech the answer's text read aloud.
 	Voice  string
 	Speech string
-	// Ask is the approval the answer's last part asks for.
+	// Ask is the approvals the answer's parts ask for
+	// (bridge.EncodeAsks).
 	Ask string
 	// Unattended marks a scheduled task's run (bridge.Pending).
 	Unattended bool `gorm:"not null;default:false"`
@@ -144,7 +145,7 @@ func (r inboxItem) item() bridge.Item {
 	it := bridge.Item{
 		Seq: r.Seq, Channel: r.Channel, State: bridge.State(r.State), Sent: r.Sent, Draft: r.Draft,
 		Starts: bridge.Starts{All: r.Starts, Alone: r.AloneStarts},
-		Answer: bridge.Answer{Ask: r.Ask, Speech: r.Speech},
+		Answer: bridge.Answer{Speech: r.Speech},
 		Pending: bridge.Pending{ID: r.EventID, Route: r.Route, Unattended: r.Unattended,
 			Inbound: chatInbound(r.ChatKey, r.UserKey, r.Text)},
 	}
@@ -152,6 +153,7 @@ func (r inboxItem) item() bridge.Item {
 		// A row this package wrote; an unreadable one sends nothing.
 		_ = json.Unmarshal([]byte(r.Parts), &it.Parts)
 	}
+	it.Asks = bridge.DecodeAsks(r.Ask, len(it.Parts))
 	if r.Images != "" {
 		_ = json.Unmarshal([]byte(r.Images), &it.Inbound.Images)
 	}
@@ -205,7 +207,7 @@ func (d *DB) Answer(ctx context.Context, seq int64, a bridge.Answer) error {
 	if err != nil {
 		return err
 	}
-	return d.updateItem(ctx, seq, "parts = ?, ask = ?, speech = ?, sent = 0, state = ?", string(b), a.Ask, a.Speech, string(bridge.StateAnswered))
+	return d.updateItem(ctx, seq, "parts = ?, ask = ?, speech = ?, sent = 0, state = ?", string(b), bridge.EncodeAsks(a.Asks), a.Speech, string(bridge.StateAnswered))
 }
 
 // Transcribed stores what is known of an item's voice note.

@@ -79,6 +79,8 @@ func migratePostgres(g *gorm.DB) error {
 			`ALTER TABLE messages ADD COLUMN IF NOT EXISTS text_tsv tsvector GENERATED ALWAYS AS (
 				CASE WHEN role IN ('user', 'assistant') THEN to_tsvector('simple', text) END) STORED`,
 			`CREATE INDEX IF NOT EXISTS idx_messages_tsv ON messages USING GIN (text_tsv)`,
+			// The audit trail is append-only.
+			pgAuditGuardFunc, pgAuditGuardTrigger,
 		} {
 			if err := c.Exec(s).Error; err != nil {
 				return err

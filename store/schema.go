@@ -15,11 +15,11 @@ import (
 // migrations is the version of the hand-written schema steps (indexes,
 // moves of old tables) in migrate. Change it whenever they change; the
 // models' own changes are noticed without it.
-const migrations = 5
+const migrations = 6
 
 // models are the tables gorm migrates.
 func models() []any {
-	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}}
+	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}}
 }
 
 // The models' tables are named by hand, as gorm's naming strategy would
@@ -91,6 +91,9 @@ func migrate(g *gorm.DB, fts bool) error {
 		}
 		if err := searchSchema(tx, fts); err != nil {
 			return err
+		}
+		if err := tx.Exec(sqliteAuditGuard).Error; err != nil {
+			return fmt.Errorf("guard the audit trail: %w", err)
 		}
 		return tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", stamp)).Error
 	})

@@ -22,7 +22,7 @@ func TestInboxKeepsTheVoiceNote(t *testing.T) {
 	if err := db.Transcribed(ctx, it.Seq, bridge.VoiceNote{File: "voice-1.ogg", Seconds: 4, Transcript: "call mum", Echoed: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Answer(ctx, it.Seq, bridge.Answer{Parts: []string{"Calling."}, Ask: "a1", Speech: "Calling."}); err != nil {
+	if err := db.Answer(ctx, it.Seq, bridge.Answer{Parts: []string{"Calling."}, Asks: []bridge.Question{{Part: 0, ID: "a1"}}, Speech: "Calling."}); err != nil {
 		t.Fatal(err)
 	}
 	items, err := db.Unfinished(ctx, "telegram")
@@ -31,7 +31,7 @@ func TestInboxKeepsTheVoiceNote(t *testing.T) {
 	}
 	got := items[0]
 	if got.Voice == nil || *got.Voice != (bridge.VoiceNote{File: "voice-1.ogg", Seconds: 4, Transcript: "call mum", Echoed: true}) ||
-		got.Speech != "Calling." || got.Ask != "a1" || got.Inbound.Text != "a caption" {
+		got.Speech != "Calling." || len(got.Asks) != 1 || got.Asks[0].ID != "a1" || got.Inbound.Text != "a caption" {
 		t.Fatalf("read back %+v voice %+v", got, got.Voice)
 	}
 }

@@ -44,6 +44,13 @@ type Config struct {
 	// untrusted content: mutating (default), destructive or off.
 	ConfirmAfterUntrusted string          `yaml:"confirm_after_untrusted"`
 	ConfirmTTL            config.Duration `yaml:"confirm_ttl"`
+	// Rules are the operator's rules: standing decisions (allow, ask,
+	// deny) on calls within a scope, for everyone; a person's own rule
+	// cannot loosen them.
+	Rules []Rule `yaml:"rules"`
+	// AuditDays is how long the audit trail keeps a decision. Default
+	// 365.
+	AuditDays int `yaml:"audit_days"`
 }
 
 // Policy is the section's approval policy.
@@ -67,6 +74,11 @@ func (c Config) Check(ch *config.Checker) {
 		}
 	}
 	ch.Err(c.Policy().Check())
+	_, err := OperatorRules(c.Rules)
+	ch.Err(err)
+	if c.AuditDays < 0 {
+		ch.Bad("audit_days", "must be a number of days (0 for the default, 365), got %d", c.AuditDays)
+	}
 	ch.Duration("confirm_ttl", c.ConfirmTTL.Std(), time.Minute)
 	if c.CatalogBudget < 0 {
 		ch.Bad("catalog_budget", "must be 0 (no budget) or a number of tokens, got %d", c.CatalogBudget)

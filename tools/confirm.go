@@ -141,10 +141,6 @@ func (p Policy) Check() error {
 	return nil
 }
 
-// CodeNeedsConfirmation answers a call that needs the person's approval
-// in a turn nobody is there to give it (a scheduled task).
-const CodeNeedsConfirmation = "needs_confirmation"
-
 // Summary is the plain sentence a person approves: d.Summarize when the
 // tool has one, else the tool's name and its arguments, each value cut
 // short. It is built from the call's Input only (the value that runs),
@@ -302,9 +298,11 @@ func Lines(s string) int {
 
 // Gate decides, after a call's arguments are checked and decoded and
 // before it runs, whether it runs now. held=true means it does not, and
-// res is its result (a call waiting for approval, or refused). The
+// res is its result (a call waiting for approval, or refused). ran, when
+// not nil, is called with the result of a call let through once it ran
+// (the audit trail records a call a rule allowed with its outcome). The
 // engine sets one.
-type Gate func(ctx context.Context, d Definition, c Call, in Input) (res Result, held bool)
+type Gate func(ctx context.Context, d Definition, c Call, in Input) (res Result, held bool, ran func(Result))
 
 // StatusPending marks the result of a call held for the person's approval;
 // the engine ends the turn with the question and records the call's

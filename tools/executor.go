@@ -51,6 +51,9 @@ type Result struct {
 	// Personal is set when the call succeeded and what it returned
 	// belongs to the caller (Definition.Personal).
 	Personal bool
+	// Offer is, on a call held for approval (StatusPending), the scope an
+	// "Always allow" of it would take; nil when none is offered.
+	Offer *Scope
 }
 
 // Handler runs one call.
@@ -141,12 +144,25 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 		return failure(te)
 	}
 	ctx = withMemo(ctx)
+	var ran func(Result)
 	if x.gate != nil {
-		if res, held := x.gate(ctx, e.Definition, c, in); held {
+		var res Result
+		var held bool
+		if res, held, ran = x.gate(ctx, e.Definition, c, in); held {
 			res.Input = in.JSON
 			return res
 		}
 	}
+	res := x.runChecked(ctx, e, in)
+	if ran != nil {
+		ran(res)
+	}
+	return res
+}
+
+// runChecked runs a call whose arguments were checked and which the gate
+// let through.
+func (x *Executor) runChecked(ctx context.Context, e *entry, in Input) Result {
 	res, err := run(ctx, e.Tool, in.Value)
 	if err != nil {
 		res = failure(x.toolError(ctx, e.Tool, err))

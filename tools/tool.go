@@ -206,9 +206,6 @@ type Caller struct {
 	Disabled map[string]bool
 	// Loaded are the groups loaded in the session, in load order.
 	Loaded []string
-	// Unattended is set for a turn nobody is waiting on (a scheduled
-	// task): a call that needs approval is refused, not asked.
-	Unattended bool
 	// Approved is the id of the call the person approved and Summary the
 	// sentence they approved: that call runs without asking again, if
 	// its arguments still say the same.

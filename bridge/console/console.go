@@ -63,9 +63,10 @@ type Console struct {
 	// drafted is the streamed text printed so far of the answer on its
 	// way.
 	drafted string
-	// asking is the approval the last answer asked for: the next line
-	// "y" or "n" answers it.
-	asking string
+	// asking are the approvals the last answer asked for, in order:
+	// the next line "y", "n" (or "a" where "Always allow" is offered)
+	// answers the first of them.
+	asking []bridge.Question
 	// current is the event of the message under way; interrupted is set
 	// once Ctrl-C stopped its turn.
 	current     string
@@ -205,33 +206,46 @@ func (c *Console) Replace(ctx context.Context, route any, _ []byte, part string)
 // Ask prints a question that waits for the person's approval, with its
 // own prompt line naming its code, and takes the next line "y" or "n" as
 // the answer.
-func (c *Console) Ask(ctx context.Context, route any, part, id, _ string) error {
-	code := chat.CodeOf(id)
-	part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n] (or /approve %s, /deny %s later)", code, code, code)
+func (c *Console) Ask(ctx context.Context, route any, part string, q bridge.Question, _ string) error {
+	code := chat.CodeOf(q.ID)
+	if q.Always != "" {
+		part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n] (or /approve %s, /deny %s later; a, or /always %s: always allow)", code, code, code, code)
+	} else {
+		part = strings.TrimRight(part, "\n") + fmt.Sprintf("\nApprove %s? [y/n] (or /approve %s, /deny %s later)", code, code, code)
+	}
 	err := c.Send(ctx, route, part)
 	c.mu.Lock()
-	c.asking = id
+	c.asking = append(c.asking, q)
 	c.mu.Unlock()
 	return err
 }
 
-// answer turns a "y" or "n" typed after a question into /approve or
-// /deny of that question; a command (/status, say) keeps the question
-// for the next line, and any other message leaves it waiting.
+// answer turns a "y" or "n" (or "a") typed after questions into
+// /approve or /deny (or /always) of the first still unanswered, so the
+// calls of one answer are answered one line each; a command (/status,
+// say) keeps the questions for the next line, and any other message
+// leaves them waiting.
 func (c *Console) answer(text string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := c.asking
-	if id == "" || strings.HasPrefix(text, "/") {
+	if len(c.asking) == 0 || strings.HasPrefix(text, "/") {
 		return text
 	}
-	c.asking = ""
+	q := c.asking[0]
 	switch strings.ToLower(text) {
 	case "y", "yes":
-		return "/approve " + id
+		c.asking = c.asking[1:]
+		return "/approve " + q.ID
 	case "n", "no":
-		return "/deny " + id
+		c.asking = c.asking[1:]
+		return "/deny " + q.ID
+	case "a", "always":
+		if q.Always != "" {
+			c.asking = c.asking[1:]
+			return "/always " + q.ID
+		}
 	}
+	c.asking = nil
 	return text
 }
 

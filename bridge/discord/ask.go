@@ -16,34 +16,40 @@ import (
 const (
 	pressApprove = "ok"
 	pressDeny    = "no"
+	pressAlways  = "al"
 )
 
-// buttons are a question's Approve and Deny, labelled with its code.
-func buttons(id, user string) []discordgo.MessageComponent {
+// buttons are a question's Approve and Deny, and Always allow where it
+// is offered, labelled with its code.
+func buttons(q bridge.Question, user string) []discordgo.MessageComponent {
 	uid := strings.TrimPrefix(user, "discord:")
-	code := chat.CodeOf(id)
-	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-		discordgo.Button{Label: "Approve " + code, Style: discordgo.SuccessButton, CustomID: pressApprove + ":" + id + ":" + uid},
-		discordgo.Button{Label: "Deny " + code, Style: discordgo.DangerButton, CustomID: pressDeny + ":" + id + ":" + uid},
-	}}}
+	code := chat.CodeOf(q.ID)
+	row := []discordgo.MessageComponent{
+		discordgo.Button{Label: "Approve " + code, Style: discordgo.SuccessButton, CustomID: pressApprove + ":" + q.ID + ":" + uid},
+		discordgo.Button{Label: "Deny " + code, Style: discordgo.DangerButton, CustomID: pressDeny + ":" + q.ID + ":" + uid},
+	}
+	if q.Always != "" {
+		row = append(row, discordgo.Button{Label: "Always allow " + code, Style: discordgo.SecondaryButton, CustomID: pressAlways + ":" + q.ID + ":" + uid})
+	}
+	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: row}}
 }
 
 // Ask sends a question that waits for the person's approval, as a
 // message of its own, with Approve and Deny buttons labelled with its
 // code. A part too long to take the request's line goes first, alone.
-func (a *Adapter) Ask(ctx context.Context, rt any, part, id, user string) error {
+func (a *Adapter) Ask(ctx context.Context, rt any, part string, q bridge.Question, user string) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
-	text, salt := part+bridge.AskLine(id), ""
+	text, salt := part+bridge.AskLine(q), ""
 	if len([]rune(text)) > MaxMessage {
 		if _, err := a.post(ctx, r, part, nil, nonce(ctx, "")); err != nil {
 			return err
 		}
-		text, salt = strings.TrimSpace(bridge.AskLine(id)), "ask"
+		text, salt = strings.TrimSpace(bridge.AskLine(q)), "ask"
 	}
-	_, err = a.post(ctx, r, text, buttons(id, user), nonce(ctx, salt))
+	_, err = a.post(ctx, r, text, buttons(q, user), nonce(ctx, salt))
 	return err
 }
 
@@ -63,7 +69,7 @@ func pressOf(customID string) (verb, id, owner string) {
 func (a *Adapter) press(ctx context.Context, i *discordgo.Interaction) {
 	user, member := presser(i)
 	verb, id, owner := pressOf(i.MessageComponentData().CustomID)
-	if user == nil || (verb != pressApprove && verb != pressDeny) || id == "" {
+	if user == nil || (verb != pressApprove && verb != pressDeny && verb != pressAlways) || id == "" {
 		a.respond(ctx, i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
 		return
 	}
@@ -91,8 +97,11 @@ func (a *Adapter) press(ctx context.Context, i *discordgo.Interaction) {
 		return
 	}
 	command, chose := "/approve ", "Approve"
-	if verb == pressDeny {
+	switch verb {
+	case pressDeny:
 		command, chose = "/deny ", "Deny"
+	case pressAlways:
+		command, chose = "/always ", "Always allow"
 	}
 	r := route{Channel: i.ChannelID, Guild: i.GuildID}
 	if i.Message != nil && i.Message.Flags&discordgo.MessageFlagsEphemeral != 0 {

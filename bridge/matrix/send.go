@@ -181,12 +181,13 @@ type question struct {
 
 // Ask sends a question as a message of its own, with its code, and puts
 // ✅ and ❌ under it: the asker's reaction with either answers it.
-func (a *Adapter) Ask(ctx context.Context, rt any, part, approval, user string) error {
+func (a *Adapter) Ask(ctx context.Context, rt any, part string, ask bridge.Question, user string) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
-	text := part + bridge.AskLine(approval)
+	approval := ask.ID
+	text := part + bridge.AskLine(ask)
 	ev, err := a.send(ctx, r.Room, content(r, text))
 	if err != nil {
 		return err

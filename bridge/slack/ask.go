@@ -20,29 +20,36 @@ import (
 const (
 	actionApprove = "loadout_approve"
 	actionDeny    = "loadout_deny"
+	actionAlways  = "loadout_always"
 )
 
-// askBlocks is a question with Approve and Deny buttons.
-func askBlocks(body, id, user string) []slackapi.Block {
-	value := id + ":" + strings.TrimPrefix(user, "slack:")
+// askBlocks is a question with Approve and Deny buttons, and Always
+// allow where the question offers it.
+func askBlocks(body string, q bridge.Question, user string) []slackapi.Block {
+	value := q.ID + ":" + strings.TrimPrefix(user, "slack:")
+	buttons := []slackapi.BlockElement{
+		slackapi.NewButtonBlockElement(actionApprove, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Approve "+chat.CodeOf(q.ID), false, false)).WithStyle(slackapi.StylePrimary),
+		slackapi.NewButtonBlockElement(actionDeny, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Deny "+chat.CodeOf(q.ID), false, false)).WithStyle(slackapi.StyleDanger),
+	}
+	if q.Always != "" {
+		buttons = append(buttons, slackapi.NewButtonBlockElement(actionAlways, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Always allow "+chat.CodeOf(q.ID), false, false)))
+	}
 	return []slackapi.Block{
 		slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, body, false, false), nil, nil),
-		slackapi.NewActionBlock("loadout_approval",
-			slackapi.NewButtonBlockElement(actionApprove, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Approve "+chat.CodeOf(id), false, false)).WithStyle(slackapi.StylePrimary),
-			slackapi.NewButtonBlockElement(actionDeny, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, "Deny "+chat.CodeOf(id), false, false)).WithStyle(slackapi.StyleDanger)),
+		slackapi.NewActionBlock("loadout_approval", buttons...),
 	}
 }
 
 // Ask posts a question that waits for the person's approval, as a
 // message of its own, with Approve and Deny buttons labelled with its
 // code (as the slash command's private answer when it came from one).
-func (a *Adapter) Ask(ctx context.Context, rt any, part, id, user string) error {
+func (a *Adapter) Ask(ctx context.Context, rt any, part string, q bridge.Question, user string) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
 	}
-	body := Mrkdwn(part + bridge.AskLine(id))
-	return a.deliver(ctx, r, nil, body, askBlocks(body, id, user))
+	body := Mrkdwn(part + bridge.AskLine(q))
+	return a.deliver(ctx, r, nil, body, askBlocks(body, q, user))
 }
 
 // interaction handles a press of Approve or Deny, from Socket Mode or the
@@ -58,7 +65,7 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 		return nil
 	}
 	for _, act := range cb.ActionCallback.BlockActions {
-		if act.ActionID != actionApprove && act.ActionID != actionDeny {
+		if act.ActionID != actionApprove && act.ActionID != actionDeny && act.ActionID != actionAlways {
 			continue
 		}
 		id, owner, _ := strings.Cut(act.Value, ":")
@@ -79,8 +86,11 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 			continue
 		}
 		command, chose := "/approve ", "Approve"
-		if act.ActionID == actionDeny {
+		switch act.ActionID {
+		case actionDeny:
 			command, chose = "/deny ", "Deny"
+		case actionAlways:
+			command, chose = "/always ", "Always allow"
 		}
 		thread := cb.Container.ThreadTs
 		if thread == "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"loadout/bridge/slack/slacktest"
+	"loadout/chat"
 	"loadout/google/gmail"
 	"loadout/google/googletest"
 	"loadout/tools"
@@ -38,7 +39,7 @@ func question(t *testing.T, fake *slacktest.Server, posts []slacktest.Call) (ts,
 		}
 		_ = json.Unmarshal([]byte(p.Params["blocks"]), &blocks)
 		for _, b := range blocks {
-			if b.Type == "actions" && len(b.Elements) == 2 && b.Elements[0].ActionID == actionApprove && b.Elements[1].ActionID == actionDeny {
+			if b.Type == "actions" && len(b.Elements) >= 2 && b.Elements[0].ActionID == actionApprove && b.Elements[1].ActionID == actionDeny {
 				return fake.TSOf(p.Params["channel"], p.Params["text"]), p.Params["text"], b.Elements[0].Value
 			}
 		}
@@ -132,5 +133,96 @@ func TestApprovalOverTheInteractivityEndpoint(t *testing.T) {
 	}
 	if !hasContent(h.env.Model.Last(t).Messages, `"code":"denied"`) {
 		t.Fatal("the model was not told it was denied")
+	}
+}
+
+// questions are the posts carrying approval buttons, in order, each with
+// its ts, text and the value and action ids of its buttons.
+type slackQuestion struct {
+	ts, text, value string
+	actions         []string
+}
+
+func questions(fake *slacktest.Server) []slackQuestion {
+	var out []slackQuestion
+	for _, p := range fake.Calls("chat.postMessage") {
+		var blocks []struct {
+			Type     string `json:"type"`
+			Elements []struct {
+				ActionID string `json:"action_id"`
+				Value    string `json:"value"`
+			} `json:"elements"`
+		}
+		_ = json.Unmarshal([]byte(p.Params["blocks"]), &blocks)
+		for _, b := range blocks {
+			if b.Type == "actions" && len(b.Elements) >= 2 {
+				q := slackQuestion{ts: fake.TSOf(p.Params["channel"], p.Params["text"]), text: p.Params["text"], value: b.Elements[0].Value}
+				for _, e := range b.Elements {
+					q.actions = append(q.actions, e.ActionID)
+				}
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}
+
+// TEST: on Slack, the two sends of one answer are asked each with its
+// own buttons and decided alone; "Always allow" is a third button that
+// keeps a rule for the recipients' domain, after which a send there is
+// not asked; /audit lists what was decided.
+func TestBatchAndAlwaysAllowOnSlack(t *testing.T) {
+	api := googletest.NewAPI(t)
+	api.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"m1","threadId":"t1"}`)
+	h := start(t, options{register: gmailOn(api)})
+	press := func(q slackQuestion, action string) {
+		h.envelopes++
+		id := fmt.Sprintf("env-press-%d", h.envelopes)
+		h.fake.Send(t, id, "interactive", slacktest.BlockAction(owner, "D1", "", q.ts, q.text, action, q.value), 0)
+		h.fake.WaitAck(t, id)
+	}
+	h.env.Model.Call("load_tool_group", `{"group_name":"google_gmail"}`)
+	h.env.Model.Push(chattest.Step{Calls: []chat.ToolCall{
+		{Name: "gmail_send", Arguments: `{"to":"bob@example.com","subject":"One","body":"1"}`},
+		{Name: "gmail_send", Arguments: `{"to":"eve@example.org","subject":"Two","body":"2"}`},
+	}})
+	h.env.Model.Text("Bob has it; Eve does not.")
+	h.event(t, "Ev1", slacktest.DM("D1", owner, "mail both", "100.1"))
+	h.fake.WaitCalls(t, "chat.postMessage", 3)
+	qs := questions(h.fake)
+	if len(qs) != 2 || !strings.Contains(qs[0].text, "1 of 2") || !strings.Contains(qs[1].text, "2 of 2") ||
+		len(qs[0].actions) != 3 || qs[0].actions[2] != actionAlways {
+		t.Fatalf("questions = %+v", qs)
+	}
+	press(qs[0], actionApprove)
+	h.fake.WaitCalls(t, "chat.postMessage", 4)
+	press(qs[1], actionDeny)
+	posts := h.fake.WaitCalls(t, "chat.postMessage", 5)
+	if posts[4].Params["text"] != "Bob has it; Eve does not." || api.Count("POST /gmail/v1/users/me/messages/send") != 1 {
+		t.Fatalf("answer %v, %d sends", posts[4].Params, api.Count("POST /gmail/v1/users/me/messages/send"))
+	}
+
+	h.env.Model.Call("gmail_send", `{"to":"ana@example.com","subject":"Three","body":"3"}`)
+	h.env.Model.Text("Ana has it.")
+	h.event(t, "Ev2", slacktest.DM("D1", owner, "mail Ana", "100.2"))
+	h.fake.WaitCalls(t, "chat.postMessage", 6)
+	qs = questions(h.fake)
+	if !strings.Contains(qs[2].text, "gmail_send to addresses at example.com") {
+		t.Fatalf("question = %q", qs[2].text)
+	}
+	press(qs[2], actionAlways)
+	h.fake.WaitCalls(t, "chat.postMessage", 7)
+	h.env.Model.Call("gmail_send", `{"to":"carl@example.com","subject":"Four","body":"4"}`)
+	h.env.Model.Text("Carl has it.")
+	h.event(t, "Ev3", slacktest.DM("D1", owner, "mail Carl", "100.3"))
+	if p := h.fake.WaitCalls(t, "chat.postMessage", 8)[7].Params; p["text"] != "Carl has it." || api.Count("POST /gmail/v1/users/me/messages/send") != 3 {
+		t.Fatalf("within the rule: %v, %d sends", p, api.Count("POST /gmail/v1/users/me/messages/send"))
+	}
+	h.event(t, "Ev4", slacktest.DM("D1", owner, "/audit", "100.4"))
+	audit := h.fake.WaitCalls(t, "chat.postMessage", 9)[8].Params["text"]
+	for _, want := range []string{"allowed by rule #", "denied: Send an email to eve@example.org", "approved, ran: Send an email to bob@example.com"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("/audit lacks %q:\n%s", want, audit)
+		}
 	}
 }

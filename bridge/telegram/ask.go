@@ -12,28 +12,35 @@ import (
 	"loadout/chat"
 )
 
-// Callback data of the approval buttons: "ok:<approval id>:<user id>" or
-// "no:…", at most 64 bytes as Telegram allows. The user id is the only
-// person whose press counts; the engine checks it again.
+// Callback data of the approval buttons: "ok:<approval id>:<user id>",
+// "no:…" or "al:…" (Always allow), at most 64 bytes as Telegram allows.
+// The user id is the only person whose press counts; the engine checks
+// it again.
 const (
 	dataApprove = "ok"
 	dataDeny    = "no"
+	dataAlways  = "al"
 )
 
 // Ask sends a question that waits for the person's approval, as a
 // message of its own, with Approve and Deny buttons under it labelled
-// with its code.
-func (a *Adapter) Ask(ctx context.Context, route any, part, id, user string) error {
+// with its code, and Always allow where the question offers it.
+func (a *Adapter) Ask(ctx context.Context, route any, part string, q bridge.Question, user string) error {
 	r, err := asRoute(route)
 	if err != nil {
 		return err
 	}
 	uid := strings.TrimPrefix(user, "telegram:")
-	kb, _ := json.Marshal(map[string]any{"inline_keyboard": [][]map[string]string{{
-		{"text": "Approve " + chat.CodeOf(id), "callback_data": dataApprove + ":" + id + ":" + uid},
-		{"text": "Deny " + chat.CodeOf(id), "callback_data": dataDeny + ":" + id + ":" + uid},
-	}}})
-	return a.deliver(ctx, r, nil, part+bridge.AskLine(id), string(kb))
+	row := []map[string]string{
+		{"text": "Approve " + chat.CodeOf(q.ID), "callback_data": dataApprove + ":" + q.ID + ":" + uid},
+		{"text": "Deny " + chat.CodeOf(q.ID), "callback_data": dataDeny + ":" + q.ID + ":" + uid},
+	}
+	rows := [][]map[string]string{row}
+	if q.Always != "" {
+		rows = append(rows, []map[string]string{{"text": "Always allow " + chat.CodeOf(q.ID), "callback_data": dataAlways + ":" + q.ID + ":" + uid}})
+	}
+	kb, _ := json.Marshal(map[string]any{"inline_keyboard": rows})
+	return a.deliver(ctx, r, nil, part+bridge.AskLine(q), string(kb))
 }
 
 // judgeClick turns a press of Approve or Deny into the chat's /approve or
@@ -45,7 +52,7 @@ func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pend
 		return bridge.Pending{}, false
 	}
 	verb, id, owner := pressOf(q)
-	if (verb != dataApprove && verb != dataDeny) || id == "" {
+	if (verb != dataApprove && verb != dataDeny && verb != dataAlways) || id == "" {
 		a.answerClick(ctx, q.ID, "", false)
 		return bridge.Pending{}, false
 	}
@@ -56,8 +63,11 @@ func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pend
 		return bridge.Pending{}, false
 	}
 	command := "/approve "
-	if verb == dataDeny {
+	switch verb {
+	case dataDeny:
 		command = "/deny "
+	case dataAlways:
+		command = "/always "
 	}
 	r, chatKey := chatOf(q.Message)
 	// A press that cannot count (expired, answered, forged) is refused
@@ -93,8 +103,11 @@ func pressOf(q *callbackQuery) (verb, id, owner string) {
 // was chosen, and the question loses its buttons and says it instead.
 func (a *Adapter) chosen(ctx context.Context, q *callbackQuery) {
 	chose := "Approve"
-	if verb, _, _ := pressOf(q); verb == dataDeny {
+	switch verb, _, _ := pressOf(q); verb {
+	case dataDeny:
 		chose = "Deny"
+	case dataAlways:
+		chose = "Always allow"
 	}
 	a.answerClick(ctx, q.ID, "You chose: "+chose, false)
 	a.closeQuestion(ctx, q, "You chose: "+chose+".")

@@ -44,7 +44,10 @@ func TestApprovalButtons(t *testing.T) {
 	if !strings.Contains(q.Text, "Send an email to bob@example.com, subject &#39;Invoice&#39;, 2 lines") && !strings.Contains(q.Text, "Send an email to bob@example.com, subject 'Invoice', 2 lines") {
 		t.Fatalf("question = %q", q.Text)
 	}
-	if len(q.Buttons) != 2 || !strings.HasPrefix(q.Buttons[0].Text, "Approve #") || !strings.HasPrefix(q.Buttons[1].Text, "Deny #") || !strings.HasSuffix(q.Buttons[0].Data, ":42") {
+	// The mail goes to one domain: "Always allow" is offered for it, on a
+	// row of its own.
+	if len(q.Buttons) != 3 || !strings.HasPrefix(q.Buttons[0].Text, "Approve #") || !strings.HasPrefix(q.Buttons[1].Text, "Deny #") || !strings.HasSuffix(q.Buttons[0].Data, ":42") ||
+		!strings.HasPrefix(q.Buttons[2].Text, "Always allow #") || !strings.HasPrefix(q.Buttons[2].Data, "al:") || !strings.Contains(q.Text, "gmail_send to addresses at example.com") {
 		t.Fatalf("buttons = %+v", q.Buttons)
 	}
 	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 0 {
@@ -201,7 +204,7 @@ func holdApproval(t *testing.T, env *storetest.Env, chatKey, userKey string, ttl
 	}
 	a := chat.Approval{ID: id, ChatKey: chatKey, UserKey: userKey, CallID: "c1", Tool: "gone_tool", Arguments: "{}",
 		Summary: "Run gone_tool", Status: chat.ApprovalPending, ExpiresAt: time.Now().Add(ttl)}
-	if err := env.Store.Hold(ctx, sess.ID, msgs, chat.Usage{}, a); err != nil {
+	if err := env.Store.Hold(ctx, sess.ID, msgs, chat.Usage{}, []chat.Approval{a}); err != nil {
 		t.Fatal(err)
 	}
 	return id

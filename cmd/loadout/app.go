@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -158,6 +159,11 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
 	ec.CatalogBudget = cfg.Tools.CatalogBudget
 	ec.Confirm = cfg.Tools.Policy()
+	if ec.Rules, err = tools.OperatorRules(cfg.Tools.Rules); err != nil {
+		db.Close()
+		return nil, err
+	}
+	ec.Admins = tools.NewAdmins(cfg.Tools.Admins)
 	ec.ConfirmTTL = cfg.Tools.ConfirmTTL.Std()
 	ec.Model = cfg.model()
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log
@@ -294,6 +300,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	}
 	sc := a.cfg.Scheduler
 	sc.TimeZone, sc.Logger, sc.Admins = a.cfg.Agent.TimeZone, a.log, tools.NewAdmins(a.cfg.Tools.Admins)
+	sc.Chores = append(sc.Chores, a.pruneAudit)
 	a.scheduler = schedule.New(sc, a.db, a.hub.Submit)
 	if err := a.scheduler.Register(reg); err != nil {
 		return nil, err
@@ -304,7 +311,8 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := pdf.Register(reg, pc); err != nil {
 		return nil, err
 	}
-	if err := config.Register(reg, a.db, config.Defaults{Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model()}); err != nil {
+	if err := config.Register(reg, a.db, config.Defaults{Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model(),
+		Admins: tools.NewAdmins(a.cfg.Tools.Admins)}); err != nil {
 		return nil, err
 	}
 	if err := manifest.Register(reg, a.cfg.Tools.ManifestsDir); err != nil {
@@ -413,4 +421,17 @@ const maxImage = 5 << 20
 func (a *app) image(ctx context.Context, chatKey, name string) (chat.Image, error) {
 	mimeType, data, err := a.workspaces.Image(chatKey, name, maxImage)
 	return chat.Image{MIME: mimeType, Data: data}, err
+}
+
+// pruneAudit deletes the audit trail's decisions older than
+// tools.audit_days (365 unless set).
+func (a *app) pruneAudit(ctx context.Context) {
+	days := cmp.Or(a.cfg.Tools.AuditDays, 365)
+	n, err := a.db.PruneAudit(ctx, time.Now().AddDate(0, 0, -days))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		a.log.Warn("cannot prune the audit trail", "err", err)
+	case n > 0:
+		a.log.Info("pruned the audit trail", "decisions", n, "older_than_days", days)
+	}
 }

@@ -58,9 +58,9 @@ func TestEverySummaryNamesWhoAndWhatACallReaches(t *testing.T) {
 			// Held: the summary and the stored form, from one decode.
 			var summary, stored string
 			hold := tools.NewExecutor(reg, quietLog())
-			hold.SetGate(func(ctx context.Context, d tools.Definition, _ tools.Call, in tools.Input) (tools.Result, bool) {
+			hold.SetGate(func(ctx context.Context, d tools.Definition, _ tools.Call, in tools.Input) (tools.Result, bool, func(tools.Result)) {
 				summary, stored = tools.Summary(ctx, d, in), in.JSON
-				return tools.Result{Status: tools.StatusPending}, true
+				return tools.Result{Status: tools.StatusPending}, true, nil
 			})
 			res := hold.Run(ctx, cat, []tools.Call{{ID: "c1", Name: d.Name, Arguments: args}})[0]
 			if res.Status != tools.StatusPending {

@@ -499,9 +499,9 @@ func TestMoveIntoASharedFolderAsksAndSaysWho(t *testing.T) {
 	var effect tools.Effect
 	var summary string
 	// The gate asks what the engine's does: the effect, then the summary.
-	x.SetGate(func(ctx context.Context, d tools.Definition, c tools.Call, in tools.Input) (tools.Result, bool) {
+	x.SetGate(func(ctx context.Context, d tools.Definition, c tools.Call, in tools.Input) (tools.Result, bool, func(tools.Result)) {
 		effect, summary = tools.EffectOf(ctx, d, in.Value), tools.Summary(ctx, d, in)
-		return tools.Result{Status: tools.StatusPending, Content: summary}, true
+		return tools.Result{Status: tools.StatusPending, Content: summary}, true, nil
 	})
 	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: user, UserKey: user})
 	move := func(folder string) {

@@ -21,9 +21,30 @@ type Store interface {
 	SetChatSetting(ctx context.Context, chatKey, key, value string) error
 }
 
-// Defaults are the values a chat sees before it overrides them.
+// Defaults are the values a chat sees before it overrides them, and
+// who may change what someone else set.
 type Defaults struct {
 	Name, SystemPrompt, Model string
+	// Admins may change any setting of any chat (tools.admins); anyone
+	// else may change only a setting nobody else set: in a group, the
+	// system prompt or model one person set shapes every member's turns.
+	Admins tools.Admins
+}
+
+// setBy names, among a chat's settings, the person who set a setting:
+// "set_by:system_prompt", and "set_by:tool:gmail_send" for the person
+// who disabled that tool.
+const setBy = "set_by:"
+
+// permit reports whether the caller may change the setting key of a
+// chat whose settings are settings: a setting someone else set is
+// theirs, or an admin's, to change (tools.Admins.Permit).
+func permit(ctx context.Context, admins tools.Admins, settings map[string]string, key, what string) error {
+	owner := settings[setBy+key]
+	if owner == "" {
+		return nil
+	}
+	return admins.Permit(ctx, owner, what)
 }
 
 var (
@@ -41,7 +62,7 @@ func Group(st Store, reg *tools.Registry, def Defaults) (tools.Group, []tools.To
 		DisplayName: "Assistant settings",
 		Description: "This chat's assistant name, system prompt, model and tools",
 	}
-	return g, []tools.Tool{agentConfig(st, def), toolSettings(st, reg)}
+	return g, []tools.Tool{agentConfig(st, def), toolSettings(st, reg, def.Admins)}
 }
 
 type agentInput struct {
@@ -102,7 +123,17 @@ func agentConfig(st Store, def Defaults) tools.Tool {
 		if in.Reset {
 			v = ""
 		}
+		if err := permit(ctx, def.Admins, settings, in.Field, "This chat's "+strings.ReplaceAll(in.Field, "_", " ")); err != nil {
+			return nil, err
+		}
 		if err := st.SetChatSetting(ctx, chatKey, in.Field, v); err != nil {
+			return nil, fmt.Errorf("save setting: %w", err)
+		}
+		owner := tools.CallerFrom(ctx).UserKey
+		if v == "" {
+			owner = ""
+		}
+		if err := st.SetChatSetting(ctx, chatKey, setBy+in.Field, owner); err != nil {
 			return nil, fmt.Errorf("save setting: %w", err)
 		}
 		settings[in.Field] = v
@@ -134,7 +165,7 @@ type toolRow struct {
 	Enabled bool   `json:"enabled"`
 }
 
-func toolSettings(st Store, reg *tools.Registry) tools.Tool {
+func toolSettings(st Store, reg *tools.Registry, admins tools.Admins) tools.Tool {
 	protected := map[string]bool{tools.LoadGroupName: true, "agent_config": true, "tool_settings": true}
 	return tools.New(tools.Definition{
 		Name:           "tool_settings",
@@ -189,7 +220,24 @@ func toolSettings(st Store, reg *tools.Registry) tools.Tool {
 			if protected[n] && in.Action == "disable" {
 				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: fmt.Sprintf("Tool '%s' cannot be disabled.", n)}
 			}
+			if in.Action == "enable" && disabled[n] {
+				// Switching a tool off takes nothing from anyone; on
+				// again, it is the decision of whoever switched it off.
+				if err := permit(ctx, admins, settings, "tool:"+n, fmt.Sprintf("The switch that turned %s off in this chat", n)); err != nil {
+					return nil, err
+				}
+			}
 			disabled[n] = in.Action == "disable"
+		}
+		by := tools.CallerFrom(ctx).UserKey
+		for _, n := range names {
+			owner := ""
+			if in.Action == "disable" {
+				owner = by
+			}
+			if err := st.SetChatSetting(ctx, chatKey, setBy+"tool:"+n, owner); err != nil {
+				return nil, fmt.Errorf("save setting: %w", err)
+			}
 		}
 		value := tools.DisabledValue(disabled)
 		if err := st.SetChatSetting(ctx, chatKey, tools.SettingDisabledTools, value); err != nil {

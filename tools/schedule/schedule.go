@@ -81,10 +81,13 @@ type Config struct {
 	// Tick is how often due tasks are looked for; default 15s.
 	// Admins may change, run and delete anyone's tasks (tools.admins);
 	// everyone else only their own.
-	Admins tools.Admins     `yaml:"-"`
-	Tick   time.Duration    `yaml:"-"`
-	Now    func() time.Time `yaml:"-"`
-	Logger *slog.Logger     `yaml:"-"`
+	Admins tools.Admins  `yaml:"-"`
+	Tick   time.Duration `yaml:"-"`
+	// Chores run when the scheduler starts and then once an hour
+	// (pruning the audit trail past tools.audit_days).
+	Chores []func(ctx context.Context) `yaml:"-"`
+	Now    func() time.Time            `yaml:"-"`
+	Logger *slog.Logger                `yaml:"-"`
 }
 
 // Scheduler runs due tasks.
@@ -130,7 +133,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(s.cfg.Tick)
 	defer t.Stop()
+	var choresDone time.Time
 	for {
+		if now := s.cfg.Now(); now.Sub(choresDone) >= time.Hour {
+			for _, c := range s.cfg.Chores {
+				c(ctx)
+			}
+			choresDone = now
+		}
 		s.RunDue(ctx)
 		select {
 		case <-ctx.Done():
@@ -170,7 +180,7 @@ func (s *Scheduler) RunDue(ctx context.Context) {
 		}
 		// The run's event id: the same run submitted again is recognised.
 		id := fmt.Sprintf("task:%d:%d", t.ID, t.NextRun.Unix())
-		text := fmt.Sprintf("[Scheduled task %d, run unattended: nobody is waiting to confirm anything] %s", t.ID, t.Prompt)
+		text := fmt.Sprintf("[Scheduled task %d, run unattended: what needs approval is asked in this chat] %s", t.ID, t.Prompt)
 		outcome := "delivered to the chat"
 		if err := s.submit(ctx, t.ChatKey, t.UserKey, id, text); err != nil {
 			outcome = "failed: " + err.Error()
