@@ -9,23 +9,25 @@ import (
 	"loadout/chat"
 )
 
-// Ids of the approval buttons: "ok:<approval id>:<number>" or "no:…".
-// The number is the only person whose press counts; the engine checks
-// it again.
+// Ids of the approval buttons: "ok:<approval id>:<number>", "no:…" or
+// "al:…" (Always allow). The number is the only person whose press
+// counts; the engine checks it again.
 const (
 	pressApprove = "ok"
 	pressDeny    = "no"
+	pressAlways  = "al"
 )
 
 // maxInteractive is WhatsApp's limit on an interactive message's body.
 const maxInteractive = 1024
 
 // Ask sends a question that waits for the person's approval as an
-// interactive message of its own, with two reply buttons labelled with
-// its code. A part too long for an interactive message's body goes
-// first, alone. Outside the window the question is held with the
+// interactive message of its own, with reply buttons labelled with its
+// code: Approve and Deny, and Always allow where it is offered (three,
+// WhatsApp's most). A part too long for an interactive message's body
+// goes first, alone. Outside the window the question is held with the
 // commands that answer it.
-func (a *Adapter) Ask(ctx context.Context, rt any, part, id, user string) error {
+func (a *Adapter) Ask(ctx context.Context, rt any, part string, q bridge.Question, user string) error {
 	r, err := asRoute(rt)
 	if err != nil {
 		return err
@@ -35,29 +37,35 @@ func (a *Adapter) Ask(ctx context.Context, rt any, part, id, user string) error 
 		return err
 	}
 	if !open {
-		return a.hold(ctx, r.To, part+bridge.AskHint(id))
+		return a.hold(ctx, r.To, part+bridge.AskHint(q))
 	}
-	text := part + bridge.AskLine(id)
+	text := part + bridge.AskLine(q)
 	if utf8.RuneCountInString(Format(text)) > maxInteractive {
 		if err := a.deliver(ctx, r, part, textMessage(part)); err != nil {
 			return err
 		}
-		text = strings.TrimSpace(bridge.AskLine(id))
+		text = strings.TrimSpace(bridge.AskLine(q))
 	}
-	return a.deliver(ctx, r, text, buttons(Format(text), id, strings.TrimPrefix(user, "whatsapp:")))
+	return a.deliver(ctx, r, text, buttons(Format(text), q, strings.TrimPrefix(user, "whatsapp:")))
 }
 
 // buttons is the interactive message of a question: its text, and
-// Approve and Deny bound to the approval and the person.
-func buttons(body, id, owner string) map[string]any {
-	code := chat.CodeOf(id)
+// Approve, Deny and (where offered) Always allow, bound to the approval
+// and the person. A title holds at most 20 characters: "Always allow"
+// and a code of five fit.
+func buttons(body string, q bridge.Question, owner string) map[string]any {
+	code := chat.CodeOf(q.ID)
 	reply := func(verb, title string) map[string]any {
-		return map[string]any{"type": "reply", "reply": map[string]string{"id": verb + ":" + id + ":" + owner, "title": title + " " + code}}
+		return map[string]any{"type": "reply", "reply": map[string]string{"id": verb + ":" + q.ID + ":" + owner, "title": title + " " + code}}
+	}
+	bs := []any{reply(pressApprove, "Approve"), reply(pressDeny, "Deny")}
+	if q.Always != "" {
+		bs = append(bs, reply(pressAlways, "Always allow"))
 	}
 	return map[string]any{"type": "interactive", "interactive": map[string]any{
 		"type":   "button",
 		"body":   map[string]string{"text": body},
-		"action": map[string]any{"buttons": []any{reply(pressApprove, "Approve"), reply(pressDeny, "Deny")}},
+		"action": map[string]any{"buttons": bs},
 	}}
 }
 
@@ -80,7 +88,7 @@ func (a *Adapter) press(ctx context.Context, m message, key string, r route) (br
 		return bridge.Pending{Inbound: chat.Inbound{ChatKey: key, UserKey: key}, Route: r.encode(), Reply: text}, true
 	}
 	verb, id, owner := pressOf(m.Interactive.ButtonReply.ID)
-	if (verb != pressApprove && verb != pressDeny) || id == "" {
+	if (verb != pressApprove && verb != pressDeny && verb != pressAlways) || id == "" {
 		return bridge.Pending{}, false
 	}
 	if owner != r.To {
@@ -96,8 +104,11 @@ func (a *Adapter) press(ctx context.Context, m message, key string, r route) (br
 		return tell(can.Why)
 	}
 	command := "/approve "
-	if verb == pressDeny {
+	switch verb {
+	case pressDeny:
 		command = "/deny "
+	case pressAlways:
+		command = "/always "
 	}
 	return bridge.Pending{Inbound: chat.Inbound{ChatKey: key, UserKey: key, Text: command + id}, Route: r.encode()}, true
 }

@@ -23,6 +23,8 @@ import (
 	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/config"
+	"loadout/google/gmail"
+	"loadout/google/googletest"
 	"loadout/store/storetest"
 	"loadout/tools"
 	"loadout/tools/files"
@@ -384,7 +386,7 @@ func TestLongQuestionGoesBeforeItsButtons(t *testing.T) {
 	r := newRig(t, storetest.Options{}, nil)
 	long := strings.TrimSpace(strings.Repeat("Before I purge, know this. ", 60))
 	rt := route{To: ana, At: time.Now().Unix()}
-	if err := r.a.Ask(context.Background(), rt, long, "k7f2abcdef", "whatsapp:"+ana); err != nil {
+	if err := r.a.Ask(context.Background(), rt, long, bridge.Question{ID: "k7f2abcdef"}, "whatsapp:"+ana); err != nil {
 		t.Fatal(err)
 	}
 	sent := r.wa.Sent(ana)
@@ -607,5 +609,35 @@ func TestWebhookPathTakenIsLoggedNotACrash(t *testing.T) {
 	cfg.Check(ch)
 	if errs := ch.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "whatsapp.webhook_path") {
 		t.Fatalf("check: %v", errs)
+	}
+}
+
+// Where "Always allow" is offered, it is the third reply button
+// (WhatsApp's most), bound like the others; its press allows the call
+// and the rule it names.
+func TestAlwaysAllowIsTheThirdButton(t *testing.T) {
+	api := googletest.NewAPI(t)
+	api.On("POST /gmail/v1/users/me/messages/send", 200, `{"id":"m1","threadId":"t1","labelIds":["SENT"]}`)
+	r := newRig(t, storetest.Options{Register: func(reg *tools.Registry) error {
+		g := gmail.New(&googletest.Client{Endpoint: api.URL}, gmail.Options{})
+		return reg.AddGroup(g.Group, g.Tools...)
+	}}, nil)
+	r.env.Model.Call("load_tool_group", `{"group_name":"google_gmail"}`)
+	r.env.Model.Call("gmail_send", `{"to":"bob@example.com","subject":"Invoice","body":"Hi Bob,\nthe invoice."}`)
+	r.env.Model.Text("Sent it to Bob.")
+	r.wa.Send(t, whatsapptest.Message{From: ana, Text: "email Bob the invoice"})
+	r.texts(ana, 1)
+	q := r.wa.Sent(ana)[0]
+	if len(q.Buttons) != 3 || !strings.HasPrefix(q.Buttons[2].Title, "Always allow #") || !strings.HasPrefix(q.Buttons[2].ID, "al:") ||
+		!strings.HasSuffix(q.Buttons[2].ID, ":"+ana) || !strings.Contains(q.Text, "/always #") {
+		t.Fatalf("the question %+v", q)
+	}
+	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 0 {
+		t.Fatalf("%d sends before the press", n)
+	}
+	r.wa.Press(t, ana, q, q.Buttons[2])
+	r.wa.WaitFor(t, "the answer", func() bool { return slices.Contains(r.wa.Texts(ana), "Sent it to Bob.") })
+	if n := api.Count("POST /gmail/v1/users/me/messages/send"); n != 1 {
+		t.Fatalf("%d sends after Always allow", n)
 	}
 }

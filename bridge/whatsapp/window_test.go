@@ -205,7 +205,7 @@ func TestVoiceNoteWithoutVoice(t *testing.T) {
 func TestQuestionOutsideTheWindowIsHeldWithItsCommands(t *testing.T) {
 	r := newRig(t, storetest.Options{}, nil)
 	old := route{To: bea, At: time.Now().Add(-30 * time.Hour).Unix()}
-	if err := r.a.Ask(context.Background(), old, "Delete the archive?", "k7f2abcdef", "whatsapp:"+bea); err != nil {
+	if err := r.a.Ask(context.Background(), old, "Delete the archive?", bridge.Question{ID: "k7f2abcdef"}, "whatsapp:"+bea); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(r.wa.Sent(bea)); n != 0 {
