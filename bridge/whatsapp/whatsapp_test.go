@@ -641,3 +641,29 @@ func TestAlwaysAllowIsTheThirdButton(t *testing.T) {
 		t.Fatalf("%d sends after Always allow", n)
 	}
 }
+
+// Meta delivers a notification again when its answer is slow: the same
+// message posted five times at once is stored and answered once.
+func TestSameNotificationAtOnceIsAnsweredOnce(t *testing.T) {
+	r := newRig(t, storetest.Options{}, nil)
+	r.env.Model.Text("once")
+	r.env.Model.Text("after")
+	_, body := r.wa.Body(whatsapptest.Message{From: ana, Text: "hello"})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if code := r.wa.Post(t, body); code != http.StatusOK {
+				t.Errorf("answered %d", code)
+			}
+		})
+	}
+	wg.Wait()
+	r.wa.Send(t, whatsapptest.Message{From: ana, Text: "next"})
+	if got := r.texts(ana, 2); !slices.Equal(got, []string{"once", "after"}) {
+		t.Fatalf("answers %q", got)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(r.env.Model.Requests()); n != 2 {
+		t.Fatalf("%d turns for two messages", n)
+	}
+}
