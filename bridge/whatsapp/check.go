@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"loadout/config"
 )
@@ -31,7 +32,12 @@ func Digits(number string) string {
 	return d
 }
 
-var tokenShape = regexp.MustCompile(`^` + TokenShape[2:] + `$`)
+// tokenShape and templateName are compiled on first use, not at every
+// start of the process.
+var (
+	tokenShape   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + TokenShape[2:] + `$`) })
+	templateName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]{1,512}$`) })
+)
 
 // Check checks the whatsapp section (when the channel is enabled).
 func (c Config) Check(ch *config.Checker) {
@@ -40,7 +46,7 @@ func (c Config) Check(ch *config.Checker) {
 		ch.Bad("access_token", "is required when whatsapp.enabled is true (a system user's token, from Business Settings → System users)")
 	case strings.HasPrefix(c.AccessToken, "Bearer "):
 		ch.Bad("access_token", `must be the token alone, without "Bearer " before it`)
-	case !tokenShape.MatchString(c.AccessToken):
+	case !tokenShape().MatchString(c.AccessToken):
 		ch.Bad("access_token", `does not look like a Meta access token (they start with "EAA")`)
 	}
 	if !allDigits(c.PhoneNumberID) {
@@ -81,16 +87,13 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// templateName is what Meta allows in a template's name.
-var templateName = regexp.MustCompile(`^[a-z0-9_]{1,512}$`)
-
 // template reads reengage_template: "name" or "name:language".
 func template(v string) (name, language string, err error) {
 	name, language, _ = strings.Cut(strings.TrimSpace(v), ":")
 	if language == "" {
 		language = "en_US"
 	}
-	if !templateName.MatchString(name) {
+	if !templateName().MatchString(name) {
 		return "", "", fmt.Errorf(`must be an approved template's name (lower-case letters, digits and _), optionally ":" and its language, got %q`, v)
 	}
 	return name, language, nil

@@ -285,8 +285,21 @@ func (a *Adapter) writeSent(ctx context.Context, to string, parts []sentPart) {
 	}
 }
 
-// statusRank orders statuses: a late "delivered" does not undo "read".
-var statusRank = map[string]int{"sent": 1, "delivered": 2, "read": 3, "failed": 4}
+// statusRank orders statuses: a late "delivered" does not undo "read";
+// 0 for what is not a status.
+func statusRank(s string) int {
+	switch s {
+	case "sent":
+		return 1
+	case "delivered":
+		return 2
+	case "read":
+		return 3
+	case "failed":
+		return 4
+	}
+	return 0
+}
 
 // status records WhatsApp's news of a sent message. A failure is acted
 // on once: outside the window the part is held (and the template
@@ -295,7 +308,7 @@ var statusRank = map[string]int{"sent": 1, "delivered": 2, "read": 3, "failed": 
 // when they next write.
 func (a *Adapter) status(ctx context.Context, s status) error {
 	to := Digits(s.RecipientID)
-	if to == "" || s.ID == "" || statusRank[s.Status] == 0 {
+	if to == "" || s.ID == "" || statusRank(s.Status) == 0 {
 		return nil
 	}
 	var why string
@@ -321,7 +334,7 @@ func (a *Adapter) status(ctx context.Context, s status) error {
 	}
 	p := &parts[i]
 	a.log.Debug("whatsapp: message status", "to", "+"+to, "message_id", s.ID, "status", s.Status)
-	if statusRank[s.Status] <= statusRank[p.Status] && s.Status != "failed" {
+	if statusRank(s.Status) <= statusRank(p.Status) && s.Status != "failed" {
 		return nil
 	}
 	p.Status = s.Status
