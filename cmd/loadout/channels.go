@@ -13,6 +13,7 @@ import (
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/bridge/webui"
+	"loadout/bridge/whatsapp"
 	"loadout/config"
 	"loadout/store"
 )
@@ -30,6 +31,7 @@ func channelKinds() []bridge.Kind {
 		matrix.Kind(),
 		email.Kind(),
 		webui.Kind(),
+		whatsapp.Kind(),
 	}
 }
 

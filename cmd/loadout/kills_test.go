@@ -23,6 +23,7 @@ import (
 	"loadout/bridge/discord/discordtest"
 	"loadout/bridge/slack/slacktest"
 	"loadout/bridge/telegram/telegramtest"
+	"loadout/bridge/whatsapp/whatsapptest"
 	"loadout/chat/chattest"
 )
 
@@ -64,6 +65,7 @@ func TestKillsFromOutsideQuarantineNothing(t *testing.T) {
 		"telegram": killedTelegram,
 		"slack":    killedSlack,
 		"discord":  killedDiscord,
+		"whatsapp": killedWhatsApp,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -176,6 +178,47 @@ func killedDiscord(t *testing.T) killedChannel {
 			return out
 		},
 		ready: dc.Connected,
+	}
+}
+
+func killedWhatsApp(t *testing.T) killedChannel {
+	wa := whatsapptest.New(t)
+	numbers := make([]string, killChats)
+	for c := range numbers {
+		numbers[c] = fmt.Sprintf("+1555000%04d", c)
+	}
+	return killedChannel{
+		config: fmt.Sprintf("whatsapp:\n  enabled: true\n  access_token: %s\n  phone_number_id: %q\n  app_secret: %s\n  verify_token: %s\n"+
+			"  api_url: %q\n  allowed_numbers: [\"%s\"]\n", whatsapptest.Token, whatsapptest.PhoneNumberID, whatsapptest.AppSecret,
+			whatsapptest.VerifyToken, wa.APIURL, strings.Join(numbers, `", "`)),
+		// Meta delivers a notification again until it is answered 200.
+		send: func(t *testing.T, addr string, c, m int) {
+			_, body := wa.Body(whatsapptest.Message{From: strings.TrimPrefix(numbers[c], "+"), ID: fmt.Sprintf("wamid.c%dm%d", c, m),
+				Text: fmt.Sprintf("c%d m%d", c, m)})
+			sig := whatsapptest.Sign(whatsapptest.AppSecret, body)
+			client := &http.Client{Timeout: 3 * time.Second}
+			deadline := time.Now().Add(2 * time.Minute)
+			for time.Now().Before(deadline) {
+				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/whatsapp/webhook", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Hub-Signature-256", sig)
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						return
+					}
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			t.Errorf("message c%d m%d was never taken", c, m)
+		},
+		answers: func() [][]string {
+			out := make([][]string, killChats)
+			for c := range out {
+				out[c] = wa.Texts(strings.TrimPrefix(numbers[c], "+"))
+			}
+			return out
+		},
 	}
 }
 
