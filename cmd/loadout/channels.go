@@ -29,9 +29,9 @@ func channelKinds() []bridge.Kind {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		whatsapp.Kind(),
 		email.Kind(),
 		webui.Kind(),
-		whatsapp.Kind(),
 	}
 }
 
