@@ -81,6 +81,16 @@ type Config struct {
 	// model that reads images (llm.vision): the turn's message carries
 	// the pictures named in Inbound.Images.
 	Images func(ctx context.Context, chatKey, name string) (Image, error) `yaml:"-"`
+	// Prices are what each model costs (llm.prices), by model name: a
+	// model without one is priced at the dearest listed, so a cap in
+	// money is never passed by a model left out.
+	Prices map[string]Price `yaml:"prices"`
+	// Limits are the spend caps (the limits section).
+	Limits Limits `yaml:"-"`
+	// Ledger, when set, counts every model call's spend per person, chat
+	// and day, and Limits are checked against it; nil counts nothing
+	// and caps nothing.
+	Ledger Ledger `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {
@@ -137,6 +147,9 @@ type Engine struct {
 	ratios ratios
 	// buffers hold request message slices between model calls.
 	buffers sync.Pool
+	// unpriced holds the models a charge found without a price, each
+	// logged once.
+	unpriced sync.Map
 	// system is the last system prompt counted and its count: the
 	// prompt rarely changes between turns and chats, and counting it
 	// was a twentieth of a turn's processor time.
@@ -273,6 +286,9 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		// carried on after an answer inherits the asking turn's taint;
 		// a resumed turn, what it had read before it was cut.
 		tainted: in.Tainted || len(in.Images) > 0 || e.readUntrusted(history[current+1:]),
+	}
+	if t.allow, err = e.allowance(ctx, in.UserKey, in.ChatKey, &t.period); err != nil {
+		return Reply{}, err
 	}
 	reply, err := t.run(ctx)
 	// Pictures go with their own turn only: the history keeps the text.

@@ -32,6 +32,11 @@ type turn struct {
 	// mutating and destructive calls then wait for approval
 	// (tools.Policy.AfterUntrusted).
 	tainted bool
+	// allow is what the person may still spend, counted down by each
+	// model call; nil when they are not capped. period is the day and
+	// month the turn is counted in.
+	allow  *Allowance
+	period period
 }
 
 // record persists msgs (after the person's message, if that is not
@@ -63,6 +68,10 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 	// What the turn's calls share (a person's Google client) lives as
 	// long as the turn.
 	ctx = tools.WithTurn(ctx)
+	if c, ok := t.reached(); ok {
+		// Past a cap, the message never reaches the model.
+		return t.finish(ctx, t.allow.Refusal(c))
+	}
 	for round := 0; ; round++ {
 		if round >= e.cfg.MaxToolRounds {
 			return t.finish(ctx, fmt.Sprintf(
@@ -104,8 +113,16 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		clear(req.Messages)
 		*buf = req.Messages[:0]
 		e.buffers.Put(buf)
-		e.observe(ctx, cmp.Or(resp.Model, req.Model), estimated, resp.Usage.PromptTokens)
+		answered := cmp.Or(resp.Model, req.Model)
+		e.observe(ctx, answered, estimated, resp.Usage.PromptTokens)
 		t.usage = t.usage.Add(resp.Usage)
+		spend, err := e.charge(ctx, t.in.UserKey, t.in.ChatKey, t.period.day, answered, e.spent(ctx, answered, estimated, resp))
+		if err != nil {
+			return Reply{}, err
+		}
+		if t.allow != nil {
+			t.allow.add(spend)
+		}
 		if len(resp.ToolCalls) == 0 {
 			text := resp.Text
 			if strings.TrimSpace(text) == "" {
@@ -126,7 +143,19 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		if stop != "" {
 			return t.finish(ctx, stop)
 		}
+		if c, ok := t.reached(); ok {
+			// The step that crossed a cap has finished; the turn stops.
+			return t.finish(ctx, t.allow.Stopped(c))
+		}
 	}
+}
+
+// reached returns the first cap the person has used up, if any.
+func (t *turn) reached() (Cap, bool) {
+	if t.allow == nil {
+		return Cap{}, false
+	}
+	return t.allow.Reached()
 }
 
 // modelFailed logs a failed model call for the operator, naming the key to
