@@ -15,13 +15,17 @@ import (
 // cap, refuses with Refusal's sentence instead of calling the model;
 // afterwards it counts what the call cost with Charge.
 func (e *Engine) Allowance(ctx context.Context, userKey, chatKey string) (Allowance, error) {
-	p := e.cfg.Limits.period()
-	a, err := e.allowance(ctx, userKey, chatKey, &p)
-	if err != nil || a == nil {
-		l := e.cfg.Limits
-		return Allowance{Now: p.now, Priced: len(e.cfg.Prices) > 0, Exempt: l.Capped() && !l.capped(userKey)}, err
+	l := e.cfg.Limits
+	p := l.period()
+	priced, exempt := len(e.cfg.Prices) > 0, l.Capped() && !l.capped(userKey)
+	if e.cfg.Ledger == nil {
+		return Allowance{Now: p.now, Priced: priced, Exempt: exempt}, nil
 	}
-	return *a, nil
+	s, err := e.cfg.Ledger.Spent(ctx, userKey, chatKey, p.day, p.monthStart)
+	if err != nil {
+		return Allowance{}, fmt.Errorf("read the spend of %s in %s: %w", userKey, chatKey, err)
+	}
+	return l.allowance(p, s, priced, exempt), nil
 }
 
 // allowance is Allowance for a turn, in period p (which it sets): nil

@@ -39,6 +39,11 @@ type Metrics struct {
 	providerCalls    *prometheus.CounterVec
 	providerFailures *prometheus.CounterVec
 	failovers        *prometheus.CounterVec
+	// Spend per person and per chat (a chat.Ledger wrapper).
+	personTokens *prometheus.CounterVec
+	chatTokens   *prometheus.CounterVec
+	personCost   *prometheus.CounterVec
+	chatCost     *prometheus.CounterVec
 }
 
 // InboxStats is what the inbox gauges are read from at each scrape.
@@ -94,9 +99,24 @@ func New(inbox InboxStats) *Metrics {
 		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loadout_model_failovers_total", Help: "Model requests that failed at one provider and went to the next, by provider left, provider taken and reason.",
 		}, []string{"from", "to", "reason"}),
+		// By person and by chat, each on its own: the allowed people
+		// and their chats are bounded sets, their pairs need not be.
+		personTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_person_tokens_total", Help: "Model tokens (prompt and completion) spent on a person's turns, by person (user key).",
+		}, []string{"person"}),
+		chatTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_chat_tokens_total", Help: "Model tokens (prompt and completion) spent in a chat, by chat.",
+		}, []string{"chat"}),
+		personCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_person_cost_total", Help: "What a person's turns cost at llm.prices, in its currency, by person.",
+		}, []string{"person"}),
+		chatCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_chat_cost_total", Help: "What a chat's turns cost at llm.prices, in its currency, by chat.",
+		}, []string{"chat"}),
 	}
 	m.reg.MustRegister(m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
 		m.voiceSeconds, m.voiceChars, m.providerCalls, m.providerFailures, m.failovers,
+		m.personTokens, m.chatTokens, m.personCost, m.chatCost,
 		inboxCollector{inbox},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -153,6 +173,30 @@ func (mm meteredModel) Complete(ctx context.Context, req chat.Request) (chat.Res
 	mm.m.modelTokens.WithLabelValues("prompt").Add(float64(resp.Usage.PromptTokens))
 	mm.m.modelTokens.WithLabelValues("completion").Add(float64(resp.Usage.CompletionTokens))
 	return resp, err
+}
+
+// Ledger wraps a chat.Ledger to count each charge in the spend series.
+// They count what this process charged since it started: with replicas,
+// each serves its own, and their sum is the whole.
+func (m *Metrics) Ledger(next chat.Ledger) chat.Ledger { return meteredLedger{next, m} }
+
+type meteredLedger struct {
+	chat.Ledger
+	m *Metrics
+}
+
+func (ml meteredLedger) Charge(ctx context.Context, c chat.Charge) error {
+	if err := ml.Ledger.Charge(ctx, c); err != nil {
+		return err
+	}
+	tokens := float64(c.Spend.Tokens())
+	ml.m.personTokens.WithLabelValues(c.UserKey).Add(tokens)
+	ml.m.chatTokens.WithLabelValues(c.ChatKey).Add(tokens)
+	if c.Spend.Cost > 0 {
+		ml.m.personCost.WithLabelValues(c.UserKey).Add(c.Spend.Cost)
+		ml.m.chatCost.WithLabelValues(c.ChatKey).Add(c.Spend.Cost)
+	}
+	return nil
 }
 
 var _ openai.Observer = (*Metrics)(nil)
