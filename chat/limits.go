@@ -252,7 +252,11 @@ func (c Cap) Line(now time.Time) string {
 	if c.Monthly {
 		period = "this month"
 	}
-	return fmt.Sprintf("%s %s of %s left %s (%s; resets in %s)", who, c.amount(c.Left()), c.amount(c.Limit), period, c.Key, until(c.Resets.Sub(now)))
+	left := fmt.Sprintf("%.2f", c.Left())
+	if !c.Money {
+		left = tools.Thousands(int(c.Left()))
+	}
+	return fmt.Sprintf("%s %s of %s left %s (%s; resets in %s)", who, left, c.amount(c.Limit), period, c.Key, until(c.Resets.Sub(now)))
 }
 
 // until renders a wait for people: "3h 5m", "12m", "4d 2h".

@@ -32,7 +32,7 @@ func TestSpendCapOnTelegram(t *testing.T) {
 	}
 	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, Text: "/status"})
 	sent = tg.WaitSent(t, 3)
-	if !strings.Contains(sent[2].Text, "You have 0 tokens of 100 tokens left today (limits.daily_tokens_per_person; resets in ") {
+	if !strings.Contains(sent[2].Text, "You have 0 of 100 tokens left today (limits.daily_tokens_per_person; resets in ") {
 		t.Fatalf("/status %q", sent[2].Text)
 	}
 	out := scrape(t, "http://"+addr+"/metrics")
