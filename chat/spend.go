@@ -28,12 +28,16 @@ func (e *Engine) Allowance(ctx context.Context, userKey, chatKey string) (Allowa
 	return l.allowance(p, s, priced, exempt), nil
 }
 
-// allowance is Allowance for a turn, in period p (which it sets): nil
-// when the person is not capped, so the turn reads nothing.
+// allowance is Allowance for a turn, in period p (which it sets when
+// spend is counted): nil when the person is not capped, so the turn
+// reads nothing.
 func (e *Engine) allowance(ctx context.Context, userKey, chatKey string, p *period) (*Allowance, error) {
 	l := e.cfg.Limits
+	if e.cfg.Ledger == nil {
+		return nil, nil // nothing counts, so p is not needed
+	}
 	*p = l.period()
-	if e.cfg.Ledger == nil || !l.capped(userKey) {
+	if !l.capped(userKey) {
 		return nil, nil
 	}
 	s, err := e.cfg.Ledger.Spent(ctx, userKey, chatKey, p.day, p.monthStart)
