@@ -33,7 +33,9 @@ func (m *instantModel) Complete(_ context.Context, req chat.Request) (chat.Respo
 //
 //	go test -run '^$' -bench BenchmarkHandle -benchmem ./chat/
 func BenchmarkHandle(b *testing.B) {
-	for _, mode := range []string{"warm", "cold"} {
+	// capped is warm with spend caps and prices set: the spend read
+	// before the model call and the charge after it.
+	for _, mode := range []string{"warm", "cold", "capped"} {
 		for _, n := range []int{10, 1000, 10000} {
 			b.Run(fmt.Sprintf("%s/history=%d", mode, n), func(b *testing.B) { benchHandle(b, mode, n) })
 		}
@@ -65,6 +67,11 @@ func benchHandle(b *testing.B, mode string, n int) {
 			cfg := chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if mode == "cold" {
 				cfg.CachedSessions = -1
+			}
+			if mode == "capped" {
+				cfg.Limits = chat.Limits{DailyTokensPerPerson: 1 << 40, DailyTokensPerChat: 1 << 40, MonthlyTokensPerPerson: 1 << 40, DailyCostPerPerson: 1e9}
+				cfg.Prices = map[string]chat.Price{"": {Input: 0.15, Output: 0.6}}
+				cfg.Ledger = db
 			}
 			e := chat.New(cfg, model, db, reg)
 			in := chat.Inbound{ChatKey: "bench", UserKey: "u", Text: "hello there"}

@@ -40,7 +40,14 @@ func (e *Engine) allowance(ctx context.Context, userKey, chatKey string, p *peri
 	if !l.capped(userKey) {
 		return nil, nil
 	}
-	s, err := e.cfg.Ledger.Spent(ctx, userKey, chatKey, p.day, p.monthStart)
+	from := p.monthStart
+	if l.MonthlyTokensPerPerson <= 0 && l.MonthlyCostPerPerson <= 0 {
+		// No cap reads the month: the day's rows alone are read
+		// (BenchmarkSpend: 30 µs against 106 µs for a month of days in
+		// three chats).
+		from = p.day
+	}
+	s, err := e.cfg.Ledger.Spent(ctx, userKey, chatKey, p.day, from)
 	if err != nil {
 		return nil, fmt.Errorf("read the spend of %s in %s: %w", userKey, chatKey, err)
 	}

@@ -51,37 +51,42 @@ func (d *DB) Charge(ctx context.Context, c chat.Charge) error {
 }
 
 // spentQuery sums, in one statement, the person's rows of the month to
-// day and the chat's rows of day: the person's day and month, and the
-// chat's day.
-const spentQuery = `SELECT
-	COALESCE(SUM(CASE WHEN user_key = ? AND day = ? THEN prompt_tokens END), 0),
-	COALESCE(SUM(CASE WHEN user_key = ? AND day = ? THEN completion_tokens END), 0),
-	COALESCE(SUM(CASE WHEN user_key = ? AND day = ? THEN cost_nanos END), 0),
-	COALESCE(SUM(CASE WHEN user_key = ? THEN prompt_tokens END), 0),
-	COALESCE(SUM(CASE WHEN user_key = ? THEN completion_tokens END), 0),
-	COALESCE(SUM(CASE WHEN user_key = ? THEN cost_nanos END), 0),
-	COALESCE(SUM(CASE WHEN chat_key = ? AND day = ? THEN prompt_tokens END), 0),
-	COALESCE(SUM(CASE WHEN chat_key = ? AND day = ? THEN completion_tokens END), 0),
-	COALESCE(SUM(CASE WHEN chat_key = ? AND day = ? THEN cost_nanos END), 0)
-	FROM spends WHERE (user_key = ? AND day >= ? AND day <= ?) OR (chat_key = ? AND day = ?)`
+// day (a range of the key) and the chat's rows of day (a range of
+// idx_spends_chat): the person's day and month, and the chat's day.
+const spentQuery = `SELECT 0,
+	COALESCE(SUM(CASE WHEN day = ? THEN prompt_tokens END), 0), COALESCE(SUM(CASE WHEN day = ? THEN completion_tokens END), 0),
+	COALESCE(SUM(CASE WHEN day = ? THEN cost_nanos END), 0),
+	COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_nanos), 0)
+	FROM spends WHERE user_key = ? AND day >= ? AND day <= ?
+	UNION ALL SELECT 1, 0, 0, 0, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_nanos), 0)
+	FROM spends WHERE chat_key = ? AND day = ?`
 
 // Spent returns the person's spend on day and from monthStart to day,
 // and the chat's on day.
 func (d *DB) Spent(ctx context.Context, userKey, chatKey, day, monthStart string) (chat.Spent, error) {
-	var s chat.Spent
-	var pd, pm, cd int64
-	err := d.hotRow(ctx, nil, spentQuery,
-		userKey, day, userKey, day, userKey, day,
-		userKey, userKey, userKey,
-		chatKey, day, chatKey, day, chatKey, day,
-		userKey, monthStart, day, chatKey, day).
-		Scan(&s.PersonDay.PromptTokens, &s.PersonDay.CompletionTokens, &pd,
-			&s.PersonMonth.PromptTokens, &s.PersonMonth.CompletionTokens, &pm,
-			&s.ChatDay.PromptTokens, &s.ChatDay.CompletionTokens, &cd)
+	rows, err := d.hotQuery(ctx, nil, spentQuery, day, day, day, userKey, monthStart, day, chatKey, day)
 	if err != nil {
 		return chat.Spent{}, kind(err)
 	}
-	s.PersonDay.Cost, s.PersonMonth.Cost, s.ChatDay.Cost = cost(pd), cost(pm), cost(cd)
+	defer rows.Close()
+	var s chat.Spent
+	// The person's row (part 0) and the chat's (part 1), in either order.
+	for rows.Next() {
+		var part int
+		var dayIn, dayOut, dayCost, in, out, nanos int64
+		if err := rows.Scan(&part, &dayIn, &dayOut, &dayCost, &in, &out, &nanos); err != nil {
+			return chat.Spent{}, kind(err)
+		}
+		if part == 1 {
+			s.ChatDay = chat.Spend{PromptTokens: in, CompletionTokens: out, Cost: cost(nanos)}
+			continue
+		}
+		s.PersonDay = chat.Spend{PromptTokens: dayIn, CompletionTokens: dayOut, Cost: cost(dayCost)}
+		s.PersonMonth = chat.Spend{PromptTokens: in, CompletionTokens: out, Cost: cost(nanos)}
+	}
+	if err := rows.Err(); err != nil {
+		return chat.Spent{}, kind(err)
+	}
 	return s, nil
 }
 
