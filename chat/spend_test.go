@@ -224,3 +224,16 @@ func TestAdminsAreCappedOnlyWhenConfigured(t *testing.T) {
 		}
 	}
 }
+
+// A scheduled task's run (unattended, as its owner) is held to its
+// owner's caps like a message of theirs.
+func TestScheduledRunIsHeldToItsOwnersCap(t *testing.T) {
+	c := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	e := capEnv(t, chat.Limits{DailyTokensPerPerson: 15}, c, nil)
+	e.Model.Text("done")
+	from(t, e, "c", "ana", "hello")
+	r := handle(t, e, chat.Inbound{ChatKey: "c", UserKey: "ana", Text: "the daily digest", Unattended: true})
+	if !strings.HasPrefix(r.Text, "Sorry, you have used up today's allowance of 15 tokens") || len(e.Model.Requests()) != 1 {
+		t.Fatalf("scheduled run past the cap: %q, %d model calls", r.Text, len(e.Model.Requests()))
+	}
+}

@@ -157,3 +157,27 @@ func TestConsoleShowsTheSpendCap(t *testing.T) {
 		t.Errorf("model calls = %d, want 1", n)
 	}
 }
+
+// With llm.prices, /status shows what the person and the chat spent
+// today, and a cap in money what is left of it.
+func TestConsoleStatusShowsTodaysCost(t *testing.T) {
+	env := storetest.NewEnv(t, storetest.Options{Config: chat.Config{
+		Limits: chat.Limits{DailyCostPerPerson: 1},
+		Prices: map[string]chat.Price{"m": {Input: 10_000, Output: 20_000}},
+	}})
+	env.Model.Text("Hello from the model.") // 10 prompt, 5 completion: 0.10 + 0.10
+	var out bytes.Buffer
+	c := console.New(console.Config{In: strings.NewReader("hi\n/status\n/quit\n"), Out: &out, User: "ana"},
+		bridge.NewRouter(env.Engine, "loadout"), env.Store)
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Spent today: 0.20 by you, 0.20 in this chat (at llm.prices)",
+		"You have 0.80 of 1.00 left today (limits.daily_cost_per_person; resets in ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
