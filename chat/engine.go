@@ -91,6 +91,9 @@ type Config struct {
 	// and day, and Limits are checked against it; nil counts nothing
 	// and caps nothing.
 	Ledger Ledger `yaml:"-"`
+	// Charged, when set, is told each charge once the ledger holds it
+	// (the spend metrics).
+	Charged func(Charge) `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {
@@ -147,6 +150,9 @@ type Engine struct {
 	ratios ratios
 	// buffers hold request message slices between model calls.
 	buffers sync.Pool
+	// charging is the store when it is the Ledger and can count a
+	// round's charge in the transaction that records the round.
+	charging ChargingStore
 	// unpriced holds the models a charge found without a price, each
 	// logged once.
 	unpriced sync.Map
@@ -189,6 +195,9 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 		buffers: sync.Pool{New: func() any { return new([]Message) }},
 	}
 	e.exec.SetGate(e.gate)
+	if cs, ok := store.(ChargingStore); ok && cfg.Ledger != nil && any(cfg.Ledger) == any(store) {
+		e.charging = cs
+	}
 	return e
 }
 

@@ -145,6 +145,14 @@ type Ledger interface {
 	Spent(ctx context.Context, userKey, chatKey, day, monthStart string) (Spent, error)
 }
 
+// ChargingStore is an optional Store feature, of a store that is also
+// the engine's Ledger: AppendCharged is Append that adds c to the ledger
+// in the same transaction, so counting a model call costs no write of
+// its own. The engine uses it for the rounds it records with Append.
+type ChargingStore interface {
+	AppendCharged(ctx context.Context, sessionID int64, msgs []Message, usage Usage, c Charge) error
+}
+
 // Cap is one cap as it stands for a person in a chat.
 type Cap struct {
 	// Key is the cap's config key, e.g. "limits.daily_tokens_per_person".

@@ -60,25 +60,38 @@ func (e *Engine) allowance(ctx context.Context, userKey, chatKey string, p *peri
 // reported it, priced at model's llm.prices. It returns what was
 // counted. Without a ledger it counts nothing.
 func (e *Engine) Charge(ctx context.Context, userKey, chatKey, model string, u Usage) (Spend, error) {
-	return e.charge(ctx, userKey, chatKey, e.cfg.Limits.period().day, model, u)
+	if e.cfg.Ledger == nil {
+		return e.spend(model, u), nil
+	}
+	c := Charge{UserKey: userKey, ChatKey: chatKey, Day: e.cfg.Limits.period().day, Spend: e.spend(model, u)}
+	return c.Spend, e.commit(ctx, c)
 }
 
-// charge adds u, priced for model, to the ledger on day.
-func (e *Engine) charge(ctx context.Context, userKey, chatKey, day, model string, u Usage) (Spend, error) {
+// spend is what u cost at model's price.
+func (e *Engine) spend(model string, u Usage) Spend {
 	s := Spend{PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), CachedTokens: int64(u.CachedTokens)}
-	if e.cfg.Ledger == nil {
-		return s, nil
-	}
 	if len(e.cfg.Prices) > 0 {
 		s.Cost = e.price(model).cost(u)
 	}
+	return s
+}
+
+// commit adds c to the ledger on its own.
+func (e *Engine) commit(ctx context.Context, c Charge) error {
 	// Counted even when the turn is being cut short: the provider
 	// charged for it.
-	err := e.cfg.Ledger.Charge(context.WithoutCancel(ctx), Charge{UserKey: userKey, ChatKey: chatKey, Day: day, Spend: s})
-	if err != nil {
-		return s, fmt.Errorf("count the spend of %s in %s: %w", userKey, chatKey, err)
+	if err := e.cfg.Ledger.Charge(context.WithoutCancel(ctx), c); err != nil {
+		return fmt.Errorf("count the spend of %s in %s: %w", c.UserKey, c.ChatKey, err)
 	}
-	return s, nil
+	e.charged(c)
+	return nil
+}
+
+// charged tells Config.Charged of a charge the ledger holds.
+func (e *Engine) charged(c Charge) {
+	if e.cfg.Charged != nil {
+		e.cfg.Charged(c)
+	}
 }
 
 // price is model's price; a model llm.prices does not list is priced at

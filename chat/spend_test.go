@@ -237,3 +237,24 @@ func TestScheduledRunIsHeldToItsOwnersCap(t *testing.T) {
 		t.Fatalf("scheduled run past the cap: %q, %d model calls", r.Text, len(e.Model.Requests()))
 	}
 }
+
+// Every model call is counted once, whether its round is recorded with
+// the charge in one transaction (an answer, a tool round) or asks for
+// approval (its charge written on its own).
+func TestEveryModelCallIsCountedOnce(t *testing.T) {
+	o := &outbox{}
+	c := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	e := confirmEnv(t, o, chat.Config{Limits: chat.Limits{DailyTokensPerPerson: 10_000, Now: c.Now}}, "")
+	e.Model.Push(chattest.Step{Calls: []chat.ToolCall{{Name: "mail_read", Arguments: `{"text":"x"}`}}, Usage: chat.Usage{PromptTokens: 100, CompletionTokens: 1}})
+	e.Model.Push(chattest.Step{Calls: []chat.ToolCall{{Name: "mail_send", Arguments: `{"to":"bob@example.com","subject":"Hi","body":"hi"}`}}, Usage: chat.Usage{PromptTokens: 200, CompletionTokens: 2}})
+	r := handle(t, e, chat.Inbound{ChatKey: "c1", UserKey: "ana", Text: "read then send"})
+	if r.Ask == "" {
+		t.Fatalf("not asked: %q", r.Text)
+	}
+	e.Model.Push(chattest.Step{Text: "Sent.", Usage: chat.Usage{PromptTokens: 400, CompletionTokens: 4}})
+	decide(t, e, "ana", r.Ask, "press1", true)
+	s, err := e.Store.Spent(context.Background(), "ana", "c1", "2026-11-26", "2026-11-26")
+	if err != nil || s.PersonDay.Tokens() != 707 {
+		t.Fatalf("spent %+v, %v; want 707 tokens from three calls", s.PersonDay, err)
+	}
+}

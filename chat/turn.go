@@ -37,6 +37,9 @@ type turn struct {
 	// month the turn is counted in.
 	allow  *Allowance
 	period period
+	// charge is the last model call's, until the round's record
+	// carries it into the ledger (Engine.charging).
+	charge *Charge
 }
 
 // record persists msgs (after the person's message, if that is not
@@ -50,13 +53,28 @@ func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
 		return nil
 	}
 	var err error
-	if t.ask != nil {
-		err = t.e.store.Hold(context.WithoutCancel(ctx), t.sess.ID, msgs, usage, *t.ask)
-	} else {
-		err = t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, usage)
+	ctx = context.WithoutCancel(ctx)
+	switch {
+	case t.ask != nil:
+		if t.charge != nil {
+			// A round that asks is rare: its charge goes on its own.
+			if err := t.e.commit(ctx, *t.charge); err != nil {
+				return err
+			}
+			t.charge = nil
+		}
+		err = t.e.store.Hold(ctx, t.sess.ID, msgs, usage, *t.ask)
+	case t.charge != nil:
+		err = t.e.charging.AppendCharged(ctx, t.sess.ID, msgs, usage, *t.charge)
+	default:
+		err = t.e.store.Append(ctx, t.sess.ID, msgs, usage)
 	}
 	if err != nil {
 		return err
+	}
+	if t.charge != nil {
+		t.e.charged(*t.charge)
+		t.charge = nil
 	}
 	t.unsaved = nil
 	t.count += len(msgs)
@@ -116,12 +134,18 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		answered := cmp.Or(resp.Model, req.Model)
 		e.observe(ctx, answered, estimated, resp.Usage.PromptTokens)
 		t.usage = t.usage.Add(resp.Usage)
-		spend, err := e.charge(ctx, t.in.UserKey, t.in.ChatKey, t.period.day, answered, e.spent(ctx, answered, estimated, resp))
-		if err != nil {
-			return Reply{}, err
-		}
-		if t.allow != nil {
-			t.allow.add(spend)
+		if e.cfg.Ledger != nil {
+			c := Charge{UserKey: t.in.UserKey, ChatKey: t.in.ChatKey, Day: t.period.day, Spend: e.spend(answered, e.spent(ctx, answered, estimated, resp))}
+			if e.charging != nil {
+				// Written with the round's record, which follows every
+				// answer: one transaction for both.
+				t.charge = &c
+			} else if err := e.commit(ctx, c); err != nil {
+				return Reply{}, err
+			}
+			if t.allow != nil {
+				t.allow.add(c.Spend)
+			}
 		}
 		if len(resp.ToolCalls) == 0 {
 			text := resp.Text

@@ -39,7 +39,7 @@ type Metrics struct {
 	providerCalls    *prometheus.CounterVec
 	providerFailures *prometheus.CounterVec
 	failovers        *prometheus.CounterVec
-	// Spend per person and per chat (a chat.Ledger wrapper).
+	// Spend per person and per chat (chat.Config.Charged).
 	personTokens *prometheus.CounterVec
 	chatTokens   *prometheus.CounterVec
 	personCost   *prometheus.CounterVec
@@ -175,28 +175,18 @@ func (mm meteredModel) Complete(ctx context.Context, req chat.Request) (chat.Res
 	return resp, err
 }
 
-// Ledger wraps a chat.Ledger to count each charge in the spend series.
-// They count what this process charged since it started: with replicas,
-// each serves its own, and their sum is the whole.
-func (m *Metrics) Ledger(next chat.Ledger) chat.Ledger { return meteredLedger{next, m} }
-
-type meteredLedger struct {
-	chat.Ledger
-	m *Metrics
-}
-
-func (ml meteredLedger) Charge(ctx context.Context, c chat.Charge) error {
-	if err := ml.Ledger.Charge(ctx, c); err != nil {
-		return err
-	}
+// Charged counts a charge the ledger holds in the spend series
+// (chat.Config.Charged). They count what this process charged since it
+// started: with replicas, each serves its own, and their sum is the
+// whole.
+func (m *Metrics) Charged(c chat.Charge) {
 	tokens := float64(c.Spend.Tokens())
-	ml.m.personTokens.WithLabelValues(c.UserKey).Add(tokens)
-	ml.m.chatTokens.WithLabelValues(c.ChatKey).Add(tokens)
+	m.personTokens.WithLabelValues(c.UserKey).Add(tokens)
+	m.chatTokens.WithLabelValues(c.ChatKey).Add(tokens)
 	if c.Spend.Cost > 0 {
-		ml.m.personCost.WithLabelValues(c.UserKey).Add(c.Spend.Cost)
-		ml.m.chatCost.WithLabelValues(c.ChatKey).Add(c.Spend.Cost)
+		m.personCost.WithLabelValues(c.UserKey).Add(c.Spend.Cost)
+		m.chatCost.WithLabelValues(c.ChatKey).Add(c.Spend.Cost)
 	}
-	return nil
 }
 
 var _ openai.Observer = (*Metrics)(nil)

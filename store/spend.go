@@ -5,10 +5,15 @@ import (
 	"math"
 	"time"
 
+	"gorm.io/gorm"
+
 	"loadout/chat"
 )
 
-var _ chat.Ledger = (*DB)(nil)
+var (
+	_ chat.Ledger        = (*DB)(nil)
+	_ chat.ChargingStore = (*DB)(nil)
+)
 
 // spend is what model calls cost a person in a chat on a day (in the
 // limits' time zone, "2006-01-02"), added up by one UPSERT per call: the
@@ -45,9 +50,24 @@ const chargeSpend = `INSERT INTO spends (user_key, day, chat_key, prompt_tokens,
 // Charge adds what one model call cost to the person's row for the chat
 // and day, in one statement.
 func (d *DB) Charge(ctx context.Context, c chat.Charge) error {
-	_, err := d.hotExec(ctx, nil, chargeSpend, c.UserKey, c.Day, c.ChatKey,
-		c.Spend.PromptTokens, c.Spend.CompletionTokens, c.Spend.CachedTokens, nanos(c.Spend.Cost), d.now())
+	_, err := d.hotExec(ctx, nil, chargeSpend, chargeArgs(c, d.now())...)
 	return kind(err)
+}
+
+// AppendCharged is Append with c added to the spend in its transaction:
+// a round and what its model call cost are written together.
+func (d *DB) AppendCharged(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, c chat.Charge) error {
+	// Prepared before the transaction begins, as appendWith's own.
+	d.prepareHot(ctx, chargeSpend)
+	return d.appendWith(ctx, sessionID, msgs, usage, func(tx *gorm.DB) error {
+		_, err := d.hotExec(ctx, tx, chargeSpend, chargeArgs(c, d.now())...)
+		return err
+	})
+}
+
+// chargeArgs are chargeSpend's values for c.
+func chargeArgs(c chat.Charge, now time.Time) []any {
+	return []any{c.UserKey, c.Day, c.ChatKey, c.Spend.PromptTokens, c.Spend.CompletionTokens, c.Spend.CachedTokens, nanos(c.Spend.Cost), now}
 }
 
 // spentQuery sums, in one statement, the person's rows of the month to

@@ -180,7 +180,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	if ec.Limits.Capped() || len(ec.Prices) > 0 {
 		// Spend is counted only where something reads it: a cap, or
 		// prices to show.
-		ec.Ledger = a.metrics.Ledger(db)
+		ec.Ledger, ec.Charged = db, a.metrics.Charged
 	}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
