@@ -141,7 +141,8 @@ type Ledger interface {
 	// day's count.
 	Charge(ctx context.Context, c Charge) error
 	// Spent returns the person's spend on day and from monthStart up to
-	// and including day, and the chat's on day (days as in Charge).
+	// and including day, and the chat's on day (days as in Charge). An
+	// empty userKey or chatKey need not be read: its part is zero.
 	Spent(ctx context.Context, userKey, chatKey, day, monthStart string) (Spent, error)
 }
 

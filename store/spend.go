@@ -70,21 +70,38 @@ func chargeArgs(c chat.Charge, now time.Time) []any {
 	return []any{c.UserKey, c.Day, c.ChatKey, c.Spend.PromptTokens, c.Spend.CompletionTokens, c.Spend.CachedTokens, nanos(c.Spend.Cost), now}
 }
 
-// spentQuery sums, in one statement, the person's rows of the month to
-// day (a range of the key) and the chat's rows of day (a range of
-// idx_spends_chat): the person's day and month, and the chat's day.
-const spentQuery = `SELECT 0,
+// The spend read: the person's rows of the month to day (a range of the
+// key; part 0: the day's sums, then the range's) and the chat's rows of
+// day (a range of idx_spends_chat; part 1), in one statement when both
+// are read.
+const (
+	spentPerson = `SELECT 0,
 	COALESCE(SUM(CASE WHEN day = ? THEN prompt_tokens END), 0), COALESCE(SUM(CASE WHEN day = ? THEN completion_tokens END), 0),
 	COALESCE(SUM(CASE WHEN day = ? THEN cost_nanos END), 0),
 	COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_nanos), 0)
-	FROM spends WHERE user_key = ? AND day >= ? AND day <= ?
-	UNION ALL SELECT 1, 0, 0, 0, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_nanos), 0)
+	FROM spends WHERE user_key = ? AND day >= ? AND day <= ?`
+	spentChat = `SELECT 1, 0, 0, 0, COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_nanos), 0)
 	FROM spends WHERE chat_key = ? AND day = ?`
+	spentBoth = spentPerson + "\n\tUNION ALL " + spentChat
+)
 
 // Spent returns the person's spend on day and from monthStart to day,
-// and the chat's on day.
+// and the chat's on day. An empty userKey or chatKey is not read (its
+// part is zero): a turn reads only what a cap needs.
 func (d *DB) Spent(ctx context.Context, userKey, chatKey, day, monthStart string) (chat.Spent, error) {
-	rows, err := d.hotQuery(ctx, nil, spentQuery, day, day, day, userKey, monthStart, day, chatKey, day)
+	var query string
+	var args []any
+	switch {
+	case userKey != "" && chatKey != "":
+		query, args = spentBoth, []any{day, day, day, userKey, monthStart, day, chatKey, day}
+	case userKey != "":
+		query, args = spentPerson, []any{day, day, day, userKey, monthStart, day}
+	case chatKey != "":
+		query, args = spentChat, []any{chatKey, day}
+	default:
+		return chat.Spent{}, nil
+	}
+	rows, err := d.hotQuery(ctx, nil, query, args...)
 	if err != nil {
 		return chat.Spent{}, kind(err)
 	}

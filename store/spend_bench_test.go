@@ -30,11 +30,15 @@ func BenchmarkSpend(b *testing.B) {
 			db.Charge(ctx, chat.Charge{UserKey: "bea" + c, ChatKey: "group", Day: day, Spend: chat.Spend{PromptTokens: 100}})
 		}
 	}
-	for name, from := range map[string]string{"month": "2026-11-01", "day": "2026-11-26"} {
-		b.Run("spent/"+name, func(b *testing.B) {
+	for _, c := range []struct{ name, user, chat, from string }{
+		{"month", "ana", "group", "2026-11-01"}, // a monthly cap and a chat's cap
+		{"day", "ana", "group", "2026-11-26"},   // daily caps on the person and the chat
+		{"person-day", "ana", "", "2026-11-26"}, // a daily cap on the person alone
+	} {
+		b.Run("spent/"+c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := db.Spent(ctx, "ana", "group", "2026-11-26", from); err != nil {
+				if _, err := db.Spent(ctx, c.user, c.chat, "2026-11-26", c.from); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -46,6 +46,13 @@ func TestSpendAddsUpPerPersonChatAndDay(t *testing.T) {
 	if s.ChatDay.Tokens() != 187 || !near(s.ChatDay.Cost, 0.875) {
 		t.Errorf("the group's day %+v", s.ChatDay)
 	}
+	// An empty key is not read.
+	if p, err := db.Spent(ctx, "ana", "", "2026-11-26", "2026-11-01"); err != nil || p.PersonMonth != s.PersonMonth || p.PersonDay != s.PersonDay || p.ChatDay != (chat.Spend{}) {
+		t.Errorf("the person alone: %+v, %v", p, err)
+	}
+	if c, err := db.Spent(ctx, "", "group", "2026-11-26", "2026-11-01"); err != nil || c.ChatDay != s.ChatDay || c.PersonDay != (chat.Spend{}) {
+		t.Errorf("the chat alone: %+v, %v", c, err)
+	}
 	if none, err := db.Spent(ctx, "cy", "elsewhere", "2026-11-26", "2026-11-01"); err != nil || none != (chat.Spent{}) {
 		t.Errorf("nobody's spend %+v, %v", none, err)
 	}

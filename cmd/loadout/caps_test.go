@@ -61,3 +61,11 @@ func TestCostCapNeedsPrices(t *testing.T) {
 		t.Fatalf("cfg %+v %+v, %v", cfg.LLM.Engine.Prices, cfg.Limits, err)
 	}
 }
+
+// The caps can be set from the environment, as every key can.
+func TestCapsFromTheEnvironment(t *testing.T) {
+	cfg, err := parseConfig([]byte("llm:\n  api_key: k\n"), env(map[string]string{"LOADOUT_LIMITS_DAILY_TOKENS_PER_PERSON": "5000", "LOADOUT_LIMITS_CAP_ADMINS": "true"}))
+	if err != nil || cfg.Limits.DailyTokensPerPerson != 5000 || !cfg.Limits.CapAdmins {
+		t.Fatalf("limits %+v, %v", cfg.Limits, err)
+	}
+}
