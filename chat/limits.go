@@ -41,20 +41,26 @@ type Limits struct {
 
 // Check checks the limits section.
 func (l Limits) Check(ch *config.Checker) {
-	for key, v := range map[string]int64{
-		"daily_tokens_per_person": l.DailyTokensPerPerson, "daily_tokens_per_chat": l.DailyTokensPerChat,
-		"monthly_tokens_per_person": l.MonthlyTokensPerPerson,
+	for _, c := range []struct {
+		key string
+		v   int64
+	}{
+		{"daily_tokens_per_person", l.DailyTokensPerPerson}, {"daily_tokens_per_chat", l.DailyTokensPerChat},
+		{"monthly_tokens_per_person", l.MonthlyTokensPerPerson},
 	} {
-		if v < 0 {
-			ch.Bad(key, "must be 0 (no cap) or a number of tokens, got %d", v)
+		if c.v < 0 {
+			ch.Bad(c.key, "must be 0 (no cap) or a number of tokens, got %d", c.v)
 		}
 	}
-	for key, v := range map[string]float64{
-		"daily_cost_per_person": l.DailyCostPerPerson, "daily_cost_per_chat": l.DailyCostPerChat,
-		"monthly_cost_per_person": l.MonthlyCostPerPerson,
+	for _, c := range []struct {
+		key string
+		v   float64
+	}{
+		{"daily_cost_per_person", l.DailyCostPerPerson}, {"daily_cost_per_chat", l.DailyCostPerChat},
+		{"monthly_cost_per_person", l.MonthlyCostPerPerson},
 	} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			ch.Bad(key, "must be 0 (no cap) or an amount in the currency of llm.prices, got %v", v)
+		if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+			ch.Bad(c.key, "must be 0 (no cap) or an amount in the currency of llm.prices, got %v", c.v)
 		}
 	}
 }
@@ -89,9 +95,12 @@ func (p Price) cost(u Usage) float64 {
 func checkPrices(ch *config.Checker, prices map[string]Price) {
 	for _, model := range slices.Sorted(maps.Keys(prices)) {
 		p := prices[model]
-		for what, v := range map[string]float64{"input": p.Input, "cached_input": p.CachedInput, "output": p.Output} {
-			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				ch.Bad("prices."+model+"."+what, "must be a price per million tokens, 0 or more, got %v", v)
+		for _, c := range []struct {
+			what string
+			v    float64
+		}{{"input", p.Input}, {"cached_input", p.CachedInput}, {"output", p.Output}} {
+			if c.v < 0 || math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+				ch.Bad("prices."+model+"."+c.what, "must be a price per million tokens, 0 or more, got %v", c.v)
 			}
 		}
 	}

@@ -258,3 +258,28 @@ func TestEveryModelCallIsCountedOnce(t *testing.T) {
 		t.Fatalf("spent %+v, %v; want 707 tokens from three calls", s.PersonDay, err)
 	}
 }
+
+// A model call outside a turn (an MCP server's sampling request) is
+// checked with Allowance and counted with Charge: its tokens hold the
+// person's next message, and past the cap Allowance says so with the
+// sentence to answer.
+func TestCallsOutsideATurnAreCheckedAndCounted(t *testing.T) {
+	c := &clock{now: time.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC)}
+	e := capEnv(t, chat.Limits{DailyTokensPerPerson: 1000}, c, nil)
+	ctx := context.Background()
+	a, err := e.Engine.Allowance(ctx, "ana", "c")
+	if _, reached := a.Reached(); err != nil || reached || a.Caps[0].Left() != 1000 {
+		t.Fatalf("before: %+v, %v", a, err)
+	}
+	if _, err := e.Engine.Charge(ctx, "ana", "c", "m", chat.Usage{PromptTokens: 900, CompletionTokens: 100}); err != nil {
+		t.Fatal(err)
+	}
+	a, err = e.Engine.Allowance(ctx, "ana", "c")
+	cp, reached := a.Reached()
+	if err != nil || !reached || a.Refusal(cp) != "Sorry, you have used up today's allowance of 1,000 tokens (limits.daily_tokens_per_person), so I can't pass this message on to the model. It starts again at 00:00 UTC, in 2h 0m." {
+		t.Fatalf("after: %+v, %v", a, err)
+	}
+	if r := from(t, e, "c", "ana", "hi"); !strings.HasPrefix(r.Text, "Sorry, you have used up") || len(e.Model.Requests()) != 0 {
+		t.Fatalf("the next message: %q", r.Text)
+	}
+}
