@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"loadout/bridge/slack"
+	"loadout/bridge/slack/slacktest"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat"
 	"loadout/chat/chattest"
@@ -67,5 +74,39 @@ func TestCapsFromTheEnvironment(t *testing.T) {
 	cfg, err := parseConfig([]byte("llm:\n  api_key: k\n"), env(map[string]string{"LOADOUT_LIMITS_DAILY_TOKENS_PER_PERSON": "5000", "LOADOUT_LIMITS_CAP_ADMINS": "true"}))
 	if err != nil || cfg.Limits.DailyTokensPerPerson != 5000 || !cfg.Limits.CapAdmins {
 		t.Fatalf("limits %+v, %v", cfg.Limits, err)
+	}
+}
+
+// On Slack too, a person past a cap reads the sentence in the chat and
+// the model is not asked.
+func TestSpendCapOnSlack(t *testing.T) {
+	fake := slacktest.NewServer(t)
+	model := chattest.NewModelServer(t)
+	cfg := defaults()
+	cfg.Store.Path = filepath.Join(t.TempDir(), "loadout.db")
+	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "test-key"
+	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	cfg.Limits.DailyTokensPerChat = 15
+	cfg.Channels = map[string]any{"slack": slack.Config{Enabled: true, BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
+		Mode: "socket", APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}}
+	if err := cfg.validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.db.Close() })
+	runSlack(t, a)
+	model.Text("first")
+	fake.Send(t, "env-1", "events_api", slacktest.Callback("Ev1", slacktest.DM("D1", "UOWNER", "hi", "1.1")), 0)
+	fake.WaitCalls(t, "chat.postMessage", 1)
+	fake.Send(t, "env-2", "events_api", slacktest.Callback("Ev2", slacktest.DM("D1", "UOWNER", "again", "1.2")), 0)
+	p := fake.WaitCalls(t, "chat.postMessage", 2)[1].Params
+	if text := p["text"]; !strings.HasPrefix(text, "Sorry, this chat has used up today's allowance of 15 tokens (limits.daily_tokens_per_chat), so I can't pass this message on to the model. It starts again at 00:00 UTC, in ") {
+		t.Fatalf("post = %v", p)
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Fatalf("%d model calls, want 1", n)
 	}
 }
