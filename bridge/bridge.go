@@ -262,6 +262,11 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 			waiting += "\n" + line
 		}
 	}
+	spend, err := r.spendLines(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	waiting += spend
 	for _, a := range s.Approvals {
 		// Only the asker's own: in a group, others' requests are
 		// theirs to see.
@@ -277,6 +282,26 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 		s.AllTools, tools.Thousands(s.AllTokens),
 		tools.Thousands(total), tools.Thousands(s.Usage.PromptTokens), tools.Thousands(s.Usage.CompletionTokens), tools.Thousands(s.Usage.CachedTokens),
 		cmp.Or(s.Model, "default"), s.Routing) + waiting, nil
+}
+
+// spendLines are /status's lines on spend: what is left under each cap
+// for the person asking, and with prices what was spent today.
+func (r *Router) spendLines(ctx context.Context, in chat.Inbound) (string, error) {
+	a, err := r.engine.Allowance(ctx, in.UserKey, in.ChatKey)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if a.Priced {
+		fmt.Fprintf(&b, "\nSpent today: %.2f by you, %.2f in this chat (at llm.prices)", a.Spent.PersonDay.Cost, a.Spent.ChatDay.Cost)
+	}
+	if a.Exempt {
+		b.WriteString("\nSpend caps: you are an admin and not capped (limits.cap_admins)")
+	}
+	for _, c := range a.Caps {
+		b.WriteString("\n" + c.Line(a.Now))
+	}
+	return b.String(), nil
 }
 
 // Age renders a duration for people: "45s", "12m", "3h 5m", "2d 4h".

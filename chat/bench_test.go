@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"loadout/chat"
 	"loadout/chat/chattest"
@@ -33,7 +34,10 @@ func (m *instantModel) Complete(_ context.Context, req chat.Request) (chat.Respo
 //
 //	go test -run '^$' -bench BenchmarkHandle -benchmem ./chat/
 func BenchmarkHandle(b *testing.B) {
-	for _, mode := range []string{"warm", "cold"} {
+	// capped is warm with daily spend caps and prices set: the spend
+	// read before the model call and the charge after it; monthly adds
+	// a monthly cap, which reads the month's rows.
+	for _, mode := range []string{"warm", "cold", "capped", "monthly"} {
 		for _, n := range []int{10, 1000, 10000} {
 			b.Run(fmt.Sprintf("%s/history=%d", mode, n), func(b *testing.B) { benchHandle(b, mode, n) })
 		}
@@ -65,6 +69,15 @@ func benchHandle(b *testing.B, mode string, n int) {
 			cfg := chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if mode == "cold" {
 				cfg.CachedSessions = -1
+			}
+			if mode == "capped" || mode == "monthly" {
+				cfg.Limits = chat.Limits{DailyTokensPerPerson: 1 << 40, DailyTokensPerChat: 1 << 40, DailyCostPerPerson: 1e9}
+				cfg.Prices = map[string]chat.Price{"": {Input: 0.15, Output: 0.6}}
+				cfg.Ledger = db
+				if mode == "monthly" {
+					cfg.Limits.MonthlyTokensPerPerson = 1 << 40
+					seedSpend(b, db)
+				}
 			}
 			e := chat.New(cfg, model, db, reg)
 			in := chat.Inbound{ChatKey: "bench", UserKey: "u", Text: "hello there"}
@@ -110,6 +123,20 @@ func seed(b *testing.B, db *store.DB, sessionID int64, n int) {
 		end := min(i+500, len(msgs))
 		if err := db.Append(ctx, sessionID, msgs[i:end], chat.Usage{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// seedSpend charges "u" in three chats on each day of the month so
+// far, as a month of use leaves the spends table.
+func seedSpend(b *testing.B, db *store.DB) {
+	now := time.Now().UTC()
+	for d := 1; d <= now.Day(); d++ {
+		day := time.Date(now.Year(), now.Month(), d, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+		for _, c := range []string{"bench", "other", "group"} {
+			if err := db.Charge(context.Background(), chat.Charge{UserKey: "u", ChatKey: c, Day: day, Spend: chat.Spend{PromptTokens: 100}}); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

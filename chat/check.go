@@ -14,4 +14,5 @@ func (c Config) Check(ch *config.Checker) {
 		ch.Bad("cached_sessions", "must be -1 (no cache) or more, got %d", c.CachedSessions)
 	}
 	ch.AtLeast("repeat_limit", c.RepeatLimit, 1)
+	checkPrices(ch, c.Prices)
 }

@@ -88,6 +88,19 @@ type Config struct {
 	// model that reads images (llm.vision): the turn's message carries
 	// the pictures named in Inbound.Images.
 	Images func(ctx context.Context, chatKey, name string) (Image, error) `yaml:"-"`
+	// Prices are what each model costs (llm.prices), by model name: a
+	// model without one is priced at the dearest listed, so a cap in
+	// money is never passed by a model left out.
+	Prices map[string]Price `yaml:"prices"`
+	// Limits are the spend caps (the limits section).
+	Limits Limits `yaml:"-"`
+	// Ledger, when set, counts every model call's spend per person, chat
+	// and day, and Limits are checked against it; nil counts nothing
+	// and caps nothing.
+	Ledger Ledger `yaml:"-"`
+	// Charged, when set, is told each charge once the ledger holds it
+	// (the spend metrics).
+	Charged func(Charge) `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {
@@ -144,6 +157,12 @@ type Engine struct {
 	ratios ratios
 	// buffers hold request message slices between model calls.
 	buffers sync.Pool
+	// charging is the store when it is the Ledger and can count a
+	// round's charge in the transaction that records the round.
+	charging ChargingStore
+	// unpriced holds the models a charge found without a price, each
+	// logged once.
+	unpriced sync.Map
 	// system is the last system prompt counted and its count: the
 	// prompt rarely changes between turns and chats, and counting it
 	// was a twentieth of a turn's processor time.
@@ -183,6 +202,9 @@ func New(cfg Config, model Model, store Store, reg *tools.Registry) *Engine {
 		buffers: sync.Pool{New: func() any { return new([]Message) }},
 	}
 	e.exec.SetGate(e.gate)
+	if cs, ok := store.(ChargingStore); ok && cfg.Ledger != nil && any(cfg.Ledger) == any(store) {
+		e.charging = cs
+	}
 	return e
 }
 
@@ -280,6 +302,9 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		// carried on after an answer inherits the asking turn's taint;
 		// a resumed turn, what it had read before it was cut.
 		tainted: in.Tainted || len(in.Images) > 0 || e.readUntrusted(history[current+1:]),
+	}
+	if t.allow, err = e.allowance(ctx, in.UserKey, in.ChatKey, &t.period); err != nil {
+		return Reply{}, err
 	}
 	reply, err := t.run(ctx)
 	// Pictures go with their own turn only: the history keeps the text.

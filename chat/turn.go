@@ -32,6 +32,14 @@ type turn struct {
 	// mutating and destructive calls then wait for approval
 	// (tools.Policy.AfterUntrusted).
 	tainted bool
+	// allow is what the person may still spend, counted down by each
+	// model call; nil when they are not capped. period is the day and
+	// month the turn is counted in.
+	allow  *Allowance
+	period period
+	// charge is the last model call's, until the round's record
+	// carries it into the ledger (Engine.charging).
+	charge *Charge
 }
 
 // record persists msgs (after the person's message, if that is not
@@ -45,13 +53,28 @@ func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
 		return nil
 	}
 	var err error
-	if len(t.asks) > 0 {
-		err = t.e.store.Hold(context.WithoutCancel(ctx), t.sess.ID, msgs, usage, t.asks)
-	} else {
-		err = t.e.store.Append(context.WithoutCancel(ctx), t.sess.ID, msgs, usage)
+	ctx = context.WithoutCancel(ctx)
+	switch {
+	case len(t.asks) > 0:
+		if t.charge != nil {
+			// A round that asks is rare: its charge goes on its own.
+			if err := t.e.commit(ctx, *t.charge); err != nil {
+				return err
+			}
+			t.charge = nil
+		}
+		err = t.e.store.Hold(ctx, t.sess.ID, msgs, usage, t.asks)
+	case t.charge != nil:
+		err = t.e.charging.AppendCharged(ctx, t.sess.ID, msgs, usage, *t.charge)
+	default:
+		err = t.e.store.Append(ctx, t.sess.ID, msgs, usage)
 	}
 	if err != nil {
 		return err
+	}
+	if t.charge != nil {
+		t.e.charged(*t.charge)
+		t.charge = nil
 	}
 	t.unsaved = nil
 	t.count += len(msgs)
@@ -63,6 +86,10 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 	// What the turn's calls share (a person's Google client) lives as
 	// long as the turn.
 	ctx = tools.WithTurn(ctx)
+	if c, ok := t.reached(); ok {
+		// Past a cap, the message never reaches the model.
+		return t.finish(ctx, t.allow.Refusal(c))
+	}
 	for round := 0; ; round++ {
 		if round >= e.cfg.MaxToolRounds {
 			return t.finish(ctx, fmt.Sprintf(
@@ -104,8 +131,22 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		clear(req.Messages)
 		*buf = req.Messages[:0]
 		e.buffers.Put(buf)
-		e.observe(ctx, cmp.Or(resp.Model, req.Model), estimated, resp.Usage.PromptTokens)
+		answered := cmp.Or(resp.Model, req.Model)
+		e.observe(ctx, answered, estimated, resp.Usage.PromptTokens)
 		t.usage = t.usage.Add(resp.Usage)
+		if e.cfg.Ledger != nil {
+			c := Charge{UserKey: t.in.UserKey, ChatKey: t.in.ChatKey, Day: t.period.day, Spend: e.spend(answered, e.spent(ctx, answered, estimated, resp))}
+			if e.charging != nil {
+				// Written with the round's record, which follows every
+				// answer: one transaction for both.
+				t.charge = &c
+			} else if err := e.commit(ctx, c); err != nil {
+				return Reply{}, err
+			}
+			if t.allow != nil {
+				t.allow.add(c.Spend)
+			}
+		}
 		if len(resp.ToolCalls) == 0 {
 			text := resp.Text
 			if strings.TrimSpace(text) == "" {
@@ -128,7 +169,19 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		if stop != "" {
 			return t.finish(ctx, stop)
 		}
+		if c, ok := t.reached(); ok {
+			// The step that crossed a cap has finished; the turn stops.
+			return t.finish(ctx, t.allow.Stopped(c))
+		}
 	}
+}
+
+// reached returns the first cap the person has used up, if any.
+func (t *turn) reached() (Cap, bool) {
+	if t.allow == nil {
+		return Cap{}, false
+	}
+	return t.allow.Reached()
 }
 
 // modelFailed logs a failed model call for the operator, naming the key to

@@ -39,6 +39,11 @@ type Metrics struct {
 	providerCalls    *prometheus.CounterVec
 	providerFailures *prometheus.CounterVec
 	failovers        *prometheus.CounterVec
+	// Spend per person and per chat (chat.Config.Charged).
+	personTokens *prometheus.CounterVec
+	chatTokens   *prometheus.CounterVec
+	personCost   *prometheus.CounterVec
+	chatCost     *prometheus.CounterVec
 }
 
 // InboxStats is what the inbox gauges are read from at each scrape.
@@ -94,9 +99,24 @@ func New(inbox InboxStats) *Metrics {
 		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loadout_model_failovers_total", Help: "Model requests that failed at one provider and went to the next, by provider left, provider taken and reason.",
 		}, []string{"from", "to", "reason"}),
+		// By person and by chat, each on its own: the allowed people
+		// and their chats are bounded sets, their pairs need not be.
+		personTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_person_tokens_total", Help: "Model tokens (prompt and completion) spent on a person's turns, by person (user key).",
+		}, []string{"person"}),
+		chatTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_chat_tokens_total", Help: "Model tokens (prompt and completion) spent in a chat, by chat.",
+		}, []string{"chat"}),
+		personCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_person_cost_total", Help: "What a person's turns cost at llm.prices, in its currency, by person.",
+		}, []string{"person"}),
+		chatCost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_spend_chat_cost_total", Help: "What a chat's turns cost at llm.prices, in its currency, by chat.",
+		}, []string{"chat"}),
 	}
 	m.reg.MustRegister(m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
 		m.voiceSeconds, m.voiceChars, m.providerCalls, m.providerFailures, m.failovers,
+		m.personTokens, m.chatTokens, m.personCost, m.chatCost,
 		inboxCollector{inbox},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -153,6 +173,20 @@ func (mm meteredModel) Complete(ctx context.Context, req chat.Request) (chat.Res
 	mm.m.modelTokens.WithLabelValues("prompt").Add(float64(resp.Usage.PromptTokens))
 	mm.m.modelTokens.WithLabelValues("completion").Add(float64(resp.Usage.CompletionTokens))
 	return resp, err
+}
+
+// Charged counts a charge the ledger holds in the spend series
+// (chat.Config.Charged). They count what this process charged since it
+// started: with replicas, each serves its own, and their sum is the
+// whole.
+func (m *Metrics) Charged(c chat.Charge) {
+	tokens := float64(c.Spend.Tokens())
+	m.personTokens.WithLabelValues(c.UserKey).Add(tokens)
+	m.chatTokens.WithLabelValues(c.ChatKey).Add(tokens)
+	if c.Spend.Cost > 0 {
+		m.personCost.WithLabelValues(c.UserKey).Add(c.Spend.Cost)
+		m.chatCost.WithLabelValues(c.ChatKey).Add(c.Spend.Cost)
+	}
 }
 
 var _ openai.Observer = (*Metrics)(nil)

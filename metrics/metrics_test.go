@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"loadout/bridge"
+	"loadout/chat"
 	"loadout/tools"
 )
 
@@ -53,5 +54,30 @@ func TestToolsCountsGroupsTheResultsLoaded(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("group loads:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Each charge adds to its person's and its chat's series, each labelled
+// by one key only; a charge with no price adds no cost.
+func TestChargedCountsSpendByPersonAndChat(t *testing.T) {
+	m := New(noInbox{})
+	m.Charged(chat.Charge{UserKey: "telegram:1", ChatKey: "telegram:-5", Spend: chat.Spend{PromptTokens: 100, CompletionTokens: 20, Cost: 0.25}})
+	m.Charged(chat.Charge{UserKey: "telegram:2", ChatKey: "telegram:-5", Spend: chat.Spend{PromptTokens: 10, CompletionTokens: 5}})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`loadout_spend_person_tokens_total{person="telegram:1"} 120`,
+		`loadout_spend_person_tokens_total{person="telegram:2"} 15`,
+		`loadout_spend_chat_tokens_total{chat="telegram:-5"} 135`,
+		`loadout_spend_person_cost_total{person="telegram:1"} 0.25`,
+		`loadout_spend_chat_cost_total{chat="telegram:-5"} 0.25`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(string(body), `loadout_spend_person_cost_total{person="telegram:2"}`) {
+		t.Error("a charge without a price made a cost series")
 	}
 }

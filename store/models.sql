@@ -10,6 +10,7 @@ CREATE TABLE `memories` (`id` integer PRIMARY KEY AUTOINCREMENT,`user_key` text 
 CREATE TABLE `messages` (`id` integer PRIMARY KEY AUTOINCREMENT,`session_id` integer NOT NULL,`role` text NOT NULL,`text` text,`tool_calls` text,`tool_call_id` text,`tool_name` text,`status` text,`group_changes` text,`code` text,`arguments` text,`ask_id` text,`user_key` text,`external_id` text,`tokens` integer,`prompt_tokens` integer,`completion_tokens` integer,`cached_tokens` integer,`created_at` datetime);
 CREATE TABLE `rules` (`id` integer PRIMARY KEY AUTOINCREMENT,`user_key` text NOT NULL,`code` text NOT NULL,`decision` text NOT NULL,`scope` text NOT NULL,`created_at` datetime);
 CREATE TABLE `sessions` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat_key` text NOT NULL,`opened_at` datetime,`closed_at` datetime,`messages` integer,`prompt_tokens` integer,`completion_tokens` integer,`cached_tokens` integer);
+CREATE TABLE `spends` (`user_key` text,`day` text,`chat_key` text,`prompt_tokens` integer NOT NULL DEFAULT 0,`completion_tokens` integer NOT NULL DEFAULT 0,`cached_tokens` integer NOT NULL DEFAULT 0,`cost_nanos` integer NOT NULL DEFAULT 0,`calls` integer NOT NULL DEFAULT 0,`updated_at` datetime,PRIMARY KEY (`user_key`,`day`,`chat_key`));
 CREATE TABLE `states` (`key` text,`value` text,`updated_at` datetime,PRIMARY KEY (`key`));
 CREATE TABLE `task_runs` (`id` integer PRIMARY KEY AUTOINCREMENT,`task_id` integer NOT NULL,`due` datetime NOT NULL,`outcome` text,`started_at` datetime,`finished_at` datetime);
 CREATE TABLE `tasks` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat_key` text NOT NULL,`user_key` text,`prompt` text NOT NULL,`kind` text NOT NULL,`at` datetime,`interval` integer,`cron` text,`time_zone` text,`next_run` datetime,`last_run` datetime,`last_outcome` text,`created_at` datetime);
@@ -26,6 +27,7 @@ CREATE INDEX `idx_messages_loaded` ON `messages`(`session_id`,`tool_name`,`statu
 CREATE INDEX `idx_messages_session` ON `messages`(`session_id`);
 CREATE UNIQUE INDEX `idx_rules_code` ON `rules`(`user_key`,`code`);
 CREATE INDEX `idx_sessions_chat_key` ON `sessions`(`chat_key`);
+CREATE INDEX `idx_spends_chat` ON `spends`(`chat_key`,`day`);
 CREATE UNIQUE INDEX `idx_task_runs_due` ON `task_runs`(`task_id`,`due`);
 CREATE INDEX `idx_tasks_chat_key` ON `tasks`(`chat_key`);
 CREATE INDEX `idx_tasks_next_run` ON `tasks`(`next_run`);

@@ -10,6 +10,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/bridge/console"
+	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/store/storetest"
 	"loadout/tools"
@@ -125,5 +126,58 @@ func TestConsoleApprovesWithYesOrNo(t *testing.T) {
 	defer mu.Unlock()
 	if len(sent) != 1 || sent[0] != "bob@example.com" {
 		t.Fatalf("sent = %v", sent)
+	}
+}
+
+// Past limits.daily_tokens_per_person the console prints the cap's
+// sentence and the model is not asked; /status shows what is left.
+func TestConsoleShowsTheSpendCap(t *testing.T) {
+	env := storetest.NewEnv(t, storetest.Options{Config: chat.Config{Limits: chat.Limits{DailyTokensPerPerson: 15}}})
+	env.Model.Text("Hello from the model.")
+	var out bytes.Buffer
+	c := console.New(console.Config{
+		In:   strings.NewReader("hi there\nand more\n/status\n/quit\n"),
+		Out:  &out,
+		User: "ana",
+	}, bridge.NewRouter(env.Engine, "loadout"), env.Store)
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"Hello from the model.",
+		"Sorry, you have used up today's allowance of 15 tokens (limits.daily_tokens_per_person), so I can't pass this message on to the model. It starts again at 00:00 UTC, in ",
+		"You have 0 of 15 tokens left today (limits.daily_tokens_per_person; resets in ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if n := len(env.Model.Requests()); n != 1 {
+		t.Errorf("model calls = %d, want 1", n)
+	}
+}
+
+// With llm.prices, /status shows what the person and the chat spent
+// today, and a cap in money what is left of it.
+func TestConsoleStatusShowsTodaysCost(t *testing.T) {
+	env := storetest.NewEnv(t, storetest.Options{Config: chat.Config{
+		Limits: chat.Limits{DailyCostPerPerson: 1},
+		Prices: map[string]chat.Price{"m": {Input: 10_000, Output: 20_000}},
+	}})
+	env.Model.Text("Hello from the model.") // 10 prompt, 5 completion: 0.10 + 0.10
+	var out bytes.Buffer
+	c := console.New(console.Config{In: strings.NewReader("hi\n/status\n/quit\n"), Out: &out, User: "ana"},
+		bridge.NewRouter(env.Engine, "loadout"), env.Store)
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Spent today: 0.20 by you, 0.20 in this chat (at llm.prices)",
+		"You have 0.80 of 1.00 left today (limits.daily_cost_per_person; resets in ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

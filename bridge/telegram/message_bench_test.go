@@ -23,9 +23,27 @@ import (
 //
 //	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkMessage ./bridge/telegram/
 func BenchmarkMessage(b *testing.B) {
+	benchMessage(b, chat.Config{})
+}
+
+// BenchmarkMessageCapped is BenchmarkMessage with spend caps and prices
+// set: each message reads the person's and the chat's spend before the
+// model call and adds the call's after it.
+func BenchmarkMessageCapped(b *testing.B) {
+	benchMessage(b, chat.Config{
+		Limits: chat.Limits{DailyTokensPerPerson: 1 << 40, DailyTokensPerChat: 1 << 40, MonthlyTokensPerPerson: 1 << 40, DailyCostPerPerson: 1e9},
+		Prices: map[string]chat.Price{"gpt-4o-mini": {Input: 0.15, Output: 0.6}},
+	})
+}
+
+func benchMessage(b *testing.B, cfg chat.Config) {
 	tg := telegramtest.New(b)
 	env := storetest.NewEnv(b, storetest.Options{})
-	engine := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, bridgetest.Instant{}, env.Store, env.Registry)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Limits.Capped() {
+		cfg.Ledger = env.Store
+	}
+	engine := chat.New(cfg, bridgetest.Instant{}, env.Store, env.Registry)
 	a := New(Config{Token: telegramtest.Token, APIEndpoint: tg.Endpoint(), AllowedUsers: []string{"42"},
 		SendPerSecond: -1, SendPerChatSecond: -1, SendPerGroupMinute: -1,
 		Delivery: bridge.Delivery{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}, bridge.NewRouter(engine, "loadout"), env.Store)

@@ -38,6 +38,8 @@ type Step struct {
 	Delay time.Duration
 	// Usage is reported in the response; zero means 10 prompt, 5 completion.
 	Usage chat.Usage
+	// NoUsage reports no usage (zeros), as some providers do.
+	NoUsage bool
 	// Chunks, for a streamed request, are the pieces the text arrives in;
 	// by default a piece a word. ChunkDelay waits before each piece
 	// after the first.
@@ -221,6 +223,9 @@ func (s *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 	usage := st.Usage
 	if usage == (chat.Usage{}) {
 		usage = chat.Usage{PromptTokens: 10, CompletionTokens: 5}
+	}
+	if st.NoUsage {
+		usage = chat.Usage{}
 	}
 	finish := goopenai.FinishReasonStop
 	if len(msg.ToolCalls) > 0 {

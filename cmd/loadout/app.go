@@ -180,6 +180,17 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
 	})
 	ec.Middleware = []tools.Middleware{a.metrics.Tools(a.reg)}
+	ec.Limits = cfg.Limits
+	ec.Limits.Admins = tools.NewAdmins(cfg.Tools.Admins)
+	if cfg.Agent.TimeZone != "" {
+		// Checked when the config was read.
+		ec.Limits.Location, _ = time.LoadLocation(cfg.Agent.TimeZone)
+	}
+	if ec.Limits.Capped() || len(ec.Prices) > 0 {
+		// Spend is counted only where something reads it: a cap, or
+		// prices to show.
+		ec.Ledger, ec.Charged = db, a.metrics.Charged
+	}
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
 	if a.providers != nil {

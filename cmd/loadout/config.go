@@ -52,6 +52,8 @@ type Config struct {
 	Console   console.Config  `yaml:"console"`
 	Google    GoogleConfig    `yaml:"google"`
 	Voice     voice.Config    `yaml:"voice"`
+	// Limits are the spend caps.
+	Limits chat.Limits `yaml:"limits"`
 	// Channels are the sections of the channels serve runs, by name, each
 	// of its channel's own config type (see channelKinds).
 	Channels map[string]any `yaml:"-"`
@@ -183,6 +185,7 @@ func (c Config) validate(set config.Set) error {
 		"llm": c.LLM, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
 		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 		"skills": c.Skills, "pdf": c.PDF, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
+		"limits": c.Limits,
 	}
 	for _, k := range c.enabledChannels() {
 		if s, ok := c.section(k).(config.Section); ok {
@@ -202,6 +205,9 @@ func (c Config) validate(set config.Set) error {
 	}
 	ch.Duration("http.shutdown_grace", c.HTTP.ShutdownGrace.Std(), 0)
 	ch.Duration("delivery.shutdown_grace", c.Delivery.ShutdownGrace.Std(), 0)
+	if c.Limits.Costly() && len(c.LLM.Engine.Prices) == 0 {
+		ch.Bad("limits", "a cap in money (daily_cost_per_person, daily_cost_per_chat, monthly_cost_per_person) needs llm.prices, the price of each model")
+	}
 	if c.Delivery.MaxAttempts < 0 {
 		ch.Bad("delivery.max_attempts", "must be 1 or more (0: the default, 3), got %d", c.Delivery.MaxAttempts)
 	}

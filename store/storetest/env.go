@@ -55,6 +55,10 @@ func NewEnv(t testing.TB, o Options) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	if o.Config.Ledger == nil && (o.Config.Limits.Capped() || len(o.Config.Prices) > 0) {
+		// Caps and prices count in the store, as cmd wires them.
+		o.Config.Ledger = db
+	}
 	reg := tools.NewRegistry()
 	if err := reg.Add(tools.LoadGroup(reg)); err != nil {
 		t.Fatal(err)
