@@ -58,6 +58,9 @@ type Env struct {
 	// state in tables of its own (Matrix's encryption keys); nil when
 	// the process gives none, and such a channel then refuses to build.
 	SQL *SQL
+	// Web tells who is signed in to the web console; nil when ui.enabled
+	// is false.
+	Web WebAuth
 }
 
 // SQL is the process's database as an SDK takes it: the connection

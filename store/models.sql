@@ -11,7 +11,11 @@ CREATE TABLE `sessions` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat_key` text 
 CREATE TABLE `states` (`key` text,`value` text,`updated_at` datetime,PRIMARY KEY (`key`));
 CREATE TABLE `task_runs` (`id` integer PRIMARY KEY AUTOINCREMENT,`task_id` integer NOT NULL,`due` datetime NOT NULL,`outcome` text,`started_at` datetime,`finished_at` datetime);
 CREATE TABLE `tasks` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat_key` text NOT NULL,`user_key` text,`prompt` text NOT NULL,`kind` text NOT NULL,`at` datetime,`interval` integer,`cron` text,`time_zone` text,`next_run` datetime,`last_run` datetime,`last_outcome` text,`created_at` datetime);
+CREATE TABLE `traffic_hours` (`hour` integer,`channel` text,`messages` integer NOT NULL DEFAULT 0,`tokens` integer NOT NULL DEFAULT 0,PRIMARY KEY (`hour`,`channel`));
 CREATE TABLE `voice_usages` (`chat_key` text,`notes` integer NOT NULL DEFAULT 0,`seconds` integer NOT NULL DEFAULT 0,`chars` integer NOT NULL DEFAULT 0,`updated_at` datetime,PRIMARY KEY (`chat_key`));
+CREATE TABLE `web_links` (`id` text,`user_key` text NOT NULL,`expires_at` datetime,PRIMARY KEY (`id`));
+CREATE TABLE `web_people` (`user_key` text,`messages` integer NOT NULL DEFAULT 0,`last_seen` datetime,PRIMARY KEY (`user_key`));
+CREATE TABLE `web_sessions` (`id` text,`user_key` text NOT NULL,`admin` numeric NOT NULL DEFAULT false,`csrf` text NOT NULL,`created_at` datetime,`expires_at` datetime,PRIMARY KEY (`id`));
 CREATE INDEX `idx_approvals_chat` ON `approvals`(`chat_key`);
 CREATE INDEX `idx_google_states_expires` ON `google_states`(`expires`);
 CREATE UNIQUE INDEX `idx_inbox_event` ON `inbox_items`(`channel`,`event_id`);
@@ -23,3 +27,5 @@ CREATE INDEX `idx_sessions_chat_key` ON `sessions`(`chat_key`);
 CREATE UNIQUE INDEX `idx_task_runs_due` ON `task_runs`(`task_id`,`due`);
 CREATE INDEX `idx_tasks_chat_key` ON `tasks`(`chat_key`);
 CREATE INDEX `idx_tasks_next_run` ON `tasks`(`next_run`);
+CREATE INDEX `idx_web_sessions_expires_at` ON `web_sessions`(`expires_at`);
+CREATE INDEX `idx_web_sessions_user_key` ON `web_sessions`(`user_key`);

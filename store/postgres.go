@@ -72,6 +72,7 @@ func migratePostgres(g *gorm.DB) error {
 			`CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL`,
 			`CREATE INDEX IF NOT EXISTS idx_inbox_open ON inbox_items(channel, seq) WHERE state IN ('pending', 'answered')`,
 			unattendedTasks,
+			personIndex,
 			// Full-text search: a generated tsvector column with a GIN
 			// index, what FTS5 is on SQLite.
 			`ALTER TABLE memories ADD COLUMN IF NOT EXISTS text_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED`,

@@ -86,6 +86,8 @@ type app struct {
 	// providers are the model services when llm.fallbacks names any;
 	// nil otherwise (the one service is asked directly).
 	providers *openai.Failover
+	// web is the web console when ui.enabled; nil otherwise.
+	web bridge.WebAuth
 }
 
 // apiIdleConns is how many idle connections the API client keeps to each

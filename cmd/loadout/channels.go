@@ -142,7 +142,7 @@ func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
 		if err != nil {
 			return nil, err
 		}
-		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux, SQL: db}
+		env := bridge.Env{Router: a.router, Store: a.db, Delivery: d, Mux: a.mux, SQL: db, Web: a.web}
 		c, err := k.Build(ctx, a.cfg.section(k), env)
 		if err != nil {
 			return nil, err

@@ -52,6 +52,7 @@ type Config struct {
 	Console   console.Config  `yaml:"console"`
 	Google    GoogleConfig    `yaml:"google"`
 	Voice     voice.Config    `yaml:"voice"`
+	UI        UIConfig        `yaml:"ui"`
 	// Channels are the sections of the channels serve runs, by name, each
 	// of its channel's own config type (see channelKinds).
 	Channels map[string]any `yaml:"-"`
@@ -183,6 +184,7 @@ func (c Config) validate(set config.Set) error {
 		"llm": c.LLM, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
 		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 		"skills": c.Skills, "pdf": c.PDF, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
+		"ui": c.UI,
 	}
 	for _, k := range c.enabledChannels() {
 		if s, ok := c.section(k).(config.Section); ok {
