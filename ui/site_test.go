@@ -92,6 +92,9 @@ func newSite(t testing.TB) *site {
 	t.Helper()
 	var runs atomic.Int32
 	env := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
+		if err := r.Add(tools.FindTools(r)); err != nil {
+			return err
+		}
 		return r.Add(tools.New(tools.Definition{Name: "purge_archive", Description: "Delete the archive for good.", Effect: tools.EffectDestructive},
 			func(context.Context, struct{}) (any, error) { runs.Add(1); return "purged", nil }))
 	}})
