@@ -73,8 +73,10 @@ func (c *Console) headers(h http.HandlerFunc) http.HandlerFunc {
 		hd.Set("Content-Security-Policy", csp)
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
-		// A /signin link's token must never leave in a Referer.
-		hd.Set("Referrer-Policy", "no-referrer")
+		// A /signin link's token must never leave in a Referer; within
+		// the site the browser then sends Origin, which actions check
+		// (with no-referrer it would send "null").
+		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("Cache-Control", "no-store")
 		h(w, r)
 	}
@@ -310,7 +312,7 @@ func (c *Console) rows(chats []Chat) []chatRow {
 func age(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return "just now"
+		return "under a minute"
 	case d < time.Hour:
 		return fmt.Sprintf("%d min", int(d/time.Minute))
 	case d < 48*time.Hour:

@@ -18,10 +18,10 @@ func TestOperatorPages(t *testing.T) {
 	c := client(t)
 	s.operator(t, c)
 	want := map[string][]string{
-		"/":                               {"test-model", "console", s.Event.Ref(), "Messages per hour", "<polyline", "1 approvals pending"},
+		"/":                               {"test-model", "console", s.Event.Ref(), "Messages per hour", "<polyline", "approvals pending: 1"},
 		"/chats":                          {"console:local", "purge_archive"[:0]},
-		"/conversation?key=console:local": {"show me some markup", "purge_archive", "#" + chat.CodeOf(s.Approval.ID), "&lt;script&gt;"},
-		"/approvals":                      {"#" + chat.CodeOf(s.Approval.ID), "purge_archive", "only console:local can answer"},
+		"/conversation?key=console:local": {"show me some markup", "purge_archive", chat.CodeOf(s.Approval.ID), "&lt;script&gt;"},
+		"/approvals":                      {chat.CodeOf(s.Approval.ID), "purge_archive", "only console:local can answer"},
 		"/people":                         {"console:local"},
 		"/person?key=telegram:99":         {"secret plans of other", "other&#39;s private memory"},
 		"/tools":                          {"scheduled_tasks", "load_tool_group", "Schema tokens"},
@@ -66,7 +66,7 @@ func TestPersonSeesOnlyTheirOwn(t *testing.T) {
 	c := client(t)
 	token := s.person(t, c)
 	_, home := get(t, c, s.URL+"/")
-	for _, w := range []string{"water the plants", "likes green tea", "#" + chat.CodeOf(s.Approval.ID), "console:local"} {
+	for _, w := range []string{"water the plants", "likes green tea", chat.CodeOf(s.Approval.ID), "console:local"} {
 		if !strings.Contains(home, w) {
 			t.Errorf("the person's page lacks %q", w)
 		}

@@ -178,6 +178,7 @@ func newSite(t testing.TB) *site {
 	if err := env.Store.Finish(ctx, it.Seq, bridge.StateFailed); err != nil {
 		t.Fatal(err)
 	}
+	seedTraffic(t, env.Store, time.Now())
 	ev, err := env.Store.Quarantined(ctx, 10)
 	if err != nil || len(ev) != 1 {
 		t.Fatalf("quarantined: %v %v", ev, err)
@@ -270,4 +271,33 @@ func (s *site) link(t testing.TB) string {
 		t.Fatalf("no link in %q", reply.Text)
 	}
 	return link
+}
+
+// seedTraffic writes a month of past conversations in two more
+// channels, as the store holds them, for the charts and chat lists.
+func seedTraffic(t testing.TB, db *store.DB, now time.Time) {
+	t.Helper()
+	g := db.Gorm()
+	for i, key := range []string{"telegram:1001", "slack:T1/C77"} {
+		if err := g.Exec(`INSERT INTO sessions (chat_key, opened_at, messages, prompt_tokens, completion_tokens, cached_tokens) VALUES (?, ?, 0, 0, 0, 0)`,
+			key, now.Add(-30*24*time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		var sid int64
+		g.Raw(`SELECT id FROM sessions WHERE chat_key = ?`, key).Scan(&sid)
+		for h := 0; h < 30*24; h += 5 + i*2 {
+			at := now.Add(-time.Duration(h) * time.Hour)
+			n := 1 + (h/5+i)%4
+			for range n {
+				if err := g.Exec(`INSERT INTO messages (session_id, role, text, user_key, tokens, prompt_tokens, completion_tokens, cached_tokens, created_at) VALUES (?, 'user', 'hello', ?, 3, 0, 0, 0, ?)`,
+					sid, key, at).Error; err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Exec(`INSERT INTO messages (session_id, role, text, tokens, prompt_tokens, completion_tokens, cached_tokens, created_at) VALUES (?, 'assistant', 'hi', 2, ?, ?, 0, ?)`,
+					sid, 300+h%200, 40+h%30, at).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 }
