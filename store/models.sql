@@ -27,5 +27,6 @@ CREATE INDEX `idx_sessions_chat_key` ON `sessions`(`chat_key`);
 CREATE UNIQUE INDEX `idx_task_runs_due` ON `task_runs`(`task_id`,`due`);
 CREATE INDEX `idx_tasks_chat_key` ON `tasks`(`chat_key`);
 CREATE INDEX `idx_tasks_next_run` ON `tasks`(`next_run`);
+CREATE INDEX `idx_web_people_last_seen` ON `web_people`(`last_seen`);
 CREATE INDEX `idx_web_sessions_expires_at` ON `web_sessions`(`expires_at`);
 CREATE INDEX `idx_web_sessions_user_key` ON `web_sessions`(`user_key`);

@@ -54,9 +54,9 @@ func (trafficHour) TableName() string { return "traffic_hours" }
 
 // webPerson is someone who wrote to loadout, counted with the traffic.
 type webPerson struct {
-	UserKey  string `gorm:"primaryKey"`
-	Messages int64  `gorm:"not null;default:0"`
-	LastSeen time.Time
+	UserKey  string    `gorm:"primaryKey"`
+	Messages int64     `gorm:"not null;default:0"`
+	LastSeen time.Time `gorm:"index"`
 }
 
 func (webPerson) TableName() string { return "web_people" }

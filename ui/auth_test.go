@@ -76,6 +76,9 @@ func TestOperatorSignIn(t *testing.T) {
 	if csp := resp.Header.Get("Content-Security-Policy"); resp.StatusCode != http.StatusOK || !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
 		t.Fatalf("overview: %d, CSP %q", resp.StatusCode, csp)
 	}
+	if rp, fo := resp.Header.Get("Referrer-Policy"), resp.Header.Get("X-Frame-Options"); rp != "same-origin" || fo != "DENY" {
+		t.Fatalf("Referrer-Policy %q, X-Frame-Options %q", rp, fo)
+	}
 	if strings.Contains(s.Logs.String(), adminToken) {
 		t.Error("the admin token reached the log")
 	}

@@ -91,6 +91,17 @@ func TestPersonSeesOnlyTheirOwn(t *testing.T) {
 	if code, _ := get(t, c, s.URL+"/conversation?key="+me); code != http.StatusOK {
 		t.Errorf("their own chat: %d", code)
 	}
+	// In the group both wrote in, other's personal result is not shown
+	// to me; the operator sees it.
+	code, body := get(t, c, s.URL+"/conversation?key="+group)
+	if code != http.StatusOK || strings.Contains(body, otherMail) || !strings.Contains(body, "A personal result of telegram:99") {
+		t.Errorf("the group chat as me: %d\n%s", code, body)
+	}
+	op := client(t)
+	s.operator(t, op)
+	if _, body := get(t, op, s.URL+"/conversation?key="+group); !strings.Contains(body, otherMail) {
+		t.Errorf("the operator does not see the personal result")
+	}
 	ctx := context.Background()
 	if code, _ := post(t, c, s.URL+"/tasks/act", url.Values{"csrf": {token}, "id": {strconv.FormatInt(s.TaskOther.ID, 10)}, "do": {"delete"}}); code != http.StatusForbidden {
 		t.Errorf("deleting another's task: %d", code)

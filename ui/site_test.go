@@ -34,6 +34,9 @@ const adminToken = "operator-token-0123456789"
 const (
 	me    = "console:local"
 	other = "telegram:99"
+	// group is a chat of both; otherMail a result personal to other there.
+	group     = "telegram:-100"
+	otherMail = "From the bank: your PIN is 4321"
 )
 
 // site is a running loadout with the console on a real store and a real
@@ -179,6 +182,20 @@ func newSite(t testing.TB) *site {
 		t.Fatal(err)
 	}
 	seedTraffic(t, env.Store, time.Now())
+	// A group chat of me and other, where a result personal to other
+	// was recorded.
+	grp, err := env.Store.OpenSession(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Store.Append(ctx, grp.ID, []chat.Message{
+		{Role: chat.RoleUser, Text: "hi all", UserKey: me},
+		{Role: chat.RoleUser, Text: "read my mail", UserKey: other},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Name: "gmail_read", Arguments: `{}`}}},
+		{Role: chat.RoleTool, ToolCallID: "c1", ToolName: "gmail_read", Status: tools.StatusSuccess, Text: otherMail, UserKey: other},
+	}, chat.Usage{}); err != nil {
+		t.Fatal(err)
+	}
 	ev, err := env.Store.Quarantined(ctx, 10)
 	if err != nil || len(ev) != 1 {
 		t.Fatalf("quarantined: %v %v", ev, err)
