@@ -67,12 +67,11 @@ func migratePostgres(g *gorm.DB) error {
 				return err
 			}
 		}
-		for _, s := range []string{
+		for _, s := range append([]string{
 			// At most one open session per chat.
 			`CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL`,
 			`CREATE INDEX IF NOT EXISTS idx_inbox_open ON inbox_items(channel, seq) WHERE state IN ('pending', 'answered')`,
 			unattendedTasks,
-			personIndex,
 			// Full-text search: a generated tsvector column with a GIN
 			// index, what FTS5 is on SQLite.
 			`ALTER TABLE memories ADD COLUMN IF NOT EXISTS text_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED`,
@@ -80,7 +79,7 @@ func migratePostgres(g *gorm.DB) error {
 			`ALTER TABLE messages ADD COLUMN IF NOT EXISTS text_tsv tsvector GENERATED ALWAYS AS (
 				CASE WHEN role IN ('user', 'assistant') THEN to_tsvector('simple', text) END) STORED`,
 			`CREATE INDEX IF NOT EXISTS idx_messages_tsv ON messages USING GIN (text_tsv)`,
-		} {
+		}, personIndexes...) {
 			if err := c.Exec(s).Error; err != nil {
 				return err
 			}

@@ -88,8 +88,10 @@ func migrate(g *gorm.DB, fts bool) error {
 		}
 		// A person's chats (the web console's pages): the sessions they
 		// wrote in.
-		if err := tx.Exec(personIndex).Error; err != nil {
-			return fmt.Errorf("index: %w", err)
+		for _, stmt := range personIndexes {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("index: %w", err)
+			}
 		}
 		if err := migrateInbox(tx); err != nil {
 			return err

@@ -61,9 +61,13 @@ type webPerson struct {
 
 func (webPerson) TableName() string { return "web_people" }
 
-// personIndex finds the sessions a person wrote in (the web console's
-// pages of one person) without reading the others' messages.
-const personIndex = `CREATE INDEX IF NOT EXISTS idx_messages_user ON messages(user_key, session_id) WHERE role = 'user'`
+// personIndexes find the sessions a person wrote in (the web console's
+// pages of one person) and the people of a page of sessions, from the
+// index alone: user messages only, a quarter of the rows.
+var personIndexes = []string{
+	`CREATE INDEX IF NOT EXISTS idx_messages_user ON messages(user_key, session_id) WHERE role = 'user'`,
+	`CREATE INDEX IF NOT EXISTS idx_messages_people ON messages(session_id, user_key) WHERE role = 'user'`,
+}
 
 // trafficMark is the state key of the last message counted in
 // traffic_hours and people.
@@ -132,7 +136,9 @@ func (d *DB) Chats(ctx context.Context, userKey, after string, limit int) ([]ui.
 	var rows []session
 	q := d.db.WithContext(ctx).Where("closed_at IS NULL AND chat_key > ?", after)
 	if userKey != "" {
-		q = q.Where("id IN (?)", d.db.Model(&message{}).Select("session_id").Where("role = ? AND user_key = ?", string(chat.RoleUser), userKey))
+		// role is written out, not bound: SQLite uses a partial index
+		// only when the query's own text implies its condition.
+		q = q.Where("id IN (?)", d.db.Model(&message{}).Select("session_id").Where("role = 'user' AND user_key = ?", userKey))
 	}
 	if err := q.Order("chat_key").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, kind(err)
@@ -173,7 +179,7 @@ func (d *DB) chats(ctx context.Context, rows []session) ([]ui.Chat, error) {
 		UserKey   string
 	}
 	if err := d.db.WithContext(ctx).Model(&message{}).Select("DISTINCT session_id, user_key").
-		Where("session_id IN ? AND role = ? AND user_key <> ''", ids, string(chat.RoleUser)).Order("session_id, user_key").Scan(&people).Error; err != nil {
+		Where("session_id IN ? AND role = 'user' AND user_key <> ''", ids).Order("session_id, user_key").Scan(&people).Error; err != nil {
 		return nil, kind(err)
 	}
 	for _, p := range people {
@@ -218,8 +224,8 @@ func (d *DB) ChatCount(ctx context.Context) (int64, error) {
 func (d *DB) InChat(ctx context.Context, chatKey, userKey string) (bool, error) {
 	var n int64
 	err := d.db.WithContext(ctx).Model(&message{}).
-		Where("session_id IN (?) AND role = ? AND user_key = ?",
-			d.db.Model(&session{}).Select("id").Where("chat_key = ? AND closed_at IS NULL", chatKey), string(chat.RoleUser), userKey).
+		Where("session_id IN (?) AND role = 'user' AND user_key = ?",
+			d.db.Model(&session{}).Select("id").Where("chat_key = ? AND closed_at IS NULL", chatKey), userKey).
 		Limit(1).Count(&n).Error
 	return n > 0, kind(err)
 }

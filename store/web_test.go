@@ -29,7 +29,7 @@ func TestMigrateAddsTheWebTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := db.Gorm()
-	for _, stmt := range []string{`DROP TABLE web_sessions`, `DROP TABLE web_links`, `DROP TABLE traffic_hours`, `DROP TABLE web_people`, `DROP INDEX idx_messages_user`} {
+	for _, stmt := range []string{`DROP TABLE web_sessions`, `DROP TABLE web_links`, `DROP TABLE traffic_hours`, `DROP TABLE web_people`, `DROP INDEX idx_messages_user`, `DROP INDEX idx_messages_people`} {
 		if err := g.Exec(stmt).Error; err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
@@ -46,7 +46,7 @@ func TestMigrateAddsTheWebTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if !db.Gorm().Migrator().HasIndex("messages", "idx_messages_user") {
+	if !db.Gorm().Migrator().HasIndex("messages", "idx_messages_user") || !db.Gorm().Migrator().HasIndex("messages", "idx_messages_people") {
 		t.Error("no index of a person's messages")
 	}
 	now := time.Now()
