@@ -138,6 +138,27 @@ func TestPersonSeesOnlyTheirOwn(t *testing.T) {
 	if tk, _ := s.Store.Task(ctx, s.TaskMine.ID); tk.NextRun.IsZero() {
 		t.Error("the task is not resumed")
 	}
+	// Their Google account: shown, and disconnected from the page; the
+	// operator may disconnect anyone's, a person no one else's.
+	if !strings.Contains(home, "Connected") {
+		t.Error("the person's page does not show their Google connection")
+	}
+	if code, _ := post(t, c, s.URL+"/google/revoke", url.Values{"csrf": {token}, "user": {other}}); code != http.StatusForbidden {
+		t.Errorf("revoking another's Google: %d", code)
+	}
+	if code, _ := post(t, c, s.URL+"/google/revoke", url.Values{"csrf": {token}, "user": {me}}); code != http.StatusSeeOther {
+		t.Errorf("revoking their Google: %d", code)
+	}
+	if _, ok, _, err := s.Google.Account(ctx, me); ok || err != nil {
+		t.Errorf("still connected: %v", err)
+	}
+	// Run now hands it to its chat, as the schedule tool's run_now does.
+	if code, _ := post(t, c, s.URL+"/tasks/act", url.Values{"csrf": {token}, "id": {strconv.FormatInt(s.TaskMine.ID, 10)}, "do": {"run"}}); code != http.StatusSeeOther {
+		t.Errorf("running their task: %d", code)
+	}
+	if tk, _ := s.Store.Task(ctx, s.TaskMine.ID); tk.LastOutcome != "delivered to the chat" {
+		t.Errorf("the task's run: %q", tk.LastOutcome)
+	}
 }
 
 // The operator cannot answer a person's approval: only the person asked

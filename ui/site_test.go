@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -19,6 +20,8 @@ import (
 	"loadout/bridge/console"
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/google"
+	"loadout/google/googletest"
 	"loadout/store"
 	"loadout/store/storetest"
 	"loadout/tools"
@@ -53,6 +56,8 @@ type site struct {
 	Runs *atomic.Int32
 	// Clock moves the console's time.
 	Clock *clock
+	// Google holds me's connected account.
+	Google *google.Accounts
 	// Approval is the pending approval of me; TaskMine and TaskOther are
 	// tasks of me and of other; Event the quarantined event.
 	Approval            chat.Approval
@@ -119,11 +124,27 @@ func newSite(t testing.TB) *site {
 	if err := sched.Register(env.Registry); err != nil {
 		t.Fatal(err)
 	}
+	// Google, with me connected through the fake OAuth server.
+	oauth := googletest.NewOAuthServer(t, "cid")
+	acc, err := google.New(google.Config{ClientID: "cid", ClientSecret: "s", RedirectURL: "http://127.0.0.1:1/oauth/google/callback",
+		Scopes: []string{"https://www.googleapis.com/auth/gmail.readonly"}, Key: bytes.Repeat([]byte{1}, 32), Store: env.Store,
+		AuthURL: oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authURL, err := acc.AuthURL(me, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _ := url.Parse(oauth.Approve(t, authURL, "me-access", "me-refresh", ""))
+	if _, err := acc.Finish(ctx, back.Query().Get("state"), back.Query().Get("code")); err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	c, err := ui.New(ui.Config{Enabled: true, AdminToken: adminToken}, ui.Deps{
-		Store: env.Store, Chats: &hub, Registry: env.Registry, Scheduler: sched, Listen: strings.TrimPrefix(srv.URL, "http://"),
+		Store: env.Store, Chats: &hub, Registry: env.Registry, Scheduler: sched, Google: acc, Listen: strings.TrimPrefix(srv.URL, "http://"),
 		Logger: log, Now: clk.Now,
 		Status: func(context.Context) ui.Status {
 			return ui.Status{Model: "test-model", Channels: []ui.ChannelState{{Name: "console", Ready: true, Allowed: []string{me}}}}
@@ -137,7 +158,7 @@ func newSite(t testing.TB) *site {
 	}
 	c.Mount(mux)
 	c.Register(router)
-	s := &site{URL: srv.URL, Env: env, Store: env.Store, Console: c, Logs: logs, Out: out, Runs: &runs, Clock: clk, Router: router}
+	s := &site{URL: srv.URL, Env: env, Store: env.Store, Console: c, Logs: logs, Out: out, Runs: &runs, Clock: clk, Router: router, Google: acc}
 
 	// A conversation: a question, the model's answer with markup, then a
 	// destructive call held for approval.
