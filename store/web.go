@@ -262,16 +262,24 @@ func (d *DB) ApprovalByID(ctx context.Context, id string) (chat.Approval, error)
 	return r.domain(), nil
 }
 
-// trafficBatch is how many messages one step of Traffic counts.
-const trafficBatch = 20000
+// trafficBatch is how many messages one step of Traffic counts, and
+// trafficSteps how many steps one call takes at most: a database with
+// millions of messages never counted (one upgraded to this version) is
+// counted over several views, each well within the server's write
+// timeout, rather than in one.
+const (
+	trafficBatch = 20000
+	trafficSteps = 10
+)
 
 // Traffic brings the hourly totals up to date with the messages written
 // since the last call (by id, through the primary key: each message is
 // counted once, in one transaction with the mark) and returns those
 // since since. A busy deployment's new messages are a few per call; a
-// database that never had them counted is counted once, in batches.
+// database that never had them counted is counted once, in batches, at
+// most trafficSteps of them a call.
 func (d *DB) Traffic(ctx context.Context, since time.Time) ([]ui.TrafficHour, error) {
-	for {
+	for range trafficSteps {
 		more, err := d.countTraffic(ctx)
 		if err != nil {
 			return nil, err

@@ -91,11 +91,17 @@ func BenchmarkPages(b *testing.B) {
 	start := time.Now()
 	seedLarge(b, db, now)
 	b.Logf("seeded %d chats and %d messages in %s", benchChats, benchMessages, time.Since(start).Round(time.Millisecond))
-	start = time.Now()
-	if _, err := db.Traffic(context.Background(), now.Add(-24*time.Hour)); err != nil {
-		b.Fatal(err)
+	// The first count, over views, as an upgraded database meets it.
+	for views := 1; ; views++ {
+		start = time.Now()
+		if _, err := db.Traffic(context.Background(), now.Add(-24*time.Hour)); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("first count of the traffic of %d messages, view %d: %s", benchMessages, views, time.Since(start).Round(time.Millisecond))
+		if views*200000 >= benchMessages {
+			break
+		}
 	}
-	b.Logf("first count of the traffic of %d messages: %s (once per database)", benchMessages, time.Since(start).Round(time.Millisecond))
 
 	reg := tools.NewRegistry()
 	if err := reg.Add(tools.LoadGroup(reg), tools.FindTools(reg)); err != nil {
