@@ -474,7 +474,9 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, v viewer) error
 	// One event per approval, whichever the answer: a second press (or
 	// the other button) is the same event, which the inbox takes once.
 	if err := c.d.Chats.Tell(r.Context(), a.ChatKey, a.UserKey, "web-answer:"+a.ID, "/"+answer+" "+a.ID); err != nil {
-		return fmt.Errorf("answer approval %s in %s: %w", a.ID, a.ChatKey, err)
+		c.log.Warn("ui: an answer from the page did not reach its chat", "approval", a.ID, "chat", a.ChatKey, "err", err)
+		c.plain(w, r, http.StatusServiceUnavailable, v, "Your answer could not reach the chat: its channel is not running here now. Nothing was decided; answer in the chat instead.")
+		return nil
 	}
 	c.log.Info("ui: approval answered from the page", "user", v.UserKey, "approval", a.ID, "answer", answer)
 	http.Redirect(w, r, back(r, "/approvals", "sent"), http.StatusSeeOther)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"loadout/chat"
 	"loadout/chat/chattest"
@@ -187,6 +188,20 @@ func TestApproveFromThePage(t *testing.T) {
 	a, err := s.Store.ApprovalByID(context.Background(), s.Approval.ID)
 	if err != nil || a.Status != chat.ApprovalDone || s.Runs.Load() != 1 {
 		t.Fatalf("after more presses: %+v %v, %d runs", a, err, s.Runs.Load())
+	}
+	// An approval of a chat whose channel does not run here: a plain
+	// sentence, nothing decided.
+	if err := s.Store.Gorm().Exec(`INSERT INTO approvals (id, chat_key, session_id, user_key, call_id, tool_name, arguments, summary, tainted, status, created_at, expires_at)
+		VALUES ('zzzz2222', 'slack:T1/C9', 0, ?, 'c9', 'purge_archive', '{}', 'Run purge_archive', false, 'pending', ?, ?)`,
+		me, time.Now(), time.Now().Add(time.Hour)).Error; err != nil {
+		t.Fatal(err)
+	}
+	code, body := post(t, p, s.URL+"/approvals/decide", url.Values{"csrf": {token}, "id": {"zzzz2222"}, "answer": {"approve"}})
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "Nothing was decided") {
+		t.Fatalf("an approval of a chat not running here: %d %s", code, body)
+	}
+	if a, _ := s.Store.ApprovalByID(context.Background(), "zzzz2222"); a.Status != chat.ApprovalPending || s.Runs.Load() != 1 {
+		t.Fatalf("it changed: %+v", a)
 	}
 }
 
