@@ -15,7 +15,7 @@ import (
 // routes are every page and action of the console.
 var (
 	pages   = []string{"/", "/chats", "/conversation?key=console:local", "/approvals", "/people", "/person?key=console:local", "/tools", "/tools?q=calendar", "/config"}
-	actions = []string{"/logout", "/approvals/decide", "/events/retry", "/events/drop", "/tasks/act", "/memories/delete", "/google/revoke"}
+	actions = []string{"/logout", "/approvals/decide", "/events/retry", "/events/drop", "/tasks/act", "/memories/delete", "/google/revoke", "/sessions/revoke"}
 )
 
 // Nothing but /login and /signin answers a request without a session:
@@ -211,5 +211,27 @@ func TestForeignAndOldCookies(t *testing.T) {
 	a.Clock.Add(13 * time.Hour)
 	if code, _ := get(t, c, a.URL+"/"); code != http.StatusSeeOther {
 		t.Fatalf("an expired session: %d", code)
+	}
+}
+
+// The operator signs a person out of every browser; the person's next
+// request goes to the sign-in form. A person cannot sign out another.
+func TestSignOutEverywhere(t *testing.T) {
+	s := newSite(t)
+	p := client(t)
+	ptoken := s.person(t, p)
+	if code, _ := post(t, p, s.URL+"/sessions/revoke", url.Values{"csrf": {ptoken}, "user": {"ui:operator"}}); code != http.StatusForbidden {
+		t.Fatalf("a person signed the operator out: %d", code)
+	}
+	op := client(t)
+	token := s.operator(t, op)
+	if code, _ := post(t, op, s.URL+"/sessions/revoke", url.Values{"csrf": {token}, "user": {me}}); code != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", code)
+	}
+	if code, _ := get(t, p, s.URL+"/"); code != http.StatusSeeOther {
+		t.Fatalf("the person is still signed in: %d", code)
+	}
+	if code, _ := get(t, op, s.URL+"/"); code != http.StatusOK {
+		t.Fatalf("the operator was signed out too: %d", code)
 	}
 }

@@ -60,6 +60,7 @@ func (c *Console) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /tasks/act", c.action(c.taskAct))
 	mux.HandleFunc("POST /memories/delete", c.action(c.forget))
 	mux.HandleFunc("POST /google/revoke", c.action(c.revoke))
+	mux.HandleFunc("POST /sessions/revoke", c.action(c.signOutEverywhere))
 }
 
 // csp allows the console's own stylesheet and nothing else: no script,
@@ -210,6 +211,7 @@ var notices = map[string]string{
 	"deleted":  "Deleted.",
 	"revoked":  "The Google account is disconnected.",
 	"notfound": "That was already gone.",
+	"signedout": "Every browser signed in as that person is signed out.",
 }
 
 // back is where an action returns: the form's local path, else fallback.
@@ -673,6 +675,31 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, v viewer) error
 	}
 	c.log.Info("ui: Google account disconnected", "user", v.UserKey, "owner", user)
 	http.Redirect(w, r, back(r, "/", "revoked"), http.StatusSeeOther)
+	return nil
+}
+
+// signOutEverywhere ends every session of a person (the operator's
+// included, when the operator names ui:operator): each browser signed in
+// as them is sent back to the sign-in form at its next request.
+func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, v viewer) error {
+	user, err := key(r, "user", true)
+	if err != nil {
+		return err
+	}
+	if !v.owns(user) {
+		return errForbidden
+	}
+	n, err := c.d.Store.DeleteUserWebSessions(r.Context(), user)
+	if err != nil {
+		return err
+	}
+	c.log.Info("ui: signed out everywhere", "user", v.UserKey, "owner", user, "sessions", n)
+	if user == v.UserKey {
+		c.clearCookie(w)
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return nil
+	}
+	http.Redirect(w, r, back(r, "/people", "signedout"), http.StatusSeeOther)
 	return nil
 }
 
