@@ -201,16 +201,16 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 // notices are the fixed sentences an action's redirect shows (never text
 // from the request).
 var notices = map[string]string{
-	"sent":     "Your answer was sent to the chat; the chat shows what happened.",
-	"already":  "That request was already answered.",
-	"retried":  "The event is back in line; its channel tries it again shortly.",
-	"dropped":  "The event was dropped.",
-	"paused":   "The task is paused.",
-	"resumed":  "The task is scheduled again.",
-	"ran":      "The task was handed to its chat.",
-	"deleted":  "Deleted.",
-	"revoked":  "The Google account is disconnected.",
-	"notfound": "That was already gone.",
+	"sent":      "Your answer was sent to the chat; the chat shows what happened.",
+	"already":   "That request was already answered.",
+	"retried":   "The event is back in line; its channel tries it again shortly.",
+	"dropped":   "The event was dropped.",
+	"paused":    "The task is paused.",
+	"resumed":   "The task is scheduled again.",
+	"ran":       "The task was handed to its chat.",
+	"deleted":   "Deleted.",
+	"revoked":   "The Google account is disconnected.",
+	"notfound":  "That was already gone.",
 	"signedout": "Every browser signed in as that person is signed out.",
 }
 
