@@ -205,6 +205,10 @@ func New(cfg Config, d Deps) (*Console, error) {
 	return c, nil
 }
 
+// URL is where the console is reached (ui.base_url, else
+// http://<http.listen>).
+func (c *Console) URL() string { return c.cfg.BaseURL }
+
 // loopback reports whether listen is a loopback address, where cookies
 // need not be Secure (plain http on the machine itself).
 func loopback(listen string) bool {

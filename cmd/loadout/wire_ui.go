@@ -35,6 +35,7 @@ func (a *app) wireUI() error {
 	c.Mount(a.mux)
 	c.Register(a.router)
 	a.web = c
+	a.log.Info("web console", "url", c.URL()+"/login")
 	return nil
 }
 
