@@ -62,8 +62,9 @@ type Env struct {
 	// state in tables of its own (Matrix's encryption keys); nil when
 	// the process gives none, and such a channel then refuses to build.
 	SQL *SQL
-	// Web tells a web channel who is signed in; nil when the web side
-	// is disabled (ui.enabled), and such a channel then refuses to build.
+	// Web tells a web channel who is signed in to the web console
+	// (package ui); nil when ui.enabled is false, and such a channel then
+	// refuses to build.
 	Web WebAuth
 }
 

@@ -104,6 +104,21 @@ func (h *Hub) Submit(ctx context.Context, chatKey, userKey, id, text string) err
 	return err
 }
 
+// Tell hands a person's message to a chat as if they had sent it there
+// (an approval answered on the web page): stored under id, which the
+// inbox dedupes by, run in order with the chat's messages as that person
+// (commands bound to them as in the chat), and its answer sent to the
+// chat.
+func (h *Hub) Tell(ctx context.Context, chatKey, userKey, id, text string) error {
+	c, route, err := h.owner(chatKey)
+	if err != nil {
+		return err
+	}
+	_, err = c.Pipeline().Accept(ctx, Pending{ID: id, Route: route,
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}})
+	return err
+}
+
 // SendFile sends a workspace file, open, to a chat through its channel.
 func (h *Hub) SendFile(ctx context.Context, chatKey, name string, f *os.File) error {
 	c, route, err := h.owner(chatKey)

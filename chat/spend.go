@@ -131,3 +131,12 @@ func (e *Engine) spent(ctx context.Context, model string, estimated int, resp Re
 	u.CompletionTokens = e.countMessage(Message{Text: resp.Text, ToolCalls: resp.ToolCalls})
 	return u
 }
+
+// Cost is what usage of model costs at llm.prices, and false when no
+// prices are set: what the web console shows beside a chat's tokens.
+func (e *Engine) Cost(model string, u Usage) (float64, bool) {
+	if len(e.cfg.Prices) == 0 {
+		return 0, false
+	}
+	return e.price(model).cost(u), true
+}

@@ -18,9 +18,9 @@ import (
 // and on PostgreSQL (TestAuditTrailIsAppendOnly).
 type auditEntry struct {
 	ID        int64     `gorm:"primaryKey;autoIncrement"`
-	At        time.Time `gorm:"not null;index:idx_audit_at"`
+	At        time.Time `gorm:"not null;index:idx_audit_at;index:idx_audit_user,priority:2"`
 	ChatKey   string    `gorm:"not null;index:idx_audit_chat,priority:1"`
-	UserKey   string    `gorm:"not null;default:''"`
+	UserKey   string    `gorm:"not null;default:'';index:idx_audit_user,priority:1"`
 	SessionID int64     `gorm:"not null;uniqueIndex:idx_audit_call,priority:1"`
 	CallID    string    `gorm:"not null;uniqueIndex:idx_audit_call,priority:2"`
 	ToolName  string    `gorm:"not null"`
@@ -75,10 +75,14 @@ func (d *DB) Audit(ctx context.Context, entries ...chat.AuditEntry) error {
 	return kind(appendAudit(d.db.WithContext(ctx), d.now(), entries...))
 }
 
-// AuditLog returns the chat's newest decisions, newest first: all of
-// them when userKey is "", else those on that person's calls.
+// AuditLog returns the chat's newest decisions, newest first (every
+// chat's when chatKey is ""): all of them when userKey is "", else those
+// on that person's calls.
 func (d *DB) AuditLog(ctx context.Context, chatKey, userKey string, limit int) ([]chat.AuditEntry, error) {
-	q := d.db.WithContext(ctx).Where("chat_key = ?", chatKey)
+	q := d.db.WithContext(ctx)
+	if chatKey != "" {
+		q = q.Where("chat_key = ?", chatKey)
+	}
 	if userKey != "" {
 		q = q.Where("user_key = ?", userKey)
 	}

@@ -67,7 +67,7 @@ func migratePostgres(g *gorm.DB) error {
 				return err
 			}
 		}
-		for _, s := range []string{
+		for _, s := range append([]string{
 			// At most one open session per chat.
 			`CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL`,
 			`CREATE INDEX IF NOT EXISTS idx_inbox_open ON inbox_items(channel, seq) WHERE state IN ('pending', 'answered')`,
@@ -81,7 +81,7 @@ func migratePostgres(g *gorm.DB) error {
 			`CREATE INDEX IF NOT EXISTS idx_messages_tsv ON messages USING GIN (text_tsv)`,
 			// The audit trail is append-only.
 			pgAuditGuardFunc, pgAuditGuardTrigger,
-		} {
+		}, personIndexes...) {
 			if err := c.Exec(s).Error; err != nil {
 				return err
 			}

@@ -15,11 +15,11 @@ import (
 // migrations is the version of the hand-written schema steps (indexes,
 // moves of old tables) in migrate. Change it whenever they change; the
 // models' own changes are noticed without it.
-const migrations = 6
+const migrations = 7
 
 // models are the tables gorm migrates.
 func models() []any {
-	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}}
+	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}}
 }
 
 // The models' tables are named by hand, as gorm's naming strategy would
@@ -85,6 +85,13 @@ func migrate(g *gorm.DB, fts bool) error {
 		// At most one open session per chat.
 		if err := tx.Exec("CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL").Error; err != nil {
 			return fmt.Errorf("index: %w", err)
+		}
+		// A person's chats (the web console's pages): the sessions they
+		// wrote in.
+		for _, stmt := range personIndexes {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("index: %w", err)
+			}
 		}
 		if err := migrateInbox(tx); err != nil {
 			return err

@@ -55,8 +55,8 @@ type app struct {
 	router *bridge.Router
 	// mux serves /healthz and whatever channels and Google register.
 	mux *http.ServeMux
-	// web tells the web channels who is signed in; nil while the web
-	// side is off (ui.enabled).
+	// web is the web console, which tells the web channels who is
+	// signed in; nil while it is off (ui.enabled).
 	web bridge.WebAuth
 	// hub holds the channels and reaches any chat through its own.
 	hub bridge.Hub

@@ -281,10 +281,6 @@ func help(args []string, stdout, stderr io.Writer) error {
 // cfg — its own and those each channel declares — and anything shaped
 // like a credential, the channels' shapes included, taken out.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	secrets := []string{cfg.LLM.APIKey, cfg.Google.ClientSecret, cfg.Google.TokenKey, cfg.Voice.APIKey}
-	for _, f := range cfg.LLM.Failover.Fallbacks {
-		secrets = append(secrets, f.APIKey)
-	}
-	secrets = append(secrets, cfg.channelSecrets()...)
+	secrets := cfg.secrets()
 	return logs.New(w, cfg.Log.Level, cfg.Log.Format, secrets, channelShapes())
 }

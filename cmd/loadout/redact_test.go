@@ -29,10 +29,11 @@ const (
 	googleAccess = "ya29.a0AfH6SMBSecretAccessToken"
 	googleRefr   = "1//0gSecretRefreshToken-abcdef"
 	voiceKey     = "gsk_SecretSpeechServerKey42"
+	uiToken      = "operator-console-token-7f3a9c"
 )
 
 var allSecrets = []string{tgToken, slackBot, slackApp, signing, llmKey, clientSecret, tokenKey, googleAccess, googleRefr, voiceKey,
-	"AAHk2m9SecretTelegramTokenValue_x1", fallbackKey}
+	"AAHk2m9SecretTelegramTokenValue_x1", fallbackKey, uiToken}
 
 func secretConfig() Config {
 	cfg, _ := parseConfig(nil, env(nil))
@@ -41,6 +42,7 @@ func secretConfig() Config {
 	cfg.Channels["slack"] = slack.Config{BotToken: slackBot, AppToken: slackApp, SigningSecret: signing}
 	cfg.Google.ClientSecret, cfg.Google.TokenKey = clientSecret, tokenKey
 	cfg.Voice.APIKey = voiceKey
+	cfg.UI.AdminToken = uiToken
 	cfg.LLM.Failover.Fallbacks = []openai.Fallback{{BaseURL: "https://openrouter.ai/api/v1", APIKey: fallbackKey}}
 	cfg.Log.Level = "debug"
 	return cfg
@@ -57,7 +59,7 @@ func TestLoggerRedactsEverywhere(t *testing.T) {
 			"GET https://api.telegram.org/bot"+tgToken+"/getMe failed",
 			"err", wrapped, "auth", "Bearer "+googleAccess, "url", "https://x/?access_token="+googleAccess+"&a=1",
 			"list", []string{signing, "ok"}, slog.Group("slack", "bot", slackBot, "secret", clientSecret),
-			"stringer", stringer(llmKey), "key", tokenKey, "voice", "Bearer "+voiceKey, "fallback", "key "+fallbackKey, "n", 42)
+			"stringer", stringer(llmKey), "key", tokenKey, "voice", "Bearer "+voiceKey, "fallback", "key "+fallbackKey, "ui", "typed "+uiToken, "n", 42)
 		out := buf.String()
 		for _, s := range allSecrets {
 			if strings.Contains(out, s) {

@@ -28,6 +28,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer a.db.Close()
+	if cfg.UI.Enabled {
+		if err := a.wireUI(); err != nil {
+			return err
+		}
+	}
 	chans, err := a.channels(ctx)
 	if err != nil {
 		return err

@@ -225,3 +225,40 @@ func (s *Scheduler) first(t Task, now time.Time) (time.Time, error) {
 	}
 	return s.after(t, now)
 }
+
+// Pause stops a task from running until Resume: it stays, with its
+// schedule, not due. The caller checks the owner rules (only the task's
+// owner or an admin).
+func (s *Scheduler) Pause(ctx context.Context, t Task) error {
+	t.NextRun = time.Time{}
+	_, err := s.store.UpdateTask(ctx, t)
+	return err
+}
+
+// Resume makes a paused task due again, as if its schedule were set now.
+func (s *Scheduler) Resume(ctx context.Context, t Task) error {
+	next, err := s.first(t, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	t.NextRun = next
+	_, err = s.store.UpdateTask(ctx, t)
+	return err
+}
+
+// RunNow runs a task now, as the tool's run_now does: once, then on its
+// schedule.
+func (s *Scheduler) RunNow(ctx context.Context, t Task) error {
+	t.NextRun = s.cfg.Now()
+	if _, err := s.store.UpdateTask(ctx, t); err != nil {
+		return err
+	}
+	s.RunDue(ctx)
+	return nil
+}
+
+// Delete deletes a task and its runs.
+func (s *Scheduler) Delete(ctx context.Context, t Task) error {
+	_, err := s.store.DeleteTask(ctx, t.ChatKey, t.ID)
+	return err
+}

@@ -1,0 +1,278 @@
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"loadout/chat"
+)
+
+// CookieName is the session cookie's name.
+const CookieName = "loadout_session"
+
+// viewer is who is signed in on a request.
+type viewer struct {
+	UserKey string
+	Admin   bool
+	CSRF    string
+	session string
+}
+
+// owns reports whether the viewer may see and change what belongs to
+// owner: their own things, or anything for the operator.
+func (v viewer) owns(owner string) bool { return v.Admin || (owner != "" && owner == v.UserKey) }
+
+// secret is a new random secret, URL-safe.
+func secret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// hash is how secrets are stored: their SHA-256, in hex.
+func hash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+type viewerKey struct{}
+
+// session is the live session of r's cookie, read once per request.
+func (c *Console) session(r *http.Request) (viewer, error) {
+	if v, ok := r.Context().Value(viewerKey{}).(viewer); ok {
+		return v, nil
+	}
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return viewer{}, errNoSession
+	}
+	s, err := c.d.Store.WebSession(r.Context(), hash(ck.Value))
+	switch {
+	case errors.Is(err, chat.ErrNotFound):
+		// Signed out, revoked, or a cookie of another deployment.
+		c.log.Warn("ui: refused a session cookie this server does not know", "remote", remote(r), "path", r.URL.Path)
+		return viewer{}, errNoSession
+	case err != nil:
+		return viewer{}, err
+	case !c.now().Before(s.ExpiresAt):
+		c.log.Info("ui: refused an expired session", "user", s.UserKey, "remote", remote(r))
+		return viewer{}, errNoSession
+	}
+	return viewer{UserKey: s.UserKey, Admin: s.Admin, CSRF: s.CSRF, session: s.ID}, nil
+}
+
+// Viewer is the person signed in on r (bridge.WebAuth).
+func (c *Console) Viewer(r *http.Request) (string, bool, bool) {
+	v, err := c.session(r)
+	if err != nil {
+		return "", false, false
+	}
+	return v.UserKey, v.Admin, true
+}
+
+// CheckCSRF reports whether r carries its session's CSRF token, in the
+// header X-CSRF-Token or the form field csrf (bridge.WebAuth).
+func (c *Console) CheckCSRF(r *http.Request) bool {
+	v, err := c.session(r)
+	if err != nil {
+		return false
+	}
+	return c.csrfOK(r, v)
+}
+
+func (c *Console) csrfOK(r *http.Request, v viewer) bool {
+	got := r.Header.Get("X-CSRF-Token")
+	if got == "" {
+		got = r.PostFormValue("csrf")
+	}
+	return got != "" && v.CSRF != "" && subtle.ConstantTimeCompare([]byte(got), []byte(v.CSRF)) == 1 && sameOrigin(r)
+}
+
+// sameOrigin refuses a request whose Origin header names another site
+// (a browser always sends it on a cross-site POST).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return o == ""
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// CSRFToken is the token r's session embeds in its pages (bridge.WebAuth).
+func (c *Console) CSRFToken(r *http.Request) string {
+	v, err := c.session(r)
+	if err != nil {
+		return ""
+	}
+	return v.CSRF
+}
+
+// remote is the request's peer address, for logs and rate limits.
+func remote(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// startSession signs the browser in as userKey and sets its cookie.
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, userKey string, admin bool) error {
+	value := secret()
+	now := c.now()
+	s := Session{ID: hash(value), UserKey: userKey, Admin: admin, CSRF: secret(), CreatedAt: now, ExpiresAt: now.Add(c.cfg.SessionTTL.Std())}
+	if err := c.d.Store.CreateWebSession(r.Context(), s); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: value, Path: "/", HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(c.cfg.SessionTTL.Std() / time.Second), Expires: s.ExpiresAt})
+	c.log.Info("ui: signed in", "user", userKey, "operator", admin, "remote", remote(r))
+	return nil
+}
+
+func (c *Console) clearCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}
+
+// Link makes a one-time sign-in link for userKey.
+func (c *Console) Link(ctx context.Context, userKey string) (string, error) {
+	t := secret()
+	if err := c.d.Store.CreateWebLink(ctx, hash(t), userKey, c.now().Add(c.cfg.LinkTTL.Std())); err != nil {
+		return "", err
+	}
+	return c.cfg.BaseURL + "/signin?t=" + t, nil
+}
+
+// loginPage serves the sign-in form.
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if _, err := c.session(r); err == nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusOK, "login", viewer{}, map[string]any{})
+}
+
+// login exchanges the admin token for a session.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if !c.limits.allow(remote(r)) {
+		c.log.Warn("ui: sign-in refused: too many attempts", "remote", remote(r))
+		c.render(w, r, http.StatusTooManyRequests, "login", viewer{}, map[string]any{"Error": "Too many attempts. Wait a minute and try again."})
+		return
+	}
+	if !sameOrigin(r) {
+		c.log.Warn("ui: sign-in refused: posted from another site", "remote", remote(r), "origin", r.Header.Get("Origin"))
+		c.render(w, r, http.StatusForbidden, "login", viewer{}, map[string]any{"Error": "This form was sent from another site, so it was refused."})
+		return
+	}
+	token := r.PostFormValue("token")
+	got := sha256.Sum256([]byte(token))
+	if token == "" || subtle.ConstantTimeCompare(got[:], c.adminHash[:]) != 1 {
+		c.log.Warn("ui: sign-in refused: wrong token", "remote", remote(r))
+		c.render(w, r, http.StatusUnauthorized, "login", viewer{}, map[string]any{"Error": "That token is not right."})
+		return
+	}
+	if err := c.startSession(w, r, OperatorKey, true); err != nil {
+		c.fail(w, r, viewer{}, err)
+		return
+	}
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// signinPage shows the button that uses a /web link. Opening the link
+// does not use it: chat apps open links to preview them.
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
+	t := r.URL.Query().Get("t")
+	if t == "" || len(t) > 100 {
+		c.render(w, r, http.StatusBadRequest, "login", viewer{}, map[string]any{"Error": "This sign-in link is incomplete. Send /web in a private chat with me for a new one."})
+		return
+	}
+	c.render(w, r, http.StatusOK, "signin", viewer{}, map[string]any{"Token": t})
+}
+
+// signin uses a /web link: once, before it expires.
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	if !c.limits.allow(remote(r)) {
+		c.log.Warn("ui: link sign-in refused: too many attempts", "remote", remote(r))
+		c.render(w, r, http.StatusTooManyRequests, "login", viewer{}, map[string]any{"Error": "Too many attempts. Wait a minute and try again."})
+		return
+	}
+	if !sameOrigin(r) {
+		c.log.Warn("ui: link sign-in refused: posted from another site", "remote", remote(r))
+		c.render(w, r, http.StatusForbidden, "login", viewer{}, map[string]any{"Error": "This form was sent from another site, so it was refused."})
+		return
+	}
+	t := r.PostFormValue("t")
+	user, expires, err := c.d.Store.TakeWebLink(r.Context(), hash(t))
+	switch {
+	case t == "" || errors.Is(err, chat.ErrNotFound):
+		c.log.Warn("ui: link sign-in refused: unknown or already used link", "remote", remote(r))
+		c.render(w, r, http.StatusForbidden, "login", viewer{}, map[string]any{"Error": "This sign-in link was already used or is not valid. Send /web in a private chat with me for a new one."})
+		return
+	case err != nil:
+		c.fail(w, r, viewer{}, err)
+		return
+	case !c.now().Before(expires):
+		c.log.Warn("ui: link sign-in refused: expired link", "user", user, "remote", remote(r))
+		c.render(w, r, http.StatusForbidden, "login", viewer{}, map[string]any{"Error": "This sign-in link has expired. Send /web in a private chat with me for a new one."})
+		return
+	}
+	if err := c.startSession(w, r, user, false); err != nil {
+		c.fail(w, r, viewer{}, err)
+		return
+	}
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// logout ends the session.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, v viewer) error {
+	if err := c.d.Store.DeleteWebSession(r.Context(), v.session); err != nil {
+		return err
+	}
+	c.clearCookie(w)
+	c.log.Info("ui: signed out", "user", v.UserKey)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	return nil
+}
+
+// limiter bounds sign-in attempts per address (and keeps at most max
+// addresses: past that it starts afresh, which a flood cannot use to
+// gain more than one burst per address).
+type limiter struct {
+	mu    sync.Mutex
+	every rate.Limit
+	burst int
+	max   int
+	by    map[string]*rate.Limiter
+}
+
+func newLimiter(every rate.Limit, burst, max int) *limiter {
+	return &limiter{every: every, burst: burst, max: max, by: map[string]*rate.Limiter{}}
+}
+
+func (l *limiter) allow(addr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.by[addr]
+	if lim == nil {
+		if len(l.by) >= l.max {
+			clear(l.by)
+		}
+		lim = rate.NewLimiter(l.every, l.burst)
+		l.by[addr] = lim
+	}
+	return lim.Allow()
+}
