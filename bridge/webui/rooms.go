@@ -33,11 +33,11 @@ type event struct {
 	Approval string   `json:"approval,omitempty"`
 	Code     string   `json:"code,omitempty"`
 	Always   string   `json:"always,omitempty"` // what "Always allow" would allow, when offered
-	File     string   `json:"file,omitempty"`  // its name in the chat's files
-	Name     string   `json:"name,omitempty"`  // the name it was sent as
-	Files    []string `json:"files,omitempty"` // the person's attachments, as kept
-	Voice    string   `json:"voice,omitempty"` // the person's recording, as kept
-	Ref      string   `json:"ref,omitempty"`   // a draft's reference
+	File     string   `json:"file,omitempty"`   // its name in the chat's files
+	Name     string   `json:"name,omitempty"`   // the name it was sent as
+	Files    []string `json:"files,omitempty"`  // the person's attachments, as kept
+	Voice    string   `json:"voice,omitempty"`  // the person's recording, as kept
+	Ref      string   `json:"ref,omitempty"`    // a draft's reference
 	Replaces string   `json:"replaces,omitempty"`
 	Version  int      `json:"v,omitempty"` // a draft's version: a page keeps the newest
 	On       bool     `json:"on,omitempty"`

@@ -54,7 +54,7 @@ type Config struct {
 	Voice     voice.Config    `yaml:"voice"`
 	// Limits are the spend caps.
 	Limits chat.Limits `yaml:"limits"`
-	UI        UIConfig        `yaml:"ui"`
+	UI     UIConfig    `yaml:"ui"`
 	// Channels are the sections of the channels serve runs, by name, each
 	// of its channel's own config type (see channelKinds).
 	Channels map[string]any `yaml:"-"`
@@ -187,7 +187,7 @@ func (c Config) validate(set config.Set) error {
 		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 		"skills": c.Skills, "pdf": c.PDF, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 		"limits": c.Limits,
-		"ui": c.UI,
+		"ui":     c.UI,
 	}
 	for _, k := range c.enabledChannels() {
 		if s, ok := c.section(k).(config.Section); ok {
