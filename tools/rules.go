@@ -72,8 +72,9 @@ var (
 // decoded (Input.JSON): the "action" argument; the domain of every
 // address and the host of every URL anywhere in the arguments (so a rule
 // for one domain never covers a call that also names another); the
-// folder of every path argument. Values are lower-cased; each is listed
-// once. Its cost is linear in the arguments' size.
+// folder of every path argument. Values are lower-cased, sorted, and
+// each listed once. Its cost is linear in the arguments' size, and the
+// sort's in the number of values.
 func FacetsOf(args string) Facets {
 	var v any
 	dec := json.NewDecoder(strings.NewReader(args))
@@ -88,6 +89,10 @@ func FacetsOf(args string) Facets {
 		}
 	}
 	f.walk("", v)
+	// Sorted: the walk meets an object's keys in no set order.
+	slices.Sort(f.Domains)
+	slices.Sort(f.Hosts)
+	slices.Sort(f.Folders)
 	return f
 }
 

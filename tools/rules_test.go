@@ -123,7 +123,6 @@ func TestFacetsOf(t *testing.T) {
 		!slices.Equal(f.Hosts, []string{"api.example.org"}) {
 		t.Fatalf("facets = %+v", f)
 	}
-	slices.Sort(f.Folders)
 	if !slices.Equal(f.Folders, []string{"reports/2026", "team"}) {
 		t.Fatalf("folders = %v", f.Folders)
 	}
