@@ -119,7 +119,7 @@ func TestOfferNeverAllowsADestructiveToolEverywhere(t *testing.T) {
 // lower-cased and once each, and folders from path arguments.
 func TestFacetsOf(t *testing.T) {
 	f := FacetsOf(`{"action":"Send","to":"Ana <ana@Example.com>, bob@example.com","cc":["eve@evil.example"],"body":"https://API.example.org/x?y=1","path":"reports/2026/q1.pdf","folder":"/Team/"}`)
-	if f.Action != "send" || !slices.Equal(f.Domains, []string{"example.com", "evil.example"}) ||
+	if f.Action != "send" || !slices.Equal(f.Domains, []string{"evil.example", "example.com"}) ||
 		!slices.Equal(f.Hosts, []string{"api.example.org"}) {
 		t.Fatalf("facets = %+v", f)
 	}
