@@ -84,6 +84,11 @@ func NewRouter(engine *chat.Engine, name string) *Router {
 	r.Register(Command{Name: "status", Help: "show this conversation's size, loaded tool groups, token use and what waits for your approval", Run: r.status})
 	r.Register(Command{Name: "approve", Help: "let me go ahead with what I asked you to approve", Reply: r.decide(true)})
 	r.Register(Command{Name: "deny", Help: "stop what I asked you to approve", Reply: r.decide(false)})
+	// A question a running tool asked is answered as it arrives (see
+	// Pipeline); these answer when none waits.
+	none := func(context.Context, chat.Inbound, string) (string, error) { return textNoQuestion, nil }
+	r.Register(Command{Name: "answer", Hidden: true, Run: none})
+	r.Register(Command{Name: "cancel", Hidden: true, Run: none})
 	return r
 }
 

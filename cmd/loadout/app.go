@@ -311,7 +311,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	for _, s := range a.cfg.MCP.Servers {
-		a.mcp = append(a.mcp, mcp.New(s, a.log))
+		a.mcp = append(a.mcp, mcp.New(s, mcp.Deps{ElicitationTTL: a.cfg.MCP.ElicitationTTL}, a.log))
 	}
 	if err := mcp.Register(ctx, reg, a.mcp...); err != nil {
 		return nil, fmt.Errorf("mcp.servers: %w", err)

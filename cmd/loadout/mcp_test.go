@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/tools/mcp/mcptest"
 )
@@ -41,5 +44,128 @@ func TestMCPServerInTheConsole(t *testing.T) {
 	}
 	if !strings.Contains(out, "mcp_calc") {
 		t.Errorf("/status does not show the loaded MCP group:\n%s", out)
+	}
+}
+
+// everythingServer is the reference "everything" MCP server from the npm
+// registry, as .ci/run installs it: the path of its entry point, or a
+// skip when it is not installed here.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("LOADOUT_MCP_EVERYTHING")
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			t.Skip("no cache directory for the reference MCP server")
+		}
+		dir = filepath.Join(cache, "loadout", "mcp-everything")
+	}
+	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(entry); err != nil {
+		t.Skipf("the reference MCP server is not installed (%v); .ci/run installs it", err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	return entry
+}
+
+// The reference server offers its elicitation tool once loadout declares
+// the capability; in `loadout chat` its form is asked in the console,
+// field by field, the answers typed there reach the server, and the
+// model reads only what the server returned.
+func TestEverythingServerElicitsInTheConsole(t *testing.T) {
+	entry := everythingServer(t)
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
+	cfgPath, _ := writeConfig(t, model.URL, extra)
+	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Call("every_trigger_elicitation_request", `{}`)
+	model.Text("Thanks, noted.")
+	// Accept, a name, then every optional field skipped.
+	answers := "Accept\nAda Lovelace\n" + strings.Repeat("-\n", 12)
+	out, err := runCLI(t, "ask me for my details\n"+answers, "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Thanks, noted.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"The every service asks you:", "Please provide inputs for the following fields:", "Accept", "Your full, legal name"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the console did not show %q:\n%s", want, out)
+		}
+	}
+	got := lastToolResult(model)
+	if !strings.Contains(got, "User provided the requested information") || !strings.Contains(got, "Name: Ada Lovelace") {
+		t.Fatalf("the server did not get the answer: %s\n%s", got, out)
+	}
+	for _, r := range model.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "user" && strings.Contains(m.Content, "Ada Lovelace") {
+				t.Fatalf("what the person typed reached the model as a message: %q", m.Content)
+			}
+		}
+	}
+}
+
+// Through the Telegram fake, in a group: the reference server's question
+// goes to the chat with Accept, Decline and Cancel buttons that only the
+// person whose message called the tool may press (another's press is
+// refused at the press, another's reply is not taken as the answer); her
+// press and her replies answer the form, and the server gets them.
+func TestEverythingServerElicitsInTelegram(t *testing.T) {
+	entry := everythingServer(t)
+	tg := telegramtest.New(t)
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
+	serveTelegramFor(t, tg, model, `"42", "43"`, extra)
+	ana := telegramtest.User{ID: 42, UserName: "ana"}
+	bea := telegramtest.User{ID: 43, UserName: "bea", FirstName: "Bea"}
+	const group = -100777
+	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Call("every_trigger_elicitation_request", `{}`)
+	model.Text("Thanks, noted.")
+	model.Text("Hello Bea.")
+	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", Text: "@" + telegramtest.BotUserName + " ask me for my details"})
+	first := tg.WaitSent(t, 1)[0]
+	if !strings.Contains(first.Text, "The every service asks you:") || len(first.Buttons) != 3 || first.Buttons[0].Text != "Accept" {
+		t.Fatalf("question = %+v", first)
+	}
+	// Bea's press is refused where it happens; her reply waits its turn.
+	tg.Click(bea, group, 0, first.MessageID, strings.Replace(first.Buttons[0].Data, ":42", ":43", 1))
+	tg.Click(bea, group, 0, first.MessageID, first.Buttons[0].Data)
+	tg.WaitFor(t, "the refusals of Bea's presses", func() bool { return len(tg.Calls("answerCallbackQuery")) >= 2 })
+	for _, c := range tg.Calls("answerCallbackQuery") {
+		if c.Params.Get("show_alert") != "true" {
+			t.Fatalf("Bea's press was not refused: %v", c.Params)
+		}
+	}
+	tg.Push(telegramtest.Message{From: bea, ChatID: group, ChatType: "group", ReplyToBot: true, Text: "Bob"})
+	tg.Click(ana, group, 0, first.MessageID, first.Buttons[0].Data)
+	name := tg.WaitSent(t, 2)[1]
+	if !strings.Contains(name.Text, "Your full, legal name") {
+		t.Fatalf("second question = %+v", name)
+	}
+	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", ReplyToBot: true, Text: "Ada Lovelace"})
+	for i := 0; i < 12; i++ {
+		tg.WaitSent(t, 3+i)
+		tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", ReplyToBot: true, Text: "-"})
+	}
+	tg.WaitFor(t, "the answer", func() bool {
+		for _, s := range tg.Sent() {
+			if strings.Contains(s.Text, "Thanks, noted.") {
+				return true
+			}
+		}
+		return false
+	})
+	var got string
+	for _, r := range model.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "tool" && strings.Contains(m.Content, "User inputs") {
+				got = m.Content
+			}
+		}
+	}
+	if !strings.Contains(got, "Name: Ada Lovelace") || strings.Contains(got, "Bob") {
+		t.Fatalf("the server got: %s", got)
 	}
 }

@@ -57,6 +57,23 @@ type Server struct {
 // Config is the mcp section.
 type Config struct {
 	Servers []Server `yaml:"servers"`
+	// ElicitationTTL is how long a server's question waits for the
+	// person's answer; default 10 minutes.
+	ElicitationTTL time.Duration `yaml:"elicitation_ttl"`
+}
+
+// Deps are what the servers' requests reach in loadout. The zero value
+// answers every request a server makes of the client with an error.
+type Deps struct {
+	// ElicitationTTL is Config.ElicitationTTL.
+	ElicitationTTL time.Duration
+}
+
+func (d Deps) elicitationTTL() time.Duration {
+	if d.ElicitationTTL <= 0 {
+		return DefaultElicitationTTL
+	}
+	return d.ElicitationTTL
 }
 
 // Check reports the first problem of each server, naming its key.
@@ -84,6 +101,9 @@ func (c Config) Check(ch *config.Checker) {
 			bad("timeout", "must not be negative")
 		}
 	}
+	if c.ElicitationTTL < 0 {
+		ch.Bad("elicitation_ttl", "must not be negative")
+	}
 }
 
 func validName(s string) bool {
@@ -106,6 +126,7 @@ const listTimeout = 10 * time.Second
 // supervisor that restarts it.
 type Client struct {
 	srv    Server
+	deps   Deps
 	log    *slog.Logger
 	reg    *tools.Registry
 	policy backoff.Policy
@@ -116,17 +137,21 @@ type Client struct {
 	down   string // why there is no session, for the model and the log
 	listed bool   // the group holds the server's tools
 	desc   string // the group's line
+	// calls are the calls running on the server now: a request the
+	// server makes of the client is answered for the turn of its call.
+	calls map[*callState]bool
 }
 
-// New returns the client of srv; Register adds its group to reg.
-func New(srv Server, log *slog.Logger) *Client {
+// New returns the client of srv; Register adds its group to reg. deps
+// answer what the server asks of loadout while its tools run.
+func New(srv Server, deps Deps, log *slog.Logger) *Client {
 	if srv.Timeout <= 0 {
 		srv.Timeout = 60 * time.Second
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{srv: srv, log: log.With("mcp", srv.Name), down: "not started",
+	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{},
 		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 }
 
@@ -234,6 +259,10 @@ func (c *Client) ensure(ctx context.Context) error {
 func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
+		ElicitationHandler:     c.elicit,
+		Capabilities: &sdk.ClientCapabilities{
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
+		},
 	})
 	t, cmd := c.transport()
 	s, err := client.Connect(ctx, t, nil)
@@ -468,7 +497,16 @@ func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) 
 	if s == nil {
 		return nil, c.unavailable(down)
 	}
-	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: remote, Arguments: args})
+	call := &callState{ctx: ctx}
+	c.mu.Lock()
+	c.calls[call] = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.calls, call)
+		c.mu.Unlock()
+	}()
+	res, err := s.CallTool(context.WithValue(ctx, callKey{}, call), &sdk.CallToolParams{Name: remote, Arguments: args})
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -488,6 +526,62 @@ func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) 
 			Suggestion: "Read the error; fix the arguments or tell the person what failed."}
 	}
 	return text, nil
+}
+
+// callState is one call running on the server: the context of the turn
+// that made it (its caller and asker), and what the server asked during
+// it.
+type callState struct {
+	ctx context.Context
+
+	mu      sync.Mutex
+	asked   int
+	refused bool // the person declined a question of this call
+}
+
+type callKey struct{}
+
+// admit counts a question of the call, refusing one past
+// maxElicitations or after the person declined one.
+func (s *callState) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.refused:
+		return errors.New("the person declined a question of this call already; loadout does not ask again")
+	case s.asked >= maxElicitations:
+		return fmt.Errorf("one call may ask the person at most %d questions", maxElicitations)
+	}
+	s.asked++
+	return nil
+}
+
+func (s *callState) declined() {
+	s.mu.Lock()
+	s.refused = true
+	s.mu.Unlock()
+}
+
+// callOf is the call a request of the server belongs to: the one whose
+// context it came with (the SDK passes it for requests it fulfils during
+// the call), else the one call running. With several running and none
+// named, the request is refused rather than answered for the wrong
+// person.
+func (c *Client) callOf(ctx context.Context) (*callState, error) {
+	if s, ok := ctx.Value(callKey{}).(*callState); ok {
+		return s, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch len(c.calls) {
+	case 0:
+		return nil, errors.New("no call of this server is running; loadout answers a server's requests only during a call a person made")
+	case 1:
+		for s := range c.calls {
+			return s, nil
+		}
+	}
+	return nil, errors.New("several calls of this server are running and the request does not say which it belongs to")
 }
 
 func isClosed(err error) bool {

@@ -5,6 +5,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -58,7 +59,61 @@ func NewServer() *sdk.Server {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil, nil
 		})
+	addAskers(s)
 	return s
+}
+
+// NameForm is the form ask_name sends: a required name, a colour among
+// two, an age in a range.
+var NameForm = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"name":  map[string]any{"type": "string", "title": "Name", "description": "What to call you"},
+		"color": map[string]any{"type": "string", "title": "Colour", "enum": []any{"red", "green"}},
+		"age":   map[string]any{"type": "integer", "title": "Age", "minimum": 0, "maximum": 150},
+	},
+	"required": []any{"name"},
+}
+
+// addAskers adds the tools that ask the person through the client:
+// ask_name (a form), ask_nested (a schema a chat cannot ask) and pester
+// (asks again and again, each answer followed by a new question). They
+// use multi round-trip results, which the SDK turns into requests for a
+// client of an older protocol.
+func addAskers(s *sdk.Server) {
+	sdk.AddTool(s, &sdk.Tool{Name: "ask_name", Description: "Ask the person their name"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["q"].(*sdk.ElicitResult); ok {
+				b, _ := json.Marshal(r.Content)
+				return text(fmt.Sprintf("%s %s", r.Action, b)), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"q": &sdk.ElicitParams{
+				Message: "What should I call you?", RequestedSchema: NameForm}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "ask_nested", Description: "Ask for a nested form"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["q"].(*sdk.ElicitResult); ok {
+				return text("answered " + r.Action), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"q": &sdk.ElicitParams{
+				Message: "Your address", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+					"address": map[string]any{"type": "object", "properties": map[string]any{"street": map[string]any{"type": "string"}}},
+				}}}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "pester", Description: "Ask question after question"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			n := len(req.Params.RequestState)
+			if n >= 20 {
+				return text("asked twenty questions"), nil, nil
+			}
+			return &sdk.CallToolResult{RequestState: req.Params.RequestState + "x", InputRequests: sdk.InputRequestMap{
+				fmt.Sprint("q", n): &sdk.ElicitParams{Message: fmt.Sprintf("Question %d: say yes", n+1),
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}}}, nil, nil
+		})
+}
+
+func text(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }
 
 // EnvVar, set to "1" in a test binary's environment, makes MaybeServe
