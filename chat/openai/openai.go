@@ -119,6 +119,11 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 	}
 	oreq := request(req)
 	oreq.MaxTokens = c.cfg.MaxTokens
+	if req.MaxTokens > 0 && (oreq.MaxTokens == 0 || req.MaxTokens < oreq.MaxTokens) {
+		// A request's own bound (a server's sampling maxTokens) within
+		// the configured one.
+		oreq.MaxTokens = req.MaxTokens
+	}
 	var resp chat.Response
 	attempt := 0
 	err := c.retry.Do(ctx, func(err error) (bool, time.Duration) {

@@ -310,8 +310,9 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := manifest.Register(reg, a.cfg.Tools.ManifestsDir); err != nil {
 		return nil, err
 	}
+	deps := mcp.Deps{ElicitationTTL: a.cfg.MCP.ElicitationTTL, Sample: a.sample}
 	for _, s := range a.cfg.MCP.Servers {
-		a.mcp = append(a.mcp, mcp.New(s, mcp.Deps{ElicitationTTL: a.cfg.MCP.ElicitationTTL}, a.log))
+		a.mcp = append(a.mcp, mcp.New(s, deps, a.log))
 	}
 	if err := mcp.Register(ctx, reg, a.mcp...); err != nil {
 		return nil, fmt.Errorf("mcp.servers: %w", err)
@@ -320,6 +321,17 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	return reg, nil
+}
+
+// sample runs an MCP server's sampling request on the engine's model, for
+// the chat and person of the call (the engine is built after the
+// registry, before any call runs).
+func (a *app) sample(ctx context.Context, r mcp.SampleRequest) (string, string, error) {
+	s := chat.Sampling{System: r.System, MaxTokens: r.MaxTokens}
+	for _, m := range r.Messages {
+		s.Messages = append(s.Messages, chat.Message{Role: chat.Role(m.Role), Text: m.Text})
+	}
+	return a.engine.Sample(ctx, r.ChatKey, s)
 }
 
 // claim is the chat claim of processes sharing a PostgreSQL database,

@@ -169,3 +169,49 @@ func TestEverythingServerElicitsInTelegram(t *testing.T) {
 		t.Fatalf("the server got: %s", got)
 	}
 }
+
+// The reference server offers its sampling tool once loadout declares
+// sampling; its request goes to the configured model (the fake) with the
+// server's system prompt and bound, after the person allowed it in the
+// console, and its answer reaches the server. Denied, nothing reaches the
+// model and the server gets an error.
+func TestEverythingServerSamplesAfterThePersonAllows(t *testing.T) {
+	entry := everythingServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
+
+	model := chattest.NewModelServer(t)
+	cfgPath, _ := writeConfig(t, model.URL, extra)
+	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Call("every_trigger_sampling_request", `{"prompt":"say hi","maxTokens":20}`)
+	model.Text("Hi from the model.")
+	model.Text("The server got it.")
+	out, err := runCLI(t, "try sampling\nAllow\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "The server got it.") || !strings.Contains(out, "asks to use the model on your behalf") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	reqs := model.Requests()
+	sampled := reqs[2]
+	if chattest.System(sampled) != "You are a helpful test server." || len(sampled.Tools) != 0 || sampled.MaxTokens != 20 ||
+		!strings.Contains(sampled.Messages[1].Content, "say hi") {
+		t.Fatalf("the sampling request = %+v", sampled)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, "Hi from the model.") {
+		t.Fatalf("the server did not get the model's answer: %s", got)
+	}
+
+	model2 := chattest.NewModelServer(t)
+	cfgPath2, _ := writeConfig(t, model2.URL, extra)
+	model2.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model2.Call("every_trigger_sampling_request", `{"prompt":"say hi","maxTokens":20}`)
+	model2.Text("It was refused.")
+	out, err = runCLI(t, "try sampling\nDeny\n", "-config", cfgPath2, "chat")
+	if err != nil || !strings.Contains(out, "It was refused.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := len(model2.Requests()); n != 3 {
+		t.Fatalf("%d model requests: the denied sampling reached the model", n)
+	}
+	if got := lastToolResult(model2); !strings.Contains(got, "did not allow") {
+		t.Fatalf("denied sampling = %s", got)
+	}
+}

@@ -67,6 +67,9 @@ type Config struct {
 type Deps struct {
 	// ElicitationTTL is Config.ElicitationTTL.
 	ElicitationTTL time.Duration
+	// Sample runs a server's sampling request; nil leaves sampling off
+	// (not offered to servers).
+	Sample Sampler
 }
 
 func (d Deps) elicitationTTL() time.Duration {
@@ -140,6 +143,8 @@ type Client struct {
 	// calls are the calls running on the server now: a request the
 	// server makes of the client is answered for the turn of its call.
 	calls map[*callState]bool
+	// sampling are the people who allowed the server to use the model.
+	sampling map[string]bool
 }
 
 // New returns the client of srv; Register adds its group to reg. deps
@@ -151,7 +156,7 @@ func New(srv Server, deps Deps, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{},
+	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, sampling: map[string]bool{},
 		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 }
 
@@ -257,13 +262,17 @@ func (c *Client) ensure(ctx context.Context) error {
 // connect starts the server (or opens the HTTP session) and keeps the
 // session. The caller holds connMu.
 func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
-	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, &sdk.ClientOptions{
+	opts := &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
 		ElicitationHandler:     c.elicit,
 		Capabilities: &sdk.ClientCapabilities{
 			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
 		},
-	})
+	}
+	if c.deps.Sample != nil {
+		opts.CreateMessageHandler = c.sample
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, opts)
 	t, cmd := c.transport()
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {

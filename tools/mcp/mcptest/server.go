@@ -100,6 +100,22 @@ func addAskers(s *sdk.Server) {
 					"address": map[string]any{"type": "object", "properties": map[string]any{"street": map[string]any{"type": "string"}}},
 				}}}}}, nil, nil
 		})
+	sdk.AddTool(s, &sdk.Tool{Name: "summarize", Description: "Summarize a text with the client's model"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["s"].(*sdk.CreateMessageWithToolsResult); ok {
+				var t *sdk.TextContent
+				if len(r.Content) == 1 {
+					t, _ = r.Content[0].(*sdk.TextContent)
+				}
+				if t == nil {
+					return text("no text"), nil, nil
+				}
+				return text("summary by " + r.Model + ": " + t.Text), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"s": &sdk.CreateMessageParams{
+				SystemPrompt: "You summarize.", MaxTokens: 50,
+				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "Summarize: " + in.Text}}}}}}, nil, nil
+		})
 	sdk.AddTool(s, &sdk.Tool{Name: "pester", Description: "Ask question after question"},
 		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
 			n := len(req.Params.RequestState)
