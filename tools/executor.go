@@ -51,6 +51,22 @@ type Result struct {
 	// Personal is set when the call succeeded and what it returned
 	// belongs to the caller (Definition.Personal).
 	Personal bool
+	// Images are the pictures the call returned (a tool's Media), for a
+	// model that reads images; Content describes them.
+	Images []Image
+}
+
+// Image is a picture a tool returned: its MIME type and bytes.
+type Image struct {
+	MIME string
+	Data []byte
+}
+
+// Media is a tool's output with pictures: Text is what the model reads
+// (naming each picture), Images go to a model that reads images.
+type Media struct {
+	Text   string
+	Images []Image
 }
 
 // Handler runs one call.
@@ -191,6 +207,8 @@ func run(ctx context.Context, t Tool, in any) (Result, error) {
 		return Result{Status: StatusSuccess, Content: v}, nil
 	case loaded:
 		return Result{Status: StatusSuccess, Content: v.text, Groups: v.groups}, nil
+	case Media:
+		return Result{Status: StatusSuccess, Content: v.Text, Images: v.Images}, nil
 	case json.RawMessage:
 		return Result{Status: StatusSuccess, Content: string(v)}, nil
 	}

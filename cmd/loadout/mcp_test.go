@@ -215,3 +215,51 @@ func TestEverythingServerSamplesAfterThePersonAllows(t *testing.T) {
 		t.Fatalf("denied sampling = %s", got)
 	}
 }
+
+// The reference server's image reaches a model that reads images
+// (llm.vision) as an image part after the tool's result, which names the
+// file it was saved as in the chat's files; without vision the model
+// reads only the text.
+func TestEverythingServerImageReachesTheModel(t *testing.T) {
+	entry := everythingServer(t)
+	for _, vision := range []bool{true, false} {
+		model := chattest.NewModelServer(t)
+		extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
+		cfgPath, _ := writeConfig(t, model.URL, extra)
+		raw, err := os.ReadFile(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := strings.Replace(string(raw), "llm:\n", fmt.Sprintf("llm:\n  vision: %v\n", vision), 1)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+		model.Call("every_get_tiny_image", `{}`)
+		model.Text("A logo.")
+		out, err := runCLI(t, "show me the image\n", "-config", cfgPath, "chat")
+		if err != nil || !strings.Contains(out, "A logo.") {
+			t.Fatalf("vision %v: %v\n%s", vision, err, out)
+		}
+		reqs := model.Requests()
+		last := reqs[len(reqs)-1]
+		var tool string
+		var image bool
+		for _, m := range last.Messages {
+			if m.Role == "tool" && strings.Contains(m.Content, "image image/png") {
+				tool = m.Content
+			}
+			for _, p := range m.MultiContent {
+				if p.ImageURL != nil && strings.HasPrefix(p.ImageURL.URL, "data:image/png;base64,iVBOR") {
+					image = m.Role == "user"
+				}
+			}
+		}
+		if !strings.Contains(tool, "saved as every-get_tiny_image-1.png") {
+			t.Fatalf("vision %v: the tool's result = %q", vision, tool)
+		}
+		if image != vision {
+			t.Fatalf("vision %v: image part sent = %v", vision, image)
+		}
+	}
+}

@@ -70,6 +70,10 @@ type Deps struct {
 	// Sample runs a server's sampling request; nil leaves sampling off
 	// (not offered to servers).
 	Sample Sampler
+	// Save keeps a file a tool returned (an image, audio, a resource's
+	// bytes) in the calling chat's workspace (tools.CallerFrom(ctx)) and
+	// returns the name it got; nil keeps none.
+	Save func(ctx context.Context, name string, data []byte) (string, error)
 }
 
 func (d Deps) elicitationTTL() time.Duration {
@@ -529,12 +533,98 @@ func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) 
 		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: firstLine(err.Error(), 500),
 			Suggestion: "Check the arguments against the tool's schema and call it again."}
 	}
-	text := render(res)
 	if res.IsError {
-		return nil, &tools.Error{Code: CodeToolError, Message: firstLine(text, tools.MaxErrorMessage),
+		return nil, &tools.Error{Code: CodeToolError, Message: firstLine(render(res), tools.MaxErrorMessage),
 			Suggestion: "Read the error; fix the arguments or tell the person what failed."}
 	}
-	return text, nil
+	return c.media(ctx, remote, res), nil
+}
+
+// media is a successful result for the model: its text, with the
+// pictures, sounds and files it returned saved to the chat's files and
+// named there (files send passes them on to the person), and its
+// pictures for a model that reads images.
+func (c *Client) media(ctx context.Context, remote string, res *sdk.CallToolResult) any {
+	var images []tools.Image
+	n := 0
+	save := func(kind, mime string, data []byte) string {
+		desc := fmt.Sprintf("[%s %s, %d bytes", kind, mime, len(data))
+		if c.deps.Save == nil {
+			return desc + "]"
+		}
+		n++
+		name, err := c.deps.Save(ctx, fmt.Sprintf("%s-%s-%d%s", c.srv.Name, toolName("x", remote)[2:], n, extension(mime)), data)
+		if err != nil {
+			c.log.Warn("a file an MCP tool returned could not be saved", "err", err)
+			return desc + ", not saved]"
+		}
+		return desc + ", saved as " + name + "]"
+	}
+	var parts []string
+	for _, ct := range res.Content {
+		switch v := ct.(type) {
+		case *sdk.ImageContent:
+			parts = append(parts, save("image", v.MIMEType, v.Data))
+			if isPicture(v.MIMEType) {
+				images = append(images, tools.Image{MIME: v.MIMEType, Data: v.Data})
+			}
+		case *sdk.AudioContent:
+			parts = append(parts, save("audio", v.MIMEType, v.Data))
+		case *sdk.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text == "" && len(v.Resource.Blob) > 0 {
+				parts = append(parts, save("resource "+v.Resource.URI, v.Resource.MIMEType, v.Resource.Blob))
+				if isPicture(v.Resource.MIMEType) {
+					images = append(images, tools.Image{MIME: v.Resource.MIMEType, Data: v.Resource.Blob})
+				}
+				continue
+			}
+			parts = append(parts, render(&sdk.CallToolResult{Content: []sdk.Content{v}}))
+		default:
+			parts = append(parts, render(&sdk.CallToolResult{Content: []sdk.Content{v}}))
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if len(parts) == 0 {
+		text = render(res)
+	}
+	if len(images) == 0 {
+		return text
+	}
+	return tools.Media{Text: text, Images: images}
+}
+
+// isPicture reports whether a model that reads images takes mime.
+func isPicture(mime string) bool {
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
+// extension is a file name's ending for mime.
+func extension(mime string) string {
+	switch mime {
+	case "image/png":
+		return ".png"
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "audio/wav", "audio/x-wav":
+		return ".wav"
+	case "audio/mpeg":
+		return ".mp3"
+	case "audio/ogg":
+		return ".ogg"
+	case "application/pdf":
+		return ".pdf"
+	case "text/plain":
+		return ".txt"
+	}
+	return ".bin"
 }
 
 // callState is one call running on the server: the context of the turn
