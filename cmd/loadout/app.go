@@ -310,7 +310,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := manifest.Register(reg, a.cfg.Tools.ManifestsDir); err != nil {
 		return nil, err
 	}
-	deps := mcp.Deps{ElicitationTTL: a.cfg.MCP.ElicitationTTL, Sample: a.sample, Save: a.workspaces.SaveForCaller}
+	deps := mcp.Deps{ElicitationTTL: a.cfg.MCP.ElicitationTTL, Sample: a.sample, Save: a.workspaces.SaveForCaller, Workspace: a.workspaces.Dir}
 	for _, s := range a.cfg.MCP.Servers {
 		a.mcp = append(a.mcp, mcp.New(s, deps, a.log))
 	}

@@ -263,3 +263,35 @@ func TestEverythingServerImageReachesTheModel(t *testing.T) {
 		}
 	}
 }
+
+// The reference server asks for roots once loadout declares them: it gets
+// the chat's workspace as its one root; with roots: false it is offered
+// none (and its roots tool is not offered at all).
+func TestEverythingServerGetsTheWorkspaceAsItsRoot(t *testing.T) {
+	entry := everythingServer(t)
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
+	cfgPath, dbPath := writeConfig(t, model.URL, extra)
+	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Call("every_get_roots_list", `{}`)
+	model.Text("Listed.")
+	out, err := runCLI(t, "what are your roots?\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Listed.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := "file://" + filepath.Join(filepath.Dir(dbPath), "files", "console_3alocal")
+	if got := lastToolResult(model); !strings.Contains(got, want) {
+		t.Fatalf("roots = %s, want %s", got, want)
+	}
+
+	off := chattest.NewModelServer(t)
+	cfgPath, _ = writeConfig(t, off.URL, extra+"      roots: false\n")
+	off.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	off.Text("Loaded.")
+	if out, err := runCLI(t, "load it\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "Loaded.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := lastToolResult(off); !strings.Contains(got, "every_echo") || strings.Contains(got, "every_get_roots_list") {
+		t.Fatalf("with roots off, the group = %s", got)
+	}
+}

@@ -48,6 +48,10 @@ type Server struct {
 	Headers map[string]string `yaml:"headers"`
 	// Timeout bounds one call. Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Roots offers the server the calling chat's workspace as its one
+	// root (a file:// URI), changed as calls come from other chats.
+	// Default true; false offers no roots.
+	Roots *bool `yaml:"roots"`
 
 	// transport, when set, replaces Command and URL (tests use the SDK's
 	// in-memory transport).
@@ -70,6 +74,9 @@ type Deps struct {
 	// Sample runs a server's sampling request; nil leaves sampling off
 	// (not offered to servers).
 	Sample Sampler
+	// Workspace is a chat's workspace directory, the root offered to
+	// servers; nil offers none.
+	Workspace func(chatKey string) string
 	// Save keeps a file a tool returned (an image, audio, a resource's
 	// bytes) in the calling chat's workspace (tools.CallerFrom(ctx)) and
 	// returns the name it got; nil keeps none.
@@ -149,6 +156,80 @@ type Client struct {
 	calls map[*callState]bool
 	// sampling are the people who allowed the server to use the model.
 	sampling map[string]bool
+	// client is the SDK's client of the session, and root the root it
+	// offers now.
+	client *sdk.Client
+	root   string
+	// rootsRead is closed (and replaced) each time the server reads the
+	// roots; rootsAsked is set once it has.
+	rootsRead  chan struct{}
+	rootsAsked bool
+}
+
+// rootsWait bounds how long a call waits for a server that reads roots
+// to read them again after they changed, so that it works in the root
+// of the chat that calls.
+const rootsWait = 2 * time.Second
+
+// watchRoots is a receiving middleware that notes each roots/list the
+// server makes.
+func (c *Client) watchRoots(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "roots/list" {
+			c.mu.Lock()
+			c.rootsAsked = true
+			close(c.rootsRead)
+			c.rootsRead = make(chan struct{})
+			c.mu.Unlock()
+		}
+		return res, err
+	}
+}
+
+// rootsOn reports whether the server is offered roots.
+func (c *Client) rootsOn() bool {
+	return c.deps.Workspace != nil && (c.srv.Roots == nil || *c.srv.Roots)
+}
+
+// offerRoot makes the calling chat's workspace the server's one root,
+// telling the server when it changed (roots/list_changed). Calls from
+// different chats at once share the last chat's root: the root tells a
+// server where to work, and a stdio server reaches the whole file system
+// as loadout's user anyway.
+func (c *Client) offerRoot(ctx context.Context) {
+	if !c.rootsOn() {
+		return
+	}
+	chatKey := tools.CallerFrom(ctx).ChatKey
+	if chatKey == "" {
+		return
+	}
+	uri := (&url.URL{Scheme: "file", Path: c.deps.Workspace(chatKey)}).String()
+	c.mu.Lock()
+	client, old := c.client, c.root
+	if client == nil || old == uri {
+		c.mu.Unlock()
+		return
+	}
+	c.root = uri
+	read, asked := c.rootsRead, c.rootsAsked
+	c.mu.Unlock()
+	if old != "" {
+		client.RemoveRoots(old)
+	}
+	client.AddRoots(&sdk.Root{URI: uri, Name: "workspace"})
+	if asked {
+		// A server that reads roots reads them again when told they
+		// changed: the call waits for that, a little.
+		t := time.NewTimer(rootsWait)
+		defer t.Stop()
+		select {
+		case <-read:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // New returns the client of srv; Register adds its group to reg. deps
@@ -160,7 +241,7 @@ func New(srv Server, deps Deps, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, sampling: map[string]bool{},
+	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, sampling: map[string]bool{}, rootsRead: make(chan struct{}),
 		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 }
 
@@ -276,7 +357,14 @@ func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	if c.deps.Sample != nil {
 		opts.CreateMessageHandler = c.sample
 	}
+	if c.rootsOn() {
+		opts.Capabilities.RootsV2 = &sdk.RootCapabilities{ListChanged: true}
+	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, opts)
+	client.AddReceivingMiddleware(c.watchRoots)
+	c.mu.Lock()
+	c.rootsAsked = false // a new session's server has not read them yet
+	c.mu.Unlock()
 	t, cmd := c.transport()
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
@@ -290,6 +378,7 @@ func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	c.mu.Lock()
 	c.sess, c.down = s, ""
+	c.client, c.root = client, ""
 	if r := s.InitializeResult(); r != nil && r.Instructions != "" {
 		c.desc = firstLine(r.Instructions, 120)
 	}
@@ -510,6 +599,7 @@ func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) 
 	if s == nil {
 		return nil, c.unavailable(down)
 	}
+	c.offerRoot(ctx)
 	call := &callState{ctx: ctx}
 	c.mu.Lock()
 	c.calls[call] = true
