@@ -315,7 +315,7 @@ func answered(after []Message) (Message, bool) {
 // returned nothing.
 func (e *Engine) readUntrusted(msgs []Message) bool {
 	for _, m := range msgs {
-		if m.Role == RoleTool && m.Status != tools.StatusPending && e.untrustedTool(m.ToolName) {
+		if m.Role == RoleTool && m.Status != tools.StatusPending && (e.untrustedTool(m.ToolName) || e.reg.OutsideText(m.Groups)) {
 			return true
 		}
 	}

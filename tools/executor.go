@@ -170,7 +170,9 @@ func (x *Executor) resolve(ctx context.Context, cat *Catalog, c Call) Result {
 	res.Input = in.JSON
 	// A failure taints like a success: a tool that reads outside text
 	// puts that text into its errors too.
-	res.Untrusted = e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value)
+	res.Untrusted = e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value) ||
+		// A group whose tool descriptions are outside text, loaded.
+		x.reg.OutsideText(res.Groups)
 	res.Personal = res.Status == StatusSuccess && (e.Personal || e.PersonalFor != nil && e.PersonalFor(ctx, in.Value))
 	return res
 }

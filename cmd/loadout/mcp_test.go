@@ -79,12 +79,16 @@ func TestEverythingServerElicitsInTheConsole(t *testing.T) {
 	model := chattest.NewModelServer(t)
 	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
 	cfgPath, _ := writeConfig(t, model.URL, extra)
+	// The group is loaded in a turn of its own: a turn that loads it has
+	// read the server's text, and its mutating calls would wait for an
+	// approval.
 	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Text("Loaded.")
 	model.Call("every_trigger_elicitation_request", `{}`)
 	model.Text("Thanks, noted.")
 	// Accept, a name, then every optional field skipped.
 	answers := "Accept\nAda Lovelace\n" + strings.Repeat("-\n", 12)
-	out, err := runCLI(t, "ask me for my details\n"+answers, "-config", cfgPath, "chat")
+	out, err := runCLI(t, "load the every tools\nask me for my details\n"+answers, "-config", cfgPath, "chat")
 	if err != nil || !strings.Contains(out, "Thanks, noted.") {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -121,11 +125,14 @@ func TestEverythingServerElicitsInTelegram(t *testing.T) {
 	bea := telegramtest.User{ID: 43, UserName: "bea", FirstName: "Bea"}
 	const group = -100777
 	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Text("Loaded.")
 	model.Call("every_trigger_elicitation_request", `{}`)
 	model.Text("Thanks, noted.")
 	model.Text("Hello Bea.")
+	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", Text: "@" + telegramtest.BotUserName + " load the every tools"})
+	tg.WaitSent(t, 1)
 	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", Text: "@" + telegramtest.BotUserName + " ask me for my details"})
-	first := tg.WaitSent(t, 1)[0]
+	first := tg.WaitSent(t, 2)[1]
 	if !strings.Contains(first.Text, "The every service asks you:") || len(first.Buttons) != 3 || first.Buttons[0].Text != "Accept" {
 		t.Fatalf("question = %+v", first)
 	}
@@ -140,13 +147,13 @@ func TestEverythingServerElicitsInTelegram(t *testing.T) {
 	}
 	tg.Push(telegramtest.Message{From: bea, ChatID: group, ChatType: "group", ReplyToBot: true, Text: "Bob"})
 	tg.Click(ana, group, 0, first.MessageID, first.Buttons[0].Data)
-	name := tg.WaitSent(t, 2)[1]
+	name := tg.WaitSent(t, 3)[2]
 	if !strings.Contains(name.Text, "Your full, legal name") {
 		t.Fatalf("second question = %+v", name)
 	}
 	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", ReplyToBot: true, Text: "Ada Lovelace"})
 	for i := 0; i < 12; i++ {
-		tg.WaitSent(t, 3+i)
+		tg.WaitSent(t, 4+i)
 		tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", ReplyToBot: true, Text: "-"})
 	}
 	tg.WaitFor(t, "the answer", func() bool {
@@ -182,15 +189,16 @@ func TestEverythingServerSamplesAfterThePersonAllows(t *testing.T) {
 	model := chattest.NewModelServer(t)
 	cfgPath, _ := writeConfig(t, model.URL, extra)
 	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Text("Loaded.")
 	model.Call("every_trigger_sampling_request", `{"prompt":"say hi","maxTokens":20}`)
 	model.Text("Hi from the model.")
 	model.Text("The server got it.")
-	out, err := runCLI(t, "try sampling\nAllow\n", "-config", cfgPath, "chat")
+	out, err := runCLI(t, "load the every tools\ntry sampling\nAllow\n", "-config", cfgPath, "chat")
 	if err != nil || !strings.Contains(out, "The server got it.") || !strings.Contains(out, "asks to use the model on your behalf") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	reqs := model.Requests()
-	sampled := reqs[2]
+	sampled := reqs[3]
 	if chattest.System(sampled) != "You are a helpful test server." || len(sampled.Tools) != 0 || sampled.MaxTokens != 20 ||
 		!strings.Contains(sampled.Messages[1].Content, "say hi") {
 		t.Fatalf("the sampling request = %+v", sampled)
@@ -202,13 +210,14 @@ func TestEverythingServerSamplesAfterThePersonAllows(t *testing.T) {
 	model2 := chattest.NewModelServer(t)
 	cfgPath2, _ := writeConfig(t, model2.URL, extra)
 	model2.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model2.Text("Loaded.")
 	model2.Call("every_trigger_sampling_request", `{"prompt":"say hi","maxTokens":20}`)
 	model2.Text("It was refused.")
-	out, err = runCLI(t, "try sampling\nDeny\n", "-config", cfgPath2, "chat")
+	out, err = runCLI(t, "load the every tools\ntry sampling\nDeny\n", "-config", cfgPath2, "chat")
 	if err != nil || !strings.Contains(out, "It was refused.") {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if n := len(model2.Requests()); n != 3 {
+	if n := len(model2.Requests()); n != 4 {
 		t.Fatalf("%d model requests: the denied sampling reached the model", n)
 	}
 	if got := lastToolResult(model2); !strings.Contains(got, "did not allow") {

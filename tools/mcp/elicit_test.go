@@ -157,3 +157,38 @@ func countFirst(qs []tools.Question) int {
 	}
 	return n
 }
+
+// group is an Asker of a group chat: a private question is refused.
+type group struct{ script }
+
+func (g *group) Ask(ctx context.Context, q tools.Question) (string, error) {
+	if q.Private {
+		return "", tools.ErrNotPrivate
+	}
+	return g.script.Ask(ctx, q)
+}
+
+// A URL elicitation's link goes only to a private chat, and only an https
+// link: in a group, or for a plain-http link, the server gets an error
+// and nobody sees the link.
+func TestURLElicitationIsPrivateAndHTTPS(t *testing.T) {
+	reg := demo(t)
+	s := &script{answers: []string{"Done"}}
+	if r := runAs(t, reg, s, "demo_ask_url", `{"text":"https://auth.example/start?x=1"}`); r.Content != "link accept" {
+		t.Fatalf("private = %+v", r)
+	}
+	if q := s.asked[0]; !q.Private || !strings.Contains(q.Text, "https://auth.example/start?x=1") {
+		t.Fatalf("question = %+v", q)
+	}
+	g := &group{}
+	if r := runAs(t, reg, g, "demo_ask_url", `{"text":"https://auth.example/start"}`); r.Status == tools.StatusSuccess {
+		t.Fatalf("in a group = %+v", r)
+	}
+	if len(g.asked) != 0 {
+		t.Fatalf("the link was shown in a group: %+v", g.asked)
+	}
+	h := &script{answers: []string{"Done"}}
+	if r := runAs(t, reg, h, "demo_ask_url", `{"text":"http://auth.example/start"}`); r.Status == tools.StatusSuccess || len(h.asked) != 0 {
+		t.Fatalf("plain http = %+v, asked %+v", r, h.asked)
+	}
+}

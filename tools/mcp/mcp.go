@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,6 +166,10 @@ type Client struct {
 	// roots; rootsAsked is set once it has.
 	rootsRead  chan struct{}
 	rootsAsked bool
+	// descs are the tools' descriptions as last listed, and shown as
+	// they were when the group was last loaded with the person's
+	// agreement (or first listed).
+	descs, shown map[string]string
 }
 
 // rootsWait bounds how long a call waits for a server that reads roots
@@ -284,26 +290,82 @@ func (c *Client) group(listed bool) tools.Group {
 	if desc == "" {
 		desc = "Tools of the " + c.srv.Name + " MCP server"
 	}
-	g := tools.Group{Name: c.GroupName(), DisplayName: c.srv.Name + " (MCP)", Description: desc}
+	// The tools' names and descriptions are the server's text.
+	g := tools.Group{Name: c.GroupName(), DisplayName: c.srv.Name + " (MCP)", Description: desc, Prepare: c.prepare, Untrusted: true}
 	if !listed {
 		g.Description += " (not reachable at start; its tools are listed when loaded)"
-		g.Prepare = c.prepare
 	}
 	return g
 }
 
-// prepare lists the tools of a server that was down at start, when its
-// group is loaded.
+// prepare runs when the group is loaded: it lists the tools of a server
+// that was down at start, and shows the person what the server's tools
+// say differently since they were last loaded (see reworded).
 func (c *Client) prepare(ctx context.Context) error {
-	if c.isListed() {
+	if !c.isListed() {
+		lctx, cancel := context.WithTimeout(ctx, listTimeout)
+		defer cancel()
+		if err := c.ensure(lctx); err != nil {
+			return c.unavailable(err.Error())
+		}
+	}
+	return c.reworded(ctx)
+}
+
+// reworded asks the person, when the server's tools say something other
+// than when they were last loaded (it told loadout they changed), whether
+// to load them as they are now: a server could otherwise slip
+// instructions into a description after it was first looked at. The
+// load goes on only if they agree; with nobody to ask it is refused.
+func (c *Client) reworded(ctx context.Context) error {
+	c.mu.Lock()
+	diff, now := describeChanges(c.shown, c.descs), c.descs
+	c.mu.Unlock()
+	if diff == "" {
 		return nil
 	}
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	defer cancel()
-	if err := c.ensure(lctx); err != nil {
-		return c.unavailable(err.Error())
+	refused := &tools.Error{Code: CodeChanged,
+		Message:    fmt.Sprintf("The MCP server '%s' changed what its tools say since they were last loaded; the person must agree before they are loaded again.", c.srv.Name),
+		Suggestion: "Tell the person; they can ask again to load the group and will be shown what changed."}
+	asker, ok := tools.AskerFrom(ctx)
+	if !ok {
+		return refused
 	}
+	text := fmt.Sprintf("The %s service changed what its tools say since they were last loaded:\n%s\n\nLoad them as they are now?", c.srv.Name, diff)
+	qctx, cancel := context.WithTimeout(ctx, c.deps.elicitationTTL())
+	defer cancel()
+	ans, err := asker.Ask(qctx, tools.Question{Text: text, Choices: []string{"Load", "Don't load"}})
+	if err != nil || !isChoice(ans, "Load", "yes", "y") {
+		return refused
+	}
+	c.mu.Lock()
+	c.shown = now
+	c.mu.Unlock()
 	return nil
+}
+
+// CodeChanged is the code of a load refused because the server's tools
+// changed what they say and the person did not agree.
+const CodeChanged = "descriptions_changed"
+
+// describeChanges lists, for the person, the tools whose descriptions
+// differ between before and now (new tools included); "" when none do
+// or there is no before.
+func describeChanges(before, now map[string]string) string {
+	if before == nil {
+		return ""
+	}
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		old, had := before[name]
+		switch {
+		case !had:
+			lines = append(lines, fmt.Sprintf("- %s (new): “%s”", name, tools.Shorten(now[name], 400)))
+		case old != now[name]:
+			lines = append(lines, fmt.Sprintf("- %s now says: “%s” (it said: “%s”)", name, tools.Shorten(now[name], 400), tools.Shorten(old, 200)))
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ensure connects if there is no session and, unless they are already,
@@ -328,17 +390,25 @@ func (c *Client) ensure(ctx context.Context) error {
 	}
 	var ts []tools.Tool
 	names := map[string]bool{}
+	descs := map[string]string{}
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("list tools: %w", err)
 		}
-		ts = append(ts, c.tool(t, names))
+		tl := c.tool(t, names)
+		ts = append(ts, tl)
+		descs[tl.Name] = tl.Description
 	}
 	if err := c.reg.ReplaceGroup(c.group(true), ts...); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	c.listed = true
+	if c.shown == nil {
+		// The first listing is what the person's first load shows.
+		c.shown = descs
+	}
+	c.descs = descs
 	c.mu.Unlock()
 	c.log.Info("MCP server's tools listed", "tools", len(ts))
 	return nil

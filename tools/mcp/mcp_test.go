@@ -83,7 +83,7 @@ func TestServerIsAGroup(t *testing.T) {
 	for _, d := range reg.GroupTools("mcp_demo", nil) {
 		names = append(names, d.Name)
 	}
-	want := []string{"demo_add", "demo_echo_text", "demo_fail", "demo_crash", "demo_slow", "demo_ask_name", "demo_ask_nested", "demo_pester", "demo_summarize"}
+	want := []string{"demo_add", "demo_echo_text", "demo_fail", "demo_crash", "demo_slow", "demo_ask_name", "demo_ask_nested", "demo_pester", "demo_summarize", "demo_reword", "demo_ask_url"}
 	slices.Sort(names)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
@@ -154,6 +154,16 @@ func TestServerDownAtStartIsListedOnLoad(t *testing.T) {
 	}
 	if r := run(t, reg, "late_add", `{"a":1,"b":2}`); !strings.HasPrefix(r.Content, "1 + 2 = 3") {
 		t.Fatalf("add = %+v", r)
+	}
+}
+
+// waitFor waits up to 10s for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
 

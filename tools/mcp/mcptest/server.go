@@ -28,15 +28,23 @@ type EchoIn struct {
 	Text string `json:"text" jsonschema:"what to say back"`
 }
 
-// NewServer returns the server with its tools: add (read-only), Echo-Text
+// NewServer returns the server with its tools: add (read-only), reword
+// (changes add's description), Echo-Text
 // (a name loadout must rewrite), fail (answers an error), crash (ends the
 // process, for a stdio server) and slow (waits until cancelled).
 func NewServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, &sdk.ServerOptions{Instructions: Instructions})
+	add := func(ctx context.Context, _ *sdk.CallToolRequest, in AddIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%d + %d = %d (pid %d)", in.A, in.B, in.A+in.B, os.Getpid())}}}, nil, nil
+	}
 	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Add two whole numbers",
-		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, _ *sdk.CallToolRequest, in AddIn) (*sdk.CallToolResult, any, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%d + %d = %d (pid %d)", in.A, in.B, in.A+in.B, os.Getpid())}}}, nil, nil
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, add)
+	// reword changes what add says (the server then tells its clients
+	// that its tools changed).
+	sdk.AddTool(s, &sdk.Tool{Name: "reword", Description: "Change the description of add"},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
+			sdk.AddTool(s, &sdk.Tool{Name: "add", Description: in.Text, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, add)
+			return text("reworded"), nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "Echo-Text", Description: "Say the text back"},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
@@ -115,6 +123,14 @@ func addAskers(s *sdk.Server) {
 			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"s": &sdk.CreateMessageParams{
 				SystemPrompt: "You summarize.", MaxTokens: 50,
 				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "Summarize: " + in.Text}}}}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "ask_url", Description: "Send the person to a link"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["u"].(*sdk.ElicitResult); ok {
+				return text("link " + r.Action), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"u": &sdk.ElicitParams{
+				Mode: "url", URL: in.Text, ElicitationID: "e1", Message: "Sign in to the service"}}}, nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "pester", Description: "Ask question after question"},
 		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
