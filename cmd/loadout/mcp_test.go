@@ -304,3 +304,25 @@ func TestEverythingServerGetsTheWorkspaceAsItsRoot(t *testing.T) {
 		t.Fatalf("with roots off, the group = %s", got)
 	}
 }
+
+// The SDK has no tasks (task-augmented tools/call): loadout does not
+// declare them, and a tool the server runs only as a task answers the
+// model that it is not supported, saying why, rather than a protocol
+// error.
+func TestEverythingServerTaskOnlyToolIsDeclaredUnsupported(t *testing.T) {
+	entry := everythingServer(t)
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
+	cfgPath, _ := writeConfig(t, model.URL, extra)
+	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Text("Loaded.")
+	model.Call("every_simulate_research_query", `{"topic":"tides"}`)
+	model.Text("Not possible.")
+	out, err := runCLI(t, "load the every tools\nresearch tides\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Not possible.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, `"code":"unsupported"`) || !strings.Contains(got, "runs only as a task") {
+		t.Fatalf("a task-only tool = %s", got)
+	}
+}

@@ -687,11 +687,16 @@ func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) 
 	case errors.Is(err, sdk.ErrConnectionClosed) || isClosed(err):
 		c.lost(s, err.Error())
 		return nil, c.unavailable(err.Error())
+	case needsTask(err.Error()):
+		return nil, taskUnsupported()
 	default:
 		// A protocol error: the server refused the call itself (unknown
 		// tool, arguments it rejects).
 		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: firstLine(err.Error(), 500),
 			Suggestion: "Check the arguments against the tool's schema and call it again."}
+	}
+	if res.IsError && needsTask(render(res)) {
+		return nil, taskUnsupported()
 	}
 	if res.IsError {
 		return nil, &tools.Error{Code: CodeToolError, Message: firstLine(render(res), tools.MaxErrorMessage),
@@ -785,6 +790,24 @@ func extension(mime string) string {
 		return ".txt"
 	}
 	return ".bin"
+}
+
+// CodeUnsupported is the code of a call loadout's MCP client cannot make.
+const CodeUnsupported = "unsupported"
+
+// needsTask reports whether a server refused a call because the tool
+// runs only as a task (the spec's task-augmented tools/call, with
+// execution.taskSupport "required"), as the reference servers word it.
+func needsTask(text string) bool {
+	return strings.Contains(text, "task augmentation") || strings.Contains(text, "taskSupport")
+}
+
+// taskUnsupported answers a call to a tool that runs only as a task: the
+// SDK (go-sdk v1.8.0) has no tasks, so loadout does not declare them.
+func taskUnsupported() *tools.Error {
+	return &tools.Error{Code: CodeUnsupported,
+		Message:    "This tool runs only as a task (a task-augmented call), which loadout's MCP client does not support yet: its MCP library has no tasks.",
+		Suggestion: "Tell the person this tool cannot be used from loadout; use another tool if one fits."}
 }
 
 // callState is one call running on the server: the context of the turn
