@@ -285,6 +285,9 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	for _, f := range cfg.LLM.Failover.Fallbacks {
 		secrets = append(secrets, f.APIKey)
 	}
+	for _, s := range cfg.MCP.Servers {
+		secrets = append(secrets, s.ClientSecret)
+	}
 	secrets = append(secrets, cfg.channelSecrets()...)
 	return logs.New(w, cfg.Log.Level, cfg.Log.Format, secrets, channelShapes())
 }

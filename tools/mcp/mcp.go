@@ -48,6 +48,15 @@ type Server struct {
 	// URL is a streamable-HTTP server; Headers go with every request.
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// Auth "person" signs each person in to the server with their own
+	// account (OAuth 2.1, the MCP authorization spec); "" uses Headers.
+	Auth string `yaml:"auth"`
+	// ClientID and ClientSecret identify loadout at the server's
+	// authorization server when it has no dynamic registration; Scopes
+	// replace the scopes the server names.
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret"`
+	Scopes       []string `yaml:"scopes"`
 	// Timeout bounds one call. Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
 	// Roots offers the server the calling chat's workspace as its one
@@ -66,6 +75,19 @@ type Config struct {
 	// ElicitationTTL is how long a server's question waits for the
 	// person's answer; default 10 minutes.
 	ElicitationTTL time.Duration `yaml:"elicitation_ttl"`
+	// RedirectURL is loadout's public URL of CallbackPath, where people
+	// come back after signing in to a server with auth: person.
+	RedirectURL string `yaml:"redirect_url"`
+}
+
+// NeedsSignIn reports whether a server signs people in.
+func (c Config) NeedsSignIn() bool {
+	for _, s := range c.Servers {
+		if s.Auth == AuthPerson {
+			return true
+		}
+	}
+	return false
 }
 
 // Deps are what the servers' requests reach in loadout. The zero value
@@ -79,6 +101,9 @@ type Deps struct {
 	// Workspace is a chat's workspace directory, the root offered to
 	// servers; nil offers none.
 	Workspace func(chatKey string) string
+	// SignIns signs people in to servers with auth: person; nil leaves
+	// those servers unusable.
+	SignIns *SignIns
 	// Save keeps a file a tool returned (an image, audio, a resource's
 	// bytes) in the calling chat's workspace (tools.CallerFrom(ctx)) and
 	// returns the name it got; nil keeps none.
@@ -115,6 +140,16 @@ func (c Config) Check(ch *config.Checker) {
 		}
 		if s.Timeout < 0 {
 			bad("timeout", "must not be negative")
+		}
+		switch {
+		case s.Auth == "operator":
+			bad("auth", "operator-wide sign-ins are not supported yet; put the service's token in headers, or use auth: person")
+		case s.Auth != AuthNone && s.Auth != AuthPerson:
+			bad("auth", "must be person or left out, got %q", s.Auth)
+		case s.Auth == AuthPerson && s.URL == "":
+			bad("auth", "a sign-in needs a streamable-HTTP server (url)")
+		case s.Auth == AuthPerson && c.RedirectURL == "":
+			ch.Bad("redirect_url", "is needed for servers[%d].auth: person: loadout's public URL of %s", i, CallbackPath)
 		}
 	}
 	if c.ElicitationTTL < 0 {
@@ -170,6 +205,11 @@ type Client struct {
 	// they were when the group was last loaded with the person's
 	// agreement (or first listed).
 	descs, shown map[string]string
+	// people are the sessions of each person signed in (auth: person),
+	// by user key; clientID and clientSecret are loadout's registration
+	// at the server's authorization server.
+	people                 map[string]*sdk.ClientSession
+	clientID, clientSecret string
 }
 
 // rootsWait bounds how long a call waits for a server that reads roots
@@ -247,7 +287,7 @@ func New(srv Server, deps Deps, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, sampling: map[string]bool{}, rootsRead: make(chan struct{}),
+	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, sampling: map[string]bool{}, rootsRead: make(chan struct{}), people: map[string]*sdk.ClientSession{},
 		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 }
 
@@ -269,6 +309,9 @@ func Register(ctx context.Context, reg *tools.Registry, clients ...*Client) erro
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, c := range clients {
+		if c.srv.Auth == AuthPerson {
+			continue // listed through the first person who loads it
+		}
 		wg.Go(func() {
 			if err := c.ensure(lctx); err != nil {
 				c.log.Warn("MCP server not reachable at start; its tools will be listed when its group is loaded", "err", err)
@@ -292,7 +335,10 @@ func (c *Client) group(listed bool) tools.Group {
 	}
 	// The tools' names and descriptions are the server's text.
 	g := tools.Group{Name: c.GroupName(), DisplayName: c.srv.Name + " (MCP)", Description: desc, Prepare: c.prepare, Untrusted: true}
-	if !listed {
+	switch {
+	case !listed && c.srv.Auth == AuthPerson:
+		g.Description += " (each person signs in; its tools are listed when loaded)"
+	case !listed:
 		g.Description += " (not reachable at start; its tools are listed when loaded)"
 	}
 	return g
@@ -305,7 +351,15 @@ func (c *Client) prepare(ctx context.Context) error {
 	if !c.isListed() {
 		lctx, cancel := context.WithTimeout(ctx, listTimeout)
 		defer cancel()
-		if err := c.ensure(lctx); err != nil {
+		if c.srv.Auth == AuthPerson {
+			s, err := c.personSession(lctx)
+			if err != nil {
+				return err
+			}
+			if err := c.list(lctx, s); err != nil {
+				return c.unavailable(err.Error())
+			}
+		} else if err := c.ensure(lctx); err != nil {
 			return c.unavailable(err.Error())
 		}
 	}
@@ -388,6 +442,11 @@ func (c *Client) ensure(ctx context.Context) error {
 	if c.isListed() {
 		return nil
 	}
+	return c.list(ctx, s)
+}
+
+// list lists the server's tools, through session s, into its group.
+func (c *Client) list(ctx context.Context, s *sdk.ClientSession) error {
 	var ts []tools.Tool
 	names := map[string]bool{}
 	descs := map[string]string{}
@@ -417,24 +476,7 @@ func (c *Client) ensure(ctx context.Context) error {
 // connect starts the server (or opens the HTTP session) and keeps the
 // session. The caller holds connMu.
 func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
-	opts := &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
-		ElicitationHandler:     c.elicit,
-		Capabilities: &sdk.ClientCapabilities{
-			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
-		},
-	}
-	if c.deps.Sample != nil {
-		opts.CreateMessageHandler = c.sample
-	}
-	if c.rootsOn() {
-		opts.Capabilities.RootsV2 = &sdk.RootCapabilities{ListChanged: true}
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, opts)
-	client.AddReceivingMiddleware(c.watchRoots)
-	c.mu.Lock()
-	c.rootsAsked = false // a new session's server has not read them yet
-	c.mu.Unlock()
+	client := c.newClient()
 	t, cmd := c.transport()
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
@@ -457,6 +499,29 @@ func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	return s, nil
 }
 
+// newClient is an SDK client with loadout's capabilities and handlers.
+func (c *Client) newClient() *sdk.Client {
+	opts := &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
+		ElicitationHandler:     c.elicit,
+		Capabilities: &sdk.ClientCapabilities{
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
+		},
+	}
+	if c.deps.Sample != nil {
+		opts.CreateMessageHandler = c.sample
+	}
+	if c.rootsOn() {
+		opts.Capabilities.RootsV2 = &sdk.RootCapabilities{ListChanged: true}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, opts)
+	client.AddReceivingMiddleware(c.watchRoots)
+	c.mu.Lock()
+	c.rootsAsked = false // a new session's server has not read them yet
+	c.mu.Unlock()
+	return client
+}
+
 // relist lists the tools again after the server said they changed.
 func (c *Client) relist() {
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
@@ -464,6 +529,9 @@ func (c *Client) relist() {
 	c.mu.Lock()
 	c.listed = false
 	c.mu.Unlock()
+	if c.srv.Auth == AuthPerson {
+		return // listed again through the next person who loads the group
+	}
 	if err := c.ensure(ctx); err != nil {
 		c.log.Warn("MCP server's tools changed but could not be listed again", "err", err)
 	}
@@ -523,6 +591,12 @@ func (w stderrLog) Write(p []byte) (int, error) {
 // listing the tools if that never succeeded. It closes the session on
 // return.
 func (c *Client) Run(ctx context.Context) {
+	if c.srv.Auth == AuthPerson {
+		// People's sessions open on their calls; they end here.
+		<-ctx.Done()
+		c.Close()
+		return
+	}
 	b := c.policy.New()
 	for {
 		c.mu.Lock()
@@ -575,6 +649,11 @@ func (c *Client) lost(s *sdk.ClientSession, why string) {
 		c.sess, c.down = nil, why
 		c.log.Warn("MCP server connection lost", "why", why)
 	}
+	for user, p := range c.people {
+		if p == s {
+			delete(c.people, user)
+		}
+	}
 	c.mu.Unlock()
 	s.Close()
 }
@@ -584,7 +663,12 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	s := c.sess
 	c.sess, c.down = nil, "closed"
+	people := c.people
+	c.people = map[string]*sdk.ClientSession{}
 	c.mu.Unlock()
+	for _, p := range people {
+		p.Close()
+	}
 	if s == nil {
 		return nil
 	}
@@ -663,11 +747,21 @@ func effect(a *sdk.ToolAnnotations) tools.Effect {
 
 // call runs the server's tool remote.
 func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) (any, error) {
-	c.mu.Lock()
-	s, down := c.sess, c.down
-	c.mu.Unlock()
-	if s == nil {
-		return nil, c.unavailable(down)
+	var s *sdk.ClientSession
+	if c.srv.Auth == AuthPerson {
+		// The caller's own session: their token, never another's.
+		var err error
+		if s, err = c.personSession(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		c.mu.Lock()
+		sess, down := c.sess, c.down
+		c.mu.Unlock()
+		if sess == nil {
+			return nil, c.unavailable(down)
+		}
+		s = sess
 	}
 	c.offerRoot(ctx)
 	call := &callState{ctx: ctx}
