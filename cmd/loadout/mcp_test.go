@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,4 +327,71 @@ func TestEverythingServerTaskOnlyToolIsDeclaredUnsupported(t *testing.T) {
 	if got := lastToolResult(model); !strings.Contains(got, `"code":"unsupported"`) || !strings.Contains(got, "runs only as a task") {
 		t.Fatalf("a task-only tool = %s", got)
 	}
+}
+
+// Through the Telegram fake, a remote server behind an OAuth fake: in a
+// group, Ana is told to sign in privately (no link there); /connect notes
+// in her private chat gives her the link; once she signed in, her calls in
+// the group are hers; Bea's call in the same group asks Bea to sign in
+// rather than using Ana's token.
+func TestRemoteServerSignInThroughTelegram(t *testing.T) {
+	o := mcptest.NewOAuth(t)
+	tg := telegramtest.New(t)
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("google:\n  token_key: %s\nweb:\n  allow_hosts: [\"127.0.0.1\"]\nmcp:\n  redirect_url: http://127.0.0.1:1/oauth/mcp/callback\n  servers:\n    - name: notes\n      url: %s\n      auth: person\n",
+		base64.StdEncoding.EncodeToString(make([]byte, 32)), o.MCPURL())
+	addr, _ := serveTelegramFor(t, tg, model, `"42", "43"`, extra)
+	ana := telegramtest.User{ID: 42, UserName: "ana"}
+	bea := telegramtest.User{ID: 43, UserName: "bea", FirstName: "Bea"}
+	const group = -100888
+	mention := "@" + telegramtest.BotUserName + " "
+
+	model.Call("load_tool_group", `{"group_name":"mcp_notes"}`)
+	model.Text("Please sign in first.")
+	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", Text: mention + "what do my notes say?"})
+	tg.WaitSent(t, 1)
+	if got := lastToolResult(model); !strings.Contains(got, "not_connected") || !strings.Contains(got, "/connect notes") || strings.Contains(got, "authorize") {
+		t.Fatalf("in the group = %s", got)
+	}
+	tg.Push(telegramtest.Message{From: ana, Text: "/connect notes"})
+	sent := tg.WaitSent(t, 2)
+	linkAt := strings.Index(sent[1].Text, "http")
+	if sent[1].ChatID != 42 || linkAt < 0 {
+		t.Fatalf("connect = %+v", sent[1])
+	}
+	link := strings.Fields(html.UnescapeString(sent[1].Text[linkAt:]))[0]
+	if page, err := mcptest.SignInAt(link, "ana", "http://"+addr); err != nil || !strings.Contains(page, "Signed in to notes") {
+		t.Fatalf("sign-in = %v: %s", err, page)
+	}
+	tg.WaitFor(t, "the notice that Ana is signed in", func() bool {
+		for _, s := range tg.Sent() {
+			if s.ChatID == 42 && strings.Contains(s.Text, "signed in to notes") {
+				return true
+			}
+		}
+		return false
+	})
+	model.Call("load_tool_group", `{"group_name":"mcp_notes"}`)
+	model.Call("notes_whoami", `{}`)
+	model.Text("You are Ana.")
+	tg.Push(telegramtest.Message{From: ana, ChatID: group, ChatType: "group", Text: mention + "who am I at notes?"})
+	tg.WaitFor(t, "Ana's answer", func() bool { return strings.Contains(lastSent(tg), "You are Ana.") })
+	if got := lastToolResult(model); got != "you are ana" {
+		t.Fatalf("Ana's call = %s", got)
+	}
+	model.Call("notes_whoami", `{}`)
+	model.Text("Bea must sign in.")
+	tg.Push(telegramtest.Message{From: bea, ChatID: group, ChatType: "group", Text: mention + "who am I at notes?"})
+	tg.WaitFor(t, "Bea's answer", func() bool { return strings.Contains(lastSent(tg), "Bea must sign in.") })
+	if got := lastToolResult(model); !strings.Contains(got, "not_connected") || strings.Contains(got, "ana") {
+		t.Fatalf("Bea's call = %s", got)
+	}
+}
+
+func lastSent(tg *telegramtest.Server) string {
+	s := tg.Sent()
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1].Text
 }
