@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"html"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
@@ -394,4 +398,50 @@ func lastSent(tg *telegramtest.Server) string {
 		return ""
 	}
 	return s[len(s)-1].Text
+}
+
+// `loadout mcp login notes` signs the operator in to a server with auth:
+// operator from this terminal (a loopback callback); `loadout chat` then
+// uses that one sign-in, for everyone.
+func TestOperatorSignsInFromTheTerminal(t *testing.T) {
+	o := mcptest.NewOAuth(t)
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("google:\n  token_key: %s\nmcp:\n  servers:\n    - name: notes\n      url: %s\n      auth: operator\n",
+		base64.StdEncoding.EncodeToString(make([]byte, 32)), o.MCPURL())
+	cfgPath, _ := writeConfig(t, model.URL, extra)
+	if _, err := runCLI(t, "", "-config", cfgPath, "mcp", "login"); err == nil || !strings.Contains(err.Error(), "give the server") {
+		t.Fatalf("without a server: %v", err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		done <- run(ctx, []string{"-config", cfgPath, "mcp", "login", "notes"}, strings.NewReader(""), pw, io.Discard, env(map[string]string{"TEST_KEY": "sk-test"}))
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var link string
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "http") {
+			link = sc.Text()
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if page, err := mcptest.SignIn(link, "operator"); err != nil || !strings.Contains(page, "Signed in to notes") {
+		t.Fatalf("sign-in %q = %v: %s", link, err, page)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	model.Call("load_tool_group", `{"group_name":"mcp_notes"}`)
+	model.Call("notes_whoami", `{}`)
+	model.Text("Done.")
+	if out, err := runCLI(t, "who am I at notes?\n", "-config", cfgPath, "chat"); err != nil || !strings.Contains(out, "Done.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := lastToolResult(model); got != "you are operator" {
+		t.Fatalf("whoami = %s", got)
+	}
 }

@@ -80,10 +80,10 @@ type Config struct {
 	RedirectURL string `yaml:"redirect_url"`
 }
 
-// NeedsSignIn reports whether a server signs people in.
+// NeedsSignIn reports whether a server signs people (or the operator) in.
 func (c Config) NeedsSignIn() bool {
 	for _, s := range c.Servers {
-		if s.Auth == AuthPerson {
+		if s.Auth != AuthNone {
 			return true
 		}
 	}
@@ -142,11 +142,9 @@ func (c Config) Check(ch *config.Checker) {
 			bad("timeout", "must not be negative")
 		}
 		switch {
-		case s.Auth == "operator":
-			bad("auth", "operator-wide sign-ins are not supported yet; put the service's token in headers, or use auth: person")
-		case s.Auth != AuthNone && s.Auth != AuthPerson:
-			bad("auth", "must be person or left out, got %q", s.Auth)
-		case s.Auth == AuthPerson && s.URL == "":
+		case s.Auth != AuthNone && s.Auth != AuthPerson && s.Auth != AuthOperator:
+			bad("auth", "must be person, operator or left out, got %q", s.Auth)
+		case s.Auth != AuthNone && s.URL == "":
 			bad("auth", "a sign-in needs a streamable-HTTP server (url)")
 		case s.Auth == AuthPerson && c.RedirectURL == "":
 			ch.Bad("redirect_url", "is needed for servers[%d].auth: person: loadout's public URL of %s", i, CallbackPath)
@@ -478,6 +476,13 @@ func (c *Client) list(ctx context.Context, s *sdk.ClientSession) error {
 func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	client := c.newClient()
 	t, cmd := c.transport()
+	if c.srv.Auth == AuthOperator {
+		hc, err := c.operatorClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t = &sdk.StreamableClientTransport{Endpoint: c.srv.URL, MaxRetries: -1, HTTPClient: hc}
+	}
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		// A server that started but did not finish connecting (a

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,6 +38,10 @@ import (
 const (
 	AuthNone   = ""
 	AuthPerson = "person"
+	// AuthOperator: one sign-in for everyone, made by the operator from
+	// a terminal (`loadout mcp login <server>`), kept with the user key
+	// "".
+	AuthOperator = "operator"
 )
 
 // CallbackPath is where authorization servers send people back, unless
@@ -486,8 +491,9 @@ func (c *Client) Disconnect(ctx context.Context, user string) (string, error) {
 // Name is the server's name, as /connect and /disconnect take it.
 func (c *Client) Name() string { return c.srv.Name }
 
-// connectAs opens user's session with the server, with their token.
-func (c *Client) connectAs(ctx context.Context, user string, t savedToken) (*sdk.ClientSession, error) {
+// authClient is the HTTP client of user's requests to the server: their
+// token on each, refreshed (and stored again) when it expires.
+func (c *Client) authClient(user string, t savedToken) *http.Client {
 	s := c.deps.SignIns
 	cfg := oauth2.Config{ClientID: t.ClientID, ClientSecret: t.ClientSecret, Endpoint: oauth2.Endpoint{TokenURL: t.TokenURL}}
 	if t.ClientSecret == "" {
@@ -496,7 +502,61 @@ func (c *Client) connectAs(ctx context.Context, user string, t savedToken) (*sdk
 	rctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.cfg.HTTPClient)
 	src := &savingSource{s: s, c: c, user: user, t: t,
 		src: cfg.TokenSource(rctx, &oauth2.Token{AccessToken: t.Access, RefreshToken: t.Refresh, Expiry: t.Expiry, TokenType: "Bearer"})}
-	hc := &http.Client{Transport: &oauth2.Transport{Source: src, Base: headers{c.srv.Headers, http.DefaultTransport}}}
+	return &http.Client{Transport: &oauth2.Transport{Source: src, Base: headers{c.srv.Headers, http.DefaultTransport}}}
+}
+
+// operatorClient is the HTTP client of a server with auth: operator: the
+// operator's sign-in, or an error saying how to make one.
+func (c *Client) operatorClient(ctx context.Context) (*http.Client, error) {
+	s := c.deps.SignIns
+	if s == nil {
+		return nil, errors.New("sign-ins are not set up (a token key is needed)")
+	}
+	t, ok, err := s.token(ctx, c, "")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("not signed in: run `loadout mcp login %s` from a terminal", c.srv.Name)
+	}
+	return c.authClient("", t), nil
+}
+
+// Login is `loadout mcp login <server>` for a server with auth:
+// operator: it prints a sign-in link to out, waits (until ctx ends) for
+// the authorization server to send the browser back to s's callback,
+// which the caller serves at s's redirect URL, and reports when the
+// operator's token is stored.
+func (c *Client) Login(ctx context.Context, s *SignIns, out io.Writer) error {
+	if c.srv.Auth != AuthOperator {
+		return fmt.Errorf("the MCP server %s is not signed in by the operator (auth: operator)", c.srv.Name)
+	}
+	c.deps.SignIns = s
+	link, err := s.start(ctx, c, "", "")
+	if err != nil {
+		return fmt.Errorf("start a sign-in to %s: %w", c.srv.Name, err)
+	}
+	fmt.Fprintf(out, "Open this link in a browser on this machine to sign in to %s for everyone:\n%s\n", c.srv.Name, link)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the sign-in to %s was not finished: %w", c.srv.Name, ctx.Err())
+		case <-tick.C:
+		}
+		if _, ok, err := s.token(ctx, c, ""); err != nil {
+			return err
+		} else if ok {
+			fmt.Fprintf(out, "Signed in to %s.\n", c.srv.Name)
+			return nil
+		}
+	}
+}
+
+// connectAs opens user's session with the server, with their token.
+func (c *Client) connectAs(ctx context.Context, user string, t savedToken) (*sdk.ClientSession, error) {
+	hc := c.authClient(user, t)
 	sess, err := c.newClient().Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.srv.URL, MaxRetries: -1, HTTPClient: hc}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
