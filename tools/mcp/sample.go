@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +74,7 @@ func (c *Client) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sd
 		c.log.Warn("MCP server's sampling request failed", "err", err)
 		return nil, fmt.Errorf("the model did not answer: %s", firstLine(err.Error(), 300))
 	}
-	return &sdk.CreateMessageResult{Content: &sdk.TextContent{Text: text}, Model: model, Role: "assistant", StopReason: "endTurn"}, nil
+	return &sdk.CreateMessageResult{Content: &sdk.TextContent{Text: text}, Model: cmp.Or(model, "loadout"), Role: "assistant", StopReason: "endTurn"}, nil
 }
 
 // allowSampling asks the person, the first time, whether the server may
