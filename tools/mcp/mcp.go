@@ -829,7 +829,7 @@ func (c *Client) media(ctx context.Context, remote string, res *sdk.CallToolResu
 		switch v := ct.(type) {
 		case *sdk.ImageContent:
 			parts = append(parts, save("image", v.MIMEType, v.Data))
-			if isPicture(v.MIMEType) {
+			if isPicture(v.MIMEType) && len(v.Data) <= maxPicture {
 				images = append(images, tools.Image{MIME: v.MIMEType, Data: v.Data})
 			}
 		case *sdk.AudioContent:
@@ -837,7 +837,7 @@ func (c *Client) media(ctx context.Context, remote string, res *sdk.CallToolResu
 		case *sdk.EmbeddedResource:
 			if v.Resource != nil && v.Resource.Text == "" && len(v.Resource.Blob) > 0 {
 				parts = append(parts, save("resource "+v.Resource.URI, v.Resource.MIMEType, v.Resource.Blob))
-				if isPicture(v.Resource.MIMEType) {
+				if isPicture(v.Resource.MIMEType) && len(v.Resource.Blob) <= maxPicture {
 					images = append(images, tools.Image{MIME: v.Resource.MIMEType, Data: v.Resource.Blob})
 				}
 				continue
@@ -856,6 +856,10 @@ func (c *Client) media(ctx context.Context, remote string, res *sdk.CallToolResu
 	}
 	return tools.Media{Text: text, Images: images}
 }
+
+// maxPicture is the largest picture passed to the model (as for the
+// pictures people send); a larger one is only saved and named.
+const maxPicture = 5 << 20
 
 // isPicture reports whether a model that reads images takes mime.
 func isPicture(mime string) bool {

@@ -132,6 +132,17 @@ func addAskers(s *sdk.Server) {
 			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"u": &sdk.ElicitParams{
 				Mode: "url", URL: in.Text, ElicitationID: "e1", Message: "Sign in to the service"}}}, nil, nil
 		})
+	sdk.AddTool(s, &sdk.Tool{Name: "picture", Description: "Return a picture, a sound and, when asked, a huge picture"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct {
+			Huge bool `json:"huge,omitempty"`
+		}) (*sdk.CallToolResult, any, error) {
+			content := []sdk.Content{&sdk.TextContent{Text: "Here:"}, &sdk.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG tiny")},
+				&sdk.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")}}
+			if in.Huge {
+				content = append(content, &sdk.ImageContent{MIMEType: "image/png", Data: make([]byte, 6<<20)})
+			}
+			return &sdk.CallToolResult{Content: content}, nil, nil
+		})
 	sdk.AddTool(s, &sdk.Tool{Name: "pester", Description: "Ask question after question"},
 		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
 			n := len(req.Params.RequestState)
