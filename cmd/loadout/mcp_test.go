@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -443,5 +444,50 @@ func TestOperatorSignsInFromTheTerminal(t *testing.T) {
 	}
 	if got := lastToolResult(model); got != "you are operator" {
 		t.Fatalf("whoami = %s", got)
+	}
+}
+
+// The reference server over streamable HTTP (started by the test on a
+// free port): it offers its elicitation tool too, and the console's
+// answers reach it.
+func TestEverythingServerOverHTTPElicits(t *testing.T) {
+	entry := everythingServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not listen: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	model := chattest.NewModelServer(t)
+	cfgPath, _ := writeConfig(t, model.URL, fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      url: %s\n", url))
+	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Text("Loaded.")
+	model.Call("every_trigger_elicitation_request", `{}`)
+	model.Text("Thanks.")
+	out, err := runCLI(t, "load the every tools\nask me\nAccept\nGrace Hopper\n"+strings.Repeat("-\n", 12), "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Thanks.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, "Name: Grace Hopper") {
+		t.Fatalf("the server got: %s", got)
 	}
 }
