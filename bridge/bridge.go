@@ -87,6 +87,11 @@ func NewRouter(engine *chat.Engine, name string) *Router {
 	r.Register(Command{Name: "always", Args: "#code", Help: "approve, and always allow what the question showed, from now on", Reply: r.always})
 	r.Register(Command{Name: "rules", Args: "[remove #code]", Help: "list your rules (what I may do without asking), or remove one", Run: r.rules})
 	r.Register(Command{Name: "audit", Help: "list the recent decisions on what I did or wanted to do here", Run: r.audit})
+	// A question a running tool asked is answered as it arrives (see
+	// Pipeline); these answer when none waits.
+	none := func(context.Context, chat.Inbound, string) (string, error) { return textNoQuestion, nil }
+	r.Register(Command{Name: "answer", Hidden: true, Run: none})
+	r.Register(Command{Name: "cancel", Hidden: true, Run: none})
 	return r
 }
 

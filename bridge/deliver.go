@@ -11,6 +11,7 @@ import (
 
 	"loadout/backoff"
 	"loadout/chat"
+	"loadout/tools"
 )
 
 // errClaimed marks an event whose chat another process is serving.
@@ -125,6 +126,10 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 			onText = d.update
 		}
 		tctx, tcancel := context.WithCancel(ctx)
+		if !it.Unattended {
+			// A tool of the turn may ask its person a question in the chat.
+			tctx = tools.WithAsker(tctx, &turnAsker{p: p, out: out, route: route, chatKey: it.Inbound.ChatKey, user: it.Inbound.UserKey})
+		}
 		p.mu.Lock()
 		p.turns[it.ID] = tcancel
 		p.mu.Unlock()

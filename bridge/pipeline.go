@@ -175,6 +175,8 @@ type Pipeline struct {
 	cancelled map[string]bool
 	// voiceOff are the chats told that voice notes are not set up.
 	voiceOff map[string]bool
+	// asks are the questions running tools wait on, by chat key.
+	asks map[string]*waiting
 }
 
 type job struct {
@@ -393,6 +395,19 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 	}
 	var done chan error
 	p.mu.Lock()
+	if pend.Reply == "" && p.takeAnswer(pend.Inbound.ChatKey, pend.Inbound.UserKey, pend.Inbound.Text) {
+		// An answer to a question a running turn waits on: taken, and
+		// done without a turn of its own.
+		p.mu.Unlock()
+		p.write(ctx, p.log, "mark an answer done", func(ctx context.Context) error {
+			return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
+		})
+		if wait {
+			done = make(chan error, 1)
+			done <- nil
+		}
+		return true, done, nil
+	}
 	defer p.mu.Unlock()
 	if wait {
 		done = make(chan error, 1)

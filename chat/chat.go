@@ -97,6 +97,9 @@ type Request struct {
 	// first failed, starts again from "": what was streamed before is
 	// not part of the answer.
 	OnText func(text string)
+	// MaxTokens, when above zero, bounds the answer below the
+	// provider's configured bound (a server's sampling maxTokens).
+	MaxTokens int
 }
 
 // Response is the model's answer: text, tool calls, or both.

@@ -1,9 +1,15 @@
 package chat
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	_ "image/gif"
+	_ "image/jpeg"
+	_ "image/png"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,7 +315,9 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 	reply, err := t.run(ctx)
 	// Pictures go with their own turn only: the history keeps the text.
 	if t.current >= 0 && t.current < len(t.history) {
-		t.history[t.current].Images = nil
+		for i := t.current; i < len(t.history); i++ {
+			t.history[i].Images = nil
+		}
 	}
 	if err != nil {
 		e.cache.drop(sess.ID)
@@ -339,7 +347,7 @@ func answered(after []Message) (Message, bool) {
 // returned nothing.
 func (e *Engine) readUntrusted(msgs []Message) bool {
 	for _, m := range msgs {
-		if m.Role == RoleTool && m.Status != tools.StatusPending && e.untrustedTool(m.ToolName) {
+		if m.Role == RoleTool && m.Status != tools.StatusPending && (e.untrustedTool(m.ToolName) || e.reg.OutsideText(m.Groups)) {
 			return true
 		}
 	}
@@ -429,6 +437,26 @@ func firstNonEmpty(vs ...string) string {
 // imageTokens is what a picture is budgeted at: about what a detailed
 // image costs at common models.
 const imageTokens = 800
+
+// imageCost is what a picture is budgeted at by its size, as vision
+// models count it: 85 tokens, and 170 for each 512-pixel tile of the
+// picture scaled to fit 2048×2048 and then to 768 pixels on its shorter
+// side. A picture whose size cannot be read costs imageTokens.
+func imageCost(data []byte) int {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		return imageTokens
+	}
+	w, h := float64(cfg.Width), float64(cfg.Height)
+	if s := 2048 / max(w, h); s < 1 {
+		w, h = w*s, h*s
+	}
+	if s := 768 / min(w, h); s < 1 {
+		w, h = w*s, h*s
+	}
+	tiles := int(math.Ceil(w/512)) * int(math.Ceil(h/512))
+	return 85 + 170*tiles
+}
 
 // images reads the pictures of in for a model that sees them; one that
 // cannot be read is left out, with the text still saying it was sent.

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -281,5 +282,25 @@ func TestCallsOutsideATurnAreCheckedAndCounted(t *testing.T) {
 	}
 	if r := from(t, e, "c", "ana", "hi"); !strings.HasPrefix(r.Text, "Sorry, you have used up") || len(e.Model.Requests()) != 0 {
 		t.Fatalf("the next message: %q", r.Text)
+	}
+}
+
+// An MCP server's sampling request is held to the person's cap like a
+// turn: it is charged to them, and past the cap it is refused before it
+// reaches the model.
+func TestSamplingIsHeldToThePersonsCap(t *testing.T) {
+	c := &clock{now: time.Date(2026, 11, 26, 21, 30, 0, 0, time.UTC)}
+	e := capEnv(t, chat.Limits{DailyTokensPerPerson: 100}, c, nil)
+	e.Model.Push(chattest.Step{Text: "a summary", Usage: chat.Usage{PromptTokens: 90, CompletionTokens: 20}})
+	s := chat.Sampling{Messages: []chat.Message{{Role: chat.RoleUser, Text: "Summarize: tides"}}}
+	if text, _, err := e.Engine.Sample(context.Background(), "g", "ana", s); err != nil || text != "a summary" {
+		t.Fatalf("Sample = %q, %v", text, err)
+	}
+	_, _, err := e.Engine.Sample(context.Background(), "g", "ana", s)
+	if !errors.Is(err, chat.ErrSamplingCapped) || !strings.Contains(err.Error(), "limits.daily_tokens_per_person") || len(e.Model.Requests()) != 1 {
+		t.Fatalf("past the cap = %v, %d model calls", err, len(e.Model.Requests()))
+	}
+	if r := from(t, e, "g", "ana", "hello"); !strings.Contains(r.Text, "used up today's allowance") {
+		t.Fatalf("a message after the sampling: %q", r.Text)
 	}
 }

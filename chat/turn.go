@@ -247,6 +247,14 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			m.UserKey = t.in.UserKey
 		}
 		m.Tokens = e.countMessage(m)
+		if e.cfg.Images != nil {
+			// Pictures a tool returned go to a model that reads images,
+			// in this turn only, each budgeted by its size.
+			for _, img := range r.Images {
+				m.Images = append(m.Images, Image{MIME: img.MIME, Data: img.Data})
+				m.Tokens += imageCost(img.Data)
+			}
+		}
 		if r.Status == tools.StatusSuccess {
 			if len(r.Groups) > 0 {
 				// One message records a call's changes (find_tools may

@@ -19,7 +19,7 @@ const migrations = 7
 
 // models are the tables gorm migrates.
 func models() []any {
-	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}}
+	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}, &mcpToken{}}
 }
 
 // The models' tables are named by hand, as gorm's naming strategy would

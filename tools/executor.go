@@ -54,6 +54,22 @@ type Result struct {
 	// Offer is, on a call held for approval (StatusPending), the scope an
 	// "Always allow" of it would take; nil when none is offered.
 	Offer *Scope
+	// Images are the pictures the call returned (a tool's Media), for a
+	// model that reads images; Content describes them.
+	Images []Image
+}
+
+// Image is a picture a tool returned: its MIME type and bytes.
+type Image struct {
+	MIME string
+	Data []byte
+}
+
+// Media is a tool's output with pictures: Text is what the model reads
+// (naming each picture), Images go to a model that reads images.
+type Media struct {
+	Text   string
+	Images []Image
 }
 
 // Handler runs one call.
@@ -170,7 +186,9 @@ func (x *Executor) runChecked(ctx context.Context, e *entry, in Input) Result {
 	res.Input = in.JSON
 	// A failure taints like a success: a tool that reads outside text
 	// puts that text into its errors too.
-	res.Untrusted = e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value)
+	res.Untrusted = e.Untrusted || e.UntrustedFor != nil && e.UntrustedFor(ctx, in.Value) ||
+		// A group whose tool descriptions are outside text, loaded.
+		x.reg.OutsideText(res.Groups)
 	res.Personal = res.Status == StatusSuccess && (e.Personal || e.PersonalFor != nil && e.PersonalFor(ctx, in.Value))
 	return res
 }
@@ -207,6 +225,8 @@ func run(ctx context.Context, t Tool, in any) (Result, error) {
 		return Result{Status: StatusSuccess, Content: v}, nil
 	case loaded:
 		return Result{Status: StatusSuccess, Content: v.text, Groups: v.groups}, nil
+	case Media:
+		return Result{Status: StatusSuccess, Content: v.Text, Images: v.Images}, nil
 	case json.RawMessage:
 		return Result{Status: StatusSuccess, Content: string(v)}, nil
 	}

@@ -89,6 +89,23 @@ func FindTools(r *Registry) Tool {
 			fmt.Fprintf(&b, "- %s (%s): %s\n", h.name, where, h.desc)
 		}
 		out := strings.TrimRight(b.String(), "\n")
+		if in.Load {
+			// A group that prepares itself for a load (lists its tools,
+			// asks the person) does so here too; one that refuses is not
+			// loaded.
+			var refused []string
+			confident = slices.DeleteFunc(confident, func(name string) bool {
+				g, _ := r.Group(name)
+				if g.Prepare != nil && g.Prepare(ctx) != nil {
+					refused = append(refused, name)
+					return true
+				}
+				return false
+			})
+			if len(refused) > 0 {
+				out += "\nNot loaded, as they could not be loaded now: " + strings.Join(refused, ", ") + "; load_tool_group says why."
+			}
+		}
 		if in.Load && len(confident) > 0 {
 			sort.Strings(confident)
 			out += "\nLoaded groups: " + strings.Join(confident, ", ") + ". Their tools are available now."

@@ -214,6 +214,19 @@ func (r *Registry) Group(name string) (Group, bool) {
 	return g, ok
 }
 
+// OutsideText reports whether changes load a group whose tools' texts
+// are outside text (Group.Untrusted).
+func (r *Registry) OutsideText(changes []GroupChange) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, c := range changes {
+		if !c.Unload && r.groups[c.Name].Untrusted {
+			return true
+		}
+	}
+	return false
+}
+
 // Groups returns every group in registration order.
 func (r *Registry) Groups() []Group {
 	r.mu.RLock()

@@ -143,6 +143,11 @@ type Group struct {
 	// was down at start) lists them then and replaces itself in the
 	// registry. An error is the load's result.
 	Prepare func(ctx context.Context) error
+	// Untrusted marks a group whose tools' names and descriptions are
+	// outside text (an MCP server's): they reach the model in every
+	// request once loaded, so a call that loads the group taints its
+	// turn as reading untrusted content would.
+	Untrusted bool
 }
 
 // New builds a tool whose arguments decode into In, strictly (see

@@ -71,6 +71,19 @@ type Console struct {
 	// once Ctrl-C stopped its turn.
 	current     string
 	interrupted bool
+
+	// want asks the reader for a line and got brings it (set by Run);
+	// owed is set when a line was asked for and not taken, so the next
+	// read takes it instead of asking again.
+	want chan struct{}
+	got  chan lineRead
+	owed bool
+}
+
+// lineRead is one line read, or why none was.
+type lineRead struct {
+	text string
+	err  error
 }
 
 // New returns a console over router that keeps its messages in inbox.
@@ -249,6 +262,48 @@ func (c *Console) answer(text string) string {
 	return text
 }
 
+// readLine reads the next line; ok is false when ctx ended first.
+func (c *Console) readLine(ctx context.Context) (lineRead, bool) {
+	c.mu.Lock()
+	want, got, owed := c.want, c.got, c.owed
+	c.owed = false
+	c.mu.Unlock()
+	if want == nil {
+		return lineRead{err: io.EOF}, true
+	}
+	if !owed {
+		select {
+		case want <- struct{}{}:
+		case <-ctx.Done():
+			return lineRead{}, false
+		}
+	}
+	select {
+	case r := <-got:
+		return r, true
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.owed = true
+		c.mu.Unlock()
+		return lineRead{}, false
+	}
+}
+
+// Prompt shows a question a running tool asks and takes the next line
+// typed as its answer (the console reads no other line while a message
+// is under way). It returns ctx's error when ctx ends first, and io.EOF
+// at the end of input.
+func (c *Console) Prompt(ctx context.Context, route any, text string) (string, error) {
+	if err := c.Send(ctx, route, strings.TrimRight(text, "\n")+"\n(Type your answer, or /cancel.)"); err != nil {
+		return "", err
+	}
+	r, ok := c.readLine(ctx)
+	if !ok {
+		return "", ctx.Err()
+	}
+	return r.text, r.err
+}
+
 // SendFile shows a file the assistant sends: in a terminal, its path.
 func (c *Console) SendFile(ctx context.Context, _ any, name string, f *os.File) error {
 	return c.Send(ctx, nil, fmt.Sprintf("[file %s: %s]", name, f.Name()))
@@ -300,11 +355,10 @@ func (c *Console) Run(ctx context.Context) error {
 	}
 	defer c.setPrompting(false) // prints what is still held back
 
-	type result struct {
-		text string
-		err  error
-	}
-	want, got, done := make(chan struct{}), make(chan result), make(chan struct{})
+	want, got, done := make(chan struct{}), make(chan lineRead), make(chan struct{})
+	c.mu.Lock()
+	c.want, c.got = want, got
+	c.mu.Unlock()
 	defer close(done)
 	// Lines are read only when asked for: at a terminal the prompt must
 	// not come up while an answer is being printed.
@@ -317,7 +371,7 @@ func (c *Console) Run(ctx context.Context) error {
 			}
 			text, err := next()
 			select {
-			case got <- result{text, err}:
+			case got <- lineRead{text, err}:
 			case <-done:
 				return
 			}
@@ -326,16 +380,8 @@ func (c *Console) Run(ctx context.Context) error {
 
 	c.print(greeting)
 	for {
-		var r result
-		select {
-		case want <- struct{}{}:
-			select {
-			case r = <-got:
-			case <-ctx.Done():
-			}
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		r, ok := c.readLine(ctx)
+		if !ok {
 			c.print("\n")
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat"
+	"loadout/tools"
 )
 
 // Action ids of the approval buttons; a button's value is
@@ -21,7 +23,41 @@ const (
 	actionApprove = "loadout_approve"
 	actionDeny    = "loadout_deny"
 	actionAlways  = "loadout_always"
+	// actionAnswer is a choice of a running tool's question; its value
+	// is "<code>:<n>:<team>:<user>".
+	actionAnswer = "loadout_answer"
 )
+
+// maxChoiceButtons is the most choices shown as buttons (Slack allows 25
+// elements in an actions block); more are listed, answered by number.
+const maxChoiceButtons = 20
+
+// Choose posts a running tool's question with a button per choice; a
+// press by the person asked is their "/answer <code> <n>"; anyone
+// else's is refused privately.
+func (a *Adapter) Choose(ctx context.Context, rt any, text, code, user string, choices []string) error {
+	r, err := asRoute(rt)
+	if err != nil {
+		return err
+	}
+	if len(choices) > maxChoiceButtons {
+		for i, c := range choices {
+			text += fmt.Sprintf("\n%d. %s", i+1, c)
+		}
+		return a.deliver(ctx, r, nil, Mrkdwn(text), nil)
+	}
+	body := Mrkdwn(text)
+	var buttons []slackapi.BlockElement
+	for i, c := range choices {
+		value := fmt.Sprintf("%s:%d:%s", strings.TrimPrefix(code, "#"), i+1, strings.TrimPrefix(user, "slack:"))
+		buttons = append(buttons, slackapi.NewButtonBlockElement(fmt.Sprintf("%s_%d", actionAnswer, i+1), value,
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, tools.Shorten(c, 70), false, false)))
+	}
+	return a.deliver(ctx, r, nil, body, []slackapi.Block{
+		slackapi.NewSectionBlock(slackapi.NewTextBlockObject(slackapi.MarkdownType, body, false, false), nil, nil),
+		slackapi.NewActionBlock("loadout_question", buttons...),
+	})
+}
 
 // askBlocks is a question with Approve and Deny buttons, and Always
 // allow where the question offers it.
@@ -65,6 +101,12 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 		return nil
 	}
 	for _, act := range cb.ActionCallback.BlockActions {
+		if strings.HasPrefix(act.ActionID, actionAnswer) {
+			if err := a.answer(ctx, cb, act); err != nil {
+				return err
+			}
+			continue
+		}
 		if act.ActionID != actionApprove && act.ActionID != actionDeny && act.ActionID != actionAlways {
 			continue
 		}
@@ -123,6 +165,54 @@ func (a *Adapter) interaction(ctx context.Context, cb slackapi.InteractionCallba
 		}
 		a.chosen(ctx, cb, channel, chose)
 	}
+	return nil
+}
+
+// answer takes a press of a question's choice: the person asked gets
+// their "/answer <code> <n>" handed to the question; anyone else, or a
+// question no longer waiting, is told privately.
+func (a *Adapter) answer(ctx context.Context, cb slackapi.InteractionCallback, act *slackapi.BlockAction) error {
+	parts := strings.SplitN(act.Value, ":", 3)
+	team := cb.User.TeamID
+	if team == "" {
+		team = cb.Team.ID
+	}
+	channel := cb.Container.ChannelID
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	if len(parts) != 3 || channel == "" {
+		return nil
+	}
+	thread := cb.Container.ThreadTs
+	if thread == "" {
+		thread = cb.Message.ThreadTimestamp
+	}
+	chatKey := "slack:" + cb.Team.ID + ":" + channel
+	if !strings.HasPrefix(channel, "D") {
+		chatKey += ":" + thread
+	}
+	userKey := "slack:" + team + ":" + cb.User.ID
+	if parts[2] != team+":"+cb.User.ID || !a.allowed(team, cb.User.ID) {
+		a.log.Warn("slack: refused a button press by someone other than the person asked", "user_id", cb.User.ID, "slack_channel", channel)
+		a.whisper(ctx, channel, cb.User.ID, bridge.TextNotYours)
+		return nil
+	}
+	if !a.pipe.Asks(chatKey, userKey, parts[0]) {
+		a.whisper(ctx, channel, cb.User.ID, bridge.TextNoQuestion)
+		return nil
+	}
+	r := route{Channel: channel, Thread: thread}
+	if _, err := a.pipe.Accept(ctx, bridge.Pending{ID: "action:" + cb.Container.MessageTs + ":" + act.ActionTs,
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: "/answer " + parts[0] + " " + parts[1]},
+		Route:   r.encode()}); err != nil {
+		return err
+	}
+	chose := "your answer"
+	if act.Text.Text != "" {
+		chose = act.Text.Text
+	}
+	a.chosen(ctx, cb, channel, chose)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat"
+	"loadout/tools"
 )
 
 // Callback data of the approval buttons: "ok:<approval id>:<user id>",
@@ -20,7 +22,38 @@ const (
 	dataApprove = "ok"
 	dataDeny    = "no"
 	dataAlways  = "al"
+	// dataAnswer is a choice of a running tool's question:
+	// "an:<code>:<n>:<user id>".
+	dataAnswer = "an"
 )
+
+// maxChoiceButtons is the most choices shown as buttons; a question with
+// more lists them in its text, answered by number.
+const maxChoiceButtons = 12
+
+// Choose sends a running tool's question with a button per choice, one
+// a row; a press is the presser's "/answer <code> <n>", which only user
+// may send (others are refused at the press).
+func (a *Adapter) Choose(ctx context.Context, route any, text, code, user string, choices []string) error {
+	r, err := asRoute(route)
+	if err != nil {
+		return err
+	}
+	uid := strings.TrimPrefix(user, "telegram:")
+	if len(choices) > maxChoiceButtons {
+		for i, c := range choices {
+			text += fmt.Sprintf("\n%d. %s", i+1, c)
+		}
+		return a.deliver(ctx, r, nil, text, "")
+	}
+	var rows [][]map[string]string
+	for i, c := range choices {
+		rows = append(rows, []map[string]string{{"text": tools.Shorten(c, 60),
+			"callback_data": fmt.Sprintf("%s:%s:%d:%s", dataAnswer, strings.TrimPrefix(code, "#"), i+1, uid)}})
+	}
+	kb, _ := json.Marshal(map[string]any{"inline_keyboard": rows})
+	return a.deliver(ctx, r, nil, text, string(kb))
+}
 
 // Ask sends a question that waits for the person's approval, as a
 // message of its own, with Approve and Deny buttons under it labelled
@@ -50,6 +83,9 @@ func (a *Adapter) Ask(ctx context.Context, route any, part string, q bridge.Ques
 func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pending, bool) {
 	if q.From == nil || q.Message == nil || q.Message.Chat == nil {
 		return bridge.Pending{}, false
+	}
+	if verb, _, _ := pressOf(q); verb == dataAnswer {
+		return a.judgeChoice(ctx, q)
 	}
 	verb, id, owner := pressOf(q)
 	if (verb != dataApprove && verb != dataDeny && verb != dataAlways) || id == "" {
@@ -92,6 +128,34 @@ func (a *Adapter) judgeClick(ctx context.Context, q *callbackQuery) (bridge.Pend
 	}, true
 }
 
+// judgeChoice turns a press of a question's choice into the presser's
+// "/answer <code> <n>"; a press by anyone but the person asked is refused
+// there and then. Whether a question still waits is the pipeline's to
+// say: a late press reaches the router, which says none does.
+func (a *Adapter) judgeChoice(ctx context.Context, q *callbackQuery) (bridge.Pending, bool) {
+	parts := strings.Split(q.Data, ":")
+	if len(parts) != 4 || parts[1] == "" {
+		a.answerClick(ctx, q.ID, "", false)
+		return bridge.Pending{}, false
+	}
+	from := strconv.FormatInt(q.From.ID, 10)
+	if !a.allow.Allowed(from, q.From.UserName) || from != parts[3] {
+		a.log.Warn("telegram: refused a button press by someone other than the person asked", "user_id", from, "chat_id", q.Message.Chat.ID)
+		a.answerClick(ctx, q.ID, bridge.TextNotYours, true)
+		return bridge.Pending{}, false
+	}
+	r, chatKey := chatOf(q.Message)
+	if !a.pipe.Asks(chatKey, "telegram:"+from, parts[1]) {
+		a.answerClick(ctx, q.ID, bridge.TextNoQuestion, true)
+		return bridge.Pending{}, false
+	}
+	return bridge.Pending{
+		ID:      "callback:" + q.ID,
+		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: "telegram:" + from, Text: "/answer " + parts[1] + " " + parts[2]},
+		Route:   r.encode(),
+	}, true
+}
+
 // pressOf reads a button's data: verb:approval:owner.
 func pressOf(q *callbackQuery) (verb, id, owner string) {
 	verb, rest, _ := strings.Cut(q.Data, ":")
@@ -108,9 +172,26 @@ func (a *Adapter) chosen(ctx context.Context, q *callbackQuery) {
 		chose = "Deny"
 	case dataAlways:
 		chose = "Always allow"
+	case dataAnswer:
+		chose = labelOf(q)
 	}
 	a.answerClick(ctx, q.ID, "You chose: "+chose, false)
 	a.closeQuestion(ctx, q, "You chose: "+chose+".")
+}
+
+// labelOf is the text of the button pressed, as the message the press
+// came with shows it.
+func labelOf(q *callbackQuery) string {
+	if q.Message != nil && q.Message.ReplyMarkup != nil {
+		for _, row := range q.Message.ReplyMarkup.InlineKeyboard {
+			for _, b := range row {
+				if b.CallbackData != nil && *b.CallbackData == q.Data {
+					return b.Text
+				}
+			}
+		}
+	}
+	return "your answer"
 }
 
 // closeQuestion edits a question to end with note, without its buttons:

@@ -119,6 +119,11 @@ func (c *Client) Complete(ctx context.Context, req chat.Request) (chat.Response,
 	}
 	oreq := request(req)
 	oreq.MaxTokens = c.cfg.MaxTokens
+	if req.MaxTokens > 0 && (oreq.MaxTokens == 0 || req.MaxTokens < oreq.MaxTokens) {
+		// A request's own bound (a server's sampling maxTokens) within
+		// the configured one.
+		oreq.MaxTokens = req.MaxTokens
+	}
 	var resp chat.Response
 	attempt := 0
 	err := c.retry.Do(ctx, func(err error) (bool, time.Duration) {
@@ -373,11 +378,37 @@ func retryableStatus(code int) bool {
 	return code == 0 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
 }
 
+// imageParts is text followed by images, as a message's parts.
+func imageParts(text string, images []chat.Image) []goopenai.ChatMessagePart {
+	parts := []goopenai.ChatMessagePart{{Type: goopenai.ChatMessagePartTypeText, Text: text}}
+	for _, img := range images {
+		parts = append(parts, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeImageURL,
+			ImageURL: &goopenai.ChatMessageImageURL{URL: "data:" + img.MIME + ";base64," + base64.StdEncoding.EncodeToString(img.Data), Detail: goopenai.ImageURLDetailAuto}})
+	}
+	return parts
+}
+
 func request(req chat.Request) goopenai.ChatCompletionRequest {
 	out := goopenai.ChatCompletionRequest{Model: req.Model}
+	// Pictures tool results returned: a tool message carries text only,
+	// so they follow the round's results as a message of their own.
+	var toolImages []chat.Image
+	flush := func() {
+		if len(toolImages) == 0 {
+			return
+		}
+		out.Messages = append(out.Messages, goopenai.ChatCompletionMessage{Role: string(chat.RoleUser),
+			MultiContent: imageParts("(The pictures the tool results above returned.)", toolImages)})
+		toolImages = nil
+	}
 	for _, m := range req.Messages {
+		if m.Role != chat.RoleTool {
+			flush()
+		}
 		om := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Text, ToolCallID: m.ToolCallID}
-		if len(m.Images) > 0 {
+		if m.Role == chat.RoleTool {
+			toolImages = append(toolImages, m.Images...)
+		} else if len(m.Images) > 0 {
 			om.Content = ""
 			om.MultiContent = []goopenai.ChatMessagePart{{Type: goopenai.ChatMessagePartTypeText, Text: m.Text}}
 			for _, img := range m.Images {
@@ -396,6 +427,7 @@ func request(req chat.Request) goopenai.ChatCompletionRequest {
 		}
 		out.Messages = append(out.Messages, om)
 	}
+	flush()
 	for _, d := range req.Tools {
 		params := d.Parameters
 		if len(params) == 0 {

@@ -76,8 +76,10 @@ type app struct {
 	voice bridge.Voice
 	// scheduler runs the scheduled tasks, in the chats' channels.
 	scheduler *schedule.Scheduler
-	// mcp are the MCP servers' clients.
-	mcp []*mcp.Client
+	// mcp are the MCP servers' clients; signIns sign people in to those
+	// with auth: person (nil when none has).
+	mcp     []*mcp.Client
+	signIns *mcp.SignIns
 	// gate lets a turn run alone in the process, whatever its channel.
 	gate *bridge.Gate
 	// exclusive runs the duties only one process sharing the database
@@ -198,6 +200,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	}
 	a.wireVoice()
 	workspace.Commands(a.router, a.mux, cfg.Google, a.google, &a.hub, a.log)
+	a.wireMCPSignIns()
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -332,8 +335,13 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := manifest.Register(reg, a.cfg.Tools.ManifestsDir); err != nil {
 		return nil, err
 	}
+	if a.signIns, err = a.mcpSignIns(&http.Client{Transport: g.Transport(), Timeout: 30 * time.Second}); err != nil {
+		return nil, err
+	}
+	deps := mcp.Deps{ElicitationTTL: a.cfg.MCP.ElicitationTTL, Sample: a.sample, Save: a.workspaces.SaveForCaller, Workspace: a.workspaces.Dir,
+		SignIns: a.signIns}
 	for _, s := range a.cfg.MCP.Servers {
-		a.mcp = append(a.mcp, mcp.New(s, a.log))
+		a.mcp = append(a.mcp, mcp.New(s, deps, a.log))
 	}
 	if err := mcp.Register(ctx, reg, a.mcp...); err != nil {
 		return nil, fmt.Errorf("mcp.servers: %w", err)
@@ -342,6 +350,17 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	return reg, nil
+}
+
+// sample runs an MCP server's sampling request on the engine's model, for
+// the chat and person of the call (the engine is built after the
+// registry, before any call runs).
+func (a *app) sample(ctx context.Context, r mcp.SampleRequest) (string, string, error) {
+	s := chat.Sampling{System: r.System, MaxTokens: r.MaxTokens}
+	for _, m := range r.Messages {
+		s.Messages = append(s.Messages, chat.Message{Role: chat.Role(m.Role), Text: m.Text})
+	}
+	return a.engine.Sample(ctx, r.ChatKey, r.UserKey, s)
 }
 
 // claim is the chat claim of processes sharing a PostgreSQL database,

@@ -47,6 +47,7 @@ Commands:
   chat                    chat in this terminal
   tools                   print tool groups and schema token costs
   google login -user KEY  connect a Google account for a chat user
+  mcp login SERVER        sign in to an MCP server with auth: operator, for everyone
   health [-url URL]       check that a running serve answers (for container health checks)
   help [command]          print this help, or a command's
 
@@ -60,7 +61,10 @@ type command struct {
 	summary string
 	// flags adds the command's own flags (besides -config).
 	flags func(fs *flag.FlagSet)
-	run   func(ctx context.Context, c *cli) error
+	// arg, when set, names the one argument the command takes after its
+	// flags ("server"); cli.arg holds it.
+	arg string
+	run func(ctx context.Context, c *cli) error
 }
 
 // cli is what a command runs with once its flags are parsed and its
@@ -72,6 +76,7 @@ type cli struct {
 	stdout io.Writer
 	stderr io.Writer
 	user   string // google login -user
+	arg    string // the command's one argument (command.arg)
 	// configPath is the config file in use, "" for none.
 	configPath string
 }
@@ -90,6 +95,8 @@ func commands() []command {
 				fs.StringVar(&user, "user", "", "chat user to connect, as channel:id, e.g. console:local ("+exampleUser()+")")
 			},
 			run: func(ctx context.Context, c *cli) error { return googleLogin(ctx, c.cfg, c.log, user, c.stdout) }},
+		{name: "mcp login", arg: "server", summary: "Sign in to an MCP server with auth: operator, for everyone, from this terminal.",
+			run: func(ctx context.Context, c *cli) error { return mcpLogin(ctx, c.cfg, c.log, c.arg, c.stdout) }},
 		{name: "health", summary: "Check that the server of this config (http.listen) answers /healthz; exit status 0 when it does.",
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&healthURL, "url", "", "URL to check instead of http://<http.listen>/healthz")
@@ -165,7 +172,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		commandUsage(cmd, stderr)
 		return errUsage{fmt.Sprintf("%s: %v", cmd.name, err)}
 	}
-	if flags.NArg() > 0 {
+	var arg string
+	switch {
+	case cmd.arg != "" && flags.NArg() != 1:
+		commandUsage(cmd, stderr)
+		return errUsage{fmt.Sprintf("%s: give the %s, e.g. loadout %s NAME", cmd.name, cmd.arg, cmd.name)}
+	case cmd.arg != "":
+		arg = flags.Arg(0)
+	case flags.NArg() > 0:
 		commandUsage(cmd, stderr)
 		return errUsage{fmt.Sprintf("%s: unexpected argument %q", cmd.name, flags.Arg(0))}
 	}
@@ -183,7 +197,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	c := &cli{cfg: cfg, log: newLogger(cfg, stderr), stdin: stdin, stdout: stdout, stderr: stderr, configPath: path}
+	c := &cli{cfg: cfg, log: newLogger(cfg, stderr), stdin: stdin, stdout: stdout, stderr: stderr, configPath: path, arg: arg}
 	if cmd.name == "serve" {
 		logStartup(c.log, cmd.name, path, cfg)
 	}
@@ -255,7 +269,11 @@ func commandFlags(cmd command, config *string) *flag.FlagSet {
 }
 
 func commandUsage(cmd command, w io.Writer) {
-	fmt.Fprintf(w, "Usage: loadout %s [flags]\n\n%s\n\nFlags:\n", cmd.name, cmd.summary)
+	arg := ""
+	if cmd.arg != "" {
+		arg = " " + strings.ToUpper(cmd.arg)
+	}
+	fmt.Fprintf(w, "Usage: loadout %s [flags]%s\n\n%s\n\nFlags:\n", cmd.name, arg, cmd.summary)
 	var config string
 	fs := commandFlags(cmd, &config)
 	fs.SetOutput(w)

@@ -219,6 +219,9 @@ func (c Config) secrets() []string {
 	for _, f := range c.LLM.Failover.Fallbacks {
 		out = append(out, f.APIKey)
 	}
+	for _, s := range c.MCP.Servers {
+		out = append(out, s.ClientSecret)
+	}
 	out = append(out, c.UI.Secrets()...)
 	return append(out, c.channelSecrets()...)
 }

@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,8 +48,21 @@ type Server struct {
 	// URL is a streamable-HTTP server; Headers go with every request.
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// Auth "person" signs each person in to the server with their own
+	// account (OAuth 2.1, the MCP authorization spec); "" uses Headers.
+	Auth string `yaml:"auth"`
+	// ClientID and ClientSecret identify loadout at the server's
+	// authorization server when it has no dynamic registration; Scopes
+	// replace the scopes the server names.
+	ClientID     string   `yaml:"client_id"`
+	ClientSecret string   `yaml:"client_secret"`
+	Scopes       []string `yaml:"scopes"`
 	// Timeout bounds one call. Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Roots offers the server the calling chat's workspace as its one
+	// root (a file:// URI), changed as calls come from other chats.
+	// Default true; false offers no roots.
+	Roots *bool `yaml:"roots"`
 
 	// transport, when set, replaces Command and URL (tests use the SDK's
 	// in-memory transport).
@@ -57,6 +72,49 @@ type Server struct {
 // Config is the mcp section.
 type Config struct {
 	Servers []Server `yaml:"servers"`
+	// ElicitationTTL is how long a server's question waits for the
+	// person's answer; default 10 minutes.
+	ElicitationTTL time.Duration `yaml:"elicitation_ttl"`
+	// RedirectURL is loadout's public URL of CallbackPath, where people
+	// come back after signing in to a server with auth: person.
+	RedirectURL string `yaml:"redirect_url"`
+}
+
+// NeedsSignIn reports whether a server signs people (or the operator) in.
+func (c Config) NeedsSignIn() bool {
+	for _, s := range c.Servers {
+		if s.Auth != AuthNone {
+			return true
+		}
+	}
+	return false
+}
+
+// Deps are what the servers' requests reach in loadout. The zero value
+// answers every request a server makes of the client with an error.
+type Deps struct {
+	// ElicitationTTL is Config.ElicitationTTL.
+	ElicitationTTL time.Duration
+	// Sample runs a server's sampling request; nil leaves sampling off
+	// (not offered to servers).
+	Sample Sampler
+	// Workspace is a chat's workspace directory, the root offered to
+	// servers; nil offers none.
+	Workspace func(chatKey string) string
+	// SignIns signs people in to servers with auth: person; nil leaves
+	// those servers unusable.
+	SignIns *SignIns
+	// Save keeps a file a tool returned (an image, audio, a resource's
+	// bytes) in the calling chat's workspace (tools.CallerFrom(ctx)) and
+	// returns the name it got; nil keeps none.
+	Save func(ctx context.Context, name string, data []byte) (string, error)
+}
+
+func (d Deps) elicitationTTL() time.Duration {
+	if d.ElicitationTTL <= 0 {
+		return DefaultElicitationTTL
+	}
+	return d.ElicitationTTL
 }
 
 // Check reports the first problem of each server, naming its key.
@@ -83,6 +141,17 @@ func (c Config) Check(ch *config.Checker) {
 		if s.Timeout < 0 {
 			bad("timeout", "must not be negative")
 		}
+		switch {
+		case s.Auth != AuthNone && s.Auth != AuthPerson && s.Auth != AuthOperator:
+			bad("auth", "must be person, operator or left out, got %q", s.Auth)
+		case s.Auth != AuthNone && s.URL == "":
+			bad("auth", "a sign-in needs a streamable-HTTP server (url)")
+		case s.Auth == AuthPerson && c.RedirectURL == "":
+			ch.Bad("redirect_url", "is needed for servers[%d].auth: person: loadout's public URL of %s", i, CallbackPath)
+		}
+	}
+	if c.ElicitationTTL < 0 {
+		ch.Bad("elicitation_ttl", "must not be negative")
 	}
 }
 
@@ -106,6 +175,7 @@ const listTimeout = 10 * time.Second
 // supervisor that restarts it.
 type Client struct {
 	srv    Server
+	deps   Deps
 	log    *slog.Logger
 	reg    *tools.Registry
 	policy backoff.Policy
@@ -116,17 +186,106 @@ type Client struct {
 	down   string // why there is no session, for the model and the log
 	listed bool   // the group holds the server's tools
 	desc   string // the group's line
+	// calls are the calls running on the server now: a request the
+	// server makes of the client is answered for the turn of its call.
+	calls map[*callState]bool
+	// sampling are the people who allowed the server to use the model.
+	sampling map[string]bool
+	// client is the SDK's client of the session, and root the root it
+	// offers now.
+	client *sdk.Client
+	root   string
+	// rootsRead is closed (and replaced) each time the server reads the
+	// roots; rootsAsked is set once it has.
+	rootsRead  chan struct{}
+	rootsAsked bool
+	// descs are the tools' descriptions as last listed, and shown as
+	// they were when the group was last loaded with the person's
+	// agreement (or first listed).
+	descs, shown map[string]string
+	// people are the sessions of each person signed in (auth: person),
+	// by user key; clientID and clientSecret are loadout's registration
+	// at the server's authorization server.
+	people                 map[string]*sdk.ClientSession
+	clientID, clientSecret string
 }
 
-// New returns the client of srv; Register adds its group to reg.
-func New(srv Server, log *slog.Logger) *Client {
+// rootsWait bounds how long a call waits for a server that reads roots
+// to read them again after they changed, so that it works in the root
+// of the chat that calls.
+const rootsWait = 2 * time.Second
+
+// watchRoots is a receiving middleware that notes each roots/list the
+// server makes.
+func (c *Client) watchRoots(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "roots/list" {
+			c.mu.Lock()
+			c.rootsAsked = true
+			close(c.rootsRead)
+			c.rootsRead = make(chan struct{})
+			c.mu.Unlock()
+		}
+		return res, err
+	}
+}
+
+// rootsOn reports whether the server is offered roots.
+func (c *Client) rootsOn() bool {
+	return c.deps.Workspace != nil && (c.srv.Roots == nil || *c.srv.Roots)
+}
+
+// offerRoot makes the calling chat's workspace the server's one root,
+// telling the server when it changed (roots/list_changed). Calls from
+// different chats at once share the last chat's root: the root tells a
+// server where to work, and a stdio server reaches the whole file system
+// as loadout's user anyway.
+func (c *Client) offerRoot(ctx context.Context) {
+	if !c.rootsOn() {
+		return
+	}
+	chatKey := tools.CallerFrom(ctx).ChatKey
+	if chatKey == "" {
+		return
+	}
+	uri := (&url.URL{Scheme: "file", Path: c.deps.Workspace(chatKey)}).String()
+	c.mu.Lock()
+	client, old := c.client, c.root
+	if client == nil || old == uri {
+		c.mu.Unlock()
+		return
+	}
+	c.root = uri
+	read, asked := c.rootsRead, c.rootsAsked
+	c.mu.Unlock()
+	if old != "" {
+		client.RemoveRoots(old)
+	}
+	client.AddRoots(&sdk.Root{URI: uri, Name: "workspace"})
+	if asked {
+		// A server that reads roots reads them again when told they
+		// changed: the call waits for that, a little.
+		t := time.NewTimer(rootsWait)
+		defer t.Stop()
+		select {
+		case <-read:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// New returns the client of srv; Register adds its group to reg. deps
+// answer what the server asks of loadout while its tools run.
+func New(srv Server, deps Deps, log *slog.Logger) *Client {
 	if srv.Timeout <= 0 {
 		srv.Timeout = 60 * time.Second
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{srv: srv, log: log.With("mcp", srv.Name), down: "not started",
+	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, sampling: map[string]bool{}, rootsRead: make(chan struct{}), people: map[string]*sdk.ClientSession{},
 		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 }
 
@@ -148,6 +307,9 @@ func Register(ctx context.Context, reg *tools.Registry, clients ...*Client) erro
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, c := range clients {
+		if c.srv.Auth == AuthPerson {
+			continue // listed through the first person who loads it
+		}
 		wg.Go(func() {
 			if err := c.ensure(lctx); err != nil {
 				c.log.Warn("MCP server not reachable at start; its tools will be listed when its group is loaded", "err", err)
@@ -169,26 +331,93 @@ func (c *Client) group(listed bool) tools.Group {
 	if desc == "" {
 		desc = "Tools of the " + c.srv.Name + " MCP server"
 	}
-	g := tools.Group{Name: c.GroupName(), DisplayName: c.srv.Name + " (MCP)", Description: desc}
-	if !listed {
+	// The tools' names and descriptions are the server's text.
+	g := tools.Group{Name: c.GroupName(), DisplayName: c.srv.Name + " (MCP)", Description: desc, Prepare: c.prepare, Untrusted: true}
+	switch {
+	case !listed && c.srv.Auth == AuthPerson:
+		g.Description += " (each person signs in; its tools are listed when loaded)"
+	case !listed:
 		g.Description += " (not reachable at start; its tools are listed when loaded)"
-		g.Prepare = c.prepare
 	}
 	return g
 }
 
-// prepare lists the tools of a server that was down at start, when its
-// group is loaded.
+// prepare runs when the group is loaded: it lists the tools of a server
+// that was down at start, and shows the person what the server's tools
+// say differently since they were last loaded (see reworded).
 func (c *Client) prepare(ctx context.Context) error {
-	if c.isListed() {
+	if !c.isListed() {
+		lctx, cancel := context.WithTimeout(ctx, listTimeout)
+		defer cancel()
+		if c.srv.Auth == AuthPerson {
+			s, err := c.personSession(lctx)
+			if err != nil {
+				return err
+			}
+			if err := c.list(lctx, s); err != nil {
+				return c.unavailable(err.Error())
+			}
+		} else if err := c.ensure(lctx); err != nil {
+			return c.unavailable(err.Error())
+		}
+	}
+	return c.reworded(ctx)
+}
+
+// reworded asks the person, when the server's tools say something other
+// than when they were last loaded (it told loadout they changed), whether
+// to load them as they are now: a server could otherwise slip
+// instructions into a description after it was first looked at. The
+// load goes on only if they agree; with nobody to ask it is refused.
+func (c *Client) reworded(ctx context.Context) error {
+	c.mu.Lock()
+	diff, now := describeChanges(c.shown, c.descs), c.descs
+	c.mu.Unlock()
+	if diff == "" {
 		return nil
 	}
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	defer cancel()
-	if err := c.ensure(lctx); err != nil {
-		return c.unavailable(err.Error())
+	refused := &tools.Error{Code: CodeChanged,
+		Message:    fmt.Sprintf("The MCP server '%s' changed what its tools say since they were last loaded; the person must agree before they are loaded again.", c.srv.Name),
+		Suggestion: "Tell the person; they can ask again to load the group and will be shown what changed."}
+	asker, ok := tools.AskerFrom(ctx)
+	if !ok {
+		return refused
 	}
+	text := fmt.Sprintf("The %s service changed what its tools say since they were last loaded:\n%s\n\nLoad them as they are now?", c.srv.Name, diff)
+	qctx, cancel := context.WithTimeout(ctx, c.deps.elicitationTTL())
+	defer cancel()
+	ans, err := asker.Ask(qctx, tools.Question{Text: text, Choices: []string{"Load", "Don't load"}})
+	if err != nil || !isChoice(ans, "Load", "yes", "y") {
+		return refused
+	}
+	c.mu.Lock()
+	c.shown = now
+	c.mu.Unlock()
 	return nil
+}
+
+// CodeChanged is the code of a load refused because the server's tools
+// changed what they say and the person did not agree.
+const CodeChanged = "descriptions_changed"
+
+// describeChanges lists, for the person, the tools whose descriptions
+// differ between before and now (new tools included); "" when none do
+// or there is no before.
+func describeChanges(before, now map[string]string) string {
+	if before == nil {
+		return ""
+	}
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		old, had := before[name]
+		switch {
+		case !had:
+			lines = append(lines, fmt.Sprintf("- %s (new): “%s”", name, tools.Shorten(now[name], 400)))
+		case old != now[name]:
+			lines = append(lines, fmt.Sprintf("- %s now says: “%s” (it said: “%s”)", name, tools.Shorten(now[name], 400), tools.Shorten(old, 200)))
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ensure connects if there is no session and, unless they are already,
@@ -211,19 +440,32 @@ func (c *Client) ensure(ctx context.Context) error {
 	if c.isListed() {
 		return nil
 	}
+	return c.list(ctx, s)
+}
+
+// list lists the server's tools, through session s, into its group.
+func (c *Client) list(ctx context.Context, s *sdk.ClientSession) error {
 	var ts []tools.Tool
 	names := map[string]bool{}
+	descs := map[string]string{}
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("list tools: %w", err)
 		}
-		ts = append(ts, c.tool(t, names))
+		tl := c.tool(t, names)
+		ts = append(ts, tl)
+		descs[tl.Name] = tl.Description
 	}
 	if err := c.reg.ReplaceGroup(c.group(true), ts...); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	c.listed = true
+	if c.shown == nil {
+		// The first listing is what the person's first load shows.
+		c.shown = descs
+	}
+	c.descs = descs
 	c.mu.Unlock()
 	c.log.Info("MCP server's tools listed", "tools", len(ts))
 	return nil
@@ -232,10 +474,15 @@ func (c *Client) ensure(ctx context.Context) error {
 // connect starts the server (or opens the HTTP session) and keeps the
 // session. The caller holds connMu.
 func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
-	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
-	})
+	client := c.newClient()
 	t, cmd := c.transport()
+	if c.srv.Auth == AuthOperator {
+		hc, err := c.operatorClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t = &sdk.StreamableClientTransport{Endpoint: c.srv.URL, MaxRetries: -1, HTTPClient: hc}
+	}
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		// A server that started but did not finish connecting (a
@@ -248,12 +495,36 @@ func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	c.mu.Lock()
 	c.sess, c.down = s, ""
+	c.client, c.root = client, ""
 	if r := s.InitializeResult(); r != nil && r.Instructions != "" {
 		c.desc = firstLine(r.Instructions, 120)
 	}
 	c.mu.Unlock()
 	c.log.Info("MCP server connected")
 	return s, nil
+}
+
+// newClient is an SDK client with loadout's capabilities and handlers.
+func (c *Client) newClient() *sdk.Client {
+	opts := &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { go c.relist() },
+		ElicitationHandler:     c.elicit,
+		Capabilities: &sdk.ClientCapabilities{
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
+		},
+	}
+	if c.deps.Sample != nil {
+		opts.CreateMessageHandler = c.sample
+	}
+	if c.rootsOn() {
+		opts.Capabilities.RootsV2 = &sdk.RootCapabilities{ListChanged: true}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "loadout", Version: "1"}, opts)
+	client.AddReceivingMiddleware(c.watchRoots)
+	c.mu.Lock()
+	c.rootsAsked = false // a new session's server has not read them yet
+	c.mu.Unlock()
+	return client
 }
 
 // relist lists the tools again after the server said they changed.
@@ -263,6 +534,9 @@ func (c *Client) relist() {
 	c.mu.Lock()
 	c.listed = false
 	c.mu.Unlock()
+	if c.srv.Auth == AuthPerson {
+		return // listed again through the next person who loads the group
+	}
 	if err := c.ensure(ctx); err != nil {
 		c.log.Warn("MCP server's tools changed but could not be listed again", "err", err)
 	}
@@ -322,6 +596,12 @@ func (w stderrLog) Write(p []byte) (int, error) {
 // listing the tools if that never succeeded. It closes the session on
 // return.
 func (c *Client) Run(ctx context.Context) {
+	if c.srv.Auth == AuthPerson {
+		// People's sessions open on their calls; they end here.
+		<-ctx.Done()
+		c.Close()
+		return
+	}
 	b := c.policy.New()
 	for {
 		c.mu.Lock()
@@ -374,6 +654,11 @@ func (c *Client) lost(s *sdk.ClientSession, why string) {
 		c.sess, c.down = nil, why
 		c.log.Warn("MCP server connection lost", "why", why)
 	}
+	for user, p := range c.people {
+		if p == s {
+			delete(c.people, user)
+		}
+	}
 	c.mu.Unlock()
 	s.Close()
 }
@@ -383,7 +668,12 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	s := c.sess
 	c.sess, c.down = nil, "closed"
+	people := c.people
+	c.people = map[string]*sdk.ClientSession{}
 	c.mu.Unlock()
+	for _, p := range people {
+		p.Close()
+	}
 	if s == nil {
 		return nil
 	}
@@ -462,13 +752,33 @@ func effect(a *sdk.ToolAnnotations) tools.Effect {
 
 // call runs the server's tool remote.
 func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) (any, error) {
-	c.mu.Lock()
-	s, down := c.sess, c.down
-	c.mu.Unlock()
-	if s == nil {
-		return nil, c.unavailable(down)
+	var s *sdk.ClientSession
+	if c.srv.Auth == AuthPerson {
+		// The caller's own session: their token, never another's.
+		var err error
+		if s, err = c.personSession(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		c.mu.Lock()
+		sess, down := c.sess, c.down
+		c.mu.Unlock()
+		if sess == nil {
+			return nil, c.unavailable(down)
+		}
+		s = sess
 	}
-	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: remote, Arguments: args})
+	c.offerRoot(ctx)
+	call := &callState{ctx: ctx}
+	c.mu.Lock()
+	c.calls[call] = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.calls, call)
+		c.mu.Unlock()
+	}()
+	res, err := s.CallTool(context.WithValue(ctx, callKey{}, call), &sdk.CallToolParams{Name: remote, Arguments: args})
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -476,18 +786,187 @@ func (c *Client) call(ctx context.Context, remote string, args json.RawMessage) 
 	case errors.Is(err, sdk.ErrConnectionClosed) || isClosed(err):
 		c.lost(s, err.Error())
 		return nil, c.unavailable(err.Error())
+	case needsTask(err.Error()):
+		return nil, taskUnsupported()
 	default:
 		// A protocol error: the server refused the call itself (unknown
 		// tool, arguments it rejects).
 		return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: firstLine(err.Error(), 500),
 			Suggestion: "Check the arguments against the tool's schema and call it again."}
 	}
-	text := render(res)
+	if res.IsError && needsTask(render(res)) {
+		return nil, taskUnsupported()
+	}
 	if res.IsError {
-		return nil, &tools.Error{Code: CodeToolError, Message: firstLine(text, tools.MaxErrorMessage),
+		return nil, &tools.Error{Code: CodeToolError, Message: firstLine(render(res), tools.MaxErrorMessage),
 			Suggestion: "Read the error; fix the arguments or tell the person what failed."}
 	}
-	return text, nil
+	return c.media(ctx, remote, res), nil
+}
+
+// media is a successful result for the model: its text, with the
+// pictures, sounds and files it returned saved to the chat's files and
+// named there (files send passes them on to the person), and its
+// pictures for a model that reads images.
+func (c *Client) media(ctx context.Context, remote string, res *sdk.CallToolResult) any {
+	var images []tools.Image
+	n := 0
+	save := func(kind, mime string, data []byte) string {
+		desc := fmt.Sprintf("[%s %s, %d bytes", kind, mime, len(data))
+		if c.deps.Save == nil {
+			return desc + "]"
+		}
+		n++
+		name, err := c.deps.Save(ctx, fmt.Sprintf("%s-%s-%d%s", c.srv.Name, toolName("x", remote)[2:], n, extension(mime)), data)
+		if err != nil {
+			c.log.Warn("a file an MCP tool returned could not be saved", "err", err)
+			return desc + ", not saved]"
+		}
+		return desc + ", saved as " + name + "]"
+	}
+	var parts []string
+	for _, ct := range res.Content {
+		switch v := ct.(type) {
+		case *sdk.ImageContent:
+			parts = append(parts, save("image", v.MIMEType, v.Data))
+			if isPicture(v.MIMEType) && len(v.Data) <= maxPicture {
+				images = append(images, tools.Image{MIME: v.MIMEType, Data: v.Data})
+			}
+		case *sdk.AudioContent:
+			parts = append(parts, save("audio", v.MIMEType, v.Data))
+		case *sdk.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text == "" && len(v.Resource.Blob) > 0 {
+				parts = append(parts, save("resource "+v.Resource.URI, v.Resource.MIMEType, v.Resource.Blob))
+				if isPicture(v.Resource.MIMEType) && len(v.Resource.Blob) <= maxPicture {
+					images = append(images, tools.Image{MIME: v.Resource.MIMEType, Data: v.Resource.Blob})
+				}
+				continue
+			}
+			parts = append(parts, render(&sdk.CallToolResult{Content: []sdk.Content{v}}))
+		default:
+			parts = append(parts, render(&sdk.CallToolResult{Content: []sdk.Content{v}}))
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if len(parts) == 0 {
+		text = render(res)
+	}
+	if len(images) == 0 {
+		return text
+	}
+	return tools.Media{Text: text, Images: images}
+}
+
+// maxPicture is the largest picture passed to the model (as for the
+// pictures people send); a larger one is only saved and named.
+const maxPicture = 5 << 20
+
+// isPicture reports whether a model that reads images takes mime.
+func isPicture(mime string) bool {
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
+// extension is a file name's ending for mime.
+func extension(mime string) string {
+	switch mime {
+	case "image/png":
+		return ".png"
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "audio/wav", "audio/x-wav":
+		return ".wav"
+	case "audio/mpeg":
+		return ".mp3"
+	case "audio/ogg":
+		return ".ogg"
+	case "application/pdf":
+		return ".pdf"
+	case "text/plain":
+		return ".txt"
+	}
+	return ".bin"
+}
+
+// CodeUnsupported is the code of a call loadout's MCP client cannot make.
+const CodeUnsupported = "unsupported"
+
+// needsTask reports whether a server refused a call because the tool
+// runs only as a task (the spec's task-augmented tools/call, with
+// execution.taskSupport "required"), as the reference servers word it.
+func needsTask(text string) bool {
+	return strings.Contains(text, "task augmentation") || strings.Contains(text, "taskSupport")
+}
+
+// taskUnsupported answers a call to a tool that runs only as a task: the
+// SDK (go-sdk v1.8.0) has no tasks, so loadout does not declare them.
+func taskUnsupported() *tools.Error {
+	return &tools.Error{Code: CodeUnsupported,
+		Message:    "This tool runs only as a task (a task-augmented call), which loadout's MCP client does not support yet: its MCP library has no tasks.",
+		Suggestion: "Tell the person this tool cannot be used from loadout; use another tool if one fits."}
+}
+
+// callState is one call running on the server: the context of the turn
+// that made it (its caller and asker), and what the server asked during
+// it.
+type callState struct {
+	ctx context.Context
+
+	mu      sync.Mutex
+	asked   int
+	refused bool // the person declined a question of this call
+}
+
+type callKey struct{}
+
+// admit counts a question of the call, refusing one past
+// maxElicitations or after the person declined one.
+func (s *callState) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.refused:
+		return errors.New("the person declined a question of this call already; loadout does not ask again")
+	case s.asked >= maxElicitations:
+		return fmt.Errorf("one call may ask the person at most %d questions", maxElicitations)
+	}
+	s.asked++
+	return nil
+}
+
+func (s *callState) declined() {
+	s.mu.Lock()
+	s.refused = true
+	s.mu.Unlock()
+}
+
+// callOf is the call a request of the server belongs to: the one whose
+// context it came with (the SDK passes it for requests it fulfils during
+// the call), else the one call running. With several running and none
+// named, the request is refused rather than answered for the wrong
+// person.
+func (c *Client) callOf(ctx context.Context) (*callState, error) {
+	if s, ok := ctx.Value(callKey{}).(*callState); ok {
+		return s, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch len(c.calls) {
+	case 0:
+		return nil, errors.New("no call of this server is running; loadout answers a server's requests only during a call a person made")
+	case 1:
+		for s := range c.calls {
+			return s, nil
+		}
+	}
+	return nil, errors.New("several calls of this server are running and the request does not say which it belongs to")
 }
 
 func isClosed(err error) bool {

@@ -70,7 +70,7 @@ func run(t *testing.T, reg *tools.Registry, name, args string) tools.Result {
 
 func TestServerIsAGroup(t *testing.T) {
 	reg := newRegistry(t)
-	c := New(Server{Name: "demo", transport: inMemory(t, nil)}, quiet)
+	c := New(Server{Name: "demo", transport: inMemory(t, nil)}, Deps{}, quiet)
 	if err := Register(context.Background(), reg, c); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestServerIsAGroup(t *testing.T) {
 	for _, d := range reg.GroupTools("mcp_demo", nil) {
 		names = append(names, d.Name)
 	}
-	want := []string{"demo_add", "demo_echo_text", "demo_fail", "demo_crash", "demo_slow"}
+	want := []string{"demo_add", "demo_echo_text", "demo_fail", "demo_crash", "demo_slow", "demo_ask_name", "demo_ask_nested", "demo_pester", "demo_summarize", "demo_reword", "demo_ask_url", "demo_picture"}
 	slices.Sort(names)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
@@ -116,7 +116,7 @@ func TestServerIsAGroup(t *testing.T) {
 
 func TestCallsAreBoundedByTheTimeout(t *testing.T) {
 	reg := newRegistry(t)
-	c := New(Server{Name: "demo", Timeout: 200 * time.Millisecond, transport: inMemory(t, nil)}, quiet)
+	c := New(Server{Name: "demo", Timeout: 200 * time.Millisecond, transport: inMemory(t, nil)}, Deps{}, quiet)
 	if err := Register(context.Background(), reg, c); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestServerDownAtStartIsListedOnLoad(t *testing.T) {
 	reg := newRegistry(t)
 	var down atomic.Bool
 	down.Store(true)
-	c := New(Server{Name: "late", Description: "Late tools", transport: inMemory(t, &down)}, quiet)
+	c := New(Server{Name: "late", Description: "Late tools", transport: inMemory(t, &down)}, Deps{}, quiet)
 	if err := Register(context.Background(), reg, c); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +157,16 @@ func TestServerDownAtStartIsListedOnLoad(t *testing.T) {
 	}
 }
 
+// waitFor waits up to 10s for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
 var pid = regexp.MustCompile(`pid (\d+)`)
 
 // A real stdio subprocess (this test binary, serving the test server):
@@ -168,7 +178,7 @@ func TestStdioServerIsRestartedAfterItDies(t *testing.T) {
 	}
 	reg := newRegistry(t)
 	c := New(Server{Name: "proc", Command: exe, Args: []string{"-test.run=^$"},
-		Env: map[string]string{mcptest.EnvVar: "1"}}, quiet)
+		Env: map[string]string{mcptest.EnvVar: "1"}}, Deps{}, quiet)
 	c.policy.Initial, c.policy.Max = 20*time.Millisecond, 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := Register(ctx, reg, c); err != nil {
@@ -276,7 +286,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 	defer srv.Close()
 
 	reg := newRegistry(t)
-	c := New(Server{Name: "remote", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer t0k"}}, quiet)
+	c := New(Server{Name: "remote", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer t0k"}}, Deps{}, quiet)
 	if err := Register(context.Background(), reg, c); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +301,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 	// Without the header the server refuses: the group says it was not
 	// reachable and a load reports unavailable.
 	reg2 := newRegistry(t)
-	bad := New(Server{Name: "nokey", URL: srv.URL}, quiet)
+	bad := New(Server{Name: "nokey", URL: srv.URL}, Deps{}, quiet)
 	if err := Register(context.Background(), reg2, bad); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +319,7 @@ func TestStreamableHTTPServerWithHeaders(t *testing.T) {
 // so registers, where a read-only one would be refused); every tool's
 // results are untrusted and it passes unknown arguments on.
 func TestToolThatSaysItActsIsDestructive(t *testing.T) {
-	c := New(Server{Name: "mail"}, quiet)
+	c := New(Server{Name: "mail"}, Deps{}, quiet)
 	names := map[string]bool{}
 	for _, st := range []*sdk.Tool{
 		{Name: "send_message", Description: "Post a message", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
@@ -335,7 +345,7 @@ func TestToolThatSaysItActsIsDestructive(t *testing.T) {
 // waits) is ended, with its children, when the connection gives up.
 func TestServerThatNeverConnectsIsEnded(t *testing.T) {
 	const marker = "1005.5"
-	c := New(Server{Name: "mute", Command: "sh", Args: []string{"-c", "sleep " + marker + " & sleep " + marker}}, quiet)
+	c := New(Server{Name: "mute", Command: "sh", Args: []string{"-c", "sleep " + marker + " & sleep " + marker}}, Deps{}, quiet)
 	c.reg = newRegistry(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -5,6 +5,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -27,15 +28,23 @@ type EchoIn struct {
 	Text string `json:"text" jsonschema:"what to say back"`
 }
 
-// NewServer returns the server with its tools: add (read-only), Echo-Text
+// NewServer returns the server with its tools: add (read-only), reword
+// (changes add's description), Echo-Text
 // (a name loadout must rewrite), fail (answers an error), crash (ends the
 // process, for a stdio server) and slow (waits until cancelled).
 func NewServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, &sdk.ServerOptions{Instructions: Instructions})
+	add := func(ctx context.Context, _ *sdk.CallToolRequest, in AddIn) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%d + %d = %d (pid %d)", in.A, in.B, in.A+in.B, os.Getpid())}}}, nil, nil
+	}
 	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Add two whole numbers",
-		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, _ *sdk.CallToolRequest, in AddIn) (*sdk.CallToolResult, any, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%d + %d = %d (pid %d)", in.A, in.B, in.A+in.B, os.Getpid())}}}, nil, nil
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, add)
+	// reword changes what add says (the server then tells its clients
+	// that its tools changed).
+	sdk.AddTool(s, &sdk.Tool{Name: "reword", Description: "Change the description of add"},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
+			sdk.AddTool(s, &sdk.Tool{Name: "add", Description: in.Text, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, add)
+			return text("reworded"), nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "Echo-Text", Description: "Say the text back"},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
@@ -58,7 +67,96 @@ func NewServer() *sdk.Server {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil, nil
 		})
+	addAskers(s)
 	return s
+}
+
+// NameForm is the form ask_name sends: a required name, a colour among
+// two, an age in a range.
+var NameForm = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"name":  map[string]any{"type": "string", "title": "Name", "description": "What to call you"},
+		"color": map[string]any{"type": "string", "title": "Colour", "enum": []any{"red", "green"}},
+		"age":   map[string]any{"type": "integer", "title": "Age", "minimum": 0, "maximum": 150},
+	},
+	"required": []any{"name"},
+}
+
+// addAskers adds the tools that ask the person through the client:
+// ask_name (a form), ask_nested (a schema a chat cannot ask) and pester
+// (asks again and again, each answer followed by a new question). They
+// use multi round-trip results, which the SDK turns into requests for a
+// client of an older protocol.
+func addAskers(s *sdk.Server) {
+	sdk.AddTool(s, &sdk.Tool{Name: "ask_name", Description: "Ask the person their name"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["q"].(*sdk.ElicitResult); ok {
+				b, _ := json.Marshal(r.Content)
+				return text(fmt.Sprintf("%s %s", r.Action, b)), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"q": &sdk.ElicitParams{
+				Message: "What should I call you?", RequestedSchema: NameForm}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "ask_nested", Description: "Ask for a nested form"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["q"].(*sdk.ElicitResult); ok {
+				return text("answered " + r.Action), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"q": &sdk.ElicitParams{
+				Message: "Your address", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+					"address": map[string]any{"type": "object", "properties": map[string]any{"street": map[string]any{"type": "string"}}},
+				}}}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "summarize", Description: "Summarize a text with the client's model"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["s"].(*sdk.CreateMessageWithToolsResult); ok {
+				var t *sdk.TextContent
+				if len(r.Content) == 1 {
+					t, _ = r.Content[0].(*sdk.TextContent)
+				}
+				if t == nil {
+					return text("no text"), nil, nil
+				}
+				return text("summary by " + r.Model + ": " + t.Text), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"s": &sdk.CreateMessageParams{
+				SystemPrompt: "You summarize.", MaxTokens: 50,
+				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "Summarize: " + in.Text}}}}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "ask_url", Description: "Send the person to a link"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["u"].(*sdk.ElicitResult); ok {
+				return text("link " + r.Action), nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"u": &sdk.ElicitParams{
+				Mode: "url", URL: in.Text, ElicitationID: "e1", Message: "Sign in to the service"}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "picture", Description: "Return a picture, a sound and, when asked, a huge picture"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct {
+			Huge bool `json:"huge,omitempty"`
+		}) (*sdk.CallToolResult, any, error) {
+			content := []sdk.Content{&sdk.TextContent{Text: "Here:"}, &sdk.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG tiny")},
+				&sdk.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")}}
+			if in.Huge {
+				content = append(content, &sdk.ImageContent{MIMEType: "image/png", Data: make([]byte, 6<<20)})
+			}
+			return &sdk.CallToolResult{Content: content}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "pester", Description: "Ask question after question"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			n := len(req.Params.RequestState)
+			if n >= 20 {
+				return text("asked twenty questions"), nil, nil
+			}
+			return &sdk.CallToolResult{RequestState: req.Params.RequestState + "x", InputRequests: sdk.InputRequestMap{
+				fmt.Sprint("q", n): &sdk.ElicitParams{Message: fmt.Sprintf("Question %d: say yes", n+1),
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}}}, nil, nil
+		})
+}
+
+func text(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }
 
 // EnvVar, set to "1" in a test binary's environment, makes MaybeServe

@@ -1,0 +1,585 @@
+package mcp
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"loadout/tools"
+)
+
+// Sign-in to remote MCP servers (the MCP authorization spec, OAuth 2.1):
+// a server with auth: person is used by each person with their own
+// token. A call by someone not signed in answers not_connected and
+// sends them a sign-in link privately; the authorization server sends
+// them back to CallbackPath, where the code is exchanged (PKCE, the
+// resource parameter) and the token stored sealed. Each person's calls
+// go through a session of their own, opened with their token, so one
+// person's token never carries another's call.
+
+// Auth modes of a server (mcp.servers[].auth).
+const (
+	AuthNone   = ""
+	AuthPerson = "person"
+	// AuthOperator: one sign-in for everyone, made by the operator from
+	// a terminal (`loadout mcp login <server>`), kept with the user key
+	// "".
+	AuthOperator = "operator"
+)
+
+// CallbackPath is where authorization servers send people back, unless
+// mcp.redirect_url names another path.
+const CallbackPath = "/oauth/mcp/callback"
+
+// signInTTL is how long a sign-in link works.
+const signInTTL = 10 * time.Minute
+
+// CodeNotConnected is the code of a call by someone not signed in.
+const CodeNotConnected = "not_connected"
+
+// TokenStore keeps people's sealed sign-ins to servers.
+type TokenStore interface {
+	// MCPToken returns the sealed sign-in, or nil and no error.
+	MCPToken(ctx context.Context, server, userKey string) ([]byte, error)
+	SaveMCPToken(ctx context.Context, server, userKey string, sealed []byte) error
+	DeleteMCPToken(ctx context.Context, server, userKey string) error
+}
+
+// SignInConfig configures SignIns.
+type SignInConfig struct {
+	// Key is the token key (32 bytes; google.token_key's).
+	Key []byte
+	// Store keeps the sealed tokens.
+	Store TokenStore
+	// RedirectURL is loadout's public URL of CallbackPath
+	// (mcp.redirect_url).
+	RedirectURL string
+	// HTTPClient makes the discovery, registration and token requests;
+	// its transport should refuse private addresses (the SSRF guard).
+	HTTPClient *http.Client
+	// Private reports whether a chat is one person's; Notify sends a
+	// chat a notice outside its turns (bridge.Hub's).
+	Private func(chatKey string) bool
+	Notify  func(ctx context.Context, chatKey, text string) error
+}
+
+// SignIns are the sign-ins of every server that needs one: the pending
+// links and the callback that finishes them. Safe for concurrent use.
+type SignIns struct {
+	cfg  SignInConfig
+	aead cipher.AEAD
+
+	mu      sync.Mutex
+	pending map[string]*pendingSignIn // by state
+}
+
+type pendingSignIn struct {
+	client             *Client
+	user, chatKey      string
+	cfg                oauth2.Config
+	verifier, resource string
+	expires            time.Time
+}
+
+// savedToken is what is sealed and stored: the token and what refreshing
+// it needs, without discovering the server again.
+type savedToken struct {
+	Access       string    `json:"access"`
+	Refresh      string    `json:"refresh,omitempty"`
+	Expiry       time.Time `json:"expiry"`
+	TokenURL     string    `json:"token_url"`
+	ClientID     string    `json:"client_id"`
+	ClientSecret string    `json:"client_secret,omitempty"`
+	Resource     string    `json:"resource"`
+}
+
+// NewSignIns returns the sign-ins over cfg; an error for a bad key.
+func NewSignIns(cfg SignInConfig) (*SignIns, error) {
+	if len(cfg.Key) != 32 {
+		return nil, errors.New("mcp: signing in to servers needs the 32-byte token key (google.token_key or LOADOUT_TOKEN_KEY)")
+	}
+	block, err := aes.NewCipher(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: token key: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: token key: %w", err)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	return &SignIns{cfg: cfg, aead: aead, pending: map[string]*pendingSignIn{}}, nil
+}
+
+// additional is the data a token is sealed with: a sealed token copied to
+// another person's or server's row does not open.
+func additional(server, user string) []byte { return []byte(server + "\x00" + user) }
+
+func (s *SignIns) seal(server, user string, t savedToken) ([]byte, error) {
+	plain, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return s.aead.Seal(nonce, nonce, plain, additional(server, user)), nil
+}
+
+func (s *SignIns) open(server, user string, sealed []byte) (savedToken, error) {
+	var t savedToken
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return t, errors.New("mcp: stored token is truncated")
+	}
+	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], additional(server, user))
+	if err != nil {
+		return t, errors.New("mcp: stored token does not decrypt with this token key (was the key changed?)")
+	}
+	return t, json.Unmarshal(plain, &t)
+}
+
+// token is user's stored sign-in to c's server, or ok false.
+func (s *SignIns) token(ctx context.Context, c *Client, user string) (savedToken, bool, error) {
+	sealed, err := s.cfg.Store.MCPToken(ctx, c.srv.Name, user)
+	if err != nil || sealed == nil {
+		return savedToken{}, false, err
+	}
+	t, err := s.open(c.srv.Name, user, sealed)
+	if err != nil {
+		return savedToken{}, false, err
+	}
+	return t, true, nil
+}
+
+// Disconnect forgets user's sign-in to c's server and ends their session.
+// It reports whether there was one.
+func (s *SignIns) Disconnect(ctx context.Context, c *Client, user string) (bool, error) {
+	_, had, err := s.token(ctx, c, user)
+	if err != nil {
+		return false, err
+	}
+	if err := s.cfg.Store.DeleteMCPToken(ctx, c.srv.Name, user); err != nil {
+		return false, err
+	}
+	c.dropPerson(user)
+	return had, nil
+}
+
+// start makes a sign-in link for user to c's server: the server's 401
+// names its protected resource metadata, which names the authorization
+// server; loadout registers itself there (or uses client_id), and the
+// link carries PKCE's challenge and the resource. Every URL discovered
+// must be https (or a loopback address, for a server on the same
+// machine) and pass the HTTP client's guard.
+func (s *SignIns) start(ctx context.Context, c *Client, user, chatKey string) (string, error) {
+	hc := s.cfg.HTTPClient
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.srv.URL, strings.NewReader(`{}`))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req) // the configured server itself
+	if err != nil {
+		return "", fmt.Errorf("reach the server: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return "", fmt.Errorf("the server answered %s, not a request to sign in", resp.Status)
+	}
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	metaURL := ""
+	for _, ch := range challenges {
+		if v := ch.Params["resource_metadata"]; v != "" {
+			metaURL = v
+		}
+	}
+	if metaURL == "" {
+		u, _ := url.Parse(c.srv.URL)
+		metaURL = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/.well-known/oauth-protected-resource" + u.Path}).String()
+	}
+	prm, err := oauthex.GetProtectedResourceMetadata(ctx, metaURL, c.srv.URL, hc)
+	if err != nil {
+		return "", fmt.Errorf("protected resource metadata: %w", err)
+	}
+	if len(prm.AuthorizationServers) == 0 {
+		return "", errors.New("the server names no authorization server")
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], hc)
+	if err != nil || asm == nil {
+		return "", fmt.Errorf("authorization server metadata: %v", err)
+	}
+	for _, u := range []string{asm.AuthorizationEndpoint, asm.TokenEndpoint} {
+		if err := secureURL(u); err != nil {
+			return "", err
+		}
+	}
+	id, secret := c.srv.ClientID, c.srv.ClientSecret
+	if id == "" {
+		if id, secret, err = c.register(ctx, hc, asm.RegistrationEndpoint, s.cfg.RedirectURL); err != nil {
+			return "", err
+		}
+	}
+	cfg := oauth2.Config{ClientID: id, ClientSecret: secret, RedirectURL: s.cfg.RedirectURL, Scopes: c.srv.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint}}
+	if len(cfg.Scopes) == 0 {
+		cfg.Scopes = prm.ScopesSupported
+	}
+	if secret == "" {
+		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+	}
+	verifier, state := oauth2.GenerateVerifier(), rand.Text()
+	link := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", prm.Resource))
+	s.mu.Lock()
+	now := time.Now()
+	for k, p := range s.pending {
+		if now.After(p.expires) {
+			delete(s.pending, k)
+		}
+	}
+	s.pending[state] = &pendingSignIn{client: c, user: user, chatKey: chatKey, cfg: cfg, verifier: verifier, resource: prm.Resource, expires: now.Add(signInTTL)}
+	s.mu.Unlock()
+	return link, nil
+}
+
+// secureURL refuses an endpoint that is not https, unless it is on a
+// loopback address (a server on the same machine, as the SDK allows).
+func secureURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("the authorization server gave an unusable URL %q", raw)
+	}
+	if u.Scheme == "https" {
+		return nil
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Scheme == "http" && (u.Hostname() == "localhost" || ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return fmt.Errorf("the authorization server gave a URL that is not https: %q", raw)
+}
+
+// register registers loadout with the authorization server (dynamic
+// client registration), once per server while loadout runs.
+func (c *Client) register(ctx context.Context, hc *http.Client, endpoint, redirect string) (string, string, error) {
+	c.mu.Lock()
+	id, secret := c.clientID, c.clientSecret
+	c.mu.Unlock()
+	if id != "" {
+		return id, secret, nil
+	}
+	if endpoint == "" {
+		return "", "", fmt.Errorf("the authorization server has no dynamic registration; set mcp.servers[].client_id for %s", c.srv.Name)
+	}
+	if err := secureURL(endpoint); err != nil {
+		return "", "", err
+	}
+	r, err := oauthex.RegisterClient(ctx, endpoint, &oauthex.ClientRegistrationMetadata{
+		RedirectURIs: []string{redirect}, ClientName: "loadout", TokenEndpointAuthMethod: "none",
+		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+	}, hc)
+	if err != nil {
+		return "", "", fmt.Errorf("register with the authorization server: %w", err)
+	}
+	c.mu.Lock()
+	c.clientID, c.clientSecret = r.ClientID, r.ClientSecret
+	c.mu.Unlock()
+	return r.ClientID, r.ClientSecret, nil
+}
+
+// ServeHTTP finishes a sign-in: the authorization server sends the
+// person back here with the link's state and a code, exchanged for a
+// token (with PKCE's verifier and the resource), which is stored sealed
+// for that person and server. A state that is unknown, used or expired
+// is refused.
+func (s *SignIns) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	s.mu.Lock()
+	p := s.pending[q.Get("state")]
+	delete(s.pending, q.Get("state"))
+	s.mu.Unlock()
+	page := func(code int, text string) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "<!doctype html><title>loadout</title><p>%s</p>", html.EscapeString(text))
+	}
+	switch {
+	case p == nil || time.Now().After(p.expires):
+		page(http.StatusBadRequest, "This sign-in link is unknown, used or expired. Ask loadout for a new one.")
+		return
+	case q.Get("error") != "" || q.Get("code") == "":
+		page(http.StatusBadRequest, "The sign-in was not completed.")
+		return
+	}
+	ctx := context.WithValue(r.Context(), oauth2.HTTPClient, s.cfg.HTTPClient)
+	tok, err := p.cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(p.verifier), oauth2.SetAuthURLParam("resource", p.resource))
+	if err != nil {
+		p.client.log.Warn("MCP sign-in: the code exchange failed", "err", err)
+		page(http.StatusBadGateway, "The service did not accept the sign-in. Ask loadout for a new link.")
+		return
+	}
+	st := savedToken{Access: tok.AccessToken, Refresh: tok.RefreshToken, Expiry: tok.Expiry, TokenURL: p.cfg.Endpoint.TokenURL,
+		ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret, Resource: p.resource}
+	if err := s.save(r.Context(), p.client, p.user, st); err != nil {
+		p.client.log.Error("MCP sign-in: the token could not be stored", "err", err)
+		page(http.StatusInternalServerError, "Signed in, but loadout could not keep the sign-in. Please try again later.")
+		return
+	}
+	p.client.dropPerson(p.user)
+	name := p.client.srv.Name
+	p.client.log.Info("a person signed in to an MCP server", "user", p.user)
+	page(http.StatusOK, "Signed in to "+name+". You can close this page and go back to the chat.")
+	if s.cfg.Notify != nil && p.chatKey != "" {
+		go s.cfg.Notify(context.Background(), p.chatKey, "You're signed in to "+name+". Ask me again and I'll use it.")
+	}
+}
+
+func (s *SignIns) save(ctx context.Context, c *Client, user string, t savedToken) error {
+	sealed, err := s.seal(c.srv.Name, user, t)
+	if err != nil {
+		return err
+	}
+	return s.cfg.Store.SaveMCPToken(ctx, c.srv.Name, user, sealed)
+}
+
+// savingSource refreshes a person's token as oauth2 does and stores each
+// new one, so a refresh survives a restart.
+type savingSource struct {
+	s    *SignIns
+	c    *Client
+	user string
+	src  oauth2.TokenSource
+	t    savedToken
+	mu   sync.Mutex
+}
+
+func (ss *savingSource) Token() (*oauth2.Token, error) {
+	tok, err := ss.src.Token()
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if tok.AccessToken != ss.t.Access {
+		ss.t.Access, ss.t.Expiry = tok.AccessToken, tok.Expiry
+		if tok.RefreshToken != "" {
+			ss.t.Refresh = tok.RefreshToken
+		}
+		if err := ss.s.save(context.Background(), ss.c, ss.user, ss.t); err != nil {
+			ss.c.log.Error("MCP sign-in: a refreshed token could not be stored", "err", err)
+		}
+	}
+	return tok, nil
+}
+
+// personSession is the caller's own session with a server that needs a
+// sign-in: opened with their token the first time, kept after. Not
+// signed in, it answers not_connected and sends them a link privately
+// (in a group, it says how to get one).
+func (c *Client) personSession(ctx context.Context) (*sdk.ClientSession, error) {
+	caller := tools.CallerFrom(ctx)
+	user := caller.UserKey
+	s := c.deps.SignIns
+	if s == nil {
+		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("The MCP server '%s' needs a sign-in, which is not set up here (mcp.redirect_url and a token key).", c.srv.Name),
+			Suggestion: "Tell the person the operator must set up sign-ins first."}
+	}
+	if user == "" {
+		return nil, &tools.Error{Code: CodeNotConnected, Message: fmt.Sprintf("The MCP server '%s' is used with each person's own sign-in, and this call is nobody's.", c.srv.Name)}
+	}
+	c.mu.Lock()
+	sess := c.people[user]
+	c.mu.Unlock()
+	if sess != nil {
+		return sess, nil
+	}
+	t, ok, err := s.token(ctx, c, user)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		sess, err := c.connectAs(ctx, user, t)
+		if err == nil {
+			return sess, nil
+		}
+		if !strings.Contains(err.Error(), "401") && !strings.Contains(strings.ToLower(err.Error()), "unauthorized") && !strings.Contains(err.Error(), "oauth2") {
+			return nil, c.unavailable(err.Error())
+		}
+		// Revoked or no longer refreshable: sign in again.
+		c.log.Info("a person's MCP sign-in no longer works; asking them to sign in again", "user", user, "err", err)
+	}
+	return nil, c.askSignIn(ctx, user, caller.ChatKey)
+}
+
+// askSignIn sends user a sign-in link in their private chat, or tells
+// them in a group how to get one, and returns the call's error.
+func (c *Client) askSignIn(ctx context.Context, user, chatKey string) error {
+	s := c.deps.SignIns
+	name := c.srv.Name
+	te := &tools.Error{Code: CodeNotConnected,
+		Suggestion: "Tell the person to sign in, then ask again. Do not try another way."}
+	if s.cfg.Private == nil || !s.cfg.Private(chatKey) {
+		te.Message = fmt.Sprintf("The person is not signed in to the %s service. Sign-in links are only sent in a private chat: they can send /connect %s to me there.", name, name)
+		return te
+	}
+	link, err := s.start(ctx, c, user, chatKey)
+	if err != nil {
+		c.log.Warn("MCP sign-in: no link could be made", "err", err)
+		return &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("The %s service needs a sign-in, and loadout could not start one: %s", name, firstLine(err.Error(), 300))}
+	}
+	if s.cfg.Notify != nil {
+		text := fmt.Sprintf("To use %s, sign in with this link. It works once, for the next 10 minutes, and only for you — don't share it:\n%s", name, link)
+		go s.cfg.Notify(context.WithoutCancel(ctx), chatKey, text)
+	}
+	te.Message = fmt.Sprintf("The person is not signed in to the %s service; a sign-in link has been sent to them in this private chat.", name)
+	return te
+}
+
+// Connect is /connect <server>: a sign-in link for the person, in a
+// private chat only.
+func (c *Client) Connect(ctx context.Context, user, chatKey string) (string, error) {
+	s := c.deps.SignIns
+	if c.srv.Auth != AuthPerson || s == nil {
+		return fmt.Sprintf("The %s service needs no sign-in of yours.", c.srv.Name), nil
+	}
+	if s.cfg.Private == nil || !s.cfg.Private(chatKey) {
+		return fmt.Sprintf("To keep your account safe, I only send sign-in links in a private chat: send /connect %s to me there.", c.srv.Name), nil
+	}
+	link, err := s.start(ctx, c, user, chatKey)
+	if err != nil {
+		c.log.Warn("MCP sign-in: no link could be made", "err", err)
+		return fmt.Sprintf("Sorry, I couldn't start a sign-in to %s right now.", c.srv.Name), nil
+	}
+	return fmt.Sprintf("Open this link to sign in to %s. It works once, for the next 10 minutes, and only for you — don't share it:\n%s", c.srv.Name, link), nil
+}
+
+// Disconnect is /disconnect <server>.
+func (c *Client) Disconnect(ctx context.Context, user string) (string, error) {
+	s := c.deps.SignIns
+	if c.srv.Auth != AuthPerson || s == nil {
+		return fmt.Sprintf("You are not signed in to %s.", c.srv.Name), nil
+	}
+	had, err := s.Disconnect(ctx, c, user)
+	switch {
+	case err != nil:
+		return "", err
+	case !had:
+		return fmt.Sprintf("You are not signed in to %s.", c.srv.Name), nil
+	}
+	return fmt.Sprintf("You're signed out of %s: loadout has forgotten your sign-in.", c.srv.Name), nil
+}
+
+// Name is the server's name, as /connect and /disconnect take it.
+func (c *Client) Name() string { return c.srv.Name }
+
+// authClient is the HTTP client of user's requests to the server: their
+// token on each, refreshed (and stored again) when it expires.
+func (c *Client) authClient(user string, t savedToken) *http.Client {
+	s := c.deps.SignIns
+	cfg := oauth2.Config{ClientID: t.ClientID, ClientSecret: t.ClientSecret, Endpoint: oauth2.Endpoint{TokenURL: t.TokenURL}}
+	if t.ClientSecret == "" {
+		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+	}
+	rctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.cfg.HTTPClient)
+	src := &savingSource{s: s, c: c, user: user, t: t,
+		src: cfg.TokenSource(rctx, &oauth2.Token{AccessToken: t.Access, RefreshToken: t.Refresh, Expiry: t.Expiry, TokenType: "Bearer"})}
+	return &http.Client{Transport: &oauth2.Transport{Source: src, Base: headers{c.srv.Headers, http.DefaultTransport}}}
+}
+
+// operatorClient is the HTTP client of a server with auth: operator: the
+// operator's sign-in, or an error saying how to make one.
+func (c *Client) operatorClient(ctx context.Context) (*http.Client, error) {
+	s := c.deps.SignIns
+	if s == nil {
+		return nil, errors.New("sign-ins are not set up (a token key is needed)")
+	}
+	t, ok, err := s.token(ctx, c, "")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("not signed in: run `loadout mcp login %s` from a terminal", c.srv.Name)
+	}
+	return c.authClient("", t), nil
+}
+
+// Login is `loadout mcp login <server>` for a server with auth:
+// operator: it prints a sign-in link to out, waits (until ctx ends) for
+// the authorization server to send the browser back to s's callback,
+// which the caller serves at s's redirect URL, and reports when the
+// operator's token is stored.
+func (c *Client) Login(ctx context.Context, s *SignIns, out io.Writer) error {
+	if c.srv.Auth != AuthOperator {
+		return fmt.Errorf("the MCP server %s is not signed in by the operator (auth: operator)", c.srv.Name)
+	}
+	c.deps.SignIns = s
+	link, err := s.start(ctx, c, "", "")
+	if err != nil {
+		return fmt.Errorf("start a sign-in to %s: %w", c.srv.Name, err)
+	}
+	fmt.Fprintf(out, "Open this link in a browser on this machine to sign in to %s for everyone:\n%s\n", c.srv.Name, link)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the sign-in to %s was not finished: %w", c.srv.Name, ctx.Err())
+		case <-tick.C:
+		}
+		if _, ok, err := s.token(ctx, c, ""); err != nil {
+			return err
+		} else if ok {
+			fmt.Fprintf(out, "Signed in to %s.\n", c.srv.Name)
+			return nil
+		}
+	}
+}
+
+// connectAs opens user's session with the server, with their token.
+func (c *Client) connectAs(ctx context.Context, user string, t savedToken) (*sdk.ClientSession, error) {
+	hc := c.authClient(user, t)
+	sess, err := c.newClient().Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.srv.URL, MaxRetries: -1, HTTPClient: hc}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	c.mu.Lock()
+	if old := c.people[user]; old != nil {
+		c.mu.Unlock()
+		sess.Close()
+		return old, nil
+	}
+	c.people[user] = sess
+	c.mu.Unlock()
+	return sess, nil
+}
+
+// dropPerson closes user's session, if any: after a new sign-in or a
+// sign-out, the next call opens one with the token stored now.
+func (c *Client) dropPerson(user string) {
+	c.mu.Lock()
+	sess := c.people[user]
+	delete(c.people, user)
+	c.mu.Unlock()
+	if sess != nil {
+		sess.Close()
+	}
+}
