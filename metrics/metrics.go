@@ -7,13 +7,17 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"loadout/bridge"
 	"loadout/chat"
@@ -277,4 +281,68 @@ func (c inboxCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(inboxOpenDesc, prometheus.GaugeValue, float64(s.Open), s.Channel)
 		ch <- prometheus.MustNewConstMetric(inboxAgeDesc, prometheus.GaugeValue, time.Since(s.Oldest).Seconds(), s.Channel)
 	}
+}
+
+// errorSeries are the counters whose samples are errors, by the label
+// and values that say so, and how a person names them.
+var errorSeries = []struct {
+	metric, label string
+	values        []string
+	one, many     string
+}{
+	{"loadout_turns_total", "outcome", []string{"failed"}, "message failed", "messages failed"},
+	{"loadout_turns_total", "outcome", []string{"quarantined"}, "message quarantined", "messages quarantined"},
+	{"loadout_sends_total", "outcome", []string{"error"}, "answer part the platform refused", "answer parts the platform refused"},
+	{"loadout_model_request_duration_seconds", "outcome", []string{"error"}, "model call failed", "model calls failed"},
+	{"loadout_tool_calls_total", "status", []string{"error"}, "tool call failed", "tool calls failed"},
+	{"loadout_model_failovers_total", "", nil, "model request failed over to another provider", "model requests failed over to another provider"},
+}
+
+// Errors counts, since the process started, the errors the counters
+// hold: failed and quarantined messages, refused sends, failed model and
+// tool calls, fail-overs, each as "N what", the largest first. What is
+// zero is left out.
+func (m *Metrics) Errors() ([]string, error) {
+	families, err := m.reg.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather metrics: %w", err)
+	}
+	type count struct {
+		n    uint64
+		what string
+	}
+	var out []count
+	for _, s := range errorSeries {
+		var n uint64
+		for _, f := range families {
+			if f.GetName() != s.metric {
+				continue
+			}
+			for _, mt := range f.GetMetric() {
+				if s.label != "" && !slices.ContainsFunc(mt.GetLabel(), func(l *dto.LabelPair) bool {
+					return l.GetName() == s.label && slices.Contains(s.values, l.GetValue())
+				}) {
+					continue
+				}
+				switch {
+				case mt.GetCounter() != nil:
+					n += uint64(mt.GetCounter().GetValue())
+				case mt.GetHistogram() != nil:
+					n += mt.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+		switch {
+		case n == 1:
+			out = append(out, count{n, s.one})
+		case n > 1:
+			out = append(out, count{n, s.many})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b count) int { return cmp.Compare(b.n, a.n) })
+	lines := make([]string, len(out))
+	for i, c := range out {
+		lines[i] = fmt.Sprintf("%d %s", c.n, c.what)
+	}
+	return lines, nil
 }

@@ -81,3 +81,25 @@ func TestChargedCountsSpendByPersonAndChat(t *testing.T) {
 		t.Error("a charge without a price made a cost series")
 	}
 }
+
+// The console's overview reads the errors since start from the
+// counters: failed and quarantined messages, refused sends and failed
+// tool calls, each counted, the largest first, and nothing that did not
+// happen.
+func TestErrorsCountWhatWentWrong(t *testing.T) {
+	m := New(noInbox{})
+	if got, err := m.Errors(); err != nil || len(got) != 0 {
+		t.Fatalf("a new process's errors = %v, %v", got, err)
+	}
+	m.Turn("telegram", bridge.OutcomeFailed, 0)
+	m.Turn("slack", bridge.OutcomeFailed, 0)
+	m.Turn("slack", bridge.OutcomeQuarantined, 0)
+	m.Turn("telegram", bridge.OutcomeAnswered, 0)
+	m.Sent("telegram", false)
+	m.Sent("telegram", true)
+	got, err := m.Errors()
+	want := []string{"2 messages failed", "1 message quarantined", "1 answer part the platform refused"}
+	if err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("errors = %q, %v; want %q", got, err, want)
+	}
+}

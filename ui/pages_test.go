@@ -19,7 +19,7 @@ func TestOperatorPages(t *testing.T) {
 	c := client(t)
 	s.operator(t, c)
 	want := map[string][]string{
-		"/":                               {"test-model", "console", s.Event.Ref(), "Messages per hour", "<polyline", "approvals pending: 1"},
+		"/":                               {"test-model", "console", s.Event.Ref(), "Messages per hour", "<polyline", "approvals pending: 1", "2 tool calls failed"},
 		"/chats":                          {"console:local", "purge_archive"[:0]},
 		"/conversation?key=console:local": {"show me some markup", "purge_archive", chat.CodeOf(s.Approval.ID), "&lt;script&gt;"},
 		"/approvals":                      {chat.CodeOf(s.Approval.ID), "purge_archive", "only console:local can answer"},

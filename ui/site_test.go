@@ -147,7 +147,8 @@ func newSite(t testing.TB) *site {
 		Store: env.Store, Chats: &hub, Registry: env.Registry, Scheduler: sched, Google: acc, Listen: strings.TrimPrefix(srv.URL, "http://"),
 		Logger: log, Now: clk.Now,
 		Status: func(context.Context) ui.Status {
-			return ui.Status{Model: "test-model", Channels: []ui.ChannelState{{Name: "console", Ready: true, Allowed: []string{me}}}}
+			return ui.Status{Model: "test-model", Channels: []ui.ChannelState{{Name: "console", Ready: true, Allowed: []string{me}}},
+				Errors: []string{"2 tool calls failed"}}
 		},
 		Settings: func() []ui.Setting {
 			return []ui.Setting{{Key: "llm.model", Value: "test-model"}, {Key: "ui.admin_token", Value: "set", Secret: true}}

@@ -94,6 +94,10 @@ type Status struct {
 	Channels  []ChannelState
 	// Problems are what /readyz reports as not ready.
 	Problems []string
+	// Errors count, since the process started, what went wrong: failed
+	// and quarantined messages, refused sends, failed model and tool
+	// calls ("3 tool calls failed").
+	Errors []string
 	// Servers are the MCP servers.
 	Servers []ServerState
 }

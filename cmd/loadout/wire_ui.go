@@ -61,6 +61,9 @@ func (a *app) uiStatus(ctx context.Context) ui.Status {
 	if err := a.db.Gorm().WithContext(ctx).Exec("SELECT 1").Error; err != nil {
 		st.Problems = append(st.Problems, "store unreachable")
 	}
+	if errs, err := a.metrics.Errors(); err == nil {
+		st.Errors = errs
+	}
 	for _, name := range a.hub.NotReady() {
 		st.Problems = append(st.Problems, name+" not connected")
 	}
