@@ -5,14 +5,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"loadout/tools"
 )
 
 // Sampling is a request an MCP server makes of the model (sampling):
 // its system prompt and messages, and the most the answer may take.
 type Sampling struct {
-	System    string
-	Messages  []Message // user and assistant messages, text only
+	System string
+	// Messages are user and assistant messages; with Tools, an assistant
+	// message may carry ToolCalls and a RoleTool message answers one
+	// (ToolCallID), as the server ran it.
+	Messages  []Message
 	MaxTokens int
+	// Tools are the server's own tools the model may call (sampling with
+	// tools): the model's calls come back in Sampled.ToolCalls for the
+	// server to run; loadout runs none of them.
+	Tools []tools.Definition
+	// Hints are the server's model preferences (names, first wins). A
+	// hint picks a model only when it names one this deployment offers:
+	// the chat's model, llm.model, or one of Models; else the chat's
+	// model answers.
+	Hints []string
+	// Models are the other models the deployment offers (llm.fallbacks').
+	Models []string
+}
+
+// Sampled is the model's answer to a Sampling: its text, the calls of
+// the server's tools it made, and the model that wrote it.
+type Sampled struct {
+	Text      string
+	ToolCalls []ToolCall
+	Model     string
 }
 
 // ErrSamplingTooLarge refuses a sampling request larger than the
@@ -33,44 +58,91 @@ var ErrSamplingCapped = errors.New("the person has used up their allowance")
 // model, and what it cost is charged to the person and the chat. Whether
 // the person allowed the server to sample is the caller's to have asked.
 func (e *Engine) Sample(ctx context.Context, chatKey, userKey string, s Sampling) (text, model string, err error) {
+	r, err := e.SampleWithTools(ctx, chatKey, userKey, s)
+	return r.Text, r.Model, err
+}
+
+// SampleWithTools is Sample answering with the model's calls of
+// s.Tools too.
+func (e *Engine) SampleWithTools(ctx context.Context, chatKey, userKey string, s Sampling) (Sampled, error) {
 	settings, err := e.settings(ctx, chatKey)
 	if err != nil {
-		return "", "", err
+		return Sampled{}, err
 	}
-	req := Request{Model: firstNonEmpty(settings.Model, e.cfg.Model), MaxTokens: s.MaxTokens}
+	own := firstNonEmpty(settings.Model, e.cfg.Model)
+	req := Request{Model: pickModel(s.Hints, append([]string{own, e.cfg.Model}, s.Models...)), MaxTokens: s.MaxTokens, Tools: s.Tools}
+	if req.Model == "" {
+		req.Model = own
+	}
 	req.Messages = append(req.Messages, Message{Role: RoleSystem, Text: s.System})
 	n := e.cfg.Count(s.System)
+	for _, d := range s.Tools {
+		n += e.cfg.Count(d.Name + " " + d.Description + " " + string(d.Parameters))
+	}
 	for _, m := range s.Messages {
-		if m.Role != RoleUser && m.Role != RoleAssistant {
-			return "", "", fmt.Errorf("a sampling message's role must be user or assistant, not %q", m.Role)
+		switch {
+		case m.Role == RoleUser, m.Role == RoleAssistant:
+		case m.Role == RoleTool && len(s.Tools) > 0 && m.ToolCallID != "":
+		default:
+			return Sampled{}, fmt.Errorf("a sampling message's role must be user or assistant, not %q", m.Role)
 		}
-		req.Messages = append(req.Messages, Message{Role: m.Role, Text: m.Text})
+		if len(m.ToolCalls) > 0 && (m.Role != RoleAssistant || len(s.Tools) == 0) {
+			return Sampled{}, errors.New("only an assistant message of a sampling request with tools may carry tool calls")
+		}
+		msg := Message{Role: m.Role, Text: m.Text, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
+		req.Messages = append(req.Messages, msg)
 		n += e.cfg.Count(m.Text)
+		for _, c := range m.ToolCalls {
+			n += e.cfg.Count(c.Name + " " + c.Arguments)
+		}
 	}
 	if n > e.cfg.HistoryTokens {
-		return "", "", fmt.Errorf("%w (%d tokens, at most %d)", ErrSamplingTooLarge, n, e.cfg.HistoryTokens)
+		return Sampled{}, fmt.Errorf("%w (%d tokens, at most %d)", ErrSamplingTooLarge, n, e.cfg.HistoryTokens)
 	}
 	allowance, err := e.Allowance(ctx, userKey, chatKey)
 	if err != nil {
-		return "", "", err
+		return Sampled{}, err
 	}
 	if c, over := allowance.Reached(); over {
-		return "", "", fmt.Errorf("%w: %s", ErrSamplingCapped, allowance.Refusal(c))
+		return Sampled{}, fmt.Errorf("%w: %s", ErrSamplingCapped, allowance.Refusal(c))
 	}
 	resp, err := e.model.Complete(ctx, req)
 	if err != nil {
-		return "", "", fmt.Errorf("sampling: %w", err)
+		return Sampled{}, fmt.Errorf("sampling: %w", err)
 	}
 	if _, err := e.Charge(context.WithoutCancel(ctx), userKey, chatKey, cmp.Or(resp.Model, req.Model), resp.Usage); err != nil {
-		return "", "", fmt.Errorf("charge a sampling request: %w", err)
+		return Sampled{}, fmt.Errorf("charge a sampling request: %w", err)
 	}
 	sess, err := e.store.OpenSession(ctx, chatKey)
 	if err != nil {
-		return "", "", fmt.Errorf("open session for %s: %w", chatKey, err)
+		return Sampled{}, fmt.Errorf("open session for %s: %w", chatKey, err)
 	}
 	if err := e.store.Append(context.WithoutCancel(ctx), sess.ID, nil, resp.Usage); err != nil {
-		return "", "", fmt.Errorf("count the tokens of a sampling request: %w", err)
+		return Sampled{}, fmt.Errorf("count the tokens of a sampling request: %w", err)
 	}
 	e.cache.drop(sess.ID)
-	return resp.Text, cmp.Or(resp.Model, req.Model), nil
+	var calls []ToolCall
+	if len(s.Tools) > 0 {
+		calls = resp.ToolCalls
+	}
+	return Sampled{Text: resp.Text, ToolCalls: calls, Model: cmp.Or(resp.Model, req.Model)}, nil
+}
+
+// pickModel is the first of offered that the first fitting hint names
+// (a hint names a model it is part of, as the MCP spec reads hints:
+// "sonnet" names "claude-sonnet-4"); "" when no hint fits. Only offered
+// models are ever picked.
+func pickModel(hints, offered []string) string {
+	for _, h := range hints {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		for _, m := range offered {
+			if m != "" && strings.Contains(strings.ToLower(m), h) {
+				return m
+			}
+		}
+	}
+	return ""
 }

@@ -97,6 +97,9 @@ func (r *Registry) add(t Tool) error {
 	if !validName(t.Name) {
 		return fmt.Errorf("tools: tool name %q (%s) does not match %s", t.Name, src, namePattern)
 	}
+	if t.Name == SamplingRuleTool {
+		return fmt.Errorf("tools: tool name %q (%s) is reserved for the rules that let MCP servers use the model", t.Name, src)
+	}
 	if t.Run == nil {
 		return fmt.Errorf("tools: tool %q (%s) has no Run function", t.Name, src)
 	}

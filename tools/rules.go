@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/mail"
@@ -303,4 +304,25 @@ func OperatorRules(in []Rule) ([]Rule, error) {
 		r.Owner = ""
 	}
 	return rules, nil
+}
+
+// SamplingRuleTool is the tool a person's rule names when it lets an MCP
+// server use the model for them (Scope.Action is the server's name). It
+// is no tool's name: the registry refuses it, so such a rule never
+// allows a call.
+const SamplingRuleTool = "mcp_sampling"
+
+// ruleCodeAlphabet spells rule codes as approval codes are spelled:
+// lower-case letters and digits without l, 1, o and 0.
+const ruleCodeAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+
+// NewRuleCode is a fresh random code of four characters for a person's
+// rule.
+func NewRuleCode() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = ruleCodeAlphabet[int(b[i])%len(ruleCodeAlphabet)]
+	}
+	return string(b[:])
 }

@@ -339,7 +339,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 		return nil, err
 	}
 	deps := mcp.Deps{ElicitationTTL: a.cfg.MCP.ElicitationTTL, Sample: a.sample, Save: a.workspaces.SaveForCaller, Workspace: a.workspaces.Dir,
-		SignIns: a.signIns}
+		SignIns: a.signIns, Rules: a.db}
 	for _, s := range a.cfg.MCP.Servers {
 		a.mcp = append(a.mcp, mcp.New(s, deps, a.log))
 	}
@@ -355,12 +355,24 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 // sample runs an MCP server's sampling request on the engine's model, for
 // the chat and person of the call (the engine is built after the
 // registry, before any call runs).
-func (a *app) sample(ctx context.Context, r mcp.SampleRequest) (string, string, error) {
-	s := chat.Sampling{System: r.System, MaxTokens: r.MaxTokens}
-	for _, m := range r.Messages {
-		s.Messages = append(s.Messages, chat.Message{Role: chat.Role(m.Role), Text: m.Text})
+func (a *app) sample(ctx context.Context, r mcp.SampleRequest) (mcp.SampleAnswer, error) {
+	s := chat.Sampling{System: r.System, MaxTokens: r.MaxTokens, Tools: r.Tools, Hints: r.Hints, Models: []string{a.cfg.model()}}
+	for _, f := range a.cfg.LLM.Failover.Fallbacks {
+		s.Models = append(s.Models, f.Model)
 	}
-	return a.engine.Sample(ctx, r.ChatKey, r.UserKey, s)
+	for _, m := range r.Messages {
+		msg := chat.Message{Role: chat.Role(m.Role), Text: m.Text, ToolCallID: m.CallID}
+		for _, k := range m.Calls {
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: k.ID, Name: k.Name, Arguments: k.Arguments})
+		}
+		s.Messages = append(s.Messages, msg)
+	}
+	got, err := a.engine.SampleWithTools(ctx, r.ChatKey, r.UserKey, s)
+	ans := mcp.SampleAnswer{Text: got.Text, Model: got.Model}
+	for _, k := range got.ToolCalls {
+		ans.Calls = append(ans.Calls, mcp.SampleCall{ID: k.ID, Name: k.Name, Arguments: k.Arguments})
+	}
+	return ans, err
 }
 
 // claim is the chat claim of processes sharing a PostgreSQL database,

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -489,5 +490,116 @@ func TestEverythingServerOverHTTPElicits(t *testing.T) {
 	}
 	if got := lastToolResult(model); !strings.Contains(got, "Name: Grace Hopper") {
 		t.Fatalf("the server got: %s", got)
+	}
+}
+
+// A server with sampling_tools: true samples with a tool of its own:
+// the model gets that tool (and none of loadout's), its call goes back to
+// the server, which runs it and samples again with the result; the
+// server's model hint names no model this deployment offers, so the
+// configured model answers. The person's allowance is their rule.
+func TestMCPServerSamplesWithItsTools(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: calc\n      command: %s\n      args: [\"-test.run=^$\"]\n      sampling_tools: true\n      env:\n        %s: \"1\"\n", exe, mcptest.EnvVar)
+	cfgPath, _ := writeConfig(t, model.URL, extra)
+	model.Call("load_tool_group", `{"group_name":"mcp_calc"}`)
+	model.Text("Loaded.")
+	model.Call("calc_plan", `{"text":"Oslo"}`)
+	model.Call("weather", `{"city":"Oslo"}`) // the sampling: the model calls the server's tool
+	model.Text("Go; it is sunny.")           // the sampling again, with the tool's result
+	model.Text("Planned.")
+	out, err := runCLI(t, "load the calc tools\nplan a trip\nAllow\n/rules\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Planned.") || !strings.Contains(out, "I run none of them") || !strings.Contains(out, "allow mcp_sampling (calc)") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 6 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	first, second := reqs[3], reqs[4]
+	if names := chattest.ToolNames(first); len(names) != 1 || names[0] != "weather" || chattest.System(first) != "You plan trips." || first.Model != reqs[0].Model {
+		t.Fatalf("the first sampling request = %+v", first)
+	}
+	if n := len(second.Messages); n != 4 || second.Messages[2].ToolCalls[0].Function.Name != "weather" || second.Messages[3].Role != "tool" || second.Messages[3].Content != "sunny in Oslo" {
+		t.Fatalf("the second sampling request = %+v", second.Messages)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, "plan by") || !strings.Contains(got, "Go; it is sunny.") {
+		t.Fatalf("the server got: %s", got)
+	}
+}
+
+// Without sampling_tools, the same request is refused to the server
+// with the key named; nothing reaches the model and nobody is asked.
+func TestMCPServerSamplingWithToolsRefusedByDefault(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := chattest.NewModelServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: calc\n      command: %s\n      args: [\"-test.run=^$\"]\n      env:\n        %s: \"1\"\n", exe, mcptest.EnvVar)
+	cfgPath, _ := writeConfig(t, model.URL, extra)
+	model.Call("load_tool_group", `{"group_name":"mcp_calc"}`)
+	model.Text("Loaded.")
+	model.Call("calc_plan", `{"text":"Oslo"}`)
+	model.Text("Refused.")
+	out, err := runCLI(t, "load the calc tools\nplan a trip\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Refused.") || strings.Contains(out, "asks to use the model") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := len(model.Requests()); n != 4 {
+		t.Fatalf("%d model requests", n)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, "sampling_tools: true") {
+		t.Fatalf("the model read: %s", got)
+	}
+}
+
+// The person's allowance for a server to use the model is their rule in
+// the store: a second process (loadout restarted) samples without
+// asking, /rules lists it, and once /rules remove takes it away the
+// person is asked again.
+func TestEverythingServerSamplingAllowanceSurvivesARestart(t *testing.T) {
+	entry := everythingServer(t)
+	extra := fmt.Sprintf("mcp:\n  servers:\n    - name: every\n      command: node\n      args: [%q, \"stdio\"]\n", entry)
+	model := chattest.NewModelServer(t)
+	cfgPath, _ := writeConfig(t, model.URL, extra)
+	model.Call("load_tool_group", `{"group_name":"mcp_every"}`)
+	model.Text("Loaded.")
+	model.Call("every_trigger_sampling_request", `{"prompt":"say hi","maxTokens":20}`)
+	model.Text("Hi from the model.")
+	model.Text("The server got it.")
+	out, err := runCLI(t, "load the every tools\ntry sampling\nAllow\n", "-config", cfgPath, "chat")
+	if err != nil || strings.Count(out, "asks to use the model on your behalf") != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	model.Call("every_trigger_sampling_request", `{"prompt":"say hi again","maxTokens":20}`)
+	model.Text("Hi again.")
+	model.Text("Sampled without asking.")
+	out, err = runCLI(t, "try sampling again\n/rules\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Sampled without asking.") || strings.Contains(out, "asks to use the model") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := lastToolResult(model); !strings.Contains(got, "Hi again.") {
+		t.Fatalf("the server got: %s", got)
+	}
+	code := regexp.MustCompile(`#([a-z0-9]{4}) — allow mcp_sampling \(every\)`).FindStringSubmatch(out)
+	if code == nil {
+		t.Fatalf("/rules does not list the allowance:\n%s", out)
+	}
+
+	n := len(model.Requests())
+	model.Call("every_trigger_sampling_request", `{"prompt":"say hi once more","maxTokens":20}`)
+	model.Text("Asked again.")
+	out, err = runCLI(t, "/rules remove #"+code[1]+"\ntry sampling once more\nDeny\n", "-config", cfgPath, "chat")
+	if err != nil || !strings.Contains(out, "Removed rule #"+code[1]) || !strings.Contains(out, "asks to use the model on your behalf") || !strings.Contains(out, "Asked again.") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := len(model.Requests()) - n; got != 2 {
+		t.Fatalf("%d model requests after the removal: the denied sampling reached the model", got)
 	}
 }

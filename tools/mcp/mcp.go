@@ -63,6 +63,11 @@ type Server struct {
 	// root (a file:// URI), changed as calls come from other chats.
 	// Default true; false offers no roots.
 	Roots *bool `yaml:"roots"`
+	// SamplingTools lets the server sample with tools: the model may
+	// call the server's own tools in its answer, and the server runs
+	// them (loadout never does). Default false: such a request is
+	// refused.
+	SamplingTools bool `yaml:"sampling_tools"`
 
 	// transport, when set, replaces Command and URL (tests use the SDK's
 	// in-memory transport).
@@ -98,6 +103,9 @@ type Deps struct {
 	// Sample runs a server's sampling request; nil leaves sampling off
 	// (not offered to servers).
 	Sample Sampler
+	// Rules keeps a person's allowance for a server to use the model as
+	// their rule; nil asks them at every request.
+	Rules Rules
 	// Workspace is a chat's workspace directory, the root offered to
 	// servers; nil offers none.
 	Workspace func(chatKey string) string
@@ -189,8 +197,6 @@ type Client struct {
 	// calls are the calls running on the server now: a request the
 	// server makes of the client is answered for the turn of its call.
 	calls map[*callState]bool
-	// sampling are the people who allowed the server to use the model.
-	sampling map[string]bool
 	// client is the SDK's client of the session, and root the root it
 	// offers now.
 	client *sdk.Client
@@ -285,7 +291,7 @@ func New(srv Server, deps Deps, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, sampling: map[string]bool{}, rootsRead: make(chan struct{}), people: map[string]*sdk.ClientSession{},
+	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, rootsRead: make(chan struct{}), people: map[string]*sdk.ClientSession{},
 		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
 }
 
@@ -514,7 +520,11 @@ func (c *Client) newClient() *sdk.Client {
 		},
 	}
 	if c.deps.Sample != nil {
-		opts.CreateMessageHandler = c.sample
+		opts.CreateMessageWithToolsHandler = c.sample
+		opts.Capabilities.Sampling = &sdk.SamplingCapabilities{}
+		if c.srv.SamplingTools {
+			opts.Capabilities.Sampling.Tools = &sdk.SamplingToolsCapabilities{}
+		}
 	}
 	if c.rootsOn() {
 		opts.Capabilities.RootsV2 = &sdk.RootCapabilities{ListChanged: true}
@@ -694,7 +704,7 @@ func (c *Client) unavailable(why string) *tools.Error {
 func (c *Client) tool(t *sdk.Tool, names map[string]bool) tools.Tool {
 	base := toolName(c.srv.Name, t.Name)
 	name := base
-	for i := 2; names[name]; i++ {
+	for i := 2; names[name] || name == tools.SamplingRuleTool; i++ {
 		suffix := fmt.Sprintf("_%d", i)
 		name = base[:min(len(base), 64-len(suffix))] + suffix
 	}

@@ -124,6 +124,39 @@ func addAskers(s *sdk.Server) {
 				SystemPrompt: "You summarize.", MaxTokens: 50,
 				Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "Summarize: " + in.Text}}}}}}, nil, nil
 		})
+	// plan samples with a tool of its own (weather): when the model
+	// calls it, plan runs it and samples again with the result.
+	sdk.AddTool(s, &sdk.Tool{Name: "plan", Description: "Plan a trip with the client's model and the weather tool"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
+			weather := &sdk.Tool{Name: "weather", Description: "The weather of a city",
+				InputSchema: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}
+			ask := []*sdk.SamplingMessageV2{{Role: "user", Content: []sdk.Content{&sdk.TextContent{Text: "Plan a trip to " + in.Text}}}}
+			params := func(msgs []*sdk.SamplingMessageV2) *sdk.CreateMessageWithToolsParams {
+				return &sdk.CreateMessageWithToolsParams{SystemPrompt: "You plan trips.", MaxTokens: 100, Messages: msgs, Tools: []*sdk.Tool{weather},
+					ModelPreferences: &sdk.ModelPreferences{Hints: []*sdk.ModelHint{{Name: "planner"}}}}
+			}
+			if r, ok := req.Params.InputResponses["final"].(*sdk.CreateMessageWithToolsResult); ok {
+				var b []byte
+				b, _ = json.Marshal(r.Content)
+				return text(fmt.Sprintf("plan by %s (%s): %s", r.Model, r.StopReason, b)), nil, nil
+			}
+			if r, ok := req.Params.InputResponses["first"].(*sdk.CreateMessageWithToolsResult); ok {
+				var uses, results []sdk.Content
+				for _, c := range r.Content {
+					if u, ok := c.(*sdk.ToolUseContent); ok && u.Name == "weather" {
+						uses = append(uses, u)
+						results = append(results, &sdk.ToolResultContent{ToolUseID: u.ID, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("sunny in %v", u.Input["city"])}}})
+					}
+				}
+				if len(uses) == 0 {
+					b, _ := json.Marshal(r.Content)
+					return text(fmt.Sprintf("no weather asked (%s): %s", r.StopReason, b)), nil, nil
+				}
+				msgs := append(ask, &sdk.SamplingMessageV2{Role: "assistant", Content: uses}, &sdk.SamplingMessageV2{Role: "user", Content: results})
+				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"final": params(msgs)}}, nil, nil
+			}
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"first": params(ask)}}, nil, nil
+		})
 	sdk.AddTool(s, &sdk.Tool{Name: "ask_url", Description: "Send the person to a link"},
 		func(ctx context.Context, req *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
 			if r, ok := req.Params.InputResponses["u"].(*sdk.ElicitResult); ok {
