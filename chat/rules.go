@@ -27,7 +27,7 @@ func (e *Engine) RulesText(ctx context.Context, in Inbound) (string, error) {
 		for _, r := range own {
 			fmt.Fprintf(&b, "\n#%s — %s %s", r.Code, r.Decision, r.Scope)
 		}
-		fmt.Fprintf(&b, "\n\nRemove one with /rules remove #%s. Your rules never apply after I have read something from outside (a web page, an e-mail) in the same turn: then I ask again.", own[0].Code)
+		fmt.Fprintf(&b, "\n\nRemove one with /rules remove #%s. Your rules for what I do never apply after I have read something from outside (a web page, an e-mail) in the same turn: then I ask again. A rule for mcp_sampling lets that service use the model for you.", own[0].Code)
 	}
 	if len(e.cfg.Rules) > 0 {
 		b.WriteString("\n\nThe operator's rules, for everyone (yours cannot loosen them):")
