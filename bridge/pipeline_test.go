@@ -329,13 +329,13 @@ type flakyStore struct {
 	failing atomic.Int32 // failures left
 }
 
-func (f *flakyStore) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u chat.Usage) error {
+func (f *flakyStore) Append(ctx context.Context, sessionID int64, msgs []chat.Message, u chat.Usage, audit ...chat.AuditEntry) error {
 	last := msgs[len(msgs)-1]
 	if last.Role == chat.RoleAssistant && len(last.ToolCalls) == 0 && f.failing.Load() > 0 {
 		f.failing.Add(-1)
 		return fmt.Errorf("database is locked: %w", chat.ErrTransient)
 	}
-	return f.DB.Append(ctx, sessionID, msgs, u)
+	return f.DB.Append(ctx, sessionID, msgs, u, audit...)
 }
 
 // The store fails while the answer is persisted: the turn is tried again

@@ -138,8 +138,10 @@ type Store interface {
 	// CloseSession closes the chat's open session, if any, and reports
 	// whether one was open.
 	CloseSession(ctx context.Context, chatKey string) (bool, error)
-	// Append persists msgs in one transaction and adds usage to the session.
-	Append(ctx context.Context, sessionID int64, msgs []Message, usage Usage) error
+	// Append persists msgs in one transaction and adds usage to the
+	// session; audit, the decisions rules made on the round's calls, go
+	// to the audit trail in the same transaction.
+	Append(ctx context.Context, sessionID int64, msgs []Message, usage Usage, audit ...AuditEntry) error
 	// Recent returns up to limit of the session's latest messages, oldest first.
 	Recent(ctx context.Context, sessionID int64, limit int) ([]Message, error)
 	// LoadedGroups returns the groups loaded by successful load_tool_group
@@ -151,7 +153,7 @@ type Store interface {
 
 	// Hold is Append for a round with calls held for approval: the
 	// round and its approvals are stored in one transaction.
-	Hold(ctx context.Context, sessionID int64, msgs []Message, usage Usage, asks []Approval) error
+	Hold(ctx context.Context, sessionID int64, msgs []Message, usage Usage, asks []Approval, audit ...AuditEntry) error
 	// Approval returns the chat's approval whose id is ref, or for a
 	// shorter ref (an approval's Code) the newest whose id begins with
 	// it. ErrNotFound when there is none.

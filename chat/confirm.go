@@ -111,6 +111,11 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 		if res != nil {
 			entry.Outcome = outcome(*res)
 		}
+		if round, ok := ctx.Value(auditKey{}).(*auditRound); ok {
+			// Written with the round's record, in its transaction.
+			round.add(entry)
+			return
+		}
 		if err := e.store.Audit(context.WithoutCancel(ctx), entry); err != nil {
 			e.cfg.Logger.Error("cannot record a decision in the audit trail", "chat", caller.ChatKey, "tool", d.Name, "err", err)
 		}
@@ -143,6 +148,32 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 		}
 	}
 	return res, true, nil
+}
+
+// auditKey carries, in a round's context, where the decisions rules make
+// on its calls are kept until the round is recorded.
+type auditKey struct{}
+
+// auditRound is the decisions rules made on a round's calls, which run
+// at once.
+type auditRound struct {
+	mu      sync.Mutex
+	entries []AuditEntry
+}
+
+func (r *auditRound) add(e AuditEntry) {
+	r.mu.Lock()
+	r.entries = append(r.entries, e)
+	r.mu.Unlock()
+}
+
+// take returns the decisions kept, and forgets them.
+func (r *auditRound) take() []AuditEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.entries
+	r.entries = nil
+	return out
 }
 
 // argsHash is the audit trail's hash of a call's stored arguments.

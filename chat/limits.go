@@ -160,7 +160,7 @@ type Ledger interface {
 // in the same transaction, so counting a model call costs no write of
 // its own. The engine uses it for the rounds it records with Append.
 type ChargingStore interface {
-	AppendCharged(ctx context.Context, sessionID int64, msgs []Message, usage Usage, c Charge) error
+	AppendCharged(ctx context.Context, sessionID int64, msgs []Message, usage Usage, c Charge, audit ...AuditEntry) error
 }
 
 // Cap is one cap as it stands for a person in a chat.

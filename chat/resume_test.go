@@ -106,9 +106,9 @@ type countingStore struct {
 	appends int
 }
 
-func (s *countingStore) Append(ctx context.Context, id int64, msgs []chat.Message, u chat.Usage) error {
+func (s *countingStore) Append(ctx context.Context, id int64, msgs []chat.Message, u chat.Usage, audit ...chat.AuditEntry) error {
 	s.appends++
-	return s.Store.Append(ctx, id, msgs, u)
+	return s.Store.Append(ctx, id, msgs, u, audit...)
 }
 
 // A turn answered in text writes once: the person's message and the

@@ -2,6 +2,9 @@ package chat_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +288,52 @@ func TestAuditTrailRecordsEveryDecision(t *testing.T) {
 	all, err := e.Engine.AuditText(context.Background(), chat.Inbound{ChatKey: "c1", UserKey: "u:admin"})
 	if err != nil || !strings.Contains(all, "(asked by u:ana)") || !strings.Contains(all, "(asked by u:bea)") {
 		t.Fatalf("/audit for an admin = %q, %v", all, err)
+	}
+}
+
+// failingRounds fails the write of a round that holds a tool result,
+// as a store that is gone at that moment would.
+type failingRounds struct {
+	chat.Store
+	fail bool
+}
+
+func (s *failingRounds) Append(ctx context.Context, id int64, msgs []chat.Message, u chat.Usage, audit ...chat.AuditEntry) error {
+	for _, m := range msgs {
+		if m.Role == chat.RoleTool && s.fail {
+			return errors.New("the disk is gone")
+		}
+	}
+	return s.Store.Append(ctx, id, msgs, u, audit...)
+}
+
+// TEST: a call a rule allowed is recorded in the audit trail with its
+// round, in one transaction: a round that could not be written leaves
+// no decision behind it, and the round written after leaves one.
+func TestRuleDecisionIsRecordedWithItsRound(t *testing.T) {
+	ops, err := tools.OperatorRules([]tools.Rule{{Scope: tools.Scope{Tool: "note"}, Decision: tools.RuleAllow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &outbox{}
+	env := rulesEnv(t, o, chat.Config{})
+	st := &failingRounds{Store: env.Store, fail: true}
+	e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Rules: ops,
+		Confirm: tools.Policy{Level: tools.ConfirmMutating}}, env.Model.Client(), st, env.Registry)
+	env.Model.Call("note", `{"text":"milk"}`)
+	if _, err := e.Handle(context.Background(), chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "note milk"}); err == nil {
+		t.Fatal("the round was written")
+	}
+	if a := auditLog(t, env, ""); len(o.all()) != 1 || len(a) != 0 {
+		t.Fatalf("ran %v; the audit trail holds %+v without its round", o.all(), a)
+	}
+	st.fail = false
+	env.Model.Call("note", `{"text":"bread"}`)
+	env.Model.Text("Noted.")
+	if _, err := e.Handle(context.Background(), chat.Inbound{ChatKey: "c1", UserKey: "u", Text: "note bread"}); err != nil {
+		t.Fatal(err)
+	}
+	if a := auditLog(t, env, ""); len(a) != 1 || a[0].Decision != chat.AuditAllowedByRule || a[0].Rule != "op1" || a[0].Outcome != "ran" {
+		t.Fatalf("audit = %+v", a)
 	}
 }

@@ -28,6 +28,10 @@ type turn struct {
 	unsaved *Message
 	// asks are the approvals the turn ends with, when calls were held.
 	asks []Approval
+	// decided keeps the decisions rules make on a round's calls while
+	// they run; audit holds them until the round is recorded with them.
+	decided auditRound
+	audit   []AuditEntry
 	// tainted is set once the turn has read untrusted content: its
 	// mutating and destructive calls then wait for approval
 	// (tools.Policy.AfterUntrusted).
@@ -63,15 +67,16 @@ func (t *turn) record(ctx context.Context, msgs []Message, usage Usage) error {
 			}
 			t.charge = nil
 		}
-		err = t.e.store.Hold(ctx, t.sess.ID, msgs, usage, t.asks)
+		err = t.e.store.Hold(ctx, t.sess.ID, msgs, usage, t.asks, t.audit...)
 	case t.charge != nil:
-		err = t.e.charging.AppendCharged(ctx, t.sess.ID, msgs, usage, *t.charge)
+		err = t.e.charging.AppendCharged(ctx, t.sess.ID, msgs, usage, *t.charge, t.audit...)
 	default:
-		err = t.e.store.Append(ctx, t.sess.ID, msgs, usage)
+		err = t.e.store.Append(ctx, t.sess.ID, msgs, usage, t.audit...)
 	}
 	if err != nil {
 		return err
 	}
+	t.audit = nil
 	if t.charge != nil {
 		t.e.charged(*t.charge)
 		t.charge = nil
@@ -219,7 +224,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		calls[i] = tools.Call{ID: resp.ToolCalls[i].ID, Name: c.Name, Arguments: c.Arguments}
 	}
-	tctx := tools.WithCaller(e.withRules(ctx, t.in.UserKey), tools.Caller{
+	tctx := tools.WithCaller(context.WithValue(e.withRules(ctx, t.in.UserKey), auditKey{}, &t.decided), tools.Caller{
 		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
 		Loaded: slices.Clone(t.loaded), Tainted: t.tainted,
 	})
@@ -231,6 +236,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 	}
 	asks := t.holdRound(results)
+	t.audit = append(t.audit, t.decided.take()...)
 
 	asst := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 	asst.Tokens = e.countMessage(asst)

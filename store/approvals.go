@@ -52,7 +52,7 @@ func (r approvalRow) domain() chat.Approval {
 
 // Hold persists a round with held calls and their approvals in one
 // transaction.
-func (d *DB) Hold(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, asks []chat.Approval) error {
+func (d *DB) Hold(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, asks []chat.Approval, audit ...chat.AuditEntry) error {
 	rows := make([]approvalRow, len(asks))
 	now := d.now()
 	for i, a := range asks {
@@ -67,7 +67,7 @@ func (d *DB) Hold(ctx context.Context, sessionID int64, msgs []chat.Message, usa
 			rows[i].Offer = string(b)
 		}
 	}
-	return d.appendWith(ctx, sessionID, msgs, usage, func(tx *gorm.DB) error { return tx.Create(&rows).Error })
+	return d.appendWith(ctx, sessionID, msgs, usage, audit, func(tx *gorm.DB) error { return tx.Create(&rows).Error })
 }
 
 // Batch returns the approvals asked in one question, in the order they

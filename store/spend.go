@@ -56,10 +56,10 @@ func (d *DB) Charge(ctx context.Context, c chat.Charge) error {
 
 // AppendCharged is Append with c added to the spend in its transaction:
 // a round and what its model call cost are written together.
-func (d *DB) AppendCharged(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, c chat.Charge) error {
+func (d *DB) AppendCharged(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, c chat.Charge, audit ...chat.AuditEntry) error {
 	// Prepared before the transaction begins, as appendWith's own.
 	d.prepareHot(ctx, chargeSpend)
-	return d.appendWith(ctx, sessionID, msgs, usage, func(tx *gorm.DB) error {
+	return d.appendWith(ctx, sessionID, msgs, usage, audit, func(tx *gorm.DB) error {
 		_, err := d.hotExec(ctx, tx, chargeSpend, chargeArgs(c, d.now())...)
 		return err
 	})

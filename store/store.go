@@ -263,12 +263,12 @@ const appendBatch = 200
 // Append persists msgs in one transaction, records usage (one model
 // call's) with the assistant message among them, and adds it to the
 // session's counters.
-func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage) error {
-	return d.appendWith(ctx, sessionID, msgs, usage, nil)
+func (d *DB) Append(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, audit ...chat.AuditEntry) error {
+	return d.appendWith(ctx, sessionID, msgs, usage, audit, nil)
 }
 
 // appendWith is Append with more work (also) in its transaction.
-func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, also func(tx *gorm.DB) error) error {
+func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Message, usage chat.Usage, audit []chat.AuditEntry, also func(tx *gorm.DB) error) error {
 	// Written with plain SQL: this runs on every turn, and gorm's
 	// reflection over the rows cost as much as SQLite's own work.
 	args := make([]any, 0, len(msgs)*messageColumns)
@@ -318,6 +318,9 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 			if err := also(tx); err != nil {
 				return err
 			}
+		}
+		if err := appendAudit(tx, now, audit...); err != nil {
+			return err
 		}
 		if d.fts && d.unindexed.Add(int64(len(msgs))) >= ftsBatch {
 			if err := d.indexMessages(tx); err != nil {
