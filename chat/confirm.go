@@ -410,7 +410,7 @@ func (e *Engine) decide(ctx context.Context, in Inbound, ref string, approve, al
 		}
 		a.Status = to
 		if always && to == ApprovalRunning {
-			rule := tools.Rule{Code: newRuleCode(), Owner: a.UserKey, Scope: *a.Offer, Decision: tools.RuleAllow}
+			rule := tools.Rule{Code: tools.NewRuleCode(), Owner: a.UserKey, Scope: *a.Offer, Decision: tools.RuleAllow}
 			if err := e.store.AddRule(context.WithoutCancel(ctx), rule); err != nil {
 				return Reply{}, fmt.Errorf("keep the rule of %s: %w", a.UserKey, err)
 			}
@@ -547,12 +547,6 @@ func decidedWord(status string) string {
 func (e *Engine) entry(a Approval, decision, by, outcome string) AuditEntry {
 	return AuditEntry{ChatKey: a.ChatKey, UserKey: a.UserKey, SessionID: a.SessionID, CallID: a.CallID, Tool: a.Tool,
 		Summary: a.Summary, ArgsHash: argsHash(a.Arguments), Tainted: a.Tainted, Decision: decision, DecidedBy: by, Outcome: outcome}
-}
-
-// newRuleCode is a person's rule's code: four characters of the
-// approval alphabet.
-func newRuleCode() string {
-	return newApprovalID()[:codeLen]
 }
 
 // bare picks the approval a bare /approve or /deny answers: the one
