@@ -87,8 +87,11 @@ func TestQuestionEndsWithClearCancelOrTime(t *testing.T) {
 		t.Fatalf("sent = %q", sent)
 	}
 
+	// A store of its own: on the first one, the first pipeline may still
+	// be finishing /cancel's event, which this one would take over.
+	db2, _ := openStore(t)
 	out2 := &outlet{}
-	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db, Handler: askOnce(50 * time.Millisecond), Outlet: out2})
+	p2 := newPipeline(t, bridge.PipelineConfig{Inbox: db2, Handler: askOnce(50 * time.Millisecond), Outlet: out2})
 	accept(t, p2, from("f1", "ana", "ask"))
 	if sent := out2.waitFor(t, 2); sent[1] != "c1:expired" {
 		t.Fatalf("sent = %q", sent)
