@@ -26,6 +26,26 @@ func (m *instantModel) Complete(_ context.Context, req chat.Request) (chat.Respo
 	return chat.Response{Text: "ok", Usage: chat.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
 }
 
+// testEngineParts opens a store with open in a directory of tb's, and a
+// registry with load_tool_group and the test tools; the store is closed
+// when tb ends.
+func testEngineParts(tb testing.TB, open func(string) (*store.DB, error)) (*store.DB, *tools.Registry) {
+	tb.Helper()
+	db, err := open(filepath.Join(tb.TempDir(), "bench.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	reg := tools.NewRegistry()
+	if err := reg.Add(tools.LoadGroup(reg)); err != nil {
+		tb.Fatal(err)
+	}
+	if err := testTools(reg); err != nil {
+		tb.Fatal(err)
+	}
+	return db, reg
+}
+
 // BenchmarkHandle sends one message through the engine into a session that
 // already holds n messages, one of them an early load_tool_group. The
 // "warm" runs keep the recent history in memory between messages (the
@@ -47,18 +67,7 @@ func BenchmarkHandle(b *testing.B) {
 func benchHandle(b *testing.B, mode string, n int) {
 	{
 		{
-			db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			reg := tools.NewRegistry()
-			if err := reg.Add(tools.LoadGroup(reg)); err != nil {
-				b.Fatal(err)
-			}
-			if err := testTools(reg); err != nil {
-				b.Fatal(err)
-			}
+			db, reg := testEngineParts(b, store.Open)
 			ctx := context.Background()
 			sess, err := db.OpenSession(ctx, "bench")
 			if err != nil {
@@ -156,18 +165,7 @@ func (c *loadCountingStore) LoadedGroups(ctx context.Context, sessionID int64) (
 // asked once, at the first message, and the group loaded then is offered
 // on the next message without asking again.
 func TestWarmTurnsTakeLoadedGroupsFromTheCache(t *testing.T) {
-	db, err := store.OpenTest(filepath.Join(t.TempDir(), "x.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	reg := tools.NewRegistry()
-	if err := reg.Add(tools.LoadGroup(reg)); err != nil {
-		t.Fatal(err)
-	}
-	if err := testTools(reg); err != nil {
-		t.Fatal(err)
-	}
+	db, reg := testEngineParts(t, store.OpenTest)
 	m := chattest.NewModelServer(t)
 	m.Call("load_tool_group", `{"group_name":"mail"}`)
 	m.Text("loaded")
@@ -244,18 +242,7 @@ func (m *callingModel) Complete(_ context.Context, req chat.Request) (chat.Respo
 //
 //	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkToolRound -benchmem ./chat/
 func BenchmarkToolRound(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	reg := tools.NewRegistry()
-	if err := reg.Add(tools.LoadGroup(reg)); err != nil {
-		b.Fatal(err)
-	}
-	if err := testTools(reg); err != nil {
-		b.Fatal(err)
-	}
+	db, reg := testEngineParts(b, store.Open)
 	e := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, &callingModel{}, db, reg)
 	ctx := context.Background()
 	b.ReportAllocs()

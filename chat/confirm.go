@@ -3,7 +3,6 @@ package chat
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -307,23 +306,12 @@ func plural(n int, unit string) string {
 	return fmt.Sprintf("%d %ss", n, unit)
 }
 
-// idAlphabet spells approval ids: lower-case letters and digits without
-// the ones people confuse (l, 1, o, 0).
-const idAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
-
 // codeLen is how much of an approval's id is its code.
 const codeLen = 4
 
 // newApprovalID is a random id of 16 characters (80 bits); its first
 // four are the code a person types.
-func newApprovalID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
-	}
-	return string(b[:])
-}
+func newApprovalID() string { return tools.RandomCode(16) }
 
 // CodeOf is the short code of approval id that binds a person's answer to
 // its question: "#k7f2". It is shown with the question and its buttons,

@@ -312,17 +312,22 @@ func OperatorRules(in []Rule) ([]Rule, error) {
 // allows a call.
 const SamplingRuleTool = "mcp_sampling"
 
-// ruleCodeAlphabet spells rule codes as approval codes are spelled:
-// lower-case letters and digits without l, 1, o and 0.
-const ruleCodeAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+// codeAlphabet spells the codes people type (a rule's, an approval's):
+// lower-case letters and digits without the ones people confuse (l, 1,
+// o, 0).
+const codeAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+
+// RandomCode is n random characters of the codes' alphabet: 5 bits
+// each.
+func RandomCode(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)]
+	}
+	return string(b)
+}
 
 // NewRuleCode is a fresh random code of four characters for a person's
 // rule.
-func NewRuleCode() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = ruleCodeAlphabet[int(b[i])%len(ruleCodeAlphabet)]
-	}
-	return string(b[:])
-}
+func NewRuleCode() string { return RandomCode(4) }
