@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/bridge"
 	"loadout/bridge/discord/discordtest"
@@ -38,11 +37,7 @@ func TestDiscordProcess(t *testing.T) {
 	if api == "" {
 		t.Skip("run by TestKilledAtRandomLosesAndDoublesNothing")
 	}
-	model := chattest.NewModelServer(t)
-	model.Forget = true
-	model.Script = func(req goopenai.ChatCompletionRequest) chattest.Step {
-		return chattest.Step{Text: "re: " + req.Messages[len(req.Messages)-1].Content, Delay: time.Duration(20+rand.IntN(100)) * time.Millisecond}
-	}
+	model := chattest.NewEchoServer(t)
 	env := storetest.NewEnv(t, storetest.Options{DBPath: os.Getenv(envDB), Model: model})
 	journal, err := bridge.OpenJournal(os.Getenv(envJournal))
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/bridge"
 	"loadout/bridge/email/emailtest"
@@ -39,11 +38,7 @@ func TestEmailProcess(t *testing.T) {
 	if imapAddr == "" {
 		t.Skip("run by TestKilledAtRandomLosesAndDoublesNothing")
 	}
-	model := chattest.NewModelServer(t)
-	model.Forget = true
-	model.Script = func(req goopenai.ChatCompletionRequest) chattest.Step {
-		return chattest.Step{Text: "re: " + req.Messages[len(req.Messages)-1].Content, Delay: time.Duration(20+rand.IntN(100)) * time.Millisecond}
-	}
+	model := chattest.NewEchoServer(t)
 	env := storetest.NewEnv(t, storetest.Options{DBPath: os.Getenv(envDB), Model: model})
 	journal, err := bridge.OpenJournal(os.Getenv(envJournal))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -342,4 +343,16 @@ func UnreachableURL(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return "http://" + addr + "/v1"
+}
+
+// NewEchoServer is a model for a process a kill test starts again and
+// again: it answers "re: " and the request's last message after 20 to
+// 120 ms, and keeps no request.
+func NewEchoServer(t testing.TB) *ModelServer {
+	s := NewModelServer(t)
+	s.Forget = true
+	s.Script = func(req goopenai.ChatCompletionRequest) Step {
+		return Step{Text: "re: " + req.Messages[len(req.Messages)-1].Content, Delay: time.Duration(20+rand.IntN(100)) * time.Millisecond}
+	}
+	return s
 }
