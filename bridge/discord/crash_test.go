@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"loadout/bridge"
 	"loadout/bridge/discord/discordtest"
 	"loadout/chat/chattest"

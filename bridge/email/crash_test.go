@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"loadout/bridge"
 	"loadout/bridge/email/emailtest"
 	"loadout/chat/chattest"
