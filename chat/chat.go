@@ -227,6 +227,12 @@ type Approval struct {
 	// Offer is the scope an "Always allow" of this call would take, nil
 	// when none is offered (tools.Offer).
 	Offer *tools.Scope
+	// Reach is what the call reaches, as its tool declares it
+	// (tools.ReachOf, in the form of tools.Reach.String).
+	Reach string
+	// Unknown says what the call may reach that could not be accounted
+	// for (tools.Reach.Unknown), which the question shows.
+	Unknown []string
 }
 
 // Decisions of the audit trail.
@@ -251,6 +257,9 @@ type AuditEntry struct {
 	CallID    string
 	Tool      string
 	Summary   string
+	// Reach is what the call reaches, as its tool declares it
+	// (tools.Reach.String).
+	Reach string
 	// ArgsHash is the SHA-256 of the call's stored arguments, in hex.
 	ArgsHash string
 	// Tainted: the turn had read untrusted content.

@@ -89,23 +89,17 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 	}
 	// The operator's rules first: they are in memory, and a person's own
 	// rules (allow only) matter only for a call that would be asked. A
-	// call's facets are read only when some rule may look at them.
-	var facets tools.Facets
-	read := false
-	facetsOf := func() tools.Facets {
-		if !read {
-			facets, read = tools.FacetsOf(in.JSON), true
-		}
-		return facets
-	}
+	// call's reach is read only when something looks at it: it may ask
+	// a service (a reply's recipients).
+	reach := sync.OnceValue(func() tools.Reach { return tools.ReachOf(ctx, d, in) })
 	var rule tools.Rule
 	var ruled bool
 	if len(e.cfg.Rules) > 0 {
-		rule, ruled = tools.Judge(e.cfg.Rules, d.Name, facetsOf())
+		rule, ruled = tools.Judge(e.cfg.Rules, d.Name, reach())
 	}
 	record := func(decision string, res *tools.Result) {
 		entry := AuditEntry{ChatKey: caller.ChatKey, UserKey: caller.UserKey, SessionID: caller.SessionID, CallID: c.ID,
-			Tool: d.Name, Summary: tools.Summary(ctx, d, in), ArgsHash: argsHash(in.JSON), Tainted: caller.Tainted,
+			Tool: d.Name, Summary: tools.Summary(ctx, d, in), Reach: reach().String(), ArgsHash: argsHash(in.JSON), Tainted: caller.Tainted,
 			Decision: decision, Rule: rule.Code}
 		if res != nil {
 			entry.Outcome = outcome(*res)
@@ -130,9 +124,10 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 	if !needs {
 		return tools.Result{}, false, nil
 	}
+	effect := tools.EffectOf(ctx, d, in.Value)
 	if o, _ := ctx.Value(rulesKey{}).(*ownRules); len(o.get(e.cfg.Logger)) > 0 {
-		own := o.get(e.cfg.Logger)
-		rule, ruled = tools.Judge(append(slices.Clip(e.cfg.Rules), own...), d.Name, facetsOf())
+		own := slices.DeleteFunc(slices.Clone(o.get(e.cfg.Logger)), func(r tools.Rule) bool { return !personRuleCovers(r, effect) })
+		rule, ruled = tools.Judge(append(slices.Clip(e.cfg.Rules), own...), d.Name, reach())
 	}
 	// A person's allow never lifts a question the operator asks for every
 	// call of the tool (tools.confirm_tools: always).
@@ -140,9 +135,10 @@ func (e *Engine) gate(ctx context.Context, d tools.Definition, c tools.Call, in 
 	if ruled && rule.Decision == tools.RuleAllow && !operatorAsks && (!caller.Tainted || rule.EvenAfterUntrusted) {
 		return tools.Result{}, false, func(res tools.Result) { record(AuditAllowedByRule, &res) }
 	}
-	res := tools.Result{Status: tools.StatusPending, Content: tools.Summary(ctx, d, in)}
+	r := reach()
+	res := tools.Result{Status: tools.StatusPending, Content: tools.Summary(ctx, d, in), Reach: &r}
 	if caller.UserKey != "" {
-		if s, ok := tools.Offer(d, tools.EffectOf(ctx, d, in.Value), facetsOf()); ok {
+		if s, ok := tools.Offer(d, effect, r); ok {
 			res.Offer = &s
 		}
 	}
@@ -218,6 +214,9 @@ func (t *turn) holdRound(results []tools.Result) []Approval {
 			CallID: r.CallID, Tool: r.Name, Arguments: r.Input, Summary: r.Content, Tainted: t.tainted,
 			Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl), Offer: r.Offer,
 		}
+		if r.Reach != nil {
+			a.Reach, a.Unknown = r.Reach.String(), r.Reach.Unknown
+		}
 		if len(asks) > 0 {
 			a.Batch = asks[0].ID
 		} else {
@@ -269,6 +268,9 @@ func alwaysOf(a Approval) string {
 // alwaysLine shows, with the question, what "Always allow" would allow,
 // before anyone takes it.
 func alwaysLine(a Approval) string {
+	if len(a.Unknown) > 0 {
+		return fmt.Sprintf("\n(I cannot tell everything this reaches — %s — so no rule can allow it without asking.)", strings.Join(a.Unknown, "; "))
+	}
 	if a.Offer == nil {
 		return ""
 	}
@@ -534,7 +536,7 @@ func decidedWord(status string) string {
 // entry is the audit trail's record of a decision on a.
 func (e *Engine) entry(a Approval, decision, by, outcome string) AuditEntry {
 	return AuditEntry{ChatKey: a.ChatKey, UserKey: a.UserKey, SessionID: a.SessionID, CallID: a.CallID, Tool: a.Tool,
-		Summary: a.Summary, ArgsHash: argsHash(a.Arguments), Tainted: a.Tainted, Decision: decision, DecidedBy: by, Outcome: outcome}
+		Summary: a.Summary, Reach: a.Reach, ArgsHash: argsHash(a.Arguments), Tainted: a.Tainted, Decision: decision, DecidedBy: by, Outcome: outcome}
 }
 
 // bare picks the approval a bare /approve or /deny answers: the one

@@ -34,7 +34,7 @@ func (o *outbox) all() []string {
 }
 
 type sendIn struct {
-	To      string `json:"to"`
+	To      string `json:"to" reach:"recipients"`
 	Subject string `json:"subject"`
 	Body    string `json:"body"`
 }
@@ -306,7 +306,7 @@ func TestConfirmPolicy(t *testing.T) {
 // exactIn carries a number beyond float64's exact integers and a URL
 // that must not be shadowed by a case variant.
 type exactIn struct {
-	URL string `json:"url"`
+	URL string `json:"url" reach:"url"`
 	Ref int64  `json:"ref"`
 }
 

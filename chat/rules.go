@@ -113,7 +113,17 @@ func auditWords(a AuditEntry) string {
 // ruleScopeOK reports whether r is a rule a person may hold: an allow of
 // a scope "Always allow" could offer (tools.Offer). It guards what the
 // store gives back, so a rule written by hand into the database cannot
-// allow a destructive tool everywhere or lift the taint rule.
+// allow every tool or lift the taint rule.
 func ruleScopeOK(r tools.Rule) bool {
-	return r.Owner != "" && !r.EvenAfterUntrusted && r.Tool != "*"
+	return r.Owner != "" && r.Decision == tools.RuleAllow && !r.EvenAfterUntrusted && r.Tool != "*"
+}
+
+// personRuleCovers reports whether a person's rule r may decide a call
+// of the given effect: a rule that names no domain, host or folder
+// never covers a destructive call, as "Always allow" never offers one.
+// It holds for a rule written by hand into the database, and for a rule
+// kept from a harmless call of a tool whose later call is destructive
+// (a move into a shared folder).
+func personRuleCovers(r tools.Rule, effect tools.Effect) bool {
+	return effect < tools.EffectDestructive || len(r.Domains)+len(r.Hosts)+len(r.Folders) > 0
 }

@@ -33,6 +33,8 @@ type approvalRow struct {
 	Batch string `gorm:"not null;default:''"`
 	// Offer is the scope "Always allow" takes, as JSON; "" for none.
 	Offer string `gorm:"not null;default:''"`
+	// Reach is what the call reaches (tools.Reach.String).
+	Reach string `gorm:"not null;default:''"`
 }
 
 func (approvalRow) TableName() string { return "approvals" }
@@ -40,7 +42,7 @@ func (approvalRow) TableName() string { return "approvals" }
 func (r approvalRow) domain() chat.Approval {
 	a := chat.Approval{ID: r.ID, ChatKey: r.ChatKey, SessionID: r.SessionID, UserKey: r.UserKey, CallID: r.CallID,
 		Tool: r.ToolName, Arguments: r.Arguments, Summary: r.Summary, Tainted: r.Tainted, Status: r.Status, DecidedBy: r.DecidedBy,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Batch: r.Batch}
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Batch: r.Batch, Reach: r.Reach}
 	if r.Offer != "" {
 		var s tools.Scope
 		if json.Unmarshal([]byte(r.Offer), &s) == nil {
@@ -58,7 +60,7 @@ func (d *DB) Hold(ctx context.Context, sessionID int64, msgs []chat.Message, usa
 	for i, a := range asks {
 		rows[i] = approvalRow{ID: a.ID, ChatKey: a.ChatKey, SessionID: sessionID, UserKey: a.UserKey, CallID: a.CallID,
 			ToolName: a.Tool, Arguments: a.Arguments, Summary: a.Summary, Tainted: a.Tainted, Status: chat.ApprovalPending,
-			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), ExpiresAt: a.ExpiresAt, Batch: a.Batch}
+			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), ExpiresAt: a.ExpiresAt, Batch: a.Batch, Reach: a.Reach}
 		if a.Offer != nil {
 			b, err := json.Marshal(a.Offer)
 			if err != nil {
@@ -153,7 +155,7 @@ func cancelApprovals(tx *gorm.DB, chatKey string, now time.Time) error {
 	entries := make([]chat.AuditEntry, len(rows))
 	for i, r := range rows {
 		entries[i] = chat.AuditEntry{ChatKey: r.ChatKey, UserKey: r.UserKey, SessionID: r.SessionID, CallID: r.CallID,
-			Tool: r.ToolName, Summary: r.Summary, ArgsHash: hashArgs(r.Arguments), Tainted: r.Tainted, Decision: chat.AuditCancelled}
+			Tool: r.ToolName, Summary: r.Summary, Reach: r.Reach, ArgsHash: hashArgs(r.Arguments), Tainted: r.Tainted, Decision: chat.AuditCancelled}
 	}
 	return appendAudit(tx, now, entries...)
 }

@@ -25,6 +25,7 @@ type auditEntry struct {
 	CallID    string    `gorm:"not null;uniqueIndex:idx_audit_call,priority:2"`
 	ToolName  string    `gorm:"not null"`
 	Summary   string    `gorm:"not null"`
+	Reach     string    `gorm:"not null;default:''"`
 	ArgsHash  string    `gorm:"not null"`
 	Tainted   bool      `gorm:"not null"`
 	Decision  string    `gorm:"not null"`
@@ -64,7 +65,7 @@ func appendAudit(tx *gorm.DB, now time.Time, entries ...chat.AuditEntry) error {
 			at = now
 		}
 		rows[i] = auditEntry{At: at, ChatKey: e.ChatKey, UserKey: e.UserKey, SessionID: e.SessionID, CallID: e.CallID,
-			ToolName: e.Tool, Summary: e.Summary, ArgsHash: e.ArgsHash, Tainted: e.Tainted, Decision: e.Decision,
+			ToolName: e.Tool, Summary: e.Summary, Reach: e.Reach, ArgsHash: e.ArgsHash, Tainted: e.Tainted, Decision: e.Decision,
 			RuleCode: e.Rule, DecidedBy: e.DecidedBy, Outcome: e.Outcome}
 	}
 	return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error
@@ -91,7 +92,7 @@ func (d *DB) AuditLog(ctx context.Context, chatKey, userKey string, limit int) (
 	out := make([]chat.AuditEntry, len(rows))
 	for i, r := range rows {
 		out[i] = chat.AuditEntry{At: r.At, ChatKey: r.ChatKey, UserKey: r.UserKey, SessionID: r.SessionID, CallID: r.CallID,
-			Tool: r.ToolName, Summary: r.Summary, ArgsHash: r.ArgsHash, Tainted: r.Tainted, Decision: r.Decision,
+			Tool: r.ToolName, Summary: r.Summary, Reach: r.Reach, ArgsHash: r.ArgsHash, Tainted: r.Tainted, Decision: r.Decision,
 			Rule: r.RuleCode, DecidedBy: r.DecidedBy, Outcome: r.Outcome}
 	}
 	return out, kind(err)

@@ -10,8 +10,8 @@ import (
 // and run (a tool that does nothing), for a mail-sized call.
 func BenchmarkCallArguments(b *testing.B) {
 	type mailIn struct {
-		To      string   `json:"to"`
-		Cc      string   `json:"cc,omitempty"`
+		To      string   `json:"to" reach:"recipients"`
+		Cc      string   `json:"cc,omitempty" reach:"recipients"`
 		Subject string   `json:"subject"`
 		Body    string   `json:"body"`
 		Labels  []string `json:"labels,omitempty"`

@@ -54,6 +54,9 @@ type Result struct {
 	// Offer is, on a call held for approval (StatusPending), the scope an
 	// "Always allow" of it would take; nil when none is offered.
 	Offer *Scope
+	// Reach is, on a call held for approval, what it reaches (ReachOf),
+	// for the question and the audit trail.
+	Reach *Reach
 	// Images are the pictures the call returned (a tool's Media), for a
 	// model that reads images; Content describes them.
 	Images []Image

@@ -2,10 +2,7 @@ package tools
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
-	"net/mail"
-	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -53,119 +50,25 @@ type Rule struct {
 	EvenAfterUntrusted bool `json:"even_after_untrusted,omitempty" yaml:"even_after_untrusted"`
 }
 
-// Facets are what a call reaches, read from its checked arguments: the
-// values rules match on.
-type Facets struct {
-	Action  string
-	Domains []string
-	Hosts   []string
-	Folders []string
-}
-
-// pathKeys name the arguments that hold a file's path; folderKeys a
-// folder's.
-var (
-	pathKeys   = []string{"path", "paths", "file", "files", "filename", "source", "destination", "src", "dst", "from_path", "to_path"}
-	folderKeys = []string{"folder", "folders", "dir", "directory"}
-)
-
-// FacetsOf reads the facets of a call from its arguments as checked and
-// decoded (Input.JSON): the "action" argument; the domain of every
-// address and the host of every URL anywhere in the arguments (so a rule
-// for one domain never covers a call that also names another); the
-// folder of every path argument. Values are lower-cased, sorted, and
-// each listed once. Its cost is linear in the arguments' size, and the
-// sort's in the number of values.
-func FacetsOf(args string) Facets {
-	var v any
-	dec := json.NewDecoder(strings.NewReader(args))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return Facets{}
-	}
-	var f Facets
-	if m, ok := v.(map[string]any); ok {
-		if a, ok := m["action"].(string); ok {
-			f.Action = strings.ToLower(strings.TrimSpace(a))
-		}
-	}
-	f.walk("", v)
-	// Sorted: the walk meets an object's keys in no set order.
-	slices.Sort(f.Domains)
-	slices.Sort(f.Hosts)
-	slices.Sort(f.Folders)
-	return f
-}
-
-func (f *Facets) walk(key string, v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			f.walk(strings.ToLower(k), x)
-		}
-	case []any:
-		for _, x := range v {
-			f.walk(key, x)
-		}
-	case string:
-		f.read(key, v)
-	}
-}
-
-func (f *Facets) read(key, s string) {
-	for _, a := range addressPattern.FindAllString(s, -1) {
-		if p, err := mail.ParseAddress(a); err == nil {
-			a = p.Address
-		}
-		if _, domain, ok := strings.Cut(a[strings.LastIndex(a, "@"):], "@"); ok {
-			f.Domains = addOnce(f.Domains, strings.ToLower(domain))
-		}
-	}
-	for _, u := range urlPattern.FindAllString(s, -1) {
-		if p, err := url.Parse(u); err == nil && p.Hostname() != "" {
-			f.Hosts = addOnce(f.Hosts, strings.ToLower(p.Hostname()))
-		}
-	}
-	if strings.Contains(s, "://") {
-		return
-	}
-	switch {
-	case slices.Contains(pathKeys, key):
-		f.Folders = addOnce(f.Folders, folderOf(path.Dir(path.Clean("/"+s))))
-	case slices.Contains(folderKeys, key):
-		f.Folders = addOnce(f.Folders, folderOf(path.Clean("/"+s)))
-	}
-}
-
-// folderOf is a folder as rules name it: relative, "." for the top.
-func folderOf(p string) string {
-	p = strings.TrimPrefix(p, "/")
-	if p == "" {
-		return "."
-	}
-	return strings.ToLower(p)
-}
-
-func addOnce(list []string, v string) []string {
-	if v == "" || slices.Contains(list, v) {
-		return list
-	}
-	return append(list, v)
-}
-
-// Matches reports whether the rule covers a call of tool with facets f.
-func (s Scope) Matches(tool string, f Facets) bool {
-	if s.Tool != tool && s.Tool != "*" {
+// Matches reports whether an allow rule of this scope covers a call of
+// tool reaching r: the same tool (or "*") and action, and, for a scope
+// that names any domain, host or folder, nothing unknown in the call's
+// reach, at least one value of each facet the scope names, and every
+// domain, host and folder the call reaches among the scope's (folders
+// exactly, with their case): a rule for addresses at example.com covers
+// no call that also reaches a host, or a folder, it does not name.
+func (s Scope) Matches(tool string, r Reach) bool {
+	if !s.sameTool(tool, r) {
 		return false
 	}
-	if s.Action != "" && s.Action != f.Action {
+	if s.unscoped() {
+		return true
+	}
+	if !r.Known() {
 		return false
 	}
-	for _, c := range []struct{ rule, call []string }{{s.Domains, f.Domains}, {s.Hosts, f.Hosts}, {s.Folders, f.Folders}} {
-		if len(c.rule) == 0 {
-			continue
-		}
-		if len(c.call) == 0 {
+	for _, c := range s.facets(r) {
+		if len(c.rule) > 0 && len(c.call) == 0 {
 			return false
 		}
 		for _, v := range c.call {
@@ -175,6 +78,52 @@ func (s Scope) Matches(tool string, f Facets) bool {
 		}
 	}
 	return true
+}
+
+// Touches reports whether a deny or ask rule of this scope applies to a
+// call of tool reaching r: the same tool and action, and a scope that
+// names nothing, or any value of the call within it (a domain or host or
+// one below it, a folder or one inside it). sure is false when it
+// applies only because the call's reach is unknown: the call may be
+// within the scope, and cannot be shown not to be.
+func (s Scope) Touches(tool string, r Reach) (applies, sure bool) {
+	if !s.sameTool(tool, r) {
+		return false, false
+	}
+	if s.unscoped() {
+		return true, true
+	}
+	for i, c := range s.facets(r) {
+		for _, v := range c.call {
+			for _, w := range c.rule {
+				if within(v, w, i == 2) {
+					return true, true
+				}
+			}
+		}
+	}
+	return !r.Known(), false
+}
+
+// within reports whether v is w or below it: a subdomain of a domain or
+// host, a folder inside a folder (any folder inside ".").
+func within(v, w string, folder bool) bool {
+	if folder {
+		return v == w || w == "." || strings.HasPrefix(v, w+"/")
+	}
+	return v == w || strings.HasSuffix(v, "."+w)
+}
+
+func (s Scope) sameTool(tool string, r Reach) bool {
+	return (s.Tool == tool || s.Tool == "*") && (s.Action == "" || s.Action == r.Action)
+}
+
+func (s Scope) unscoped() bool { return len(s.Domains)+len(s.Hosts)+len(s.Folders) == 0 }
+
+// facets pairs each list of the scope with the call's: domains, hosts,
+// folders.
+func (s Scope) facets(r Reach) [3]struct{ rule, call []string } {
+	return [3]struct{ rule, call []string }{{s.Domains, r.Domains}, {s.Hosts, r.Hosts}, {s.Folders, r.Folders}}
 }
 
 // String is the scope as a person reads it before taking it: "gmail_send
@@ -208,22 +157,23 @@ func orList(vs []string) string {
 	return strings.Join(vs[:len(vs)-1], ", ") + " or " + vs[len(vs)-1]
 }
 
-// Offer is the scope an "Always allow" for a call of d with facets f
-// would take: the narrowest useful one, the recipients' domains, else
-// the hosts, else the folders, with the call's action. A call with none
-// of them gets the tool (and action) only when it is not destructive;
-// a destructive one gets no offer (ok false): a button never allows a
-// tool that sends, deletes or shares everywhere.
-func Offer(d Definition, e Effect, f Facets) (Scope, bool) {
-	s := Scope{Tool: d.Name, Action: f.Action}
+// Offer is the scope an "Always allow" for a call of d reaching r would
+// take: the narrowest useful one, every domain, host and folder the call
+// reaches, with its action, so that a later call is covered only within
+// all of them. A call whose reach is unknown gets no scoped offer, and a
+// call that reaches nothing the tool (and action) only when it is not
+// destructive: a button never allows a tool that sends, deletes or
+// shares everywhere (ok false).
+func Offer(d Definition, e Effect, r Reach) (Scope, bool) {
+	s := Scope{Tool: d.Name, Action: r.Action,
+		Domains: slices.Clone(r.Domains), Hosts: slices.Clone(r.Hosts), Folders: slices.Clone(r.Folders)}
 	switch {
-	case len(f.Domains) > 0:
-		s.Domains = slices.Clone(f.Domains)
-	case len(f.Hosts) > 0:
-		s.Hosts = slices.Clone(f.Hosts)
-	case len(f.Folders) > 0:
-		s.Folders = slices.Clone(f.Folders)
-	case e >= EffectDestructive:
+	case !r.Known():
+		if e >= EffectDestructive {
+			return Scope{}, false
+		}
+		s.Domains, s.Hosts, s.Folders = nil, nil, nil
+	case s.unscoped() && e >= EffectDestructive:
 		return Scope{}, false
 	}
 	slices.Sort(s.Domains)
@@ -232,19 +182,32 @@ func Offer(d Definition, e Effect, f Facets) (Scope, bool) {
 	return s, true
 }
 
-// Judge is the strongest decision of the rules that cover a call of tool
-// with facets f, and the rule that made it: deny over ask over allow; at
-// equal strength the operator's rule over a person's. ok is false when
-// no rule covers the call.
-func Judge(rules []Rule, tool string, f Facets) (Rule, bool) {
+// Judge is the strongest decision of the rules that apply to a call of
+// tool reaching r, and the rule that made it: deny over ask over allow;
+// at equal strength the operator's rule over a person's. An allow rule
+// applies when it covers the call (Scope.Matches); a deny or ask rule
+// when the call may reach within its scope (Scope.Touches), and a deny
+// that applies only because the call's reach is unknown asks instead
+// (the rule returned says ask). ok is false when no rule applies.
+func Judge(rules []Rule, tool string, r Reach) (Rule, bool) {
 	var best Rule
 	found := false
-	for _, r := range rules {
-		if !r.Matches(tool, f) {
-			continue
+	for _, rule := range rules {
+		if rule.Decision == RuleAllow {
+			if !rule.Matches(tool, r) {
+				continue
+			}
+		} else {
+			applies, sure := rule.Touches(tool, r)
+			if !applies {
+				continue
+			}
+			if !sure {
+				rule.Decision = RuleAsk
+			}
 		}
-		if !found || strength(r) > strength(best) {
-			best, found = r, true
+		if !found || strength(rule) > strength(best) {
+			best, found = rule, true
 		}
 	}
 	return best, found
@@ -268,8 +231,8 @@ func strength(r Rule) int {
 
 // OperatorRules checks the operator's rules (tools.rules), reporting one
 // that cannot work by its key (tools.rules[i]), and returns them ready
-// to judge calls: values lower-cased, folders cleaned, each with its
-// code ("op1", …).
+// to judge calls: domains and hosts as NormalHost writes them, folders
+// cleaned with their case kept, each with its code ("op1", …).
 func OperatorRules(in []Rule) ([]Rule, error) {
 	rules := make([]Rule, len(in))
 	for i := range in {
@@ -292,13 +255,13 @@ func OperatorRules(in []Rule) ([]Rule, error) {
 			return nil, fmt.Errorf("%s.even_after_untrusted: only an allow rule may say it", key)
 		}
 		r.Action = strings.ToLower(strings.TrimSpace(r.Action))
-		for _, l := range []*[]string{&r.Domains, &r.Hosts, &r.Folders} {
+		for _, l := range []*[]string{&r.Domains, &r.Hosts} {
 			for j, v := range *l {
-				(*l)[j] = strings.ToLower(strings.TrimSpace(v))
+				(*l)[j] = NormalHost(v)
 			}
 		}
 		for j, v := range r.Folders {
-			r.Folders[j] = folderOf(path.Clean("/" + v))
+			r.Folders[j] = folderOf(path.Clean("/" + strings.TrimSpace(v)))
 		}
 		r.Code = fmt.Sprintf("op%d", i+1)
 		r.Owner = ""

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -80,6 +81,18 @@ type Definition struct {
 	// Drive, but not one from the chat's files).
 	Personal    bool
 	PersonalFor func(ctx context.Context, in any) bool
+	// Reaches, when set, adds to what a call reaches what only the tool
+	// can tell at run time: a reply's recipients, read from the message
+	// it answers; a draft's; the attendees a change mails. It gets the
+	// call's decoded input (see By). What it cannot resolve it says in
+	// Reach.Unknown, in words a person reads with the question ("who the
+	// reply goes to could not be read"), and no scoped rule covers the
+	// call. What a typed input's arguments reach is declared by reach
+	// tags on its fields (see New); see ReachOf.
+	Reaches func(ctx context.Context, in any) Reach
+	// reach reads the reach tags of a typed input (set by New); nil for
+	// an open tool, whose arguments ReachOfJSON reads.
+	reach func(in any) Reach
 	// WritesSettings is true when a successful call may change the chat's
 	// Settings; the engine then reads them again before the next round.
 	WritesSettings bool
@@ -152,11 +165,19 @@ type Group struct {
 
 // New builds a tool whose arguments decode into In, strictly (see
 // Strict). The JSON Schema is derived from In (see Schema), so schema and
-// code cannot drift.
+// code cannot drift, and so is what a call reaches: the fields tagged
+// reach:"recipients", "url", "host", "path" or "folder" (see ReachOf).
+// New panics on a field whose name says it reaches someone or somewhere
+// ("to", "url", "path"…) but has no reach tag: reach:"-" says it reaches
+// nothing.
 func New[In any](def Definition, run func(ctx context.Context, in In) (any, error)) Tool {
 	var zero In
 	if def.Parameters == nil {
 		def.Parameters = Schema(zero)
+	}
+	if t := reflect.TypeOf(zero); t != nil && t.Kind() == reflect.Struct {
+		fields := reachFields(t)
+		def.reach = func(v any) Reach { return reachOfValue(fields, reflect.ValueOf(v)) }
 	}
 	return Tool{
 		Definition: def,

@@ -94,7 +94,7 @@ func TestConsoleApprovesWithYesOrNo(t *testing.T) {
 	env := storetest.NewEnv(t, storetest.Options{Register: func(r *tools.Registry) error {
 		return r.Add(tools.New(tools.Definition{Name: "mail_send", Description: "Send mail", Effect: tools.EffectDestructive},
 			func(ctx context.Context, in struct {
-				To string `json:"to"`
+				To string `json:"to" reach:"recipients"`
 			}) (any, error) {
 				mu.Lock()
 				defer mu.Unlock()

@@ -115,6 +115,9 @@ func New(c google.Client, o Options) google.Group {
 					}
 					return s + ", without emailing " + g.attendees(ctx, in.CalendarID, in.EventID)
 				}),
+				Reaches: tools.By(func(ctx context.Context, in updateEventIn) tools.Reach {
+					return g.mailed(ctx, in.CalendarID, in.EventID, in.SendUpdates)
+				}),
 			}, g.updateEvent),
 			tools.New(tools.Definition{
 				Name:        "calendar_delete_event",
@@ -126,6 +129,9 @@ func New(c google.Client, o Options) google.Group {
 						s += " and tell " + g.attendees(ctx, in.CalendarID, in.EventID)
 					}
 					return s
+				}),
+				Reaches: tools.By(func(ctx context.Context, in deleteEventIn) tools.Reach {
+					return g.mailed(ctx, in.CalendarID, in.EventID, in.SendUpdates)
 				}),
 			}, g.deleteEvent),
 			tools.New(tools.Definition{

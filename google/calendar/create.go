@@ -24,7 +24,7 @@ type createEventIn struct {
 	TimeZone    string   `json:"time_zone,omitempty" desc:"IANA zone; default the calendar's"`
 	Location    string   `json:"location,omitempty"`
 	Description string   `json:"description,omitempty"`
-	Attendees   []string `json:"attendees,omitempty" desc:"emails to invite"`
+	Attendees   []string `json:"attendees,omitempty" desc:"emails to invite" reach:"recipients"`
 	Reminders   []int    `json:"reminders,omitempty" desc:"popup reminders in minutes before; [] for none; omit for the calendar default"`
 	Recurrence  string   `json:"recurrence,omitempty" desc:"e.g. RRULE:FREQ=WEEKLY;COUNT=4"`
 	Meet        bool     `json:"meet,omitempty" desc:"add a Google Meet link"`
@@ -78,6 +78,26 @@ func (g *group) attendees(ctx context.Context, calendar, id string) string {
 		return "its attendees (it has none yet)"
 	}
 	return "its attendees " + tools.Names(who, 5)
+}
+
+// mailed is the reach of a change to an event that emails its
+// attendees (send_updates other than none): each of them but the
+// person.
+func (g *group) mailed(ctx context.Context, calendar, id, sendUpdates string) tools.Reach {
+	if sendUpdates == "none" {
+		return tools.Reach{}
+	}
+	ev, err := g.event(ctx, calendar, id)
+	if err != nil || ev == nil {
+		return tools.UnknownReach("who the event's attendees are could not be read")
+	}
+	var who []string
+	for _, a := range ev.Attendees {
+		if a.Email != "" && !a.Self {
+			who = append(who, a.Email)
+		}
+	}
+	return tools.AddressReach(who...)
 }
 
 func (g *group) createEvent(ctx context.Context, in createEventIn) (any, error) {

@@ -108,7 +108,7 @@ func stamp(t time.Time, loc *time.Location) string {
 type listEventsIn struct {
 	CalendarID string `json:"calendar_id,omitempty" desc:"default primary"`
 	From       string `json:"from,omitempty" desc:"RFC3339, or local date/time in time_zone; default now"`
-	To         string `json:"to,omitempty" desc:"same forms; a date includes that day; default from + 7 days"`
+	To         string `json:"to,omitempty" desc:"same forms; a date includes that day; default from + 7 days" reach:"-"`
 	Query      string `json:"query,omitempty" desc:"text to match in events"`
 	TimeZone   string `json:"time_zone,omitempty" desc:"IANA zone for local times and results; default the calendar's"`
 	MaxResults int    `json:"max_results,omitempty" desc:"1-250, default 50"`
@@ -216,7 +216,7 @@ func (g *group) getEvent(ctx context.Context, in getEventIn) (any, error) {
 type freebusyIn struct {
 	Calendars []string `json:"calendars,omitempty" desc:"calendar ids or people's emails; default primary"`
 	From      string   `json:"from,omitempty" desc:"RFC3339, or local date/time in time_zone; default now"`
-	To        string   `json:"to,omitempty" desc:"same forms; a date includes that day; default from + 7 days"`
+	To        string   `json:"to,omitempty" desc:"same forms; a date includes that day; default from + 7 days" reach:"-"`
 	TimeZone  string   `json:"time_zone,omitempty" desc:"IANA zone for local times and results; default the primary calendar's"`
 }
 

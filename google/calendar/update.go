@@ -21,8 +21,8 @@ type updateEventIn struct {
 	TimeZone        string   `json:"time_zone,omitempty" desc:"IANA zone for local times"`
 	Location        *string  `json:"location,omitempty"`
 	Description     *string  `json:"description,omitempty"`
-	AddAttendees    []string `json:"add_attendees,omitempty" desc:"emails to invite"`
-	RemoveAttendees []string `json:"remove_attendees,omitempty" desc:"emails to uninvite"`
+	AddAttendees    []string `json:"add_attendees,omitempty" desc:"emails to invite" reach:"recipients"`
+	RemoveAttendees []string `json:"remove_attendees,omitempty" desc:"emails to uninvite" reach:"recipients"`
 	Reminders       []int    `json:"reminders,omitempty" desc:"replace popup reminders, minutes before; [] for none"`
 	Meet            bool     `json:"meet,omitempty" desc:"add a Google Meet link"`
 	SendUpdates     string   `json:"send_updates,omitempty" desc:"who is emailed; default all" enum:"all,external,none"`

@@ -62,7 +62,7 @@ type group struct {
 type contact struct {
 	ResourceName string   `json:"resource_name"`
 	Name         string   `json:"name,omitempty"`
-	Emails       []string `json:"emails,omitempty"`
+	Emails       []string `json:"emails,omitempty" reach:"-"`
 	Phones       []string `json:"phones,omitempty"`
 	Organization string   `json:"organization,omitempty"`
 	Title        string   `json:"title,omitempty"`
@@ -190,7 +190,7 @@ func (g *group) get(ctx context.Context, in refIn) (any, error) {
 
 type fieldsIn struct {
 	Name         *string  `json:"name,omitempty" desc:"full name"`
-	Emails       []string `json:"emails,omitempty"`
+	Emails       []string `json:"emails,omitempty" reach:"-"`
 	Phones       []string `json:"phones,omitempty"`
 	Organization *string  `json:"organization,omitempty"`
 	Title        *string  `json:"title,omitempty" desc:"job title"`
@@ -258,7 +258,7 @@ func (g *group) create(ctx context.Context, in fieldsIn) (any, error) {
 type updateIn struct {
 	ResourceName string   `json:"resource_name" desc:"people/c…"`
 	Name         *string  `json:"name,omitempty" desc:"full name"`
-	Emails       []string `json:"emails,omitempty" desc:"replace all email addresses"`
+	Emails       []string `json:"emails,omitempty" desc:"replace all email addresses" reach:"-"`
 	Phones       []string `json:"phones,omitempty" desc:"replace all phone numbers"`
 	Organization *string  `json:"organization,omitempty"`
 	Title        *string  `json:"title,omitempty" desc:"job title"`

@@ -99,6 +99,7 @@ func New(c google.Client, o Options) google.Group {
 					}
 					return tools.EffectMutate
 				}),
+				Reaches: tools.By(g.reachOfMove),
 				Summarize: tools.By(func(ctx context.Context, in moveIn) string {
 					s := "Move the Drive file " + strings.TrimSpace(in.FileID)
 					if f := strings.TrimSpace(in.FolderID); f != "" {
@@ -128,6 +129,12 @@ func New(c google.Client, o Options) google.Group {
 						s += fmt.Sprintf(", emailing the note '%s'", tools.Shorten(in.Message, 80))
 					}
 					return s
+				}),
+				Reaches: tools.By(func(_ context.Context, in shareIn) tools.Reach {
+					if in.AnyoneWithLink {
+						return tools.UnknownReach("anyone with the link")
+					}
+					return tools.Reach{}
 				}),
 			}, g.share),
 			tools.New(tools.Definition{

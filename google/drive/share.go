@@ -15,7 +15,7 @@ import (
 type shareIn struct {
 	FileID         string `json:"file_id" desc:"Drive file or folder id"`
 	Role           string `json:"role" enum:"reader,commenter,writer"`
-	Email          string `json:"email,omitempty" desc:"person or group to share with"`
+	Email          string `json:"email,omitempty" desc:"person or group to share with" reach:"recipients"`
 	AnyoneWithLink bool   `json:"anyone_with_link,omitempty" desc:"share with anyone who has the link instead of an email"`
 	Notify         *bool  `json:"notify,omitempty" desc:"email the person; default true"`
 	Message        string `json:"message,omitempty" desc:"note in the notification email"`
@@ -88,7 +88,7 @@ func audience(email string, anyone bool) string {
 
 type unshareIn struct {
 	FileID         string `json:"file_id" desc:"Drive file or folder id"`
-	Email          string `json:"email,omitempty" desc:"the person or group to take access from"`
+	Email          string `json:"email,omitempty" desc:"the person or group to take access from" reach:"recipients"`
 	AnyoneWithLink bool   `json:"anyone_with_link,omitempty" desc:"stop sharing with anyone who has the link"`
 }
 

@@ -88,21 +88,12 @@ type moveIn struct {
 // sharedWith lists who besides its owners can reach folder: people,
 // groups and domains by address or name, "anyone with the link".
 func (g *group) sharedWith(ctx context.Context, folder string) ([]string, error) {
-	folder = strings.TrimSpace(folder)
-	if folder == "root" {
-		return nil, nil // My Drive is the person's own
-	}
-	// The effect and the summary of one call both ask: one read.
-	perms, err := tools.Once(ctx, "drive.shared "+folder, func() (*gdrive.PermissionList, error) {
-		return google.Do(ctx, g.api, fileWhat(folder), func(svc *gdrive.Service) (*gdrive.PermissionList, error) {
-			return svc.Permissions.List(folder).Context(ctx).SupportsAllDrives(true).Fields("permissions(type,role,emailAddress,domain)").Do()
-		})
-	})
+	perms, err := g.permissions(ctx, folder)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, p := range perms.Permissions {
+	for _, p := range perms {
 		switch {
 		case p.Role == "owner":
 		case p.Type == "anyone":
@@ -114,6 +105,53 @@ func (g *group) sharedWith(ctx context.Context, folder string) ([]string, error)
 		}
 	}
 	return out, nil
+}
+
+// permissions are the folder's sharing, read once per call: the effect,
+// the summary and the reach of a move all ask. My Drive ("root") is the
+// person's own.
+func (g *group) permissions(ctx context.Context, folder string) ([]*gdrive.Permission, error) {
+	folder = strings.TrimSpace(folder)
+	if folder == "root" {
+		return nil, nil
+	}
+	perms, err := tools.Once(ctx, "drive.shared "+folder, func() (*gdrive.PermissionList, error) {
+		return google.Do(ctx, g.api, fileWhat(folder), func(svc *gdrive.Service) (*gdrive.PermissionList, error) {
+			return svc.Permissions.List(folder).Context(ctx).SupportsAllDrives(true).Fields("permissions(type,role,emailAddress,domain)").Do()
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return perms.Permissions, nil
+}
+
+// reachOfMove is whom a move gives access to: everyone the destination
+// folder is shared with, besides its owner.
+func (g *group) reachOfMove(ctx context.Context, in moveIn) tools.Reach {
+	if strings.TrimSpace(in.FolderID) == "" {
+		return tools.Reach{}
+	}
+	perms, err := g.permissions(ctx, in.FolderID)
+	if err != nil {
+		return tools.UnknownReach("who can see the destination folder could not be read")
+	}
+	var r tools.Reach
+	for _, p := range perms {
+		switch {
+		case p.Role == "owner":
+		case p.Type == "anyone":
+			r.Unknown = append(r.Unknown, "anyone with the link to the destination folder")
+		case p.Type == "domain":
+			r.Domains = append(r.Domains, tools.NormalHost(p.Domain))
+		default:
+			r.Recipients = append(r.Recipients, p.EmailAddress)
+		}
+	}
+	more := tools.AddressReach(r.Recipients...)
+	more.Domains = append(more.Domains, r.Domains...)
+	more.Unknown = append(more.Unknown, r.Unknown...)
+	return more
 }
 
 func (g *group) move(ctx context.Context, in moveIn) (any, error) {

@@ -85,6 +85,7 @@ func New(c google.Client, o Options) google.Group {
 			Name:        "gmail_reply",
 			Description: "Reply in the same thread to a message (to its sender, or to everyone with reply_all).",
 			Effect:      outbound, Summarize: tools.By(m.summarizeReply),
+			Reaches: tools.By(m.reachReply),
 		}, m.reply),
 		tools.New(tools.Definition{
 			Name:        "gmail_create_draft",
@@ -95,6 +96,7 @@ func New(c google.Client, o Options) google.Group {
 			Description: "Send an existing draft by its draft id.",
 			Effect:      outbound,
 			Summarize:   tools.By(m.summarizeSendDraft),
+			Reaches:     tools.By(m.reachSendDraft),
 		}, m.sendDraft),
 		tools.New(tools.Definition{
 			Name:        "gmail_list_labels",

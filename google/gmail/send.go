@@ -13,9 +13,9 @@ import (
 )
 
 type sendIn struct {
-	To       string `json:"to" desc:"recipients, comma-separated: 'ana@example.com, Bob Ng <bob@example.com>'"`
-	Cc       string `json:"cc,omitempty" desc:"comma-separated"`
-	Bcc      string `json:"bcc,omitempty" desc:"comma-separated"`
+	To       string `json:"to" desc:"recipients, comma-separated: 'ana@example.com, Bob Ng <bob@example.com>'" reach:"recipients"`
+	Cc       string `json:"cc,omitempty" desc:"comma-separated" reach:"recipients"`
+	Bcc      string `json:"bcc,omitempty" desc:"comma-separated" reach:"recipients"`
 	Subject  string `json:"subject"`
 	Body     string `json:"body" desc:"plain text, or Markdown with markdown: true"`
 	Markdown bool   `json:"markdown,omitempty" desc:"also send the body as HTML rendered from its Markdown"`
@@ -106,18 +106,50 @@ func (m *mailbox) summarizeReply(ctx context.Context, in replyIn) string {
 	return fmt.Sprintf("Reply to message %s, to %s, %s: '%s'", in.MessageID, to, plural(tools.Lines(in.Body), "line"), tools.Shorten(in.Body, 60))
 }
 
+// reachReply is whom a reply goes to, read from the message it answers
+// as the reply reads it, with the extra cc.
+func (m *mailbox) reachReply(ctx context.Context, in replyIn) tools.Reach {
+	svc, err := m.api.Connect(ctx)
+	if err != nil {
+		return tools.UnknownReach("whom the reply goes to could not be read")
+	}
+	out, _, err := m.replyTo(ctx, svc, in.MessageID, in.ReplyAll, in.Cc)
+	if err != nil {
+		return tools.UnknownReach("whom the reply goes to could not be read")
+	}
+	return tools.AddressReach(append(append(emails(out.To), emails(out.Cc)...), emails(out.Bcc)...)...)
+}
+
+// draft reads a draft's headers once per call: its summary and its reach
+// both name its recipients.
+func (m *mailbox) draft(ctx context.Context, id string) (*gmailapi.Draft, error) {
+	return tools.Once(ctx, "gmail.draft "+id, func() (*gmailapi.Draft, error) {
+		return google.Do(ctx, m.api, "draft "+id, func(svc *gmailapi.Service) (*gmailapi.Draft, error) {
+			return svc.Users.Drafts.Get("me", id).Format("metadata").Context(ctx).Do()
+		})
+	})
+}
+
 // summarizeSendDraft names the draft's recipients and subject as Gmail
 // holds them.
 func (m *mailbox) summarizeSendDraft(ctx context.Context, in sendDraftIn) string {
 	s := "Send the Gmail draft " + in.DraftID
-	d, err := google.Do(ctx, m.api, "draft "+in.DraftID, func(svc *gmailapi.Service) (*gmailapi.Draft, error) {
-		return svc.Users.Drafts.Get("me", in.DraftID).Format("metadata").Context(ctx).Do()
-	})
+	d, err := m.draft(ctx, in.DraftID)
 	if err != nil || d.Message == nil {
 		return s + " (its recipients could not be read)"
 	}
 	h := func(n string) string { return headerOf(d.Message.Payload, n) }
 	return fmt.Sprintf("%s to %s, subject '%s'", s, tools.Recipients(addressesOf(h("To")), addressesOf(h("Cc")), addressesOf(h("Bcc"))), tools.Shorten(h("Subject"), 80))
+}
+
+// reachSendDraft is whom a draft goes to, as Gmail holds it.
+func (m *mailbox) reachSendDraft(ctx context.Context, in sendDraftIn) tools.Reach {
+	d, err := m.draft(ctx, in.DraftID)
+	if err != nil || d.Message == nil {
+		return tools.UnknownReach("whom the draft goes to could not be read")
+	}
+	h := func(n string) string { return headerOf(d.Message.Payload, n) }
+	return tools.AddressReach(h("To"), h("Cc"), h("Bcc"))
 }
 
 // recipients names everyone out goes to.
@@ -173,7 +205,7 @@ type replyIn struct {
 	Body      string `json:"body" desc:"plain text of the reply, or Markdown with markdown: true"`
 	Markdown  bool   `json:"markdown,omitempty" desc:"also send the body as HTML rendered from its Markdown"`
 	ReplyAll  bool   `json:"reply_all,omitempty" desc:"also address the original To and Cc recipients"`
-	Cc        string `json:"cc,omitempty" desc:"extra recipients, comma-separated"`
+	Cc        string `json:"cc,omitempty" desc:"extra recipients, comma-separated" reach:"recipients"`
 }
 
 // replyTo builds a reply to messageID with threading headers and returns
@@ -257,9 +289,9 @@ func (m *mailbox) reply(ctx context.Context, in replyIn) (any, error) {
 }
 
 type draftIn struct {
-	To               string `json:"to,omitempty" desc:"recipients, comma-separated; not needed for a reply"`
-	Cc               string `json:"cc,omitempty"`
-	Bcc              string `json:"bcc,omitempty"`
+	To               string `json:"to,omitempty" desc:"recipients, comma-separated; not needed for a reply" reach:"recipients"`
+	Cc               string `json:"cc,omitempty" reach:"recipients"`
+	Bcc              string `json:"bcc,omitempty" reach:"recipients"`
 	Subject          string `json:"subject,omitempty" desc:"not needed for a reply"`
 	Body             string `json:"body" desc:"plain text, or Markdown with markdown: true"`
 	Markdown         bool   `json:"markdown,omitempty" desc:"also as HTML rendered from the Markdown"`

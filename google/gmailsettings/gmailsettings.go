@@ -183,7 +183,7 @@ func (s *settings) listFilters(ctx context.Context, _ struct{}) (any, error) {
 
 type createFilterIn struct {
 	From          string   `json:"from,omitempty" desc:"sender address or name to match"`
-	To            string   `json:"to,omitempty"`
+	To            string   `json:"to,omitempty" reach:"-"`
 	Subject       string   `json:"subject,omitempty" desc:"words in the subject"`
 	Query         string   `json:"query,omitempty" desc:"Gmail search query the message must match"`
 	HasAttachment bool     `json:"has_attachment,omitempty"`
@@ -192,7 +192,7 @@ type createFilterIn struct {
 	MarkRead      bool     `json:"mark_read,omitempty"`
 	Star          bool     `json:"star,omitempty"`
 	Trash         bool     `json:"trash,omitempty"`
-	Forward       string   `json:"forward,omitempty" desc:"a verified forwarding address"`
+	Forward       string   `json:"forward,omitempty" desc:"a verified forwarding address" reach:"recipients"`
 }
 
 // summarizeFilter says what a new filter matches and does, naming the
@@ -432,7 +432,7 @@ func (s *settings) setVacation(ctx context.Context, in setVacationIn) (any, erro
 }
 
 type signatureIn struct {
-	SendAsEmail string `json:"send_as_email,omitempty" desc:"the address whose signature to use; default the default send-as address"`
+	SendAsEmail string `json:"send_as_email,omitempty" desc:"the address whose signature to use; default the default send-as address" reach:"-"`
 }
 
 // sendAs finds the given address, or the default one.
@@ -472,7 +472,7 @@ func (s *settings) getSignature(ctx context.Context, in signatureIn) (any, error
 
 type updateSignatureIn struct {
 	Signature   string `json:"signature" desc:"the new signature; simple HTML allowed; empty removes it"`
-	SendAsEmail string `json:"send_as_email,omitempty" desc:"default the default send-as address"`
+	SendAsEmail string `json:"send_as_email,omitempty" desc:"default the default send-as address" reach:"-"`
 }
 
 func (s *settings) updateSignature(ctx context.Context, in updateSignatureIn) (any, error) {

@@ -247,7 +247,7 @@ func (g *group) replace(ctx context.Context, in replaceIn) (any, error) {
 type imageIn struct {
 	PresentationID string `json:"presentation_id"`
 	SlideID        string `json:"slide_id" desc:"object_id from slides_read"`
-	URL            string `json:"url" desc:"public https URL of a PNG, JPEG or GIF"`
+	URL            string `json:"url" desc:"public https URL of a PNG, JPEG or GIF" reach:"url"`
 }
 
 func (g *group) image(ctx context.Context, in imageIn) (any, error) {

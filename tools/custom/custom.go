@@ -145,7 +145,7 @@ type input struct {
 	Description string            `json:"description,omitempty"`
 	Parameters  map[string]any    `json:"parameters,omitempty" desc:"JSON Schema object of its arguments"`
 	Method      string            `json:"method,omitempty" enum:"GET,POST"`
-	URL         string            `json:"url,omitempty" desc:"the endpoint; GET adds arguments as query"`
+	URL         string            `json:"url,omitempty" desc:"the endpoint; GET adds arguments as query" reach:"url"`
 	Headers     map[string]string `json:"headers,omitempty" desc:"values only as ${VAR} of the operator's environment"`
 	ReadOnly    bool              `json:"read_only,omitempty"`
 	Effect      string            `json:"effect,omitempty" enum:"read-only,mutating,destructive" desc:"destructive if it sends, deletes, shares or pays"`

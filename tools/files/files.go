@@ -265,7 +265,7 @@ func usage(root *os.Root) (int64, error) {
 
 type input struct {
 	Action  string `json:"action" enum:"list,read,write,append,delete,send" desc:"what to do"`
-	Path    string `json:"path,omitempty" desc:"file path in the chat's workspace"`
+	Path    string `json:"path,omitempty" desc:"file path in the chat's workspace" reach:"path"`
 	Content string `json:"content,omitempty" desc:"text for write or append"`
 	Offset  int    `json:"offset,omitempty" desc:"for read: character to start at"`
 }

@@ -210,6 +210,20 @@ func httpTool(e entry, client *http.Client, secrets Secrets) (tools.Tool, error)
 	return tools.Raw(tools.Definition{
 		Name: e.Name, Description: e.Description, Parameters: params,
 		ReadOnly: e.ReadOnly, Effect: effect, Timeout: timeout, Untrusted: true,
+		// Its arguments are read as any open tool's (tools.ReachOfJSON);
+		// the service it calls is the host of its URL as filled.
+		Reaches: func(_ context.Context, in any) tools.Reach {
+			args, _ := in.(json.RawMessage)
+			filled, _, err := fill(target, slots, args)
+			if err != nil {
+				return tools.UnknownReach("the service's address could not be filled in")
+			}
+			u, err := url.Parse(filled)
+			if err != nil || u.Hostname() == "" {
+				return tools.UnknownReach("the service's address names no host")
+			}
+			return tools.Reach{Hosts: []string{tools.NormalHost(u.Hostname())}}
+		},
 	}, func(ctx context.Context, args json.RawMessage) (any, error) {
 		filled, rest, err := fill(target, slots, args)
 		if err != nil {

@@ -85,8 +85,8 @@ func Group() tools.Group {
 }
 
 type source struct {
-	Path    string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
-	URL     string `json:"url,omitempty" desc:"or a PDF's URL"`
+	Path    string `json:"path,omitempty" desc:"a PDF in the chat's workspace" reach:"path"`
+	URL     string `json:"url,omitempty" desc:"or a PDF's URL" reach:"url"`
 	DriveID string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
 }
 
@@ -99,8 +99,8 @@ type infoOut struct {
 }
 
 type textIn struct {
-	Path      string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
-	URL       string `json:"url,omitempty" desc:"or a PDF's URL"`
+	Path      string `json:"path,omitempty" desc:"a PDF in the chat's workspace" reach:"path"`
+	URL       string `json:"url,omitempty" desc:"or a PDF's URL" reach:"url"`
 	DriveID   string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
 	FirstPage int    `json:"first_page,omitempty" desc:"default 1"`
 	LastPage  int    `json:"last_page,omitempty" desc:"default the last"`
@@ -116,8 +116,8 @@ type textOut struct {
 }
 
 type renderIn struct {
-	Path    string `json:"path,omitempty" desc:"a PDF in the chat's workspace"`
-	URL     string `json:"url,omitempty" desc:"or a PDF's URL"`
+	Path    string `json:"path,omitempty" desc:"a PDF in the chat's workspace" reach:"path"`
+	URL     string `json:"url,omitempty" desc:"or a PDF's URL" reach:"url"`
 	DriveID string `json:"drive_file_id,omitempty" desc:"or a Google Drive file id"`
 	Page    int    `json:"page" desc:"page number, from 1"`
 	DPI     int    `json:"dpi,omitempty" desc:"default 110"`

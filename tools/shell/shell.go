@@ -116,6 +116,15 @@ func Tool(cfg Config, dirs Dirs) tools.Tool {
 		Effect: tools.EffectMutate,
 		// A command's output reads files and pages others wrote.
 		Untrusted: true,
+		// Confined to the workspace, a command reaches nothing else;
+		// with the network on, it may connect anywhere, which no text
+		// of its arguments can say.
+		Reaches: func(context.Context, any) tools.Reach {
+			if cfg.Network {
+				return tools.UnknownReach("a command may connect anywhere (exec.network is on)")
+			}
+			return tools.Reach{}
+		},
 		Timeout:   cfg.Timeout + 5*time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		if !cfg.Enabled {

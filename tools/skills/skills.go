@@ -177,7 +177,7 @@ func (s *Set) Listing() string {
 
 type input struct {
 	Name string `json:"name" desc:"the skill's name"`
-	File string `json:"file,omitempty" desc:"a file of the skill, instead"`
+	File string `json:"file,omitempty" desc:"a file of the skill, instead" reach:"-"`
 }
 
 type loaded struct {

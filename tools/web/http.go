@@ -14,7 +14,7 @@ import (
 
 type httpInput struct {
 	Method  string            `json:"method" enum:"GET,POST,PUT,PATCH,DELETE,HEAD" desc:"HTTP method"`
-	URL     string            `json:"url" desc:"http(s) URL of the API the person named"`
+	URL     string            `json:"url" desc:"http(s) URL of the API the person named" reach:"url"`
 	Headers map[string]string `json:"headers,omitempty" desc:"request headers, e.g. Authorization the person gave"`
 	Body    string            `json:"body,omitempty" desc:"request body, e.g. JSON"`
 }

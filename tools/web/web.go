@@ -95,7 +95,7 @@ func (c *Config) setDefaults() error {
 type webInput struct {
 	Action string `json:"action" enum:"search,fetch"`
 	Query  string `json:"query,omitempty" desc:"search: words"`
-	URL    string `json:"url,omitempty" desc:"fetch: the page"`
+	URL    string `json:"url,omitempty" desc:"fetch: the page" reach:"url"`
 	Offset int    `json:"offset,omitempty" desc:"fetch: read on from here"`
 }
 
