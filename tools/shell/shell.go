@@ -125,7 +125,7 @@ func Tool(cfg Config, dirs Dirs) tools.Tool {
 			}
 			return tools.Reach{}
 		},
-		Timeout:   cfg.Timeout + 5*time.Second,
+		Timeout: cfg.Timeout + 5*time.Second,
 	}, func(ctx context.Context, in input) (any, error) {
 		if !cfg.Enabled {
 			return nil, &tools.Error{Code: "not_enabled", Message: "Running commands is off here.",
