@@ -57,7 +57,15 @@ func New(c google.Client, o Options) google.Group {
 			})}, s.deleteFilter),
 		tools.New(tools.Definition{Name: "gmail_get_vacation", Description: "Show the vacation auto-reply settings.", ReadOnly: true}, s.getVacation),
 		tools.New(tools.Definition{Name: "gmail_set_vacation", Description: "Turn the vacation auto-reply on (with subject, text and optional dates) or off.",
-			Effect: tools.EffectDestructive, Summarize: tools.By(summarizeVacation)}, s.setVacation),
+			Effect: tools.EffectDestructive, Summarize: tools.By(summarizeVacation),
+			// An auto-reply answers whoever writes: no list of addresses
+			// can say whom.
+			Reaches: tools.By(func(_ context.Context, in setVacationIn) tools.Reach {
+				if in.Enabled {
+					return tools.UnknownReach("everyone who writes to the person while it is on")
+				}
+				return tools.Reach{}
+			})}, s.setVacation),
 		tools.New(tools.Definition{Name: "gmail_get_signature", Description: "Show the signature of the default send-as address (or a given one).", ReadOnly: true}, s.getSignature),
 		tools.New(tools.Definition{Name: "gmail_update_signature", Description: "Replace the signature of the default send-as address (or a given one).",
 			Summarize: tools.By(func(_ context.Context, in updateSignatureIn) string {
