@@ -10,14 +10,16 @@ import (
 
 // Declaration is everything the program that runs a channel needs to
 // know of it, declared once by the channel's package: its name, its
-// config section, what of that section must never reach a log, what its
-// start-up line says, and how to build it. cmd keeps one list of them and
-// derives from it the config sections, the logger's redaction, the
-// start-up line, the help and the "no channel enabled" message, so adding
-// a channel is one package and one entry in that list.
+// config section, the shapes of its credentials, what its start-up line
+// says, and how to build it. cmd keeps one list of them and derives from
+// it the config sections, the logger's redaction, the start-up line, the
+// help and the "no channel enabled" message, so adding a channel is one
+// package and one entry in that list.
 //
 // C is the channel's config section (the package's Config, with the yaml
-// tags of its keys). A Declaration is a plain value: it holds no state.
+// tags of its keys, and the secret tags of those that never reach a log
+// or a page: config.Secrecy). A Declaration is a plain value: it holds no
+// state.
 type Declaration[C any] struct {
 	// Name is the channel's name: its chat keys' prefix ("telegram" for
 	// "telegram:42") and its config section's key.
@@ -25,9 +27,6 @@ type Declaration[C any] struct {
 	// Enabled reports whether the section turns the channel on
 	// ("<name>.enabled").
 	Enabled func(C) bool
-	// Secrets are the section's values that never reach a log line
-	// (tokens, signing secrets, passwords).
-	Secrets func(C) []string
 	// Shapes are regular expressions (RE2) matching the platform's
 	// credentials by their form, redacted wherever they appear inside a
 	// longer text, such as a URL with a token in its path.
@@ -94,10 +93,8 @@ type Kind interface {
 	Name() string
 	// ConfigType is the type of the channel's config section.
 	ConfigType() reflect.Type
-	// Enabled, Secrets and Describe read a section, a value of
-	// ConfigType.
+	// Enabled and Describe read a section, a value of ConfigType.
 	Enabled(section any) bool
-	Secrets(section any) []string
 	Describe(section any) string
 	// Shapes are the credential patterns of the Declaration.
 	Shapes() []string
@@ -127,13 +124,6 @@ func (k kind[C]) section(v any) C {
 }
 
 func (k kind[C]) Enabled(v any) bool { return k.d.Enabled(k.section(v)) }
-
-func (k kind[C]) Secrets(v any) []string {
-	if k.d.Secrets == nil {
-		return nil
-	}
-	return k.d.Secrets(k.section(v))
-}
 
 func (k kind[C]) Describe(v any) string {
 	if k.d.Describe == nil {

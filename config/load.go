@@ -183,11 +183,12 @@ func JoinKey(prefix, name string) string {
 }
 
 // keyField is one config key of a struct: its name, where it sits (inside
-// inlined structs) and its type.
+// inlined structs), its type and its secret tag.
 type keyField struct {
-	name  string
-	index []int
-	typ   reflect.Type
+	name   string
+	index  []int
+	typ    reflect.Type
+	secret string
 }
 
 // keyFields lists the keys of struct type t, with the keys of inlined
@@ -211,7 +212,7 @@ func keyFields(t reflect.Type) []keyField {
 		if name == "" || name == "-" {
 			continue
 		}
-		out = append(out, keyField{name: name, index: []int{i}, typ: f.Type})
+		out = append(out, keyField{name: name, index: []int{i}, typ: f.Type, secret: f.Tag.Get("secret")})
 	}
 	return out
 }

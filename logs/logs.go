@@ -30,9 +30,10 @@ func shapes() []string {
 	}
 }
 
-// redactor removes secrets from text: the configured values and anything
-// shaped like a credential.
-type redactor struct {
+// Redactor removes secrets from text, as every log line is: the
+// declared values and anything shaped like a credential. It is safe for
+// concurrent use.
+type Redactor struct {
 	values []string // longest first, so a secret containing another goes whole
 	shapes *regexp.Regexp
 }
@@ -51,10 +52,13 @@ func New(w io.Writer, level, format string, secrets, extra []string) *slog.Logge
 	if format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(redactHandler{inner: h, r: newRedactor(secrets, extra)})
+	return slog.New(redactHandler{inner: h, r: NewRedactor(secrets, extra)})
 }
 
-func newRedactor(secrets, extra []string) *redactor {
+// NewRedactor returns the Redactor of New's secrets and extra shapes. A
+// secret shorter than six characters is not looked for: it would take
+// common words out of every line.
+func NewRedactor(secrets, extra []string) *Redactor {
 	var vals []string
 	for _, v := range secrets {
 		if v = strings.TrimSpace(v); len(v) >= 6 && !slices.Contains(vals, v) {
@@ -63,12 +67,14 @@ func newRedactor(secrets, extra []string) *redactor {
 	}
 	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
 	all := append(shapes(), extra...)
-	return &redactor{values: vals, shapes: regexp.MustCompile(strings.Join(all, "|"))}
+	return &Redactor{values: vals, shapes: regexp.MustCompile(strings.Join(all, "|"))}
 }
 
 const redacted = "[REDACTED]"
 
-func (r *redactor) text(s string) string {
+// Text is s with every secret and credential-shaped string replaced by
+// [REDACTED] (a name=value keeps its name, a bearer header its word).
+func (r *Redactor) Text(s string) string {
 	for _, v := range r.values {
 		if strings.Contains(s, v) {
 			s = strings.ReplaceAll(s, v, redacted)
@@ -87,11 +93,11 @@ func (r *redactor) text(s string) string {
 
 // attr redacts one attribute's value: strings, errors, anything printed
 // through fmt, and groups.
-func (r *redactor) attr(a slog.Attr) slog.Attr {
+func (r *Redactor) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, r.text(v.String()))
+		return slog.String(a.Key, r.Text(v.String()))
 	case slog.KindGroup:
 		attrs := v.Group()
 		out := make([]any, len(attrs))
@@ -102,17 +108,17 @@ func (r *redactor) attr(a slog.Attr) slog.Attr {
 	case slog.KindAny:
 		switch x := v.Any().(type) {
 		case error:
-			return slog.String(a.Key, r.text(x.Error()))
+			return slog.String(a.Key, r.Text(x.Error()))
 		case fmt.Stringer:
-			return slog.String(a.Key, r.text(x.String()))
+			return slog.String(a.Key, r.Text(x.String()))
 		case []string:
 			out := make([]string, len(x))
 			for i, s := range x {
-				out[i] = r.text(s)
+				out[i] = r.Text(s)
 			}
 			return slog.Any(a.Key, out)
 		default:
-			return slog.String(a.Key, r.text(fmt.Sprint(x)))
+			return slog.String(a.Key, r.Text(fmt.Sprint(x)))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
@@ -122,7 +128,7 @@ func (r *redactor) attr(a slog.Attr) slog.Attr {
 // record, at every level, passes through it before it is written.
 type redactHandler struct {
 	inner slog.Handler
-	r     *redactor
+	r     *Redactor
 	// attrs were given to WithAttrs after inner was made: they are
 	// redacted and handed to inner only when a record is written, so a
 	// logger made for each event (the delivery pipeline's) costs nothing
@@ -135,7 +141,7 @@ func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.text(rec.Message), rec.PC)
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.Text(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.r.attr(a))
 		return true

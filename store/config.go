@@ -16,7 +16,7 @@ type Config struct {
 	// console's history still go beside it.
 	Path string `yaml:"path"`
 	// DSN is the PostgreSQL connection URL.
-	DSN string `yaml:"dsn"`
+	DSN string `yaml:"dsn" secret:"url"`
 }
 
 // Open opens the configured database; an error names the key to fix.

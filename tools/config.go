@@ -34,7 +34,7 @@ type Config struct {
 	// CustomSecrets are the environment variables a tool made in a chat
 	// may send in its headers, each bound to the hosts listed (an empty
 	// list: the tool's own host, whatever it is).
-	CustomSecrets map[string][]string `yaml:"custom_secrets"`
+	CustomSecrets map[string][]string `yaml:"custom_secrets" secret:"env"`
 	// Confirm is which calls wait for the person's approval:
 	// destructive (default), mutating or none; ConfirmTools overrides it
 	// per tool (always or never); ConfirmTTL is how long a question waits.

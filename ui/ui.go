@@ -40,7 +40,7 @@ type Config struct {
 	Enabled bool `yaml:"enabled"`
 	// AdminToken is the operator's sign-in token; only its hash is kept
 	// in memory.
-	AdminToken string `yaml:"admin_token"`
+	AdminToken string `yaml:"admin_token" secret:"true"`
 	// SessionTTL is how long a sign-in lasts; default 12h.
 	SessionTTL config.Duration `yaml:"session_ttl"`
 	// LinkTTL is how long a /web sign-in link works; default 10m.
@@ -48,7 +48,7 @@ type Config struct {
 	// BaseURL is the console's address as people's browsers reach it
 	// (https://loadout.example.com), which /web links start with;
 	// default http://<http.listen>.
-	BaseURL string `yaml:"base_url"`
+	BaseURL string `yaml:"base_url" secret:"url"`
 }
 
 // minTokenLen is the shortest admin token accepted.
@@ -68,9 +68,6 @@ func (c Config) Check(ch *config.Checker) {
 		ch.URL("base_url", c.BaseURL)
 	}
 }
-
-// Secrets are the section's values that never reach a log.
-func (c Config) Secrets() []string { return []string{c.AdminToken} }
 
 // Chats is what the console needs of the running channels (bridge.Hub
 // is it).

@@ -63,8 +63,8 @@ type Config struct {
 	// empty turns voice off.
 	TranscriptionModel string `yaml:"transcription_model"`
 	// BaseURL and APIKey default to the llm section's.
-	BaseURL string `yaml:"base_url"`
-	APIKey  string `yaml:"api_key"`
+	BaseURL string `yaml:"base_url" secret:"url"`
+	APIKey  string `yaml:"api_key" secret:"true"`
 	// Language is an optional ISO-639-1 hint ("en", "de").
 	Language string `yaml:"language"`
 	// Echo answers a note first with its transcript, in quotes.

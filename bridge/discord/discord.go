@@ -61,7 +61,7 @@ type Config struct {
 	// Enabled runs the channel in loadout serve (discord.enabled).
 	Enabled bool `yaml:"enabled"`
 	// Token is the bot's token from the Developer Portal. Required.
-	Token string `yaml:"token"`
+	Token string `yaml:"token" secret:"true"`
 	// AllowedUsers are user ids (or @usernames) who may use the bot, in
 	// direct messages and in AllowedGuilds. Empty allows nobody.
 	AllowedUsers []string `yaml:"allowed_users"`
@@ -77,10 +77,10 @@ type Config struct {
 	Guilds []string `yaml:"guilds"`
 	// APIURL is the REST API base; default DefaultAPIURL. For tests and
 	// proxies.
-	APIURL string `yaml:"api_url"`
+	APIURL string `yaml:"api_url" secret:"url"`
 	// GatewayURL is the gateway's websocket URL; default the one the API
 	// names. For tests and proxies.
-	GatewayURL string `yaml:"gateway_url"`
+	GatewayURL string `yaml:"gateway_url" secret:"url"`
 	// Workers bounds the turns running at once; default 8.
 	Workers int `yaml:"workers"`
 	// TypingInterval is how often "typing…" is renewed; default 8s
@@ -107,7 +107,6 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "discord",
 		Enabled: func(c Config) bool { return c.Enabled },
-		Secrets: func(c Config) []string { return []string{c.Token} },
 		Shapes:  []string{TokenShape},
 		Describe: func(c Config) string {
 			if len(c.Guilds) > 0 {

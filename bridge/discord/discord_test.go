@@ -661,8 +661,9 @@ func TestIntents(t *testing.T) {
 	}
 }
 
-// The declaration: its name, its secrets, and a token that never reaches
-// a log, alone or inside a URL, by its value or by its shape.
+// The declaration: its name, its Config's declared secrets, and a token
+// that never reaches a log, alone or inside a URL, by its value or by
+// its shape.
 func TestKindAndRedaction(t *testing.T) {
 	k := Kind()
 	cfg := Config{Enabled: true, Token: discordtest.Token}
@@ -670,7 +671,7 @@ func TestKindAndRedaction(t *testing.T) {
 		t.Fatalf("kind %q enabled=%v describe=%q", k.Name(), k.Enabled(cfg), k.Describe(cfg))
 	}
 	var buf bytes.Buffer
-	log := logs.New(&buf, "info", "text", k.Secrets(cfg), k.Shapes())
+	log := logs.New(&buf, "info", "text", config.Secrets(cfg, nil), k.Shapes())
 	log.Info("calling", "url", "https://discord.com/api/v9/webhooks/1/"+discordtest.Token+"/messages", "token", discordtest.Token)
 	if strings.Contains(buf.String(), discordtest.Token) || !strings.Contains(buf.String(), "[REDACTED]") {
 		t.Fatalf("logged %s", buf.String())

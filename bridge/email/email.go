@@ -41,15 +41,15 @@ type Config struct {
 	// IMAPURL is where mail is read: imaps://host:993, or
 	// imap://host:143 with STARTTLS required. Without TLS only to a
 	// loopback address.
-	IMAPURL string `yaml:"imap_url"`
+	IMAPURL string `yaml:"imap_url" secret:"url"`
 	// SMTPURL is where answers are sent: smtps://host:465, or
 	// smtp://host:587 with STARTTLS required. Without TLS only to a
 	// loopback address.
-	SMTPURL string `yaml:"smtp_url"`
+	SMTPURL string `yaml:"smtp_url" secret:"url"`
 	// Username and Password log in to both servers; Username defaults to
 	// Address.
 	Username string `yaml:"username"`
-	Password string `yaml:"password"`
+	Password string `yaml:"password" secret:"true"`
 	// AllowedSenders may use the assistant: addresses
 	// ("ana@example.org"), compared without case. Nobody else may.
 	AllowedSenders []string `yaml:"allowed_senders"`
@@ -90,7 +90,6 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "email",
 		Enabled: func(c Config) bool { return c.Enabled },
-		Secrets: func(c Config) []string { return []string{c.Password} },
 		Shapes:  TokenShapes(),
 		Describe: func(c Config) string {
 			return "email (" + c.Address + ")"

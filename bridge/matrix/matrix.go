@@ -36,17 +36,17 @@ type Config struct {
 	// HomeserverURL is the client-server API of the bot's homeserver
 	// ("https://matrix.example.org"), the only address the channel
 	// contacts.
-	HomeserverURL string `yaml:"homeserver_url"`
+	HomeserverURL string `yaml:"homeserver_url" secret:"url"`
 	// UserID is the bot's account ("@loadout:example.org").
 	UserID string `yaml:"user_id"`
 	// AccessToken is the bot's access token. Without it, Password logs
 	// in once, and the token and device it gets are kept in the
 	// database.
-	AccessToken string `yaml:"access_token"`
+	AccessToken string `yaml:"access_token" secret:"true"`
 	// Password is the bot's password: used to log in when there is no
 	// token, and to publish the bot's cross-signing keys, which the
 	// homeserver may ask it for.
-	Password string `yaml:"password"`
+	Password string `yaml:"password" secret:"true"`
 	// AllowedUsers may use the bot: Matrix ids ("@ana:example.org").
 	// Nobody else may; their invites are rejected.
 	AllowedUsers []string `yaml:"allowed_users"`
@@ -79,7 +79,6 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "matrix",
 		Enabled: func(c Config) bool { return c.Enabled },
-		Secrets: func(c Config) []string { return []string{c.AccessToken, c.Password} },
 		Shapes:  TokenShapes(),
 		Describe: func(c Config) string {
 			return "matrix (" + c.UserID + ")"

@@ -8,14 +8,13 @@ import (
 )
 
 // Kind declares the Slack channel to the program that runs it: the
-// section slack, its secrets (both tokens and the signing secret) and
-// their shapes. In events mode the channel serves /slack/events and
+// section slack (whose secrets, both tokens and the signing secret, its
+// Config declares) and their shapes. In events mode the channel serves /slack/events and
 // /slack/commands on the process's HTTP server.
 func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "slack",
 		Enabled: func(c Config) bool { return c.Enabled },
-		Secrets: func(c Config) []string { return []string{c.BotToken, c.AppToken, c.SigningSecret} },
 		Shapes: []string{
 			`xox[abposr]-[\w-]+`, // bot and user tokens
 			`xapp-[\w-]+`,        // app-level token

@@ -43,15 +43,15 @@ type Config struct {
 	// Enabled runs the channel in loadout serve (slack.enabled).
 	Enabled bool `yaml:"enabled"`
 	// BotToken (xoxb-) calls the Web API.
-	BotToken string `yaml:"bot_token"`
+	BotToken string `yaml:"bot_token" secret:"true"`
 	// AppToken (xapp-) opens Socket Mode connections.
-	AppToken string `yaml:"app_token"`
+	AppToken string `yaml:"app_token" secret:"true"`
 	// SigningSecret verifies Events API requests.
-	SigningSecret string `yaml:"signing_secret"`
+	SigningSecret string `yaml:"signing_secret" secret:"true"`
 	// Mode is ModeSocket (default) or ModeEvents.
 	Mode string `yaml:"mode"`
 	// APIURL is the Web API base; default "https://slack.com/api/".
-	APIURL string `yaml:"api_url"`
+	APIURL string `yaml:"api_url" secret:"url"`
 	// AllowedUsers may use the bot: "TEAM:USER" entries, or bare user ids,
 	// which match only in the app's own workspace. Nobody else may.
 	AllowedUsers []string `yaml:"allowed_users"`

@@ -10,13 +10,13 @@ import (
 )
 
 // Kind declares the Telegram channel to the program that runs it: the
-// section telegram, its secrets (the bot token, the webhook secret) and
-// the bot token's shape, which a Bot API URL carries in its path.
+// section telegram (whose secrets, the bot token and the webhook secret,
+// its Config declares) and the bot token's shape, which a Bot API URL
+// carries in its path.
 func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "telegram",
 		Enabled: func(c Config) bool { return c.Enabled },
-		Secrets: func(c Config) []string { return []string{c.Token, c.WebhookSecret} },
 		Shapes:  []string{`\b\d{5,}:[\w-]{30,}`},
 		Describe: func(c Config) string {
 			return "telegram (" + cmp.Or(c.Mode, ModePolling) + ")"

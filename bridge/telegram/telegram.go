@@ -56,14 +56,14 @@ type Config struct {
 	// Enabled runs the channel in loadout serve (telegram.enabled).
 	Enabled bool `yaml:"enabled"`
 	// Token is the bot token from BotFather. Required.
-	Token string `yaml:"token"`
+	Token string `yaml:"token" secret:"true"`
 	// APIEndpoint is the Bot API URL format with two %s (token, method);
 	// default tgbotapi.APIEndpoint. Any Bot-API-compatible server works.
-	APIEndpoint string `yaml:"api_endpoint"`
+	APIEndpoint string `yaml:"api_endpoint" secret:"url"`
 	// FileEndpoint is the URL format files are downloaded from, with two
 	// %s (token, file path); default api_endpoint's, with /file before
 	// /bot.
-	FileEndpoint string `yaml:"file_endpoint"`
+	FileEndpoint string `yaml:"file_endpoint" secret:"url"`
 	// AllowedUsers are numeric user ids and @usernames. Empty allows
 	// nobody.
 	AllowedUsers []string `yaml:"allowed_users"`
@@ -73,8 +73,8 @@ type Config struct {
 	// WebhookSecret the token it sends in X-Telegram-Bot-Api-Secret-Token.
 	// Both are required in webhook mode; requests without the secret are
 	// rejected.
-	WebhookURL    string `yaml:"webhook_url"`
-	WebhookSecret string `yaml:"webhook_secret"`
+	WebhookURL    string `yaml:"webhook_url" secret:"url"`
+	WebhookSecret string `yaml:"webhook_secret" secret:"true"`
 	// Workers bounds the turns running at once; default 8.
 	Workers int `yaml:"workers"`
 	// PollTimeout is the long-poll timeout; default 30s.

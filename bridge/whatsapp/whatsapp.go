@@ -75,22 +75,22 @@ type Config struct {
 	Enabled bool `yaml:"enabled"`
 	// AccessToken calls the Graph API: a system user's permanent token
 	// (or the temporary one of the App Dashboard, for a first try).
-	AccessToken string `yaml:"access_token"`
+	AccessToken string `yaml:"access_token" secret:"true"`
 	// PhoneNumberID is the business number's id (not the number itself),
 	// from WhatsApp → API Setup.
 	PhoneNumberID string `yaml:"phone_number_id"`
 	// AppSecret is the Meta app's secret, which signs every webhook
 	// request (X-Hub-Signature-256).
-	AppSecret string `yaml:"app_secret"`
+	AppSecret string `yaml:"app_secret" secret:"true"`
 	// VerifyToken is the string the webhook's GET handshake must carry,
 	// as entered in the App Dashboard.
-	VerifyToken string `yaml:"verify_token"`
+	VerifyToken string `yaml:"verify_token" secret:"true"`
 	// WebhookPath is where the webhook is served on http.listen; default
 	// DefaultWebhookPath.
 	WebhookPath string `yaml:"webhook_path"`
 	// APIURL is the Graph API base with its version; default
 	// DefaultAPIURL. For tests and proxies.
-	APIURL string `yaml:"api_url"`
+	APIURL string `yaml:"api_url" secret:"url"`
 	// AllowedNumbers are the phone numbers (E.164, "+15551234567"; any
 	// spaces, dashes and brackets are ignored) that may use the bot.
 	// Empty allows nobody.
@@ -110,12 +110,12 @@ type Config struct {
 }
 
 // Kind declares the channel for cmd's list of channels: the section
-// whatsapp, its three secrets, and the access token's shape.
+// whatsapp (whose three secrets its Config declares), and the access
+// token's shape.
 func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "whatsapp",
 		Enabled: func(c Config) bool { return c.Enabled },
-		Secrets: func(c Config) []string { return []string{c.AccessToken, c.AppSecret, c.VerifyToken} },
 		Shapes:  []string{TokenShape},
 		Describe: func(c Config) string {
 			return "whatsapp (Cloud API webhook at " + cmp.Or(c.WebhookPath, DefaultWebhookPath) + ")"

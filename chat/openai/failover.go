@@ -39,8 +39,8 @@ type FailoverConfig struct {
 // attempts and backoff are llm's.
 type Fallback struct {
 	// BaseURL is the service's URL; it must be set.
-	BaseURL string `yaml:"base_url"`
-	APIKey  string `yaml:"api_key"`
+	BaseURL string `yaml:"base_url" secret:"url"`
+	APIKey  string `yaml:"api_key" secret:"true"`
 	// Model is the model asked for there; default the request's (the
 	// chat's own, else llm.model).
 	Model string `yaml:"model"`

@@ -32,8 +32,8 @@ const (
 // Config configures a Client. Zero values are the documented defaults.
 type Config struct {
 	// BaseURL defaults to DefaultBaseURL.
-	BaseURL string `yaml:"base_url"`
-	APIKey  string `yaml:"api_key"`
+	BaseURL string `yaml:"base_url" secret:"url"`
+	APIKey  string `yaml:"api_key" secret:"true"`
 	// Timeout bounds one attempt. Default 120s.
 	Timeout time.Duration `yaml:"timeout"`
 	// Attempts is how often a transient fault (429, 5xx, timeout, garbled

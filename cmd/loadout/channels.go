@@ -87,17 +87,8 @@ func (c Config) enabledChannels() []bridge.Kind {
 	return out
 }
 
-// channelSecrets are the values of every channel's section that never
-// reach a log, and channelShapes the credential patterns the channels
-// declare.
-func (c Config) channelSecrets() []string {
-	var out []string
-	for _, k := range channelKinds() {
-		out = append(out, k.Secrets(c.section(k))...)
-	}
-	return out
-}
-
+// channelShapes are the credential patterns the channels declare (their
+// secrets, their Configs declare: Config.entries).
 func channelShapes() []string {
 	var out []string
 	for _, k := range channelKinds() {

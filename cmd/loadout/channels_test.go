@@ -12,6 +12,7 @@ import (
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/chat/chattest"
+	"loadout/config"
 )
 
 // tgOf and slackOf are the Telegram and Slack sections of cfg.
@@ -25,12 +26,13 @@ func slackOf(cfg Config) slack.Config {
 	return c
 }
 
-// Every channel of the list declares its secrets and token shapes, and
-// the logger serve makes takes them out: a section's every string whose
-// key names a credential (token, secret, password, key) must be among
-// the channel's declared secrets, and neither such a value nor a string
-// of a declared shape, alone or inside a longer text, reaches a log line.
-// A channel added to the list without its secrets fails here.
+// Every channel of the list declares its secrets (the secret tags of its
+// Config) and token shapes, and the logger serve makes takes them out: a
+// section's every string whose key names a credential (token, secret,
+// password, key) must be among the declared secrets, and neither such a
+// value nor a string of a declared shape, alone or inside a longer text,
+// reaches a log line. A channel added to the list without its secrets
+// fails here (and in TestEveryCredentialOfTheConfigIsDeclared).
 func TestEveryChannelsSecretsAndShapesAreRedacted(t *testing.T) {
 	credential := regexp.MustCompile(`token|secret|password|(^|_)key$`)
 	for _, k := range channelKinds() {
@@ -49,7 +51,7 @@ func TestEveryChannelsSecretsAndShapesAreRedacted(t *testing.T) {
 					credentials = append(credentials, v)
 				}
 			}
-			declared := k.Secrets(section.Interface())
+			declared := config.Secrets(section.Interface(), nil)
 			for _, v := range credentials {
 				if !slices.Contains(declared, v) {
 					t.Errorf("%s: a credential's key (%s) is not among the declared secrets", k.Name(), v)

@@ -295,10 +295,9 @@ func help(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// newLogger writes cfg.Log's level and format to w, with every secret of
-// cfg — its own and those each channel declares — and anything shaped
-// like a credential, the channels' shapes included, taken out.
+// newLogger writes cfg.Log's level and format to w, with every secret
+// cfg declares (Config.secrets) and anything shaped like a credential,
+// the channels' shapes included, taken out.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	secrets := cfg.secrets()
-	return logs.New(w, cfg.Log.Level, cfg.Log.Format, secrets, channelShapes())
+	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.secrets(), channelShapes())
 }

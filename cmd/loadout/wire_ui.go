@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
-	"time"
 
 	"loadout/bridge"
 	"loadout/chat"
-	"loadout/config"
-	"loadout/tools"
 	"loadout/ui"
 )
 
@@ -101,130 +97,4 @@ func allowedUsers(section any) []string {
 		return nil
 	}
 	return slices.Clone(f.Interface().([]string))
-}
-
-// secretKey reports whether a key's name says it holds a secret.
-func secretKey(name string) bool {
-	for _, s := range []string{"token", "secret", "password", "api_key", "_key", "passphrase"} {
-		if strings.HasSuffix(name, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// settings is the effective configuration, key by key, for the console:
-// every secret (a declared one, or a key named like one) shown as set or
-// unset, never its value.
-func (c Config) settings() []ui.Setting {
-	secrets := c.secrets()
-	var out []ui.Setting
-	var walk func(prefix string, v reflect.Value)
-	add := func(key string, v reflect.Value) {
-		s := ui.Setting{Key: key, Value: show(v)}
-		name := key[strings.LastIndex(key, ".")+1:]
-		if secretKey(name) && (v.Kind() == reflect.String) {
-			s.Secret, s.Value = true, map[bool]string{true: "set", false: "unset"}[v.String() != ""]
-		} else {
-			for _, sec := range secrets {
-				if sec != "" && strings.Contains(s.Value, sec) {
-					s.Secret, s.Value = true, "set"
-				}
-			}
-		}
-		out = append(out, s)
-	}
-	walk = func(prefix string, v reflect.Value) {
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			tag := f.Tag.Get("yaml")
-			name, opts, _ := strings.Cut(tag, ",")
-			if name == "-" {
-				continue
-			}
-			fv := v.Field(i)
-			if strings.Contains(opts, "inline") || (f.Anonymous && name == "") {
-				if fv.Kind() == reflect.Struct {
-					walk(prefix, fv)
-				}
-				continue
-			}
-			if name == "" {
-				continue
-			}
-			key := config.JoinKey(prefix, name)
-			switch {
-			case fv.Kind() == reflect.Struct && fv.Type() != reflect.TypeFor[time.Time]():
-				walk(key, fv)
-			case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.Struct:
-				for j := range fv.Len() {
-					walk(fmt.Sprintf("%s[%d]", key, j), fv.Index(j))
-				}
-			case fv.Kind() == reflect.Map:
-				// Maps hold environment variables, headers and the
-				// secrets tools may use: their names only.
-				keys := make([]string, 0, fv.Len())
-				for _, mk := range fv.MapKeys() {
-					keys = append(keys, fmt.Sprint(mk.Interface()))
-				}
-				slices.Sort(keys)
-				s := ui.Setting{Key: key, Value: "unset", Secret: true}
-				if len(keys) > 0 {
-					s.Value = "set"
-					s.Key += " (" + strings.Join(keys, ", ") + ")"
-				}
-				out = append(out, s)
-			default:
-				add(key, fv)
-			}
-		}
-	}
-	walk("", reflect.ValueOf(c))
-	for _, k := range channelKinds() {
-		if s := reflect.ValueOf(c.section(k)); s.Kind() == reflect.Struct {
-			walk(k.Name(), s)
-		}
-	}
-	return out
-}
-
-// show is a setting's value as text.
-func show(v reflect.Value) string {
-	switch x := v.Interface().(type) {
-	case config.Duration:
-		return x.Std().String()
-	case time.Duration:
-		return x.String()
-	case tools.Admins:
-		return fmt.Sprint(x)
-	}
-	switch v.Kind() {
-	case reflect.Func, reflect.Chan, reflect.Interface, reflect.Pointer:
-		if v.IsNil() {
-			return ""
-		}
-		if v.Kind() == reflect.Pointer {
-			return show(v.Elem())
-		}
-		return "(set in code)"
-	}
-	return fmt.Sprint(v.Interface())
-}
-
-// secrets are every secret of the configuration: its own, the web
-// console's token, and those each channel declares. None reaches a log.
-func (c Config) secrets() []string {
-	out := []string{c.LLM.APIKey, c.Google.ClientSecret, c.Google.TokenKey, c.Voice.APIKey}
-	for _, f := range c.LLM.Failover.Fallbacks {
-		out = append(out, f.APIKey)
-	}
-	for _, s := range c.MCP.Servers {
-		out = append(out, s.ClientSecret)
-	}
-	out = append(out, c.UI.Secrets()...)
-	return append(out, c.channelSecrets()...)
 }

@@ -39,16 +39,16 @@ import (
 // Config is the google section: Google Workspace access.
 type Config struct {
 	ClientID        string `yaml:"client_id"`
-	ClientSecret    string `yaml:"client_secret"`
+	ClientSecret    string `yaml:"client_secret" secret:"true"`
 	CredentialsFile string `yaml:"credentials_file"`
-	RedirectURL     string `yaml:"redirect_url"`
-	TokenKey        string `yaml:"token_key"`
-	Endpoint        string `yaml:"endpoint"`
+	RedirectURL     string `yaml:"redirect_url" secret:"url"`
+	TokenKey        string `yaml:"token_key" secret:"true"`
+	Endpoint        string `yaml:"endpoint" secret:"url"`
 	// AuthURL, TokenURL and RevokeURL are the OAuth endpoints; empty means
 	// those of google.credentials_file, else Google's.
-	AuthURL   string `yaml:"auth_url"`
-	TokenURL  string `yaml:"token_url"`
-	RevokeURL string `yaml:"revoke_url"`
+	AuthURL   string `yaml:"auth_url" secret:"url"`
+	TokenURL  string `yaml:"token_url" secret:"url"`
+	RevokeURL string `yaml:"revoke_url" secret:"url"`
 	// Groups are the Workspace groups offered; empty means all. Consent
 	// asks only for their scopes.
 	Groups []string `yaml:"groups"`

@@ -13,10 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +24,6 @@ import (
 
 	"loadout/backoff"
 	"loadout/config"
-	"loadout/proc"
 	"loadout/tools"
 )
 
@@ -43,11 +39,11 @@ type Server struct {
 	// Command and Args start a stdio server; Env is added to the small
 	// environment it gets (PATH, HOME, LANG, TMPDIR and USER of loadout's).
 	Command string            `yaml:"command"`
-	Args    []string          `yaml:"args"`
-	Env     map[string]string `yaml:"env"`
+	Args    []string          `yaml:"args" secret:"url"`
+	Env     map[string]string `yaml:"env" secret:"true"`
 	// URL is a streamable-HTTP server; Headers go with every request.
-	URL     string            `yaml:"url"`
-	Headers map[string]string `yaml:"headers"`
+	URL     string            `yaml:"url" secret:"url"`
+	Headers map[string]string `yaml:"headers" secret:"true"`
 	// Auth "person" signs each person in to the server with their own
 	// account (OAuth 2.1, the MCP authorization spec); "" uses Headers.
 	Auth string `yaml:"auth"`
@@ -55,7 +51,7 @@ type Server struct {
 	// authorization server when it has no dynamic registration; Scopes
 	// replace the scopes the server names.
 	ClientID     string   `yaml:"client_id"`
-	ClientSecret string   `yaml:"client_secret"`
+	ClientSecret string   `yaml:"client_secret" secret:"true"`
 	Scopes       []string `yaml:"scopes"`
 	// Timeout bounds one call. Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
@@ -82,7 +78,7 @@ type Config struct {
 	ElicitationTTL time.Duration `yaml:"elicitation_ttl"`
 	// RedirectURL is loadout's public URL of CallbackPath, where people
 	// come back after signing in to a server with auth: person.
-	RedirectURL string `yaml:"redirect_url"`
+	RedirectURL string `yaml:"redirect_url" secret:"url"`
 }
 
 // NeedsSignIn reports whether a server signs people (or the operator) in.
@@ -550,55 +546,6 @@ func (c *Client) relist() {
 	if err := c.ensure(ctx); err != nil {
 		c.log.Warn("MCP server's tools changed but could not be listed again", "err", err)
 	}
-}
-
-// transport is how the server is reached; for a stdio server, also the
-// command, run under a keeper (loadout/proc) so that the server and what
-// it starts end with loadout, however loadout ends.
-func (c *Client) transport() (sdk.Transport, *exec.Cmd) {
-	switch {
-	case c.srv.transport != nil:
-		return c.srv.transport(), nil
-	case c.srv.URL != "":
-		return &sdk.StreamableClientTransport{Endpoint: c.srv.URL, MaxRetries: -1,
-			HTTPClient: &http.Client{Transport: headers{c.srv.Headers, http.DefaultTransport}}}, nil
-	}
-	kept := proc.Command(context.Background(), c.srv.Command, c.srv.Args...)
-	cmd := kept.Cmd
-	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"} {
-		if v, ok := os.LookupEnv(k); ok {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-	}
-	for k, v := range c.srv.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stderr = stderrLog{c.log}
-	return &sdk.CommandTransport{Command: kept.Prepare(), TerminateDuration: 2 * time.Second}, cmd
-}
-
-// headers adds the configured headers to every request.
-type headers struct {
-	h    map[string]string
-	base http.RoundTripper
-}
-
-func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.h {
-		r.Header.Set(k, v)
-	}
-	return h.base.RoundTrip(r)
-}
-
-// stderrLog logs what a stdio server writes to its stderr.
-type stderrLog struct{ log *slog.Logger }
-
-func (w stderrLog) Write(p []byte) (int, error) {
-	if s := strings.TrimSpace(string(p)); s != "" {
-		w.log.Info("MCP server says", "stderr", firstLine(s, 500))
-	}
-	return len(p), nil
 }
 
 // Run keeps the server connected until ctx ends: when the session ends

@@ -37,12 +37,12 @@ type Config struct {
 	Guard *guard.Guard
 	// SearXNGURL is a SearXNG instance's base URL (web.searxng_url); its
 	// JSON format must be enabled.
-	SearXNGURL string `yaml:"searxng_url"`
+	SearXNGURL string `yaml:"searxng_url" secret:"url"`
 	// BraveAPIKey enables Brave Search (web.brave_api_key); used when no
 	// SearXNG is set.
-	BraveAPIKey string `yaml:"brave_api_key"`
+	BraveAPIKey string `yaml:"brave_api_key" secret:"true"`
 	// BraveURL is Brave's endpoint; default DefaultBraveURL.
-	BraveURL string `yaml:"brave_url"`
+	BraveURL string `yaml:"brave_url" secret:"url"`
 	// MaxBytes caps a download (web.max_bytes); default 5 MB.
 	MaxBytes int64 `yaml:"max_bytes"`
 	// Timeout caps a fetch or search (web.timeout); default 20s.

@@ -196,12 +196,20 @@ func text(s string) *sdk.CallToolResult {
 // serve over stdio and exit.
 const EnvVar = "LOADOUT_MCPTEST_SERVER"
 
+// TokenVar is a credential the stdio server is given in its environment:
+// it writes it to its stderr when it starts, as careless servers do, so
+// a test can see where a server's stderr goes.
+const TokenVar = "LOADOUT_MCPTEST_TOKEN"
+
 // MaybeServe serves the test server over stdin/stdout and exits when the
 // environment asks for it (call it first in TestMain); otherwise it
 // returns.
 func MaybeServe() {
 	if os.Getenv(EnvVar) != "1" {
 		return
+	}
+	if t := os.Getenv(TokenVar); t != "" {
+		fmt.Fprintf(os.Stderr, "mcptest: signed in with token %s\n", t)
 	}
 	if err := NewServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
