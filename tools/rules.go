@@ -17,10 +17,10 @@ const (
 )
 
 // Scope is what a rule covers: one tool (or, in an operator's rule, "*"
-// for every tool), optionally one action of it, and for each facet it
-// names the values every matching call's must be among. A facet a scope
-// names matches only a call that has at least one such value: a rule
-// for "addresses at example.com" never covers a call to nobody.
+// for every tool), optionally one action of it, and the domains, hosts
+// and folders a call may reach (see Matches and Touches; what a call
+// reaches is its declared Reach). A scope that names domains never
+// covers a call to nobody.
 type Scope struct {
 	Tool   string `json:"tool" yaml:"tool"`
 	Action string `json:"action,omitempty" yaml:"action"`
