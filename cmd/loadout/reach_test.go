@@ -21,7 +21,6 @@ import (
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/google/googletest"
-	"loadout/google/workspace"
 	"loadout/tools"
 )
 
@@ -44,19 +43,7 @@ const (
 // domains, unless the reach says it cannot tell (which no scoped rule
 // covers). A tool that reaches someone it does not declare fails here.
 func TestEveryReachNamesWhomACallReaches(t *testing.T) {
-	api := googletest.NewAPI(t)
-	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		api.Handle(m+" /*", fakeGoogleAnswer)
-	}
-	reg := tools.NewRegistry()
-	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
-		g := build.New(api.Client())
-		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "telegram:42", UserKey: "telegram:42"})
-	cat := reg.Catalog(true, nil, nil)
+	api, reg, ctx, cat := workspaceOnFake(t)
 	rng := rand.New(rand.NewPCG(47, 1))
 	reaching := map[string]bool{}
 	for _, d := range reg.All(nil) {

@@ -32,19 +32,7 @@ import (
 // path or query (the file, event, message or task it acts on) must be in
 // the summary, or counted in its "and N others".
 func TestEverySummaryNamesWhoAndWhatACallReaches(t *testing.T) {
-	api := googletest.NewAPI(t)
-	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		api.Handle(m+" /*", fakeGoogleAnswer)
-	}
-	reg := tools.NewRegistry()
-	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
-		g := build.New(api.Client())
-		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "telegram:42", UserKey: "telegram:42"})
-	cat := reg.Catalog(true, nil, nil)
+	api, reg, ctx, cat := workspaceOnFake(t)
 	rng := rand.New(rand.NewPCG(24, 2))
 	checked := 0
 	for _, d := range reg.All(nil) {
@@ -91,6 +79,26 @@ func TestEverySummaryNamesWhoAndWhatACallReaches(t *testing.T) {
 	if checked < 30 {
 		t.Fatalf("only %d confirmable Workspace tools checked", checked)
 	}
+}
+
+// workspaceOnFake is every Workspace tool on a fake Google API that
+// answers any request with fakeGoogleAnswer and records it, the
+// context of a call as a Telegram person, and the catalog with every
+// group loaded.
+func workspaceOnFake(t *testing.T) (*googletest.API, *tools.Registry, context.Context, *tools.Catalog) {
+	api := googletest.NewAPI(t)
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		api.Handle(m+" /*", fakeGoogleAnswer)
+	}
+	reg := tools.NewRegistry()
+	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
+		g := build.New(api.Client())
+		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "telegram:42", UserKey: "telegram:42"})
+	return api, reg, ctx, reg.Catalog(true, nil, nil)
 }
 
 // confirmable reports whether a call of d can need approval: its effect
