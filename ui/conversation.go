@@ -15,8 +15,13 @@ type entry struct {
 	Calls []call
 	// Tool result.
 	Tool, Status, Code string
-	// Hidden: a personal result of someone else.
-	Hidden   string
+	// Hidden is whose the message is when the viewer may not see it (a
+	// personal result of someone else, or what the model did with one on
+	// that person's turn): chat.HideOthers decides, as for the model.
+	Hidden string
+	// Personal: the result hidden is itself personal (else it is of a
+	// call made after one).
+	Personal bool
 	Approval *chat.Approval
 }
 
@@ -48,22 +53,37 @@ func (c *Console) conversation(w http.ResponseWriter, r *http.Request, v viewer)
 	if err != nil {
 		return err
 	}
+	// A person sees what the model would see on their turn; the operator
+	// sees everything.
+	var hidden []string
+	if !v.Admin {
+		hidden = chat.HideOthers(msgs, v.UserKey)
+	}
 	var out []entry
-	for _, m := range msgs {
+	for i, m := range msgs {
 		e := entry{Role: string(m.Role), Text: m.Text}
+		if hidden != nil {
+			e.Hidden = hidden[i]
+		}
 		switch m.Role {
 		case chat.RoleUser:
 			e.Who = m.UserKey
 		case chat.RoleTool:
 			e.Tool, e.Status, e.Code = m.ToolName, m.Status, m.Code
-			if m.UserKey != "" && !v.owns(m.UserKey) {
-				e.Text, e.Hidden = "", m.UserKey
+			if e.Hidden != "" {
+				e.Text, e.Personal = "", m.UserKey == e.Hidden
 			}
 		case chat.RoleAssistant:
+			// Its text was said in the chat; its calls' arguments may
+			// hold what the model copied.
 			for _, tc := range m.ToolCalls {
-				e.Calls = append(e.Calls, call{Name: tc.Name, Arguments: pretty(tc.Arguments)})
+				a := pretty(tc.Arguments)
+				if e.Hidden != "" {
+					a = ""
+				}
+				e.Calls = append(e.Calls, call{Name: tc.Name, Arguments: a})
 			}
-			if m.Ask != "" {
+			if m.Ask != "" && e.Hidden == "" {
 				if a, err := c.d.Store.ApprovalByID(ctx, m.Ask); err == nil {
 					e.Approval = &a
 				}

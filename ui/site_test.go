@@ -298,6 +298,22 @@ func (s *site) person(t testing.TB, c *http.Client) string {
 	return csrf(t, body)
 }
 
+// signIn signs c in as user with a link made for them, as /web makes
+// one, and returns the session's CSRF token.
+func (s *site) signIn(t testing.TB, c *http.Client, user string) string {
+	t.Helper()
+	link, err := s.Console.Link(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := post(t, c, s.URL+"/signin", url.Values{"t": {link[strings.Index(link, "t=")+2:]}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("link sign-in as %s: %d %s", user, code, body)
+	}
+	_, body = get(t, c, s.URL+"/")
+	return csrf(t, body)
+}
+
 // link asks for /web in the console chat and returns the link sent.
 func (s *site) link(t testing.TB) string {
 	t.Helper()
