@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"loadout/bridge"
 	"loadout/chat"
 	"loadout/tools"
 )
@@ -90,6 +91,9 @@ func (c *Console) page(h handlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
+		if c.ended(w, r, err) {
+			return
+		}
 		if err != nil {
 			c.fail(w, r, viewer{}, err)
 			return
@@ -109,6 +113,9 @@ func (c *Console) action(h handlerFunc) http.HandlerFunc {
 			c.plain(w, r, http.StatusForbidden, viewer{}, "You are not signed in, so nothing was done.")
 			return
 		}
+		if c.ended(w, r, err) {
+			return
+		}
 		if err != nil {
 			c.fail(w, r, viewer{}, err)
 			return
@@ -122,6 +129,18 @@ func (c *Console) action(h handlerFunc) http.HandlerFunc {
 			c.fail(w, r, v, err)
 		}
 	})
+}
+
+// ended answers a request whose person their channel no longer lets
+// in (err is bridge.ErrNotAdmitted): the sentence, and the cookie of the
+// session that ended is dropped. It reports whether it answered.
+func (c *Console) ended(w http.ResponseWriter, r *http.Request, err error) bool {
+	if !errors.Is(err, bridge.ErrNotAdmitted) {
+		return false
+	}
+	c.clearCookie(w)
+	c.plain(w, r, http.StatusForbidden, viewer{}, bridge.TextNotAdmitted)
+	return true
 }
 
 // errForbidden and errMissing end a request with 403 and 404.
