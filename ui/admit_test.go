@@ -103,6 +103,27 @@ func TestAPersonTakenOffTheirChannelsListLosesTheWebSide(t *testing.T) {
 	}
 }
 
+// A channel that cannot tell just now whether it lets a person in (its
+// platform does not answer) refuses the request with a sentence that
+// says so, and ends nothing: the session works again once it can tell.
+func TestAChannelThatCannotTellEndsNothing(t *testing.T) {
+	s := newSite(t)
+	c := client(t)
+	s.person(t, c)
+	s.Roster.Unsure(true)
+	if code, body := get(t, c, s.URL+"/"); code != http.StatusServiceUnavailable || !strings.Contains(body, "Try again in a moment") {
+		t.Fatalf("a page: %d\n%s", code, body)
+	}
+	reply, err := s.Router.Handle(context.Background(), chat.Inbound{ChatKey: me, UserKey: me, Text: "/web"})
+	if err != nil || linkRE.MatchString(reply.Text) || !strings.Contains(reply.Text, "couldn't make a sign-in link right now") {
+		t.Fatalf("/web: %q %v", reply.Text, err)
+	}
+	s.Roster.Unsure(false)
+	if code, body := get(t, c, s.URL+"/"); code != http.StatusOK {
+		t.Fatalf("a page once it can tell: %d\n%s", code, body)
+	}
+}
+
 // session opens a web session for user in the store, as a sign-in does,
 // and returns its cookie's value and CSRF token.
 func (s *site) session(t testing.TB, user string) (cookie, csrf string) {

@@ -94,7 +94,7 @@ func (c *Console) admitted(ctx context.Context, user string) error {
 	if c.d.Chats != nil {
 		var err error
 		if ok, err = c.d.Chats.Admits(ctx, user); err != nil {
-			return fmt.Errorf("ui: whether the channel of %s lets them in: %w", user, err)
+			return fmt.Errorf("%w: %s: %w", errUnsure, user, err)
 		}
 	}
 	if ok {
@@ -107,6 +107,10 @@ func (c *Console) admitted(ctx context.Context, user string) error {
 	c.log.Warn("ui: refused a person their channel does not let in now; their web sessions have ended", "user", user, "sessions", n)
 	return bridge.ErrNotAdmitted
 }
+
+// errUnsure is admitted's error when the person's channel cannot tell
+// now whether it lets them in (503, and nothing ends).
+var errUnsure = errors.New("ui: the channel cannot tell now whether it lets the person in")
 
 // Viewer is the person signed in on r (bridge.WebAuth).
 func (c *Console) Viewer(r *http.Request) (string, bool, error) {
@@ -277,6 +281,10 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	// signs nobody in.
 	if err := c.admitted(r.Context(), user); errors.Is(err, bridge.ErrNotAdmitted) {
 		c.render(w, r, http.StatusForbidden, "login", viewer{}, map[string]any{"Error": bridge.TextNotAdmitted})
+		return
+	} else if errors.Is(err, errUnsure) {
+		c.log.Warn("ui: link sign-in refused: the person's channel cannot tell now whether it lets them in", "user", user, "err", err)
+		c.render(w, r, http.StatusServiceUnavailable, "login", viewer{}, map[string]any{"Error": "I can't confirm just now that the chat app you came from still lets you in, so this link signed nobody in, and it is used up. In a moment, send /web there for a new one."})
 		return
 	} else if err != nil {
 		c.fail(w, r, viewer{}, err)

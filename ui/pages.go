@@ -178,6 +178,9 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v viewer, err err
 		c.plain(w, r, http.StatusForbidden, v, "This page is not yours to see.")
 	case errors.Is(err, errMissing), errors.Is(err, chat.ErrNotFound):
 		c.plain(w, r, http.StatusNotFound, v, "There is nothing here.")
+	case errors.Is(err, errUnsure):
+		c.log.Warn("ui: refused a request: the person's channel cannot tell now whether it lets them in", "path", r.URL.Path, "err", err)
+		c.plain(w, r, http.StatusServiceUnavailable, v, "I can't confirm just now that the chat app you came from still lets you in, so nothing was done. Try again in a moment.")
 	default:
 		ref := ref()
 		c.log.Error("ui: page failed", "ref", ref, "path", r.URL.Path, "err", err)

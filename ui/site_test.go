@@ -3,6 +3,7 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -75,6 +76,8 @@ type roster struct {
 	*bridge.Hub
 	mu      sync.Mutex
 	removed map[string]bool
+	// unsure: the channel cannot tell now (its platform is down).
+	unsure bool
 }
 
 // Remove takes user off their channel's allow-list.
@@ -84,9 +87,19 @@ func (r *roster) Remove(user string) {
 	r.removed[user] = true
 }
 
+// Unsure has the channels unable to tell, or able again.
+func (r *roster) Unsure(unsure bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unsure = unsure
+}
+
 func (r *roster) Admits(_ context.Context, user string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.unsure {
+		return false, errors.New("the platform does not answer")
+	}
 	return !r.removed[user], nil
 }
 
