@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"loadout/chat"
@@ -320,63 +319,4 @@ func Age(d time.Duration) string {
 		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-// Allowlist decides who may use the bot. The zero value allows nobody.
-type Allowlist struct {
-	ids     map[string]bool
-	names   map[string]bool
-	mu      sync.Mutex
-	refused map[string]bool
-}
-
-// NewAllowlist builds an allowlist from entries that are ids ("42",
-// "U024BE7LH") or usernames ("@ana"; compared without case).
-func NewAllowlist(entries []string) *Allowlist {
-	a := &Allowlist{ids: map[string]bool{}, names: map[string]bool{}, refused: map[string]bool{}}
-	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if strings.HasPrefix(e, "@") {
-			a.names[strings.ToLower(strings.TrimPrefix(e, "@"))] = true
-		} else if e != "" {
-			a.ids[e] = true
-		}
-	}
-	return a
-}
-
-// Allowed reports whether the user with this id or username may talk to
-// the bot. username may be empty or carry a leading "@".
-func (a *Allowlist) Allowed(id, username string) bool {
-	if a == nil {
-		return false
-	}
-	if id != "" && a.ids[id] {
-		return true
-	}
-	username = strings.ToLower(strings.TrimPrefix(username, "@"))
-	return username != "" && a.names[username]
-}
-
-// FirstRefusal records that id was refused and reports whether this is the
-// first time since start, so the refusal is sent only once.
-func (a *Allowlist) FirstRefusal(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.refused == nil {
-		a.refused = map[string]bool{}
-	}
-	if a.refused[id] {
-		return false
-	}
-	a.refused[id] = true
-	return true
-}
-
-// Len returns the number of entries.
-func (a *Allowlist) Len() int {
-	if a == nil {
-		return 0
-	}
-	return len(a.ids) + len(a.names)
 }

@@ -70,6 +70,19 @@ type Inviter interface {
 	Invite(command string) string
 }
 
+// Admitter is an optional Channel feature: whether its allow-list lets
+// in, now, the person with userKey, one of its own keys ("telegram:42"),
+// judged by the key alone, as it would judge a message of theirs. The
+// web side asks it at each request of a person's session and before
+// each sign-in link, so taking someone off the list ends what they
+// reach from the browser too. false with a nil error: not let in; an
+// error: it cannot tell now (the store or the platform failed), which
+// ends nothing. A channel whose people are all of another channel's
+// (the browser chat) has none.
+type Admitter interface {
+	Admits(ctx context.Context, userKey string) (bool, error)
+}
+
 // Outlet is what the pipeline needs from a channel to deliver answers.
 type Outlet interface {
 	// Split cuts an answer into the messages the platform sends, in order.

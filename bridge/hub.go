@@ -136,6 +136,17 @@ func (h *Hub) SendFile(ctx context.Context, chatKey, name string, f *os.File) er
 	return fs.SendFile(ctx, r, name, f)
 }
 
+// Admits reports whether the channel a person's key names ("telegram"
+// for "telegram:42") lets them in now (Admitter). A person of a channel
+// that does not run here, or cannot judge by a key, is not let in.
+func (h *Hub) Admits(ctx context.Context, userKey string) (bool, error) {
+	a, ok := h.channel(userKey).(Admitter)
+	if !ok {
+		return false, nil
+	}
+	return a.Admits(ctx, userKey)
+}
+
 // Private reports whether a chat is one person's; false for a chat of no
 // running channel.
 func (h *Hub) Private(chatKey string) bool {

@@ -144,18 +144,30 @@ func shorten(m Message, max int) Message {
 	return m
 }
 
-// hideOthers replaces, in a window about to be sent, each personal tool
-// result that belongs to someone other than user (a memory recall or a
-// mailbox read another member of a group ran) with a placeholder. What
-// the model may have copied from such a result goes with it: the
+// HideOthers is what user may see of window, a run of a session's
+// messages in order: the one rule for the model, on user's turn, and for
+// the conversation page user opens. It replaces, in window, each personal
+// tool result that belongs to someone other than user (a memory recall
+// or a mailbox read another member of a group ran) with a placeholder.
+// What the model may have copied from such a result goes with it: the
 // arguments of the calls made on that person's turns after it (a search
 // for the PIN a recall returned), and those calls' results, which may
-// echo them. The window holds copies, so the history itself keeps all of
-// it for its owner's turns.
-func hideOthers(window []Message, user string) {
-	exposed := map[string]bool{}  // whose personal results were hidden so far
-	hidden := map[string]string{} // call id → whose turn made the call
-	owner := ""                   // whose turn the messages belong to
+// echo them. window must hold copies: the history itself keeps all of it
+// for its owner's turns (the calls' lists are cloned before they change).
+//
+// It reports whose each changed message was: hidden[i] is the person
+// message i was hidden for, "" for a message left as it is; hidden is
+// nil when nothing was hidden.
+func HideOthers(window []Message, user string) (hidden []string) {
+	exposed := map[string]bool{} // whose personal results were hidden so far
+	calls := map[string]string{} // call id of a hidden call → whose turn made it
+	owner := ""                  // whose turn the messages belong to
+	mark := func(i int, who string) {
+		if hidden == nil {
+			hidden = make([]string, len(window))
+		}
+		hidden[i] = who
+	}
 	for i := range window {
 		m := &window[i]
 		switch {
@@ -163,22 +175,26 @@ func hideOthers(window []Message, user string) {
 			owner = m.UserKey
 		case m.Role == RoleTool && m.UserKey != "" && m.UserKey != user:
 			m.Text = fmt.Sprintf("(a result for %s, not shown to others)", m.UserKey)
+			mark(i, m.UserKey)
 			exposed[m.UserKey] = true
 			if owner == "" {
 				owner = m.UserKey // a window that starts within the turn
 			}
 		case m.Role == RoleTool:
-			if who, ok := hidden[m.ToolCallID]; ok {
+			if who, ok := calls[m.ToolCallID]; ok {
 				m.Text = fmt.Sprintf("(a result for %s, not shown to others)", who)
+				mark(i, who)
 			}
 		case m.Role == RoleAssistant && len(m.ToolCalls) > 0 && owner != "" && owner != user && exposed[owner]:
 			note, _ := json.Marshal(map[string]string{"not_shown": fmt.Sprintf("(arguments of a call for %s, not shown to others)", owner)})
-			calls := slices.Clone(m.ToolCalls) // shared with the history
-			for k := range calls {
-				calls[k].Arguments = string(note)
-				hidden[calls[k].ID] = owner
+			cs := slices.Clone(m.ToolCalls) // shared with the history
+			for k := range cs {
+				cs[k].Arguments = string(note)
+				calls[cs[k].ID] = owner
 			}
-			m.ToolCalls = calls
+			m.ToolCalls = cs
+			mark(i, owner)
 		}
 	}
+	return hidden
 }

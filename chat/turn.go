@@ -113,7 +113,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		budget := int(float64(e.cfg.HistoryTokens)/e.ratio(ctx, req.Model)) - sysTokens
 		buf := e.buffers.Get().(*[]Message)
 		req.Messages = trimHistory(*buf, t.history, t.current, budget, e.cfg.ToolResultChars, Message{Role: RoleSystem, Text: system})
-		hideOthers(req.Messages, t.in.UserKey)
+		HideOthers(req.Messages, t.in.UserKey)
 		if len(req.Messages) == 0 {
 			req.Messages = []Message{{Role: RoleSystem, Text: system}}
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"loadout/bridge"
 	"loadout/chat"
 )
 
@@ -70,16 +72,56 @@ func (c *Console) session(r *http.Request) (viewer, error) {
 		c.log.Info("ui: refused an expired session", "user", s.UserKey, "remote", remote(r))
 		return viewer{}, errNoSession
 	}
+	if !s.Admin {
+		if err := c.admitted(r.Context(), s.UserKey); err != nil {
+			return viewer{}, err
+		}
+	}
 	return viewer{UserKey: s.UserKey, Admin: s.Admin, CSRF: s.CSRF, session: s.ID}, nil
 }
 
-// Viewer is the person signed in on r (bridge.WebAuth).
-func (c *Console) Viewer(r *http.Request) (string, bool, bool) {
-	v, err := c.session(r)
-	if err != nil {
-		return "", false, false
+// admitted is nil when user may use the web side now: the operator
+// always; a person while the channel they came from lets them in
+// (Chats.Admits), as it would let in a message of theirs. A person it
+// does not let in has every web session of theirs ended here, and the
+// error is bridge.ErrNotAdmitted; any other error is that it cannot
+// tell, which ends nothing.
+func (c *Console) admitted(ctx context.Context, user string) error {
+	if user == OperatorKey {
+		return nil
 	}
-	return v.UserKey, v.Admin, true
+	ok := false
+	if c.d.Chats != nil {
+		var err error
+		if ok, err = c.d.Chats.Admits(ctx, user); err != nil {
+			return fmt.Errorf("%w: %s: %w", errUnsure, user, err)
+		}
+	}
+	if ok {
+		return nil
+	}
+	n, err := c.d.Store.DeleteUserWebSessions(ctx, user)
+	if err != nil {
+		return err
+	}
+	c.log.Warn("ui: refused a person their channel does not let in now; their web sessions have ended", "user", user, "sessions", n)
+	return bridge.ErrNotAdmitted
+}
+
+// errUnsure is admitted's error when the person's channel cannot tell
+// now whether it lets them in (503, and nothing ends).
+var errUnsure = errors.New("ui: the channel cannot tell now whether it lets the person in")
+
+// Viewer is the person signed in on r (bridge.WebAuth).
+func (c *Console) Viewer(r *http.Request) (string, bool, error) {
+	v, err := c.session(r)
+	if errors.Is(err, errNoSession) {
+		return "", false, bridge.ErrSignedOut
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return v.UserKey, v.Admin, nil
 }
 
 // CheckCSRF reports whether r carries its session's CSRF token, in the
@@ -148,8 +190,13 @@ func (c *Console) clearCookie(w http.ResponseWriter) {
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 }
 
-// Link makes a one-time sign-in link for userKey.
+// Link makes a one-time sign-in link for userKey, while the channel
+// they came from lets them in: else bridge.ErrNotAdmitted, and their
+// web sessions have ended.
 func (c *Console) Link(ctx context.Context, userKey string) (string, error) {
+	if err := c.admitted(ctx, userKey); err != nil {
+		return "", err
+	}
 	t := secret()
 	if err := c.d.Store.CreateWebLink(ctx, hash(t), userKey, c.now().Add(c.cfg.LinkTTL.Std())); err != nil {
 		return "", err
@@ -228,6 +275,19 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	case !c.now().Before(expires):
 		c.log.Warn("ui: link sign-in refused: expired link", "user", user, "remote", remote(r))
 		c.render(w, r, http.StatusForbidden, "login", viewer{}, map[string]any{"Error": "This sign-in link has expired. Send /web in a private chat with me for a new one."})
+		return
+	}
+	// A link made before its person was taken off their channel's list
+	// signs nobody in.
+	if err := c.admitted(r.Context(), user); errors.Is(err, bridge.ErrNotAdmitted) {
+		c.render(w, r, http.StatusForbidden, "login", viewer{}, map[string]any{"Error": bridge.TextNotAdmitted})
+		return
+	} else if errors.Is(err, errUnsure) {
+		c.log.Warn("ui: link sign-in refused: the person's channel cannot tell now whether it lets them in", "user", user, "err", err)
+		c.render(w, r, http.StatusServiceUnavailable, "login", viewer{}, map[string]any{"Error": "I can't confirm just now that the chat app you came from still lets you in, so this link signed nobody in, and it is used up. In a moment, send /web there for a new one."})
+		return
+	} else if err != nil {
+		c.fail(w, r, viewer{}, err)
 		return
 	}
 	if err := c.startSession(w, r, user, false); err != nil {

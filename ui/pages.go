@@ -10,15 +10,14 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"loadout/bridge"
 	"loadout/chat"
 	"loadout/tools"
-	"loadout/tools/schedule"
 )
 
 // Limits of the pages: what one page lists at most.
@@ -92,6 +91,9 @@ func (c *Console) page(h handlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
 		}
+		if c.ended(w, r, err) {
+			return
+		}
 		if err != nil {
 			c.fail(w, r, viewer{}, err)
 			return
@@ -111,6 +113,9 @@ func (c *Console) action(h handlerFunc) http.HandlerFunc {
 			c.plain(w, r, http.StatusForbidden, viewer{}, "You are not signed in, so nothing was done.")
 			return
 		}
+		if c.ended(w, r, err) {
+			return
+		}
 		if err != nil {
 			c.fail(w, r, viewer{}, err)
 			return
@@ -124,6 +129,18 @@ func (c *Console) action(h handlerFunc) http.HandlerFunc {
 			c.fail(w, r, v, err)
 		}
 	})
+}
+
+// ended answers a request whose person their channel no longer lets
+// in (err is bridge.ErrNotAdmitted): the sentence, and the cookie of the
+// session that ended is dropped. It reports whether it answered.
+func (c *Console) ended(w http.ResponseWriter, r *http.Request, err error) bool {
+	if !errors.Is(err, bridge.ErrNotAdmitted) {
+		return false
+	}
+	c.clearCookie(w)
+	c.plain(w, r, http.StatusForbidden, viewer{}, bridge.TextNotAdmitted)
+	return true
 }
 
 // errForbidden and errMissing end a request with 403 and 404.
@@ -161,6 +178,9 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v viewer, err err
 		c.plain(w, r, http.StatusForbidden, v, "This page is not yours to see.")
 	case errors.Is(err, errMissing), errors.Is(err, chat.ErrNotFound):
 		c.plain(w, r, http.StatusNotFound, v, "There is nothing here.")
+	case errors.Is(err, errUnsure):
+		c.log.Warn("ui: refused a request: the person's channel cannot tell now whether it lets them in", "path", r.URL.Path, "err", err)
+		c.plain(w, r, http.StatusServiceUnavailable, v, "I can't confirm just now that the chat app you came from still lets you in, so nothing was done. Try again in a moment.")
 	default:
 		ref := ref()
 		c.log.Error("ui: page failed", "ref", ref, "path", r.URL.Path, "err", err)
@@ -346,87 +366,6 @@ func (c *Console) chats(w http.ResponseWriter, r *http.Request, v viewer) error 
 	return nil
 }
 
-// entry is one message of a conversation as the page shows it.
-type entry struct {
-	Role  string
-	Who   string
-	Text  string
-	Calls []call
-	// Tool result.
-	Tool, Status, Code string
-	// Hidden: a personal result of someone else.
-	Hidden   string
-	Approval *chat.Approval
-}
-
-type call struct{ Name, Arguments string }
-
-// conversation shows a chat's open session: to the operator, or to a
-// person who wrote in it.
-func (c *Console) conversation(w http.ResponseWriter, r *http.Request, v viewer) error {
-	k, err := key(r, "key", false)
-	if err != nil {
-		return err
-	}
-	ctx := r.Context()
-	if !v.Admin {
-		in, err := c.d.Store.InChat(ctx, k, v.UserKey)
-		if err != nil {
-			return err
-		}
-		if !in {
-			c.log.Warn("ui: refused a chat that is not the person's", "user", v.UserKey, "chat", k)
-			return errMissing
-		}
-	}
-	ch, err := c.d.Store.OpenSessionOf(ctx, k)
-	if err != nil {
-		return err
-	}
-	msgs, err := c.d.Store.Recent(ctx, ch.SessionID, messagesShown)
-	if err != nil {
-		return err
-	}
-	var out []entry
-	for _, m := range msgs {
-		e := entry{Role: string(m.Role), Text: m.Text}
-		switch m.Role {
-		case chat.RoleUser:
-			e.Who = m.UserKey
-		case chat.RoleTool:
-			e.Tool, e.Status, e.Code = m.ToolName, m.Status, m.Code
-			if m.UserKey != "" && !v.owns(m.UserKey) {
-				e.Text, e.Hidden = "", m.UserKey
-			}
-		case chat.RoleAssistant:
-			for _, tc := range m.ToolCalls {
-				e.Calls = append(e.Calls, call{Name: tc.Name, Arguments: pretty(tc.Arguments)})
-			}
-			if m.Ask != "" {
-				if a, err := c.d.Store.ApprovalByID(ctx, m.Ask); err == nil {
-					e.Approval = &a
-				}
-			}
-		}
-		out = append(out, e)
-	}
-	c.render(w, r, http.StatusOK, "conversation", v, map[string]any{"Chat": c.rows([]Chat{ch})[0], "Entries": out, "Shown": messagesShown})
-	return nil
-}
-
-// pretty indents JSON arguments; anything else is shown as it is.
-func pretty(s string) string {
-	var v any
-	if json.Unmarshal([]byte(s), &v) != nil {
-		return s
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return s
-	}
-	return string(b)
-}
-
 // approvals lists the pending approvals and the recent decisions: the
 // person's own, or everyone's for the operator. Only the person asked
 // may answer.
@@ -528,182 +467,6 @@ func (c *Console) people(w http.ResponseWriter, r *http.Request, v viewer) error
 		return err
 	}
 	c.render(w, r, http.StatusOK, "people", v, map[string]any{"Channels": st.Channels, "People": people})
-	return nil
-}
-
-// person is one person's page: the operator's view of anyone, a
-// person's of themselves only.
-func (c *Console) person(w http.ResponseWriter, r *http.Request, v viewer) error {
-	k, err := key(r, "key", false)
-	if err != nil {
-		return err
-	}
-	if !v.owns(k) {
-		return errForbidden
-	}
-	return c.personPage(w, r, v, k)
-}
-
-// taskRow is a task as a page shows it.
-type taskRow struct {
-	schedule.Task
-	When  string
-	State string
-}
-
-func (c *Console) personPage(w http.ResponseWriter, r *http.Request, v viewer, user string) error {
-	ctx := r.Context()
-	chats, err := c.d.Store.Chats(ctx, user, "", chatsPerPage)
-	if err != nil {
-		return err
-	}
-	pending, err := c.d.Store.Approvals(ctx, user, true, approvalsShown)
-	if err != nil {
-		return err
-	}
-	ts, err := c.d.Store.Tasks(ctx, user, tasksShown)
-	if err != nil {
-		return err
-	}
-	tasks := make([]taskRow, len(ts))
-	for i, t := range ts {
-		tasks[i] = taskRow{Task: t, When: when(t), State: "next " + t.NextRun.Format("2006-01-02 15:04 UTC")}
-		if t.NextRun.IsZero() {
-			tasks[i].State = "not scheduled (paused or done)"
-		}
-	}
-	mems, err := c.d.Store.RecentMemories(ctx, user, memoriesShown)
-	if err != nil {
-		return err
-	}
-	data := map[string]any{"User": user, "Chats": c.rows(chats), "Pending": pending, "Tasks": tasks, "Memories": mems,
-		"Google": c.d.Google != nil, "Self": user == v.UserKey}
-	if c.d.Google != nil {
-		email, ok, at, err := c.d.Google.Account(ctx, user)
-		if err != nil {
-			return err
-		}
-		data["Connected"], data["Email"], data["Since"] = ok, email, at
-	}
-	c.render(w, r, http.StatusOK, "person", v, data)
-	return nil
-}
-
-func when(t schedule.Task) string {
-	switch t.Kind {
-	case schedule.Every:
-		return "every " + t.Interval.String()
-	case schedule.Cron:
-		return "cron " + t.Cron + " (" + t.TimeZone + ")"
-	}
-	return "once at " + t.At.Format("2006-01-02 15:04 UTC")
-}
-
-// taskAct pauses, resumes, runs or deletes a task, under the schedule
-// tool's owner rules: its owner, or the operator.
-func (c *Console) taskAct(w http.ResponseWriter, r *http.Request, v viewer) error {
-	tid, err := id(r, "id")
-	if err != nil {
-		return err
-	}
-	do := r.PostFormValue("do")
-	if !slices.Contains([]string{"pause", "resume", "run", "delete"}, do) {
-		return bad("The parameter \"do\" must be pause, resume, run or delete.")
-	}
-	t, err := c.d.Store.Task(r.Context(), tid)
-	if err != nil {
-		return err
-	}
-	if !v.owns(t.UserKey) {
-		c.log.Warn("ui: refused an action on someone else's task", "user", v.UserKey, "task", t.ID)
-		return errForbidden
-	}
-	if c.d.Scheduler == nil {
-		return errors.New("ui: no scheduler")
-	}
-	done := map[string]string{"pause": "paused", "resume": "resumed", "run": "ran", "delete": "deleted"}[do]
-	switch do {
-	case "pause":
-		err = c.d.Scheduler.Pause(r.Context(), t)
-	case "resume":
-		err = c.d.Scheduler.Resume(r.Context(), t)
-	case "run":
-		err = c.d.Scheduler.RunNow(r.Context(), t)
-	case "delete":
-		err = c.d.Scheduler.Delete(r.Context(), t)
-	}
-	if err != nil {
-		return err
-	}
-	c.log.Info("ui: task "+done, "user", v.UserKey, "task", t.ID)
-	http.Redirect(w, r, back(r, "/", done), http.StatusSeeOther)
-	return nil
-}
-
-// forget deletes a memory of its owner.
-func (c *Console) forget(w http.ResponseWriter, r *http.Request, v viewer) error {
-	user, err := key(r, "user", true)
-	if err != nil {
-		return err
-	}
-	mid, err := id(r, "id")
-	if err != nil {
-		return err
-	}
-	if !v.owns(user) {
-		return errForbidden
-	}
-	ok, err := c.d.Store.ForgetMemory(r.Context(), user, mid)
-	if err != nil {
-		return err
-	}
-	c.log.Info("ui: memory deleted", "user", v.UserKey, "owner", user, "memory", mid, "changed", ok)
-	http.Redirect(w, r, back(r, "/", map[bool]string{true: "deleted", false: "notfound"}[ok]), http.StatusSeeOther)
-	return nil
-}
-
-// revoke disconnects a person's Google account.
-func (c *Console) revoke(w http.ResponseWriter, r *http.Request, v viewer) error {
-	user, err := key(r, "user", true)
-	if err != nil {
-		return err
-	}
-	if !v.owns(user) {
-		return errForbidden
-	}
-	if c.d.Google == nil {
-		return bad("Google is not set up on this server.")
-	}
-	if err := c.d.Google.Disconnect(r.Context(), user); err != nil {
-		c.log.Warn("ui: Google disconnect", "owner", user, "err", err)
-	}
-	c.log.Info("ui: Google account disconnected", "user", v.UserKey, "owner", user)
-	http.Redirect(w, r, back(r, "/", "revoked"), http.StatusSeeOther)
-	return nil
-}
-
-// signOutEverywhere ends every session of a person (the operator's
-// included, when the operator names ui:operator): each browser signed in
-// as them is sent back to the sign-in form at its next request.
-func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, v viewer) error {
-	user, err := key(r, "user", true)
-	if err != nil {
-		return err
-	}
-	if !v.owns(user) {
-		return errForbidden
-	}
-	n, err := c.d.Store.DeleteUserWebSessions(r.Context(), user)
-	if err != nil {
-		return err
-	}
-	c.log.Info("ui: signed out everywhere", "user", v.UserKey, "owner", user, "sessions", n)
-	if user == v.UserKey {
-		c.clearCookie(w)
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return nil
-	}
-	http.Redirect(w, r, back(r, "/people", "signedout"), http.StatusSeeOther)
 	return nil
 }
 

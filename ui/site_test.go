@@ -3,6 +3,7 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -58,11 +59,48 @@ type site struct {
 	Clock *clock
 	// Google holds me's connected account.
 	Google *google.Accounts
+	// Roster decides whom the channels let in.
+	Roster *roster
 	// Approval is the pending approval of me; TaskMine and TaskOther are
 	// tasks of me and of other; Event the quarantined event.
 	Approval            chat.Approval
 	TaskMine, TaskOther schedule.Task
 	Event               ui.Event
+}
+
+// roster is the site's running channels: its hub, with whom their
+// allow-lists let in decided by the test (how a channel decides is
+// tested with each channel, and end to end in cmd/loadout): everyone
+// until Remove takes them off.
+type roster struct {
+	*bridge.Hub
+	mu      sync.Mutex
+	removed map[string]bool
+	// unsure: the channel cannot tell now (its platform is down).
+	unsure bool
+}
+
+// Remove takes user off their channel's allow-list.
+func (r *roster) Remove(user string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removed[user] = true
+}
+
+// Unsure has the channels unable to tell, or able again.
+func (r *roster) Unsure(unsure bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unsure = unsure
+}
+
+func (r *roster) Admits(_ context.Context, user string) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unsure {
+		return false, errors.New("the platform does not answer")
+	}
+	return !r.removed[user], nil
 }
 
 type clock struct {
@@ -111,6 +149,7 @@ func newSite(t testing.TB) *site {
 	ctx, cancel := context.WithCancel(context.Background())
 	router := bridge.NewRouter(env.Engine, "loadout")
 	var hub bridge.Hub
+	roster := &roster{Hub: &hub, removed: map[string]bool{}}
 	inR, inW := io.Pipe()
 	out := &syncBuffer{}
 	con := console.New(console.Config{Delivery: bridge.Delivery{Logger: log}, In: inR, Out: out}, router, env.Store)
@@ -144,7 +183,7 @@ func newSite(t testing.TB) *site {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	c, err := ui.New(ui.Config{Enabled: true, AdminToken: adminToken}, ui.Deps{
-		Store: env.Store, Chats: &hub, Registry: env.Registry, Scheduler: sched, Google: acc, Listen: strings.TrimPrefix(srv.URL, "http://"),
+		Store: env.Store, Chats: roster, Registry: env.Registry, Scheduler: sched, Google: acc, Listen: strings.TrimPrefix(srv.URL, "http://"),
 		Logger: log, Now: clk.Now,
 		Status: func(context.Context) ui.Status {
 			return ui.Status{Model: "test-model", Channels: []ui.ChannelState{{Name: "console", Ready: true, Allowed: []string{me}}},
@@ -159,7 +198,7 @@ func newSite(t testing.TB) *site {
 	}
 	c.Mount(mux)
 	c.Register(router)
-	s := &site{URL: srv.URL, Env: env, Store: env.Store, Console: c, Logs: logs, Out: out, Runs: &runs, Clock: clk, Router: router, Google: acc}
+	s := &site{URL: srv.URL, Env: env, Store: env.Store, Console: c, Logs: logs, Out: out, Runs: &runs, Clock: clk, Router: router, Google: acc, Roster: roster}
 
 	// A conversation: a question, the model's answer with markup, then a
 	// destructive call held for approval.
@@ -293,6 +332,22 @@ func (s *site) person(t testing.TB, c *http.Client) string {
 	code, body := post(t, c, s.URL+"/signin", url.Values{"t": {tok}})
 	if code != http.StatusSeeOther {
 		t.Fatalf("link sign-in: %d %s", code, body)
+	}
+	_, body = get(t, c, s.URL+"/")
+	return csrf(t, body)
+}
+
+// signIn signs c in as user with a link made for them, as /web makes
+// one, and returns the session's CSRF token.
+func (s *site) signIn(t testing.TB, c *http.Client, user string) string {
+	t.Helper()
+	link, err := s.Console.Link(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := post(t, c, s.URL+"/signin", url.Values{"t": {link[strings.Index(link, "t=")+2:]}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("link sign-in as %s: %d %s", user, code, body)
 	}
 	_, body = get(t, c, s.URL+"/")
 	return csrf(t, body)

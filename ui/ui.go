@@ -76,6 +76,9 @@ type Chats interface {
 	Tell(ctx context.Context, chatKey, userKey, id, text string) error
 	Private(chatKey string) bool
 	Invite(chatKey, command string) string
+	// Admits reports whether the channel a person came from lets them
+	// in now (bridge.Admitter); an error: it cannot tell.
+	Admits(ctx context.Context, userKey string) (bool, error)
 }
 
 // Google is a person's Google connection (google.Accounts is it).
@@ -123,7 +126,9 @@ type Setting struct {
 
 // Deps are what the console reads and acts through.
 type Deps struct {
-	Store    Store
+	Store Store
+	// Chats are the running channels; nil lets no person in (the
+	// operator only).
 	Chats    Chats
 	Registry *tools.Registry
 	// Count counts tokens (the tokenizer of `loadout tools`).
@@ -238,6 +243,10 @@ func (c *Console) Register(r *bridge.Router) {
 					c.d.Chats.Invite(in.ChatKey, "web"), nil
 			}
 			link, err := c.Link(ctx, in.UserKey)
+			if errors.Is(err, bridge.ErrNotAdmitted) {
+				return "I can't send you a sign-in link: I can't confirm that the chat app you came from still lets you talk to me, so your web sessions have ended. " +
+					"Write to me there and send /web from there; if I don't answer, ask my owner to add you again.", nil
+			}
 			if err != nil {
 				c.log.Error("ui: sign-in link", "user", in.UserKey, "err", err)
 				return "Sorry, I couldn't make a sign-in link right now.", nil

@@ -145,6 +145,14 @@ func (c *Console) Route(chatKey string) ([]byte, error) {
 // Private: the console is one person's.
 func (c *Console) Private(chatKey string) bool { return chatKey == c.ChatKey() }
 
+// Admits lets in the terminal's one person, whose key is the chat's
+// (bridge.Admitter).
+func (c *Console) Admits(_ context.Context, userKey string) (bool, error) {
+	return userKey == c.ChatKey(), nil
+}
+
+var _ bridge.Admitter = (*Console)(nil)
+
 // Split keeps an answer whole: a terminal has no size limit.
 func (c *Console) Split(text string) []string { return []string{text} }
 

@@ -189,7 +189,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	log := cfg.Logger.With("channel", "discord")
 	a := &Adapter{
 		cfg: cfg, router: router, store: st, log: log,
-		allow: bridge.NewAllowlist(cfg.AllowedUsers), guilds: set(cfg.AllowedGuilds), roles: set(cfg.AllowedRoles),
+		allow: bridge.NewAllowlist(cfg.AllowedUsers).Keep(st, "discord"), guilds: set(cfg.AllowedGuilds), roles: set(cfg.AllowedRoles),
 		sessions: make(chan struct{}, 1), down: make(chan struct{}, 1),
 		cursors: newCursors(st),
 	}

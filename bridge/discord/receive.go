@@ -174,7 +174,11 @@ func (a *Adapter) allowed(ctx context.Context, guild string, u *discordgo.User, 
 	if u == nil {
 		return false
 	}
-	if a.allow.Allowed(u.ID, u.Username) {
+	ok, err := a.allow.Let(ctx, u.ID, u.Username)
+	if err != nil {
+		a.log.Warn("discord: cannot keep the username a person was let in by; their web pages may refuse them until they write again", "user_id", u.ID, "err", err)
+	}
+	if ok {
 		return true
 	}
 	if len(a.roles) == 0 {
@@ -209,12 +213,56 @@ func (a *Adapter) hasRole(roles []string) bool {
 // member is a person's membership of a server, nil when they are not a
 // member or it cannot be read.
 func (a *Adapter) member(ctx context.Context, guild, user string) *discordgo.Member {
-	m, err := a.api.GuildMember(guild, user, discordgo.WithContext(ctx))
+	m, err := a.lookup(ctx, guild, user)
 	if err != nil {
-		if retryable(err) && ctx.Err() == nil {
+		if ctx.Err() == nil {
 			a.log.Warn("discord: cannot read a server member's roles", "guild_id", guild, "user_id", user, "err", err)
 		}
 		return nil
 	}
 	return m
 }
+
+// lookup is a person's membership of a server: nil when Discord says
+// they are not a member, an error when it cannot be read now.
+func (a *Adapter) lookup(ctx context.Context, guild, user string) (*discordgo.Member, error) {
+	m, err := a.api.GuildMember(guild, user, discordgo.WithContext(ctx))
+	if err != nil {
+		if retryable(err) {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return m, nil
+}
+
+// Admits reports whether the person with this key may use the bot now,
+// as a direct message of theirs would be judged: listed in
+// allowed_users (by id, or by the username they last wrote with), or
+// holding one of allowed_roles in an allowed server (bridge.Admitter).
+func (a *Adapter) Admits(ctx context.Context, userKey string) (bool, error) {
+	id, ok := strings.CutPrefix(userKey, "discord:")
+	if !ok || id == "" {
+		return false, nil
+	}
+	if ok, err := a.allow.Admits(ctx, id); ok || err != nil {
+		return ok, err
+	}
+	if len(a.roles) == 0 {
+		return false, nil
+	}
+	var failed error
+	for g := range a.guilds {
+		m, err := a.lookup(ctx, g, id)
+		if err != nil {
+			failed = err
+			continue
+		}
+		if m != nil && a.hasRole(m.Roles) {
+			return true, nil
+		}
+	}
+	return false, failed
+}
+
+var _ bridge.Admitter = (*Adapter)(nil)

@@ -306,6 +306,15 @@ const maxRoot = 200
 // chatKey is the chat of one thread of one person:
 // "email:<address>/<root message id>". Addresses the channel takes hold
 // no slash.
+// Admits reports whether email.allowed_senders lets in the person with
+// this key ("email:ana@example.org") now (bridge.Admitter).
+func (a *Adapter) Admits(_ context.Context, userKey string) (bool, error) {
+	addr, ok := strings.CutPrefix(userKey, "email:")
+	return ok && addr != "" && a.allow[addr], nil
+}
+
+var _ bridge.Admitter = (*Adapter)(nil)
+
 func chatKey(addr, root string) string {
 	if len(root) > maxRoot {
 		root = root[:maxRoot]

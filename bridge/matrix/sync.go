@@ -12,6 +12,7 @@ import (
 	"maunium.net/go/mautrix"
 
 	"loadout/backoff"
+	"loadout/bridge"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 )
@@ -272,3 +273,12 @@ func refused(err error) bool {
 func (a *Adapter) allowed(user id.UserID) bool {
 	return a.allow.Allowed("", string(user))
 }
+
+// Admits reports whether matrix.allowed_users lets in the person with
+// this key ("matrix:@ana:example.org") now (bridge.Admitter).
+func (a *Adapter) Admits(_ context.Context, userKey string) (bool, error) {
+	user, ok := strings.CutPrefix(userKey, "matrix:")
+	return ok && user != "" && a.allowed(id.UserID(user)), nil
+}
+
+var _ bridge.Admitter = (*Adapter)(nil)

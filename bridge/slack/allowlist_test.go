@@ -1,12 +1,15 @@
 package slack
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"loadout/bridge"
 	"loadout/bridge/slack/slacktest"
 
 	"loadout/chat/chattest"
+	"loadout/store/storetest"
 )
 
 // An allowlist entry "TEAM:USER" lets in that workspace's user; a bare
@@ -94,5 +97,34 @@ func TestAllowlistScopesSlashCommands(t *testing.T) {
 	}
 	if byID["home"] == "" || byID["home"] == Mrkdwn(bridge.TextRefused) {
 		t.Errorf("the owner got %q, want the help", byID["home"])
+	}
+}
+
+// The web side asks whether a person is let in by their key alone: the
+// same scoping as a message's. A bare id needs the app's own workspace,
+// which is not known before auth.test: then it cannot tell, and says so
+// rather than refusing.
+func TestAdmitsScopesAKeyAsAMessage(t *testing.T) {
+	const other = "T0002"
+	own := slacktest.TeamID
+	a := New(Config{AllowedUsers: []string{owner, other + ":UGUEST"}}, nil, storetest.NewEnv(t, storetest.Options{}).Store)
+	if _, err := a.Admits(context.Background(), "slack:"+own+":"+owner); !errors.Is(err, errNotReady) {
+		t.Fatalf("before auth.test: %v", err)
+	}
+	a.mu.Lock()
+	a.teamID = own
+	a.mu.Unlock()
+	for key, want := range map[string]bool{
+		"slack:" + own + ":" + owner:    true,
+		"slack:" + other + ":" + owner:  false,
+		"slack:" + other + ":UGUEST":    true,
+		"slack:" + own + ":UGUEST":      false,
+		"slack:" + own + ":USTRANGER":   false,
+		"telegram:" + own + ":" + owner: false,
+		"slack:" + owner:                false,
+	} {
+		if got, err := a.Admits(context.Background(), key); got != want || err != nil {
+			t.Errorf("%s: %v %v, want %v", key, got, err, want)
+		}
 	}
 }

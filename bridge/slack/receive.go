@@ -136,6 +136,32 @@ func (a *Adapter) allowed(team, user string) bool {
 	return false
 }
 
+// Admits reports whether slack.allowed_users lets in the person with
+// this key ("slack:TEAM:USER") now, as allowed judges a message of
+// theirs (bridge.Admitter). A bare user id needs the app's own
+// workspace, known once it has reached Slack: before, it cannot tell.
+func (a *Adapter) Admits(_ context.Context, userKey string) (bool, error) {
+	team, user, ok := strings.Cut(strings.TrimPrefix(userKey, "slack:"), ":")
+	if !ok || !strings.HasPrefix(userKey, "slack:") || team == "" || user == "" {
+		return false, nil
+	}
+	if a.allow.Allowed(team+":"+user, "") {
+		return true, nil
+	}
+	if !a.allow.Allowed(user, "") {
+		return false, nil
+	}
+	a.mu.Lock()
+	own := a.teamID
+	a.mu.Unlock()
+	if own == "" {
+		return false, errNotReady
+	}
+	return team == own, nil
+}
+
+var _ bridge.Admitter = (*Adapter)(nil)
+
 // commandWord lets a message that is only a command's name ("clear"), or
 // a command with its one argument ("connect google"), run the command:
 // Slack's composer takes a leading slash for its own commands.

@@ -151,7 +151,11 @@ func (a *Adapter) judge(ctx context.Context, self tgbotapi.User, u update) (brid
 		return bridge.Pending{}, false
 	}
 	id := strconv.FormatInt(m.From.ID, 10)
-	if !a.allow.Allowed(id, m.From.UserName) {
+	allowed, err := a.allow.Let(ctx, id, m.From.UserName)
+	if err != nil {
+		a.log.Warn("telegram: cannot keep the @username a person was let in by; their web pages may refuse them until they write again", "user_id", id, "err", err)
+	}
+	if !allowed {
 		username := "(none)"
 		if m.From.UserName != "" {
 			username = "@" + m.From.UserName

@@ -149,7 +149,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 		cfg.Observer = bridge.NopObserver{}
 	}
 	a := &Adapter{
-		cfg: cfg, router: router, store: st, allow: bridge.NewAllowlist(cfg.AllowedUsers),
+		cfg: cfg, router: router, store: st, allow: bridge.NewAllowlist(cfg.AllowedUsers).Keep(st, "telegram"),
 		log: cfg.Logger, sleep: backoff.Sleep,
 	}
 	a.pipe = bridge.NewPipeline(cfg.Delivery.Pipeline(bridge.PipelineConfig{
@@ -206,7 +206,21 @@ func (a *Adapter) UserName() string {
 	return a.bot.Self.UserName
 }
 
-var _ bridge.Channel = (*Adapter)(nil)
+var (
+	_ bridge.Channel  = (*Adapter)(nil)
+	_ bridge.Admitter = (*Adapter)(nil)
+)
+
+// Admits reports whether telegram.allowed_users lets in the person with
+// this key now: by their id, or by the @username they last wrote with
+// (bridge.Admitter).
+func (a *Adapter) Admits(ctx context.Context, userKey string) (bool, error) {
+	id, ok := strings.CutPrefix(userKey, "telegram:")
+	if !ok {
+		return false, nil
+	}
+	return a.allow.Admits(ctx, id)
+}
 
 // Invite is a deep link to the private chat with the bot that starts
 // with command's first word (/start connect runs /connect google), once

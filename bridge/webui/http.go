@@ -58,20 +58,34 @@ func (c *Chat) Mount(mux *http.ServeMux) {
 }
 
 // signedIn runs h for a signed-in person with their user key; anyone
-// else is refused (the page sends them to sign in).
+// else is refused (the page sends them to sign in), and a person the
+// channel they came from no longer lets in is told so.
 func (c *Chat) signedIn(h func(w http.ResponseWriter, r *http.Request, user string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secure(w)
-		user, _, ok := c.web.Viewer(r)
-		if !ok || user == "" {
-			if r.Method == http.MethodGet && r.URL.Path == "/chat" {
-				http.Redirect(w, r, "/login", http.StatusSeeOther)
+		page := r.Method == http.MethodGet && r.URL.Path == "/chat"
+		user, _, err := c.web.Viewer(r)
+		switch {
+		case errors.Is(err, bridge.ErrNotAdmitted):
+			if page {
+				http.Error(w, bridge.TextNotAdmitted, http.StatusForbidden)
 				return
 			}
-			plain(w, http.StatusUnauthorized, "Sign in first.")
+			plain(w, http.StatusForbidden, bridge.TextNotAdmitted)
+			return
+		case err == nil && user != "":
+			h(w, r, user)
+			return
+		case err != nil && !errors.Is(err, bridge.ErrSignedOut):
+			c.log.Error("webui: cannot tell who is signed in", "path", r.URL.Path, "err", err)
+			plain(w, http.StatusServiceUnavailable, "I couldn't check who you are just now; nothing was done. Try again in a moment.")
 			return
 		}
-		h(w, r, user)
+		if page {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		plain(w, http.StatusUnauthorized, "Sign in first.")
 	}
 }
 

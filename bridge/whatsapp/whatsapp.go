@@ -302,6 +302,16 @@ func (r route) encode() []byte { return routes.Encode(r) }
 // chatKey is a person's chat: "whatsapp:<digits>".
 func chatKey(number string) string { return "whatsapp:" + number }
 
+// Admits reports whether whatsapp.allowed_numbers lets in the person
+// with this key (their chat's: "whatsapp:15551234567") now
+// (bridge.Admitter).
+func (a *Adapter) Admits(_ context.Context, userKey string) (bool, error) {
+	n, ok := strings.CutPrefix(userKey, "whatsapp:")
+	return ok && n != "" && a.allow[n], nil
+}
+
+var _ bridge.Admitter = (*Adapter)(nil)
+
 // Route is where messages to the chat chatKey names go.
 func (a *Adapter) Route(key string) ([]byte, error) {
 	n, ok := strings.CutPrefix(key, "whatsapp:")

@@ -38,6 +38,7 @@ const Cookie = "webuitest_session"
 type Auth struct {
 	mu       sync.Mutex
 	sessions map[string]session
+	refused  map[string]bool
 }
 
 type session struct {
@@ -49,7 +50,7 @@ type session struct {
 var _ bridge.WebAuth = (*Auth)(nil)
 
 // NewAuth returns an Auth with nobody signed in.
-func NewAuth() *Auth { return &Auth{sessions: map[string]session{}} }
+func NewAuth() *Auth { return &Auth{sessions: map[string]session{}, refused: map[string]bool{}} }
 
 func random() string {
 	var b [16]byte
@@ -78,10 +79,34 @@ func (a *Auth) session(r *http.Request) (session, bool) {
 	return s, ok
 }
 
-// Viewer is the session's person.
-func (a *Auth) Viewer(r *http.Request) (string, bool, bool) {
+// Viewer is the session's person: bridge.ErrSignedOut without one,
+// bridge.ErrNotAdmitted for a person Refuse named (whose sessions it
+// then ends).
+func (a *Auth) Viewer(r *http.Request) (string, bool, error) {
 	s, ok := a.session(r)
-	return s.user, s.admin, ok
+	if !ok {
+		return "", false, bridge.ErrSignedOut
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.refused[s.user] {
+		for k, o := range a.sessions {
+			if o.user == s.user {
+				delete(a.sessions, k)
+			}
+		}
+		return "", false, bridge.ErrNotAdmitted
+	}
+	return s.user, s.admin, nil
+}
+
+// Refuse has the channel user came from no longer let them in, as
+// taking them off its allow-list does: their next request is told so,
+// and their sessions end.
+func (a *Auth) Refuse(user string) {
+	a.mu.Lock()
+	a.refused[user] = true
+	a.mu.Unlock()
 }
 
 // CheckCSRF compares the header X-CSRF-Token, else the form field csrf,
