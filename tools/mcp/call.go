@@ -255,6 +255,7 @@ type callState struct {
 	mu      sync.Mutex
 	asked   int
 	refused bool // the person declined a question of this call
+	sampled int  // sampling requests of this call
 }
 
 type callKey struct{}
@@ -271,6 +272,18 @@ func (s *callState) admit() error {
 		return fmt.Errorf("one call may ask the person at most %d questions", maxElicitations)
 	}
 	s.asked++
+	return nil
+}
+
+// admitSample counts a sampling request of the call, refusing one past
+// limit.
+func (s *callState) admitSample(limit int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sampled >= limit {
+		return fmt.Errorf("one call may make at most %d sampling requests (mcp.servers[].sampling_per_call)", limit)
+	}
+	s.sampled++
 	return nil
 }
 

@@ -48,6 +48,10 @@ type Server struct {
 	// them (loadout never does). Default false: such a request is
 	// refused.
 	SamplingTools bool `yaml:"sampling_tools"`
+	// SamplingPerCall is how many sampling requests one call of a tool
+	// may make, over all its rounds; the server gets an error for any
+	// more. 0 is DefaultSamplingPerCall.
+	SamplingPerCall int `yaml:"sampling_per_call"`
 
 	// transport, when set, replaces Command and URL (tests use the SDK's
 	// in-memory transport).
@@ -128,6 +132,9 @@ func (c Config) Check(ch *config.Checker) {
 		}
 		if s.Timeout < 0 {
 			bad("timeout", "must not be negative")
+		}
+		if s.SamplingPerCall < 0 {
+			bad("sampling_per_call", "must be 0 (the default, %d) or a number of sampling requests, got %d", DefaultSamplingPerCall, s.SamplingPerCall)
 		}
 		switch {
 		case s.Auth != AuthNone && s.Auth != AuthPerson && s.Auth != AuthOperator:
