@@ -18,7 +18,9 @@ type Sampling struct {
 	// Messages are user and assistant messages; with Tools, an assistant
 	// message may carry ToolCalls and a RoleTool message answers one
 	// (ToolCallID), as the server ran it.
-	Messages  []Message
+	Messages []Message
+	// MaxTokens is the server's bound on the answer (0: none of its
+	// own); Sample lowers it to what is left under the person's caps.
 	MaxTokens int
 	// Tools are the server's own tools the model may call (sampling with
 	// tools): the model's calls come back in Sampled.ToolCalls for the
