@@ -153,6 +153,18 @@ type Ledger interface {
 	// and including day, and the chat's on day (days as in Charge). An
 	// empty userKey or chatKey need not be read: its part is zero.
 	Spent(ctx context.Context, userKey, chatKey, day, monthStart string) (Spent, error)
+	// Reserve holds spend for a model call before it is made: it reads
+	// what was spent as Spent does (the person's and the chat's), calls
+	// fit with it, and charges the Spend fit returns as one call on day.
+	// The read and the charge are atomic with respect to every other
+	// Reserve of the same person or chat, in any process sharing the
+	// ledger: two reservations never both fit into the same room. An
+	// error of fit is returned as it is, and nothing is charged.
+	Reserve(ctx context.Context, userKey, chatKey, day, monthStart string, fit func(Spent) (Spend, error)) error
+	// Settle replaces a hold Reserve charged (held, with the person,
+	// chat and day it was charged to) with what the call cost: spent is
+	// added and held.Spend taken off. The call is not counted again.
+	Settle(ctx context.Context, held Charge, spent Spend) error
 }
 
 // ChargingStore is an optional Store feature, of a store that is also

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"loadout/tools"
@@ -17,7 +18,9 @@ type Sampling struct {
 	// Messages are user and assistant messages; with Tools, an assistant
 	// message may carry ToolCalls and a RoleTool message answers one
 	// (ToolCallID), as the server ran it.
-	Messages  []Message
+	Messages []Message
+	// MaxTokens is the server's bound on the answer (0: none of its
+	// own); Sample lowers it to what is left under the person's caps.
 	MaxTokens int
 	// Tools are the server's own tools the model may call (sampling with
 	// tools): the model's calls come back in Sampled.ToolCalls for the
@@ -45,18 +48,24 @@ type Sampled struct {
 var ErrSamplingTooLarge = errors.New("the request is larger than the model's context allows here")
 
 // ErrSamplingCapped refuses a sampling request of a person past a spend
-// cap (limits.*).
-var ErrSamplingCapped = errors.New("the person has used up their allowance")
+// cap (limits.*), or one whose answer what is left would have no room
+// for.
+var ErrSamplingCapped = errors.New("the request does not fit the person's allowance")
 
 // Sample runs s on the chat's model, through the same provider path as a
 // turn (its fail-over included), and adds what it cost to the chat's
 // open session, so it counts in the chat's and the person's tokens. It
 // returns the model's text and the model that answered. A request larger
 // than the history budget (llm.history_tokens) is refused with
-// ErrSamplingTooLarge. It is held to userKey's spend caps as a turn is:
-// past one it is refused with ErrSamplingCapped and never reaches the
-// model, and what it cost is charged to the person and the chat. Whether
-// the person allowed the server to sample is the caller's to have asked.
+// ErrSamplingTooLarge. It is held to userKey's spend caps: before it
+// reaches the model, its prompt (estimated) and the most its answer may
+// take are reserved against them in the ledger, atomically, so requests
+// made at once cannot each pass a cap on the same room; the answer's
+// bound (s.MaxTokens) is lowered to what is left. Past a cap, or with
+// too little left for an answer, it is refused with ErrSamplingCapped
+// and never reaches the model. Afterwards the hold is replaced with what
+// it cost, charged to the person and the chat. Whether the person
+// allowed the server to sample is the caller's to have asked.
 func (e *Engine) Sample(ctx context.Context, chatKey, userKey string, s Sampling) (text, model string, err error) {
 	r, err := e.SampleWithTools(ctx, chatKey, userKey, s)
 	return r.Text, r.Model, err
@@ -99,18 +108,23 @@ func (e *Engine) SampleWithTools(ctx context.Context, chatKey, userKey string, s
 	if n > e.cfg.HistoryTokens {
 		return Sampled{}, fmt.Errorf("%w (%d tokens, at most %d)", ErrSamplingTooLarge, n, e.cfg.HistoryTokens)
 	}
-	allowance, err := e.Allowance(ctx, userKey, chatKey)
+	// Held before it is spent: the prompt's estimate (in the model's
+	// tokens) and the most the answer may take, within the caps.
+	prompt := int(math.Ceil(float64(n) * e.ratio(ctx, req.Model)))
+	r, err := e.reserve(ctx, userKey, chatKey, req.Model, prompt, s.MaxTokens)
 	if err != nil {
 		return Sampled{}, err
 	}
-	if c, over := allowance.Reached(); over {
-		return Sampled{}, fmt.Errorf("%w: %s", ErrSamplingCapped, allowance.Refusal(c))
-	}
+	req.MaxTokens = r.maxTokens
 	resp, err := e.model.Complete(ctx, req)
 	if err != nil {
+		if serr := e.settle(ctx, r, Spend{}); serr != nil {
+			e.cfg.Logger.Error("a sampling request's hold could not be released; it stays counted", "chat", chatKey, "err", serr)
+		}
 		return Sampled{}, fmt.Errorf("sampling: %w", err)
 	}
-	if _, err := e.Charge(context.WithoutCancel(ctx), userKey, chatKey, cmp.Or(resp.Model, req.Model), resp.Usage); err != nil {
+	answered := cmp.Or(resp.Model, req.Model)
+	if err := e.settle(ctx, r, e.spend(answered, e.spent(ctx, answered, n, resp))); err != nil {
 		return Sampled{}, fmt.Errorf("charge a sampling request: %w", err)
 	}
 	sess, err := e.store.OpenSession(ctx, chatKey)
@@ -125,7 +139,7 @@ func (e *Engine) SampleWithTools(ctx context.Context, chatKey, userKey string, s
 	if len(s.Tools) > 0 {
 		calls = resp.ToolCalls
 	}
-	return Sampled{Text: resp.Text, ToolCalls: calls, Model: cmp.Or(resp.Model, req.Model)}, nil
+	return Sampled{Text: resp.Text, ToolCalls: calls, Model: answered}, nil
 }
 
 // pickModel is the first of offered that the first fitting hint names

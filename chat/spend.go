@@ -8,12 +8,10 @@ import (
 // Allowance reads what userKey may still spend in chatKey under the
 // caps (Config.Limits): the caps that apply with what is used of each,
 // or none for an admin who is not capped (Exempt) or when no cap is set.
-// It reads the store's ledger, which replicas share, once.
-//
-// A caller that spends model tokens outside a turn (an MCP server's
-// sampling request) calls Allowance first and, when Reached reports a
-// cap, refuses with Refusal's sentence instead of calling the model;
-// afterwards it counts what the call cost with Charge.
+// It reads the store's ledger, which replicas share, once: what /status
+// shows. A model call outside a turn that must be held to the caps
+// reserves its spend instead, as Sample does: a read then a charge
+// leaves room for calls made at once to pass a cap together.
 func (e *Engine) Allowance(ctx context.Context, userKey, chatKey string) (Allowance, error) {
 	l := e.cfg.Limits
 	p := l.period()
@@ -63,9 +61,9 @@ func (e *Engine) allowance(ctx context.Context, userKey, chatKey string, p *peri
 }
 
 // Charge counts what one model call made for userKey in chatKey outside
-// a turn cost (an MCP server's sampling request): u as the provider
-// reported it, priced at model's llm.prices. It returns what was
-// counted. Without a ledger it counts nothing.
+// a turn cost: u as the provider reported it, priced at model's
+// llm.prices. It returns what was counted. Without a ledger it counts
+// nothing.
 func (e *Engine) Charge(ctx context.Context, userKey, chatKey, model string, u Usage) (Spend, error) {
 	if e.cfg.Ledger == nil {
 		return e.spend(model, u), nil

@@ -174,6 +174,14 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		if stop != "" {
 			return t.finish(ctx, stop)
 		}
+		if t.allow != nil {
+			// Read again, now that the round's charge is written: the
+			// person's turns in other chats, and this round's tools (an
+			// MCP server's sampling), spend from the same caps.
+			if t.allow, err = e.allowance(ctx, t.in.UserKey, t.in.ChatKey, &t.period); err != nil {
+				return Reply{}, err
+			}
+		}
 		if c, ok := t.reached(); ok {
 			// The step that crossed a cap has finished; the turn stops.
 			return t.finish(ctx, t.allow.Stopped(c))

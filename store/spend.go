@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"hash/fnv"
 	"math"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -40,12 +42,13 @@ func (spend) TableName() string { return "spends" }
 func nanos(cost float64) int64 { return int64(math.Round(cost * 1e9)) }
 func cost(nanos int64) float64 { return float64(nanos) / 1e9 }
 
-// chargeSpend adds one call to its row.
+// chargeSpend adds to a row: one call (calls 1), or a settlement of a
+// call a reservation counted already (calls 0).
 const chargeSpend = `INSERT INTO spends (user_key, day, chat_key, prompt_tokens, completion_tokens, cached_tokens, cost_nanos, calls, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (user_key, day, chat_key) DO UPDATE SET prompt_tokens = spends.prompt_tokens + excluded.prompt_tokens,
 		completion_tokens = spends.completion_tokens + excluded.completion_tokens, cached_tokens = spends.cached_tokens + excluded.cached_tokens,
-		cost_nanos = spends.cost_nanos + excluded.cost_nanos, calls = spends.calls + 1, updated_at = excluded.updated_at`
+		cost_nanos = spends.cost_nanos + excluded.cost_nanos, calls = spends.calls + excluded.calls, updated_at = excluded.updated_at`
 
 // Charge adds what one model call cost to the person's row for the chat
 // and day, in one statement.
@@ -65,9 +68,75 @@ func (d *DB) AppendCharged(ctx context.Context, sessionID int64, msgs []chat.Mes
 	})
 }
 
-// chargeArgs are chargeSpend's values for c.
+// chargeArgs are chargeSpend's values for c, one call.
 func chargeArgs(c chat.Charge, now time.Time) []any {
-	return []any{c.UserKey, c.Day, c.ChatKey, c.Spend.PromptTokens, c.Spend.CompletionTokens, c.Spend.CachedTokens, nanos(c.Spend.Cost), now}
+	return []any{c.UserKey, c.Day, c.ChatKey, c.Spend.PromptTokens, c.Spend.CompletionTokens, c.Spend.CachedTokens, nanos(c.Spend.Cost), 1, now}
+}
+
+// Reserve charges a hold for a model call before it is made
+// (chat.Ledger): it reads what was spent, asks fit what to hold, and
+// charges that as one call, in one transaction that no other Reserve of
+// the person or the chat runs beside, in this process or another. On
+// SQLite the transaction takes the database's write lock as it begins
+// (_txlock=immediate); on PostgreSQL it takes an advisory lock of the
+// person and one of the chat, always in the same order, held until it
+// ends. A charge made without a reservation (a turn's) does not wait.
+func (d *DB) Reserve(ctx context.Context, userKey, chatKey, day, monthStart string, fit func(chat.Spent) (chat.Spend, error)) error {
+	// Prepared before the transaction begins (see prepareHot).
+	d.prepareHot(ctx, chargeSpend, spentBoth)
+	var refused error
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if d.pg {
+			for _, k := range spendLocks(userKey, chatKey) {
+				if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", k).Error; err != nil {
+					return err
+				}
+			}
+		}
+		s, err := d.spent(ctx, tx, userKey, chatKey, day, monthStart)
+		if err != nil {
+			return err
+		}
+		hold, err := fit(s)
+		if err != nil {
+			refused = err
+			return err
+		}
+		c := chat.Charge{UserKey: userKey, ChatKey: chatKey, Day: day, Spend: hold}
+		_, err = d.hotExec(ctx, tx, chargeSpend, chargeArgs(c, d.now())...)
+		return err
+	})
+	if refused != nil {
+		return refused
+	}
+	return kind(err)
+}
+
+// Settle replaces a hold Reserve charged with what the call cost
+// (chat.Ledger), in one statement: the difference is added to the
+// hold's row, and the call is not counted again.
+func (d *DB) Settle(ctx context.Context, held chat.Charge, spent chat.Spend) error {
+	h := held.Spend
+	_, err := d.hotExec(ctx, nil, chargeSpend, held.UserKey, held.Day, held.ChatKey, spent.PromptTokens-h.PromptTokens,
+		spent.CompletionTokens-h.CompletionTokens, spent.CachedTokens-h.CachedTokens, nanos(spent.Cost)-nanos(h.Cost), 0, d.now())
+	return kind(err)
+}
+
+// spendLocks are the PostgreSQL advisory lock keys of a person's spend
+// and a chat's (an empty key has none), in ascending order: every
+// reservation takes them in this order, so two never wait on each other.
+func spendLocks(userKey, chatKey string) []int64 {
+	var keys []int64
+	for _, part := range [][2]string{{"person", userKey}, {"chat", chatKey}} {
+		if part[1] == "" {
+			continue
+		}
+		h := fnv.New64a()
+		h.Write([]byte("loadout spends\x00" + part[0] + "\x00" + part[1]))
+		keys = append(keys, int64(h.Sum64()))
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // The spend read: the person's rows of the month to day (a range of the
@@ -89,6 +158,12 @@ const (
 // and the chat's on day. An empty userKey or chatKey is not read (its
 // part is zero): a turn reads only what a cap needs.
 func (d *DB) Spent(ctx context.Context, userKey, chatKey, day, monthStart string) (chat.Spent, error) {
+	s, err := d.spent(ctx, nil, userKey, chatKey, day, monthStart)
+	return s, kind(err)
+}
+
+// spent is Spent in tx (nil: none).
+func (d *DB) spent(ctx context.Context, tx *gorm.DB, userKey, chatKey, day, monthStart string) (chat.Spent, error) {
 	var query string
 	var args []any
 	switch {
@@ -101,9 +176,9 @@ func (d *DB) Spent(ctx context.Context, userKey, chatKey, day, monthStart string
 	default:
 		return chat.Spent{}, nil
 	}
-	rows, err := d.hotQuery(ctx, nil, query, args...)
+	rows, err := d.hotQuery(ctx, tx, query, args...)
 	if err != nil {
-		return chat.Spent{}, kind(err)
+		return chat.Spent{}, err
 	}
 	defer rows.Close()
 	var s chat.Spent
@@ -112,7 +187,7 @@ func (d *DB) Spent(ctx context.Context, userKey, chatKey, day, monthStart string
 		var part int
 		var dayIn, dayOut, dayCost, in, out, nanos int64
 		if err := rows.Scan(&part, &dayIn, &dayOut, &dayCost, &in, &out, &nanos); err != nil {
-			return chat.Spent{}, kind(err)
+			return chat.Spent{}, err
 		}
 		if part == 1 {
 			s.ChatDay = chat.Spend{PromptTokens: in, CompletionTokens: out, Cost: cost(nanos)}
@@ -121,10 +196,7 @@ func (d *DB) Spent(ctx context.Context, userKey, chatKey, day, monthStart string
 		s.PersonDay = chat.Spend{PromptTokens: dayIn, CompletionTokens: dayOut, Cost: cost(dayCost)}
 		s.PersonMonth = chat.Spend{PromptTokens: in, CompletionTokens: out, Cost: cost(nanos)}
 	}
-	if err := rows.Err(); err != nil {
-		return chat.Spent{}, kind(err)
-	}
-	return s, nil
+	return s, rows.Err()
 }
 
 // SpendQuery picks the spend SpendOver adds up: of a chat, of a person,

@@ -2,10 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"loadout/chat"
 )
@@ -146,5 +150,93 @@ func TestMigrateAddsTheSpendTable(t *testing.T) {
 	}
 	if msgs, err := db.Recent(ctx, sess.ID, 10); err != nil || len(msgs) != 1 || msgs[0].Text != "kept" {
 		t.Fatalf("history %+v, %v", msgs, err)
+	}
+}
+
+// Reservations made at once, by goroutines on two handles to one
+// database (two replicas), never share room: each reads what was spent
+// and charges its hold in one step no other reservation of the person or
+// the chat runs beside, so a cap with room for two holds lets exactly
+// two through, counted per person across chats and per chat across
+// people. A refusal charges nothing.
+func TestReservationsNeverShareRoom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	one, two := openAt(t, path), openAt(t, path)
+	ctx := context.Background()
+	errFull := errors.New("full")
+	for _, c := range []struct {
+		name  string
+		who   func(i int) (user, chatKey string)
+		spent func(chat.Spent) int64
+	}{
+		{"person", func(i int) (string, string) { return "ana", fmt.Sprint("c", i%3) }, func(s chat.Spent) int64 { return s.PersonDay.Tokens() }},
+		{"chat", func(i int) (string, string) { return fmt.Sprint("u", i%3), "group" }, func(s chat.Spent) int64 { return s.ChatDay.Tokens() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ok atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 20 {
+				db := []*DB{one, two}[i%2]
+				user, chatKey := c.who(i)
+				wg.Go(func() {
+					err := db.Reserve(ctx, user, chatKey, "2026-11-26", "2026-11-01", func(s chat.Spent) (chat.Spend, error) {
+						// A while between the read and the charge,
+						// for another reservation to come in.
+						time.Sleep(5 * time.Millisecond)
+						if c.spent(s)+100 > 250 {
+							return chat.Spend{}, errFull
+						}
+						return chat.Spend{PromptTokens: 60, CompletionTokens: 40}, nil
+					})
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case !errors.Is(err, errFull):
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			var total int64
+			for i := range 3 {
+				user, chatKey := c.who(i)
+				s, err := two.Spent(ctx, user, chatKey, "2026-11-26", "2026-11-01")
+				if err != nil {
+					t.Fatal(err)
+				}
+				total = max(total, c.spent(s))
+			}
+			if ok.Load() != 2 || total != 200 {
+				t.Fatalf("%d reservations passed, holding %d tokens; want 2 holding 200", ok.Load(), total)
+			}
+		})
+	}
+}
+
+// Settle replaces a hold with what the call cost, on the hold's day
+// (a call that began before midnight is counted on its day), and the
+// call is counted once.
+func TestSettleReplacesTheHold(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	hold := chat.Spend{PromptTokens: 50, CompletionTokens: 500, Cost: 0.25}
+	err := db.Reserve(ctx, "ana", "c", "2026-11-26", "2026-11-01", func(chat.Spent) (chat.Spend, error) { return hold, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := db.Spent(ctx, "ana", "c", "2026-11-26", "2026-11-01"); err != nil || s.PersonDay.Tokens() != 550 {
+		t.Fatalf("held %+v, %v", s.PersonDay, err)
+	}
+	held := chat.Charge{UserKey: "ana", ChatKey: "c", Day: "2026-11-26", Spend: hold}
+	if err := db.Settle(ctx, held, chat.Spend{PromptTokens: 40, CompletionTokens: 80, CachedTokens: 10, Cost: 0.06}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Spent(ctx, "ana", "c", "2026-11-27", "2026-11-01")
+	if err != nil || s.PersonDay.Tokens() != 0 || s.PersonMonth.Tokens() != 120 || math.Abs(s.PersonMonth.Cost-0.06) > 1e-9 {
+		t.Fatalf("settled %+v, %v", s, err)
+	}
+	var calls int64
+	if err := db.Gorm().Raw("SELECT calls FROM spends WHERE user_key = 'ana'").Scan(&calls).Error; err != nil || calls != 1 {
+		t.Fatalf("%d calls counted, %v", calls, err)
 	}
 }

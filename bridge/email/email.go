@@ -5,10 +5,11 @@
 // same thread.
 //
 // A From header is not a person: anyone can write any From. A message
-// counts as from an allowed address only when the Authentication-Results
-// header that the operator's own mail server added (its authserv-id is
-// email.trusted_authserv_id) says dmarc=pass, or dkim=pass for a domain
-// aligned with the From domain. Any other message is moved, unread, to
+// counts as from an allowed address only when the topmost
+// Authentication-Results header, the one the operator's own mail server
+// added (its authserv-id is email.trusted_authserv_id), says dmarc=pass
+// for the From domain, or dkim=pass for a domain aligned with it. Any
+// other message is moved, unread, to
 // email.quarantine_mailbox and logged; it is never answered.
 package email
 
@@ -54,7 +55,8 @@ type Config struct {
 	// ("ana@example.org"), compared without case. Nobody else may.
 	AllowedSenders []string `yaml:"allowed_senders"`
 	// TrustedAuthservID is the authserv-id of the operator's own mail
-	// server: only its Authentication-Results headers are believed.
+	// server: the topmost Authentication-Results header is believed
+	// only when it is of this id; the headers below it never are.
 	TrustedAuthservID string `yaml:"trusted_authserv_id"`
 	// Mailbox is the folder read; default INBOX.
 	Mailbox string `yaml:"mailbox"`

@@ -45,9 +45,10 @@ func (h *harness) requests() int { return len(h.env.Model.Requests()) }
 // A From header is not a person. Mail that claims to be from an allowed
 // sender without the operator's server vouching for it (no
 // Authentication-Results, one added by the sender under another
-// authserv-id, dmarc=fail, a DKIM pass for another domain) is moved,
-// unread, to the quarantine and never answered; the next genuine
-// message is answered.
+// authserv-id, dmarc=fail, a DKIM pass for another domain, a pass of
+// the trusted id below the server's own topmost header, a dmarc=pass
+// for no domain or another one) is moved, unread, to the quarantine and
+// never answered; the next genuine message is answered.
 func TestForgedFromIsNeverAnswered(t *testing.T) {
 	h := newHarness(t, emailtest.Options{}, nil)
 	h.env.Model.Text("hello Ana")
@@ -59,9 +60,16 @@ func TestForgedFromIsNeverAnswered(t *testing.T) {
 			Auth: emailtest.AuthservID + "; spf=fail smtp.mailfrom=example.org; dkim=none; dmarc=fail header.from=example.org"},
 		{From: ana, ID: newID(), Subject: "wire the money", Text: "signed by another domain",
 			Auth: emailtest.AuthservID + "; dkim=pass header.d=evil.example; dmarc=none header.from=example.org"},
-		{From: ana, ID: newID(), Subject: "wire the money", Text: "a forged pass above the server's fail",
-			Auth:    emailtest.AuthservID + "; dmarc=pass header.from=example.org",
-			Headers: [][2]string{{"Authentication-Results", emailtest.AuthservID + "; dkim=none; dmarc=fail header.from=example.org"}}},
+		{From: ana, ID: newID(), Subject: "wire the money", Text: "a forged pass below the server's fail",
+			Auth:    emailtest.AuthservID + "; dkim=none; dmarc=fail header.from=example.org",
+			Headers: [][2]string{{"Authentication-Results", emailtest.AuthservID + "; dmarc=pass header.from=example.org"}}},
+		{From: ana, ID: newID(), Subject: "wire the money", Text: "a forged pass below the server's own verdict",
+			Auth:    emailtest.AuthservID + "; dkim=none; dmarc=none header.from=example.org",
+			Headers: [][2]string{{"Authentication-Results", emailtest.AuthservID + "; dkim=pass header.d=example.org; dmarc=pass header.from=example.org"}}},
+		{From: ana, ID: newID(), Subject: "wire the money", Text: "DMARC passed for no domain",
+			Auth: emailtest.AuthservID + "; dkim=none; dmarc=pass"},
+		{From: ana, ID: newID(), Subject: "wire the money", Text: "DMARC passed for another domain",
+			Auth: emailtest.AuthservID + "; dkim=pass header.d=evil.example; dmarc=pass header.from=evil.example"},
 		{From: "Ana <" + ana + ">", ID: newID(), Subject: "wire the money", Text: "the trusted id spelt in a comment",
 			Auth: "mx.evil.example (" + emailtest.AuthservID + "); dmarc=pass header.from=example.org"},
 	}

@@ -3,6 +3,7 @@ package matrix
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -113,14 +114,39 @@ func TestInvitesFromStrangersAreRejected(t *testing.T) {
 	w.people[0].WaitJoined(t, ok, w.bot)
 }
 
+// purge is a destructive tool that counts its runs.
+func purge(runs *atomic.Int32) func(*tools.Registry) error {
+	return func(r *tools.Registry) error {
+		return r.Add(tools.New(tools.Definition{Name: "purge_archive", Description: "Delete the archive.", Effect: tools.EffectDestructive},
+			func(context.Context, struct{}) (any, error) { runs.Add(1); return "purged", nil }))
+	}
+}
+
+// waitQuestion waits for the bot's question in room, with its two reactions
+// under it, and returns its event.
+func waitQuestion(t *testing.T, p *matrixtest.Person, room id.RoomID, bot id.UserID) id.EventID {
+	t.Helper()
+	var q id.EventID
+	matrixtest.Eventually(t, "the bot's reactions under the question", func() bool {
+		n := 0
+		for _, e := range p.Events(room) {
+			if m := e.Content.AsMessage(); e.Sender == bot && e.Type == event.EventMessage && strings.Contains(m.Body, "/approve") {
+				q = e.ID
+			}
+			if r := e.Content.AsReaction(); e.Type == event.EventReaction && e.Sender == bot && r.RelatesTo.EventID == q {
+				n++
+			}
+		}
+		return n == 2
+	})
+	return q
+}
+
 // Only the person asked answers a question with a reaction: anyone
 // else's ✅ does nothing, and the asker's ❌ denies it.
 func TestOnlyTheAskerAnswersWithAReaction(t *testing.T) {
 	var runs atomic.Int32
-	w, env, _ := newBot(t, false, storetest.Options{Register: func(r *tools.Registry) error {
-		return r.Add(tools.New(tools.Definition{Name: "purge_archive", Description: "Delete the archive.", Effect: tools.EffectDestructive},
-			func(context.Context, struct{}) (any, error) { runs.Add(1); return "purged", nil }))
-	}})
+	w, env, _ := newBot(t, false, storetest.Options{Register: purge(&runs)})
 	ana, bea := w.people[0], w.people[1]
 	room := ana.Room(t, false, w.bot, bea.ID())
 	bea.Client.JoinRoomByID(context.Background(), room)
@@ -132,19 +158,7 @@ func TestOnlyTheAskerAnswersWithAReaction(t *testing.T) {
 	if !regexp.MustCompile(`Request #\S+`).MatchString(got[0]) {
 		t.Fatalf("the question names no code: %q", got[0])
 	}
-	var q id.EventID
-	matrixtest.Eventually(t, "the bot's reactions under the question", func() bool {
-		n := 0
-		for _, e := range ana.Events(room) {
-			if m := e.Content.AsMessage(); e.Sender == w.bot && e.Type == event.EventMessage && strings.Contains(m.Body, "/approve") {
-				q = e.ID
-			}
-			if r := e.Content.AsReaction(); e.Type == event.EventReaction && e.Sender == w.bot && r.RelatesTo.EventID == q {
-				n++
-			}
-		}
-		return n == 2
-	})
+	q := waitQuestion(t, ana, room, w.bot)
 	if _, err := bea.Client.SendReaction(context.Background(), room, q, reactApprove+"\ufe0f"); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +178,44 @@ func TestOnlyTheAskerAnswersWithAReaction(t *testing.T) {
 		got = ana.Texts(room, w.bot)
 		return strings.HasSuffix(got[0], "You chose: Deny.")
 	})
+}
+
+// The channel judges a reaction itself, by the person the question was
+// asked of, before it asks the engine: a reaction by anyone else does
+// nothing, even where the engine would let them answer (here a request
+// of Bea's whose question is kept as asked of Ana).
+func TestAReactionCountsOnlyForThePersonAsked(t *testing.T) {
+	var runs atomic.Int32
+	w, env, _ := newBot(t, false, storetest.Options{Register: purge(&runs)})
+	ana, bea := w.people[0], w.people[1]
+	room := w.rooms[1] // Bea's direct chat with the bot
+	env.Model.Call("purge_archive", `{}`)
+	bea.Say(t, room, &event.MessageEventContent{MsgType: event.MsgText, Body: "purge it"})
+	q := waitQuestion(t, bea, room, w.bot)
+	ctx := context.Background()
+	raw, err := env.Store.State(ctx, stateAskPrefix+string(q))
+	var kept question
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &kept)
+	}
+	if err != nil || kept.User != bea.ID() {
+		t.Fatalf("the kept question %q, %v", raw, err)
+	}
+	kept.User = ana.ID()
+	b, _ := json.Marshal(kept)
+	if err := env.Store.SetState(ctx, stateAskPrefix+string(q), string(b)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bea.Client.SendReaction(ctx, room, q, reactApprove); err != nil {
+		t.Fatal(err)
+	}
+	matrixtest.Eventually(t, "the reaction taken or refused", func() bool {
+		return runs.Load() > 0 || strings.Contains(w.logs.String(), "ignored a reaction to a question by someone other than the person asked")
+	})
+	time.Sleep(time.Second)
+	if runs.Load() != 0 || len(env.Model.Requests()) != 1 || len(bea.Texts(room, w.bot)) != 1 {
+		t.Fatalf("a reaction by someone other than the person asked decided: %d runs, %d turns, %q", runs.Load(), len(env.Model.Requests()), bea.Texts(room, w.bot))
+	}
 }
 
 // Answers are sent as Markdown rendered to HTML, with the Markdown as

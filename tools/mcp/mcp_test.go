@@ -83,7 +83,7 @@ func TestServerIsAGroup(t *testing.T) {
 	for _, d := range reg.GroupTools("mcp_demo", nil) {
 		names = append(names, d.Name)
 	}
-	want := []string{"demo_add", "demo_echo_text", "demo_fail", "demo_crash", "demo_slow", "demo_ask_name", "demo_ask_nested", "demo_pester", "demo_summarize", "demo_plan", "demo_reword", "demo_ask_url", "demo_picture"}
+	want := []string{"demo_add", "demo_echo_text", "demo_fail", "demo_crash", "demo_slow", "demo_ask_name", "demo_ask_nested", "demo_pester", "demo_summarize", "demo_plan", "demo_fan_out", "demo_reword", "demo_ask_url", "demo_picture"}
 	slices.Sort(names)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {

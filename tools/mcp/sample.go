@@ -20,6 +20,12 @@ import (
 // such a rule never allows a call of a tool.
 const SamplingRuleTool = tools.SamplingRuleTool
 
+// DefaultSamplingPerCall is mcp.servers[].sampling_per_call's default:
+// how many sampling requests one call of a tool may make. The SDK
+// fulfils a result's requests all at once, so without a bound one call
+// could ask for any number.
+const DefaultSamplingPerCall = 10
+
 // SampleRequest is a server's sampling request as loadout runs it: on
 // the model of the chat whose turn made the call, for its person.
 type SampleRequest struct {
@@ -76,8 +82,9 @@ type Rules interface {
 // samplingToolName is what a provider accepts as a function's name.
 var samplingToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// sample answers a server's sampling/createMessage: the first time a
-// server asks on a person's behalf, the person is asked whether it may
+// sample answers a server's sampling/createMessage: a call may make at
+// most sampling_per_call of them (refused beyond, before the person or
+// the model is asked); the first time a server asks on a person's behalf, the person is asked whether it may
 // use the model (it spends their tokens and reads what the model says);
 // once they allow it, a rule of theirs lets its later requests run
 // without asking. A request with tools is refused unless the server's
@@ -96,6 +103,10 @@ func (c *Client) sample(ctx context.Context, req *sdk.CreateMessageWithToolsRequ
 	}
 	call, err := c.callOf(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := call.admitSample(cmp.Or(c.srv.SamplingPerCall, DefaultSamplingPerCall)); err != nil {
+		c.log.Warn("MCP server's sampling request refused", "why", err)
 		return nil, err
 	}
 	caller := tools.CallerFrom(call.ctx)

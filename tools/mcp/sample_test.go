@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -9,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"loadout/config"
 	"loadout/tools"
 )
 
@@ -219,5 +222,45 @@ func TestSamplingOffWithoutASampler(t *testing.T) {
 	reg := demo(t)
 	if r := runAs(t, reg, &script{answers: []string{"Allow"}}, "demo_summarize", `{"text":"x"}`); r.Status == tools.StatusSuccess {
 		t.Fatalf("without sampling = %+v", r)
+	}
+}
+
+// One call may make at most sampling_per_call sampling requests (10 by
+// default), counted over all its rounds: the SDK fulfils a result's
+// requests at once, so a result asking for more fails the call, and no
+// more than the limit ever reach the model. A negative limit is a
+// config error naming the key.
+func TestSamplingRequestsPerCallAreLimited(t *testing.T) {
+	for _, c := range []struct {
+		limit, count, rounds int
+		ok                   bool
+	}{
+		{0, 10, 1, true}, {0, 11, 1, false}, {3, 3, 1, true}, {3, 20, 1, false}, {3, 2, 2, false}, {4, 2, 2, true},
+	} {
+		m := &model{text: "ok"}
+		allowed := &ruleBook{rules: []tools.Rule{{Code: "abcd", Owner: "console:local", Decision: tools.RuleAllow,
+			Scope: tools.Scope{Tool: SamplingRuleTool, Action: "demo"}}}}
+		reg := newRegistry(t)
+		cl := New(Server{Name: "demo", SamplingPerCall: c.limit, transport: inMemory(t, nil)}, Deps{Sample: m.sample, Rules: allowed}, quiet)
+		if err := Register(context.Background(), reg, cl); err != nil {
+			t.Fatal(err)
+		}
+		r := runAs(t, reg, &script{}, "demo_fan_out", fmt.Sprintf(`{"count":%d,"rounds":%d}`, c.count, c.rounds))
+		cl.Close()
+		limit := cmp.Or(c.limit, DefaultSamplingPerCall)
+		m.mu.Lock()
+		got := len(m.got)
+		m.mu.Unlock()
+		if (r.Status == tools.StatusSuccess) != c.ok || got > limit || (c.ok && got != c.count*c.rounds) {
+			t.Errorf("limit %d, %d×%d requests: %+v; %d reached the model", c.limit, c.rounds, c.count, r, got)
+		}
+		if !c.ok && !strings.Contains(r.Content, fmt.Sprintf("at most %d sampling requests (mcp.servers[].sampling_per_call)", limit)) {
+			t.Errorf("limit %d, %d×%d requests: the refusal says %q", c.limit, c.rounds, c.count, r.Content)
+		}
+	}
+	ch := &config.Checker{Section: "mcp"}
+	Config{Servers: []Server{{Name: "demo", Command: "x", SamplingPerCall: -1}}}.Check(ch)
+	if errs := ch.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "mcp.servers[0].sampling_per_call") {
+		t.Fatalf("errors %v", errs)
 	}
 }

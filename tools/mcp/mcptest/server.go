@@ -28,6 +28,12 @@ type EchoIn struct {
 	Text string `json:"text" jsonschema:"what to say back"`
 }
 
+// FanOutIn is fan_out's input.
+type FanOutIn struct {
+	Count  int `json:"count" jsonschema:"how many samplings to ask for at once"`
+	Rounds int `json:"rounds,omitempty" jsonschema:"how many times to ask; default once"`
+}
+
 // NewServer returns the server with its tools: add (read-only), reword
 // (changes add's description), Echo-Text
 // (a name loadout must rewrite), fail (answers an error), crash (ends the
@@ -156,6 +162,22 @@ func addAskers(s *sdk.Server) {
 				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"final": params(msgs)}}, nil, nil
 			}
 			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"first": params(ask)}}, nil, nil
+		})
+	// fan_out asks for count samplings at once in each of rounds rounds
+	// (one by default), as a tool result's input requests, which the
+	// client fulfils in parallel.
+	sdk.AddTool(s, &sdk.Tool{Name: "fan_out", Description: "Sample many times at once"},
+		func(ctx context.Context, req *sdk.CallToolRequest, in FanOutIn) (*sdk.CallToolResult, any, error) {
+			done := len(req.Params.RequestState)
+			if done >= max(in.Rounds, 1) {
+				return text(fmt.Sprintf("%d rounds of %d answers", done, len(req.Params.InputResponses))), nil, nil
+			}
+			asks := sdk.InputRequestMap{}
+			for i := range in.Count {
+				asks[fmt.Sprint("s", i)] = &sdk.CreateMessageParams{MaxTokens: 100,
+					Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: fmt.Sprint("Sample ", i)}}}}
+			}
+			return &sdk.CallToolResult{RequestState: req.Params.RequestState + "x", InputRequests: asks}, nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "ask_url", Description: "Send the person to a link"},
 		func(ctx context.Context, req *sdk.CallToolRequest, in EchoIn) (*sdk.CallToolResult, any, error) {
