@@ -55,6 +55,58 @@ var rules = []rule{
 			return (other != "" && other != ch) || within(imp, "google") || within(imp, "store")
 		},
 	},
+	{
+		says: "only cmd and store import ui: the console is wired in cmd, and store implements what it consumes",
+		forbids: func(pkg, imp string) bool {
+			return within(imp, "ui") && !within(pkg, "ui") && !within(pkg, "cmd") && !within(pkg, "store")
+		},
+	},
+	{
+		says: "a Workspace group (google/<service>) imports only google, tools (and its groups) and backoff of the module: one package per Google API, built on the google template",
+		forbids: func(pkg, imp string) bool {
+			if service(pkg) == "" || !ofModule(imp) {
+				return false
+			}
+			return !within(imp, "google") && !within(imp, "tools") && imp != "backoff" || within(imp, "google") && imp != "google" && service(imp) != service(pkg)
+		},
+	},
+	{
+		says: "google/workspace assembles the Workspace groups and holds the chat commands /connect google and /disconnect google, so it alone of google may import bridge, chat and config, never store or ui; only cmd imports it",
+		forbids: func(pkg, imp string) bool {
+			if within(imp, "google/workspace") {
+				return !within(pkg, "google/workspace") && !within(pkg, "cmd")
+			}
+			return within(pkg, "google/workspace") && (within(imp, "store") || within(imp, "ui"))
+		},
+	},
+}
+
+// service is the Workspace group pkg belongs to ("gmail" for
+// google/gmail), or "" when it is not one: google itself, its fakes
+// (google/googletest) and google/workspace.
+func service(pkg string) string {
+	rest, ok := strings.CutPrefix(pkg, "google/")
+	if !ok || helper(pkg) {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "workspace" {
+		return ""
+	}
+	return name
+}
+
+// ofModule reports whether imp (relative, as rel gives it) is one of
+// the module's packages: standard and other modules' packages keep a
+// path with a dot in its first element, or are the standard library's.
+func ofModule(imp string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	switch first {
+	case "backoff", "bridge", "chat", "cluster", "cmd", "config", "google", "httpd", "internal", "logs", "metrics",
+		"proc", "store", "tokens", "tools", "ui", "voice", "worker":
+		return true
+	}
+	return false
 }
 
 // within reports whether pkg is dir or one of its subpackages.
@@ -200,6 +252,11 @@ func TestImportRules(t *testing.T) {
 			t.Fatalf("go list did not report %s: the rules would check nothing", want)
 		}
 	}
+	for p := range g {
+		if p != "." && !ofModule(p) {
+			t.Errorf("%s is the module's, but ofModule does not know its top folder: add it", p)
+		}
+	}
 	inBinary := graph{}
 	for _, p := range list(t, true, binary) {
 		if p.Module != nil && p.Module.Path == module {
@@ -236,7 +293,15 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		"store":                        {"chat", "bridge", "tools"},
 		"store/storetest":              {"store", "chat/chattest", "testing"},
 		"metrics":                      {"testing"},
-		"cmd/loadout":                  {"store", "bridge/telegram", "google"},
+		"cmd/loadout":                  {"store", "bridge/telegram", "google", "ui", "google/workspace"},
+		"ui":                           {"chat", "bridge", "tools"},
+		"voice":                        {"ui", "chat"},
+		"google":                       {"tools", "backoff"},
+		"google/gmail":                 {"google", "tools", "tools/pdf", "backoff", "google.golang.org/api/gmail/v1", "chat"},
+		"google/drive":                 {"google", "tools", "google/gmail"},
+		"google/googletest":            {"google", "tools", "testing"},
+		"google/workspace":             {"google", "google/gmail", "bridge", "chat", "config", "tools", "store"},
+		"bridge/webui":                 {"bridge", "chat", "google/workspace"},
 	}
 	inBinary := graph{
 		"cmd/loadout":                          g["cmd/loadout"],
@@ -250,10 +315,16 @@ func TestRulesCatchWrongArrows(t *testing.T) {
 		"bridge/slack/slacktest is linked into cmd/loadout",
 		"bridge/telegram imports bridge/slack",
 		"bridge/telegram imports google",
+		"bridge/webui imports google/workspace", // a channel's rule
+		"bridge/webui imports google/workspace", // google/workspace's
 		"chat/chattest imports store",
 		"example.com/lib (another module's) imports testing",
+		"google/drive imports google/gmail",
+		"google/gmail imports chat",
+		"google/workspace imports store",
 		"metrics imports testing and is linked into cmd/loadout",
 		"tools/history imports chat",
+		"voice imports ui",
 	}
 	got := violations(g, inBinary)
 	if len(got) != len(want) {
