@@ -149,3 +149,64 @@ func TestAnotherProcessTakesTheSyncOver(t *testing.T) {
 		}
 	}
 }
+
+// Two processes of the bot send to one encrypted room in turn, each
+// sharing a new room key with the person's device over the one olm
+// session the bot device has with it: each process encrypts with the
+// session as the other left it in the database, never with a copy of
+// its own, so the person's device reads every message (a message key
+// used twice would be refused, and the keys it carried never arrive).
+func TestProcessesTakeTurnsWithTheEncryption(t *testing.T) {
+	if !matrixtest.Encryption() {
+		t.Skip("end-to-end encryption needs the goolm build tag (go test -tags sqlite_fts5,goolm)")
+	}
+	w := newWorld(t, true)
+	envA := storetest.NewEnv(t, storetest.Options{})
+	envB := storetest.NewEnv(t, storetest.Options{DBPath: envA.DBPath, Model: envA.Model})
+	const ttl = 500 * time.Millisecond
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	process := func(name string, s cluster.Store) Config {
+		return w.config(bridge.Delivery{
+			Exclusive: cluster.Exclusive(s, name, ttl, quiet),
+			Claim:     cluster.Claim(s, name, ttl, quiet),
+			Logger:    slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("process", name),
+		})
+	}
+	a, _ := w.start(t, envA, process("a", envA.Store))
+	var refused atomic.Int32
+	b, _, bEnded := w.run(t, envB, process("b", refusals{envB.Store, &refused}))
+	matrixtest.Eventually(t, "b to be refused the sync", func() bool {
+		select {
+		case err := <-bEnded:
+			t.Fatalf("b's Run returned: %v", err)
+		default:
+		}
+		return refused.Load() >= 2
+	})
+	ana := w.people[0]
+	// Ana's device asks for no keys it lacks: what did not reach it with
+	// a message never comes.
+	ana.KeepKeys(true)
+	ctx := context.Background()
+	key := chatKey(w.rooms[0], "")
+	route, err := a.Route(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, p := range []*Adapter{b, a, b} {
+		// A new room key each time, shared over the olm session.
+		if err := envA.Store.Gorm().Exec("DELETE FROM crypto_megolm_outbound_session").Error; err != nil {
+			t.Fatal(err)
+		}
+		text := []string{"from b", "from a", "from b again"}[i]
+		if err := p.Pipeline().Notify(ctx, key, route, text); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, text)
+	}
+	matrixtest.Eventually(t, "Ana to read the three", func() bool { return len(ana.Texts(w.rooms[0], w.bot)) >= 3 })
+	if got := w.answers(0); !slices.Equal(got, want) {
+		t.Fatalf("Ana read %q", got)
+	}
+}
