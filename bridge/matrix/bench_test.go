@@ -68,7 +68,7 @@ func benchMessage(b *testing.B, encrypted bool) {
 	engine := chat.New(chat.Config{Logger: quietLog()}, bridgetest.Instant{}, env.Store, reg)
 	sent := make(chan struct{}, 16)
 	sqlDB, _ := env.Store.Gorm().DB()
-	a, err := New(Config{HomeserverURL: hs.URL, UserID: bot, Password: botPassword, AllowedUsers: []string{string(ana.ID())},
+	a, err := New(Config{HomeserverURL: hs.URL, UserID: bot, Password: botPassword, PickleKey: botPickleKey, AllowedUsers: []string{string(ana.ID())},
 		Delivery: bridge.Delivery{Logger: quietLog(), HTTPClient: &http.Client{Transport: answered{http.DefaultTransport, sent}}}},
 		bridge.NewRouter(engine, "loadout"), env.Store, bridge.SQL{DB: sqlDB, Dialect: env.Store.Gorm().Dialector.Name()})
 	if err != nil {

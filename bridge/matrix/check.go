@@ -20,6 +20,12 @@ func (c Config) Check(ch *config.Checker) {
 	if c.AccessToken == "" && c.Password == "" {
 		ch.Bad("access_token", "or matrix.password is required when matrix.enabled is true")
 	}
+	switch {
+	case c.PickleKey == "" && encryption:
+		ch.Bad("pickle_key", "is required when matrix.enabled is true: the bot's encryption keys are kept in the database under it; %s", pickleKeyHelp)
+	case c.PickleKey != "" && len(c.PickleKey) < minPickleKey:
+		ch.Bad("pickle_key", "must be at least %d characters; %s", minPickleKey, pickleKeyHelp)
+	}
 	for _, u := range c.AllowedUsers {
 		if !strings.HasPrefix(u, "@") || !strings.Contains(u, ":") {
 			ch.Bad("allowed_users", "must list Matrix ids such as @ana:example.org, got %q", u)
@@ -31,3 +37,9 @@ func (c Config) Check(ch *config.Checker) {
 	ch.Duration("key_wait", c.KeyWait, time.Second)
 	ch.Duration("max_backoff", c.MaxBackoff, time.Second)
 }
+
+// minPickleKey is the shortest matrix.pickle_key taken.
+const minPickleKey = 32
+
+// pickleKeyHelp tells how to make a pickle key.
+const pickleKeyHelp = "make one with `openssl rand -base64 32` and put it in matrix.pickle_key or the environment variable MATRIX_PICKLE_KEY, the same in every process sharing the database"

@@ -63,7 +63,7 @@ func child(raw string) int {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	engine := chat.New(chat.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, model, st, reg)
 	sqlDB, _ := st.Gorm().DB()
-	a, err := New(Config{HomeserverURL: c.Homeserver, UserID: c.User, Password: c.Password, AllowedUsers: c.Allowed,
+	a, err := New(Config{HomeserverURL: c.Homeserver, UserID: c.User, Password: c.Password, PickleKey: botPickleKey, AllowedUsers: c.Allowed,
 		SyncTimeout: time.Second, Delivery: bridge.Delivery{Logger: log, ShutdownGrace: time.Nanosecond}},
 		bridge.NewRouter(engine, "loadout"), st, bridge.SQL{DB: sqlDB, Dialect: st.Gorm().Dialector.Name()})
 	if err != nil {

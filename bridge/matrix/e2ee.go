@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 
 	"loadout/bridge"
@@ -19,7 +20,21 @@ import (
 // without the goolm tag has none (e2ee_none.go), and tells people in
 // encrypted rooms it cannot read them. Sending encrypts by itself once
 // the client has the crypto helper.
+//
+// The bot device's state lives in the database, and processes sharing
+// it take turns with it (cryptoLock): Sync and the encryption of what is
+// sent hold the lock; what only the process that syncs does (Decrypt)
+// needs no more.
 type e2ee interface {
+	// Sync hands one sync to the encryption machinery and to the room
+	// states: to-device messages (room keys), device lists, one-time key
+	// counts, members. An error means the lock was not had (ctx ended):
+	// the sync must not be confirmed.
+	Sync(ctx context.Context, res *mautrix.RespSync, since string) error
+	// Reload reads the olm account again from the database, as another
+	// process may have changed it: when this process takes the sync
+	// over.
+	Reload(ctx context.Context) error
 	// Decrypt returns the plaintext event of evt, an m.room.encrypted
 	// event; an error wrapping errNoKeys when its keys have not arrived.
 	Decrypt(ctx context.Context, evt *event.Event) (*event.Event, error)

@@ -4,62 +4,171 @@ package matrix
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
 
+	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
+	"maunium.net/go/mautrix/crypto/olm"
 	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
 )
+
+// encryption: this build has end-to-end encryption.
+const encryption = true
 
 // goolmE2EE is mautrix's crypto helper, with goolm, its olm account,
 // sessions and device lists in loadout's database (the crypto_ tables),
-// one account per bot device.
+// one account per bot device, sealed with matrix.pickle_key.
 type goolmE2EE struct {
+	a      *Adapter
 	helper *cryptohelper.CryptoHelper
+
+	mu sync.Mutex
+	// wedged are the devices whose olm session with the bot broke in
+	// the sync under way: Sync makes new sessions with them.
+	wedged []wedgedDevice
 }
 
-// startE2EE sets up the bot device's encryption: its olm account (made
-// and its keys uploaded on the first start), the hooks into the sync,
-// and, once, cross-signing keys, so people's clients show the device as
-// the bot's own.
+type wedgedDevice struct {
+	user id.UserID
+	key  id.SenderKey
+}
+
+// startE2EE sets up the bot device's encryption, holding the crypto
+// lock: the state an earlier version kept under a key of its own is
+// moved to matrix.pickle_key; the olm account is read, or made and its
+// keys uploaded on the first start; the machinery hooks into the sync;
+// and, once, cross-signing keys are published, so people's clients show
+// the device as the bot's own.
 func startE2EE(ctx context.Context, a *Adapter) (e2ee, error) {
-	pickle, err := a.pickleKey(ctx)
+	if a.cfg.PickleKey == "" {
+		return nil, errors.New("matrix.pickle_key is required: the bot's encryption keys are kept in the database under it; " + pickleKeyHelp)
+	}
+	key := []byte(a.cfg.PickleKey)
+	e := &goolmE2EE{a: a}
+	err := a.crypto.do(ctx, func(ctx context.Context) error {
+		if err := a.rekey(ctx, key); err != nil {
+			return err
+		}
+		account := string(a.cli.UserID) + "/" + string(a.cli.DeviceID)
+		st := olmStore{crypto.NewSQLCryptoStore(a.db, dbutil.NoopLogger, account, a.cli.DeviceID, key)}
+		if err := st.DB.Upgrade(ctx); err != nil {
+			return fmt.Errorf("set up the crypto tables: %w", err)
+		}
+		helper, err := cryptohelper.NewCryptoHelper(a.cli, key, st)
+		if err != nil {
+			return err
+		}
+		if err := helper.Init(ctx); err != nil {
+			if errors.Is(err, olm.ErrBadMAC) {
+				return fmt.Errorf("matrix.pickle_key does not open the bot's encryption keys in the database (is it the key they were kept under?): %w", err)
+			}
+			return err
+		}
+		e.helper = helper
+		helper.Machine().NeedsUnwedgeCallback = e.wedge
+		a.crossSign(ctx, helper.Machine())
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	helper, err := cryptohelper.NewCryptoHelper(a.cli, pickle, a.db)
-	if err != nil {
-		return nil, err
-	}
-	helper.DBAccountID = string(a.cli.UserID) + "/" + string(a.cli.DeviceID)
-	if err := helper.Init(ctx); err != nil {
-		return nil, err
-	}
-	a.cli.Crypto = helper
-	a.crossSign(ctx, helper.Machine())
-	return goolmE2EE{helper}, nil
+	a.cli.Crypto = lockedCrypto{e.helper, a.crypto}
+	return e, nil
 }
 
-// pickleKey is the key the olm state is pickled with, made on the first
-// start and kept in the database with it.
-func (a *Adapter) pickleKey(ctx context.Context) ([]byte, error) {
-	s, err := a.store.State(ctx, statePickle)
-	if err != nil {
-		return nil, fmt.Errorf("read the pickle key: %w", err)
-	}
-	if s == "" {
-		b := make([]byte, 32)
-		rand.Read(b)
-		s = base64.RawStdEncoding.EncodeToString(b)
-		if err := a.store.SetState(ctx, statePickle, s); err != nil {
-			return nil, fmt.Errorf("keep the pickle key: %w", err)
+// lockedCrypto is the crypto helper as the client uses it to encrypt
+// what it sends: holding the crypto lock, since sending may make olm
+// sessions and ratchets the room's outbound session.
+type lockedCrypto struct {
+	*cryptohelper.CryptoHelper
+	lock *cryptoLock
+}
+
+func (c lockedCrypto) Encrypt(ctx context.Context, room id.RoomID, t event.Type, content any) (*event.EncryptedEventContent, error) {
+	var enc *event.EncryptedEventContent
+	err := c.lock.do(ctx, func(ctx context.Context) error {
+		var err error
+		enc, err = c.CryptoHelper.Encrypt(ctx, room, t, content)
+		return err
+	})
+	return enc, err
+}
+
+// Sync hands res to the syncer, with the machinery's hooks, holding the
+// crypto lock. What mautrix would do in goroutines of its own, outside
+// the lock, is done here before the lock is let go: answering room key
+// requests, and making new olm sessions with devices whose session
+// broke.
+func (e *goolmE2EE) Sync(ctx context.Context, res *mautrix.RespSync, since string) error {
+	return e.a.crypto.do(ctx, func(ctx context.Context) error {
+		res, requests := keyRequests(res)
+		if err := e.a.cli.Syncer.ProcessResponse(ctx, res, since); err != nil {
+			// A panic in the machinery, already recovered: the events
+			// are still read, and what failed is logged.
+			e.a.log.Error("matrix: processing a sync failed", "err", err)
 		}
+		mach := e.helper.Machine()
+		for _, evt := range requests {
+			mach.HandleRoomKeyRequest(ctx, evt.Sender, evt.Content.AsRoomKeyRequest())
+		}
+		e.mu.Lock()
+		wedged := e.wedged
+		e.wedged = nil
+		e.mu.Unlock()
+		for _, d := range wedged {
+			mach.UnwedgeDevice(ctx, d.user, d.key)
+		}
+		return nil
+	})
+}
+
+// keyRequests takes the room key requests out of res's to-device
+// messages, parsed.
+func keyRequests(res *mautrix.RespSync) (*mautrix.RespSync, []*event.Event) {
+	var rest, requests []*event.Event
+	for _, evt := range res.ToDevice.Events {
+		if evt.Type.Type != event.ToDeviceRoomKeyRequest.Type {
+			rest = append(rest, evt)
+			continue
+		}
+		evt.Type.Class = event.ToDeviceEventType
+		if evt.Content.Parsed == nil && evt.Content.ParseRaw(evt.Type) != nil {
+			continue
+		}
+		requests = append(requests, evt)
 	}
-	return []byte(s), nil
+	if len(requests) == 0 {
+		return res, nil
+	}
+	out := *res
+	out.ToDevice.Events = rest
+	return &out, requests
+}
+
+// wedge notes a device whose olm session with the bot broke.
+func (e *goolmE2EE) wedge(_ context.Context, user id.UserID, key id.SenderKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.wedged = append(e.wedged, wedgedDevice{user, key})
+}
+
+// Reload reads the olm account again, holding the crypto lock.
+func (e *goolmE2EE) Reload(ctx context.Context) error {
+	return e.a.crypto.do(ctx, func(ctx context.Context) error {
+		mach := e.helper.Machine()
+		if err := mach.Load(ctx); err != nil {
+			return fmt.Errorf("read the olm account: %w", err)
+		}
+		if !mach.GetAccount().Shared {
+			return errors.New("the bot device's olm account is missing from the database")
+		}
+		return nil
+	})
 }
 
 // crossSign publishes the account's cross-signing keys once (their
@@ -117,7 +226,7 @@ func (a *Adapter) crossSign(ctx context.Context, mach *crypto.OlmMachine) {
 	a.log.Info("matrix: this device is signed with the account's cross-signing keys", "device", a.cli.DeviceID)
 }
 
-func (e goolmE2EE) Decrypt(ctx context.Context, evt *event.Event) (*event.Event, error) {
+func (e *goolmE2EE) Decrypt(ctx context.Context, evt *event.Event) (*event.Event, error) {
 	dec, err := e.helper.Decrypt(ctx, evt)
 	// Keys withheld by the sender's device may still come (once it
 	// trusts the bot's): they are waited for like keys not yet arrived.
@@ -127,7 +236,7 @@ func (e goolmE2EE) Decrypt(ctx context.Context, evt *event.Event) (*event.Event,
 	return dec, err
 }
 
-func (e goolmE2EE) RequestKeys(ctx context.Context, evt *event.Event) {
+func (e *goolmE2EE) RequestKeys(ctx context.Context, evt *event.Event) {
 	c := evt.Content.AsEncrypted()
 	if c == nil {
 		return

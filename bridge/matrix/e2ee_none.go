@@ -4,6 +4,9 @@ package matrix
 
 import "context"
 
+// encryption: this build has no end-to-end encryption.
+const encryption = false
+
 // startE2EE in a build without the goolm tag: no encryption. Encrypted
 // rooms are answered once that they cannot be read.
 func startE2EE(_ context.Context, a *Adapter) (e2ee, error) {

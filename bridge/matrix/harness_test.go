@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 
 const botPassword = "pw-loadout-bot-secret"
 
+// botPickleKey is the bot's matrix.pickle_key in every test.
+const botPickleKey = "pickle-key-of-the-bot-in-tests-0123456789"
+
 // world is one test's share of the homeserver: the bot's account, two
 // people (Ana and Bea) with a direct chat each, and the transport
 // between the bot and the homeserver, shared by the bot's processes.
@@ -73,7 +76,7 @@ func (w *world) config(d bridge.Delivery) Config {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return Config{HomeserverURL: w.hs.URL, UserID: string(w.bot), Password: botPassword,
+	return Config{HomeserverURL: w.hs.URL, UserID: string(w.bot), Password: botPassword, PickleKey: botPickleKey,
 		AllowedUsers: []string{string(w.people[0].ID()), string(w.people[1].ID())},
 		SyncTimeout:  2 * time.Second, KeyWait: 5 * time.Second, Delivery: d}
 }
@@ -82,24 +85,62 @@ func (w *world) config(d bridge.Delivery) Config {
 // returns once it has joined the people's rooms.
 func (w *world) start(t *testing.T, env *storetest.Env, cfg Config) (*Adapter, func()) {
 	t.Helper()
+	a, stop, done := w.run(t, env, cfg)
+	matrixtest.Eventually(t, "the bot connected", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned: %v", err)
+		default:
+		}
+		return a.Ready()
+	})
+	for i, p := range w.people {
+		p.WaitJoined(t, w.rooms[i], w.bot)
+	}
+	return a, stop
+}
+
+// run runs the bot on env's database as a new process would, without
+// waiting for anything; done receives Run's error if it returns before
+// stop.
+func (w *world) run(t *testing.T, env *storetest.Env, cfg Config) (a *Adapter, stop func(), done <-chan error) {
+	t.Helper()
 	sqlDB, err := env.Store.Gorm().DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(cfg, bridge.NewRouter(env.Engine, "loadout"), env.Store, bridge.SQL{DB: sqlDB, Dialect: env.Store.Gorm().Dialector.Name()})
+	a, err = New(cfg, bridge.NewRouter(env.Engine, "loadout"), env.Store, bridge.SQL{DB: sqlDB, Dialect: env.Store.Gorm().Dialector.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var runErr error
-	go func() { runErr = a.Run(ctx); close(done) }()
+	ended := make(chan struct{})
+	early := make(chan error, 1)
+	var (
+		mu       sync.Mutex
+		stopping bool
+		runErr   error // of a Run that returned after stop
+	)
+	go func() {
+		err := a.Run(ctx)
+		mu.Lock()
+		if stopping {
+			runErr = err
+		} else {
+			early <- err
+		}
+		mu.Unlock()
+		close(ended)
+	}()
 	var once sync.Once
-	stop := func() {
+	stop = func() {
 		once.Do(func() {
+			mu.Lock()
+			stopping = true
+			mu.Unlock()
 			cancel()
 			select {
-			case <-done:
+			case <-ended:
 				if runErr != nil {
 					t.Errorf("Run: %v", runErr)
 				}
@@ -109,18 +150,7 @@ func (w *world) start(t *testing.T, env *storetest.Env, cfg Config) (*Adapter, f
 		})
 	}
 	t.Cleanup(stop)
-	matrixtest.Eventually(t, "the bot connected", func() bool {
-		select {
-		case <-done:
-			t.Fatalf("Run returned: %v", runErr)
-		default:
-		}
-		return a.Ready()
-	})
-	for i, p := range w.people {
-		p.WaitJoined(t, w.rooms[i], w.bot)
-	}
-	return a, stop
+	return a, stop, early
 }
 
 // say sends text as person i in their room.
@@ -211,6 +241,9 @@ type transport struct {
 	replayed  int
 	sends     int
 	syncCalls int
+	// keys, while not nil, holds the bot's uploads of its keys until it
+	// is closed.
+	keys chan struct{}
 }
 
 func newTransport() *transport {
@@ -223,8 +256,21 @@ func isSend(r *http.Request) bool {
 
 func isSync(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/sync") }
 
+func isKeysUpload(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/keys/upload") }
+
 func (tr *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch {
+	case isKeysUpload(r):
+		tr.mu.Lock()
+		held := tr.keys
+		tr.mu.Unlock()
+		if held != nil {
+			select {
+			case <-held:
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		}
 	case isSend(r):
 		tr.mu.Lock()
 		tr.sends++
@@ -318,4 +364,17 @@ func (tr *transport) releaseAll(t testing.TB) {
 	tr.holding = false
 	close(tr.release)
 	tr.release = make(chan struct{})
+}
+
+// holdKeys holds the bot's uploads of its keys (one-time keys) while on.
+func (tr *transport) holdKeys(on bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	switch {
+	case on && tr.keys == nil:
+		tr.keys = make(chan struct{})
+	case !on && tr.keys != nil:
+		close(tr.keys)
+		tr.keys = nil
+	}
 }

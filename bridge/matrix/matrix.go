@@ -47,6 +47,11 @@ type Config struct {
 	// token, and to publish the bot's cross-signing keys, which the
 	// homeserver may ask it for.
 	Password string `yaml:"password" secret:"true"`
+	// PickleKey is the key the bot device's encryption state (its olm
+	// account and sessions, its room keys) is kept under in the
+	// database: at least 32 characters, the same in every process
+	// sharing the database. A build with encryption requires it.
+	PickleKey string `yaml:"pickle_key" secret:"true"`
 	// AllowedUsers may use the bot: Matrix ids ("@ana:example.org").
 	// Nobody else may; their invites are rejected.
 	AllowedUsers []string `yaml:"allowed_users"`
@@ -116,6 +121,8 @@ type Adapter struct {
 	// e2e is end-to-end encryption once Run started it; nil in a build
 	// without it.
 	e2e e2ee
+	// crypto keeps the encryption state to one user at a time.
+	crypto *cryptoLock
 
 	mu      sync.Mutex
 	ready   bool
@@ -182,7 +189,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store, db bridge.SQL) (*Ad
 	a := &Adapter{
 		cfg: cfg, router: router, store: st, db: sdb, states: states, cli: cli,
 		allow: bridge.NewAllowlist(cfg.AllowedUsers), log: log,
-		typing: map[id.RoomID]int{}, kept: &keptEvents{},
+		typing: map[id.RoomID]int{}, kept: &keptEvents{}, crypto: newCryptoLock(cfg.Claim, log),
 	}
 	d := cfg.Delivery
 	d.Logger = log
@@ -197,6 +204,8 @@ const (
 	stateToken     = "matrix:access_token"
 	stateDevice    = "matrix:device_id"
 	stateNextBatch = "matrix:next_batch"
+	// statePickle: the pickle key earlier versions made and kept here;
+	// moved to matrix.pickle_key at the first start with it.
 	statePickle    = "matrix:pickle_key"
 	stateKept      = "matrix:undecrypted"
 	stateCrossSign = "matrix:cross_signing"
@@ -234,14 +243,21 @@ func (a *Adapter) Run(ctx context.Context) error {
 		if err := a.startPipeline(ctx); err != nil {
 			return nil // ctx done
 		}
+		a.mu.Lock()
+		a.ready = true
+		a.mu.Unlock()
 	}
 	// Alone, the sync loop starts the pipeline after its first sync.
-	err := a.cfg.Exclusive.Do(ctx, "matrix sync", a.syncLoop)
+	err := a.cfg.Exclusive.Do(ctx, syncDuty, a.syncLoop)
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
+
+// syncDuty names the lease of the sync, which one process of those
+// sharing the database holds.
+const syncDuty = "matrix sync"
 
 // patient retries what the homeserver failed, waiting up to MaxBackoff,
 // until ctx ends or the error is final.
@@ -368,9 +384,6 @@ func (a *Adapter) setUp(ctx context.Context) error {
 	if err := a.states.Upgrade(ctx); err != nil {
 		return fmt.Errorf("matrix: set up the room state tables: %w", err)
 	}
-	if err := a.kept.load(ctx, a.store); err != nil {
-		return err
-	}
 	e, err := startE2EE(ctx, a)
 	if err != nil {
 		return fmt.Errorf("matrix: end-to-end encryption: %w", err)
@@ -401,7 +414,10 @@ func (a *Adapter) startPipeline(ctx context.Context) error {
 // encryption may import).
 const cryptoVersionTable = "crypto_version"
 
-// Ready reports whether the adapter is logged in and has synced once.
+// Ready reports whether the adapter is logged in, has set up its
+// encryption and answers: alone, once it has synced; among processes
+// sharing the database, once its pipeline runs, whichever of them
+// syncs.
 func (a *Adapter) Ready() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -233,17 +233,19 @@ func TestAnswersAreFormatted(t *testing.T) {
 	}
 }
 
-// The access token and password never reach a log line: the values the
-// section declares are redacted by the logger, and tokens have the
-// shapes it declares, for text that holds one it was not given.
+// The access token, the password and the pickle key never reach a log
+// line: the values the section declares are redacted by the logger, and
+// tokens have the shapes it declares, for text that holds one it was
+// not given.
 func TestSecretsAreRedacted(t *testing.T) {
 	k := Kind()
-	cfg := Config{AccessToken: "syt_bG9hZG91dA_abcdefghijklmnopqrst_0a1b2c", Password: "correct horse battery"}
+	cfg := Config{AccessToken: "syt_bG9hZG91dA_abcdefghijklmnopqrst_0a1b2c", Password: "correct horse battery", PickleKey: botPickleKey}
 	var buf bytes.Buffer
 	log := logs.New(&buf, "info", "text", config.Secrets(cfg, nil), k.Shapes())
-	log.Info("calling", "url", "https://hs/_matrix/client/v3/sync?since=s1", "token", cfg.AccessToken, "pw", "the password is "+cfg.Password)
+	log.Info("calling", "url", "https://hs/_matrix/client/v3/sync?since=s1", "token", cfg.AccessToken, "pw", "the password is "+cfg.Password,
+		"key", "sealed with "+cfg.PickleKey)
 	line := buf.String()
-	for _, s := range []string{cfg.AccessToken, cfg.Password} {
+	for _, s := range []string{cfg.AccessToken, cfg.Password, cfg.PickleKey} {
 		if strings.Contains(line, s) {
 			t.Fatalf("%q reached the log: %s", s, line)
 		}

@@ -42,17 +42,33 @@ func (s syncer) OnSync(cb mautrix.SyncHandler)                     { s.d.OnSync(
 func (s syncer) OnEvent(cb mautrix.EventHandler)                   { s.d.OnEvent(cb) }
 func (s syncer) OnEventType(t event.Type, cb mautrix.EventHandler) { s.d.OnEventType(t, cb) }
 
-// syncLoop syncs until ctx ends. The next_batch token of a sync is
-// stored only once every event of it is in the inbox (or kept to be
-// decrypted later): a crash re-reads the last sync, whose events the
-// inbox recognises. A failed sync is tried again with growing waits; a
-// refused token ends the loop with an error.
+// syncLoop syncs until ctx ends, from the stored sync token: it runs
+// while this process holds the sync, which another may have held
+// before. The next_batch token of a sync is stored only once every event
+// of it is in the inbox (or kept to be decrypted later): a crash
+// re-reads the last sync, whose events the inbox recognises. A failed
+// sync is tried again with growing waits; a refused token ends the loop
+// with an error.
 func (a *Adapter) syncLoop(ctx context.Context) error {
+	b := a.patient().New()
+	for {
+		err := a.takeOver(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.Warn("matrix: could not read the state the last sync left; retrying", "err", err)
+		if b.Wait(ctx, b.Next()) != nil {
+			return nil
+		}
+	}
+	b.Reset()
 	since, err := a.store.State(ctx, stateNextBatch)
 	if err != nil {
 		return fmt.Errorf("matrix: read the sync token: %w", err)
 	}
-	b := a.patient().New()
 	started, settled := false, false
 	for ctx.Err() == nil {
 		timeout := int(a.cfg.SyncTimeout / time.Millisecond)
@@ -112,12 +128,32 @@ func (a *Adapter) syncLoop(ctx context.Context) error {
 	return nil
 }
 
+// takeOver reads again what the process that synced last (this one or
+// another) changed since this one read it: the olm account, which
+// changes with each one-time key made or used, and the messages waiting
+// for their keys.
+func (a *Adapter) takeOver(ctx context.Context) error {
+	if err := a.kept.load(ctx, a.store); err != nil {
+		return err
+	}
+	if a.e2e != nil {
+		if err := a.e2e.Reload(ctx); err != nil {
+			return fmt.Errorf("matrix: end-to-end encryption: %w", err)
+		}
+	}
+	return nil
+}
+
 // handleSync hands one sync to the encryption machinery, then takes its
 // invites and its rooms' events. An error means some event may not be
 // stored: the sync is not confirmed. The first sync of an account (since
 // empty) answers no message: it is what was said before the bot came.
 func (a *Adapter) handleSync(ctx context.Context, res *mautrix.RespSync, since string) error {
-	if err := a.cli.Syncer.ProcessResponse(ctx, res, since); err != nil {
+	if a.e2e != nil {
+		if err := a.e2e.Sync(ctx, res, since); err != nil {
+			return err
+		}
+	} else if err := a.cli.Syncer.ProcessResponse(ctx, res, since); err != nil {
 		// A panic in the machinery, already recovered: the events are
 		// still read, and what failed is logged.
 		a.log.Error("matrix: processing a sync failed", "err", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/crypto"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -48,5 +49,16 @@ func (p *Person) ShareSession(t testing.TB, _ id.RoomID, _ ...id.UserID) {
 	p.tr.withhold(false)
 	if err := p.tr.sendKept(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RefuseKeyRequests makes the person's device answer no other device's
+// request for room keys, as Element does for other people's devices: a
+// device that did not get a message's keys when it was sent never
+// reads it.
+func (p *Person) RefuseKeyRequests(t testing.TB) {
+	t.Helper()
+	p.crypto.(*cryptohelper.CryptoHelper).Machine().AllowKeyShare = func(context.Context, *id.Device, event.RequestedKeyInfo) *crypto.KeyShareRejection {
+		return &crypto.KeyShareRejectNoResponse
 	}
 }

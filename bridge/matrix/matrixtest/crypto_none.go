@@ -27,3 +27,8 @@ func (p *Person) SayWithheld(t testing.TB, _ id.RoomID, _ string) id.EventID {
 func (p *Person) ShareSession(t testing.TB, _ id.RoomID, _ ...id.UserID) {
 	t.Skip("end-to-end encryption needs the goolm build tag")
 }
+
+// RefuseKeyRequests needs encryption: the test skips.
+func (p *Person) RefuseKeyRequests(t testing.TB) {
+	t.Skip("end-to-end encryption needs the goolm build tag")
+}
