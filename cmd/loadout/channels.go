@@ -40,6 +40,7 @@ func channelKinds() []bridge.Kind {
 var (
 	_ bridge.Store  = (*store.DB)(nil)
 	_ discord.Store = (*store.DB)(nil)
+	_ email.Store   = (*store.DB)(nil)
 )
 
 // fileType is the type config.yaml is read into: Config's keys, and one
