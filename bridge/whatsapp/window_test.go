@@ -216,15 +216,3 @@ func TestQuestionOutsideTheWindowIsHeldWithItsCommands(t *testing.T) {
 		t.Fatalf("held %+v (%v)", h, err)
 	}
 }
-
-// Giving the held answers empties only what was given: a part another
-// process held meanwhile stays for the next time.
-func TestGivingHeldAnswersKeepsWhatCameMeanwhile(t *testing.T) {
-	got := without([]string{"a", "b", "a", "c"}, []string{"a", "b"})
-	if !slices.Equal(got, []string{"a", "c"}) {
-		t.Fatalf("left %q", got)
-	}
-	if got := without([]string{"a"}, []string{"a"}); len(got) != 0 {
-		t.Fatalf("left %q", got)
-	}
-}

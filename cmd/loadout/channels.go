@@ -38,9 +38,10 @@ func channelKinds() []bridge.Kind {
 // The store keeps what each channel needs beyond the inbox, for every
 // process sharing it.
 var (
-	_ bridge.Store  = (*store.DB)(nil)
-	_ discord.Store = (*store.DB)(nil)
-	_ email.Store   = (*store.DB)(nil)
+	_ bridge.Store   = (*store.DB)(nil)
+	_ discord.Store  = (*store.DB)(nil)
+	_ email.Store    = (*store.DB)(nil)
+	_ whatsapp.Store = (*store.DB)(nil)
 )
 
 // fileType is the type config.yaml is read into: Config's keys, and one
