@@ -351,7 +351,8 @@ func (ss *savingSource) Token() (*oauth2.Token, error) {
 }
 
 // personSession is the caller's own session with a server that needs a
-// sign-in: opened with their token the first time, kept after. Not
+// sign-in: opened with their token the first time, kept while that
+// sign-in is stored (a sign-out on any process ends it). Not
 // signed in, it answers not_connected and sends them a link privately
 // (in a group, it says how to get one).
 func (c *Client) personSession(ctx context.Context) (*sdk.ClientSession, error) {
@@ -365,15 +366,21 @@ func (c *Client) personSession(ctx context.Context) (*sdk.ClientSession, error) 
 	if user == "" {
 		return nil, &tools.Error{Code: CodeNotConnected, Message: fmt.Sprintf("The MCP server '%s' is used with each person's own sign-in, and this call is nobody's.", c.srv.Name)}
 	}
-	c.mu.Lock()
-	sess := c.people[user]
-	c.mu.Unlock()
-	if sess != nil {
-		return sess, nil
-	}
+	// The stored sign-in is read on every call, even with a session open:
+	// the person may have signed out through another process sharing the
+	// store, and this process's session must end with it.
 	t, ok, err := s.token(ctx, c, user)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	sess := c.people[user]
+	c.mu.Unlock()
+	switch {
+	case sess != nil && ok:
+		return sess, nil
+	case sess != nil:
+		c.dropPerson(user)
 	}
 	if ok {
 		sess, err := c.connectAs(ctx, user, t)

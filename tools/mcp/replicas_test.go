@@ -15,7 +15,8 @@ import (
 // The authorization server may send a person back to any process
 // sharing the store (a file, or PostgreSQL with LOADOUT_TEST_DSN): a
 // sign-in link one process made is finished by the other, once, and the
-// first then serves the person with the token the other stored.
+// first then serves the person with the token the other stored, until
+// they sign out on either.
 func TestSignInFinishedByAnotherProcess(t *testing.T) {
 	o := mcptest.NewOAuth(t)
 	path := filepath.Join(t.TempDir(), "loadout.db")
@@ -45,7 +46,7 @@ func TestSignInFinishedByAnotherProcess(t *testing.T) {
 		return s, reg, c
 	}
 	one, regOne, cOne := process()
-	two, _, _ = process()
+	two, _, cTwo := process()
 
 	text, err := cOne.Connect(context.Background(), ana, ana)
 	link := linkRE.FindString(text)
@@ -64,5 +65,12 @@ func TestSignInFinishedByAnotherProcess(t *testing.T) {
 	tools.NewExecutor(regOne, quiet).Run(ctx, regOne.Catalog(true, nil, nil), []tools.Call{{ID: "c1", Name: "load_tool_group", Arguments: `{"group_name":"mcp_notes"}`}})
 	if r := callAs(t, regOne, ana, ana, "notes_whoami"); r.Content != "you are ana" {
 		t.Fatalf("the first process serves Ana with %+v", r)
+	}
+	// Signed out through the other process: the first's session ends.
+	if text, err := cTwo.Disconnect(context.Background(), ana); err != nil || !strings.Contains(text, "signed out") {
+		t.Fatalf("/disconnect notes on the other process = %q, %v", text, err)
+	}
+	if r := callAs(t, regOne, ana, ana, "notes_whoami"); r.Code != CodeNotConnected {
+		t.Fatalf("after signing out on the other process, the first serves Ana with %+v", r)
 	}
 }
