@@ -79,7 +79,26 @@ func (r *Replica) Log() string {
 // WaitLogged waits until the process logged text.
 func (r *Replica) WaitLogged(t testing.TB, text string) {
 	t.Helper()
-	chattest.Eventually(t, r.Name+" to log "+text, func() bool { return strings.Contains(r.Log(), text) })
+	Await(t, r.Name+" to log "+text, func() bool { return strings.Contains(r.Log(), text) })
+}
+
+// AwaitFor is how long Await waits: processes that start, migrate a
+// schema and take leases over on a loaded machine are slow, and a wait
+// that gives up too early tells nothing.
+const AwaitFor = 2 * time.Minute
+
+// Await waits up to AwaitFor for cond, asking every 20ms (cond may ask a
+// database or a mail server), and fails the test naming what it waited
+// for.
+func Await(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(AwaitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", AwaitFor, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // ReplicaEnv is the store and delivery of a replica process: the

@@ -64,7 +64,7 @@ func TestGatewayMovesWhenItsHolderIsKilled(t *testing.T) {
 	holder := func() string { return bridgetest.LeaseHolder(t, db, "discord gateway") }
 
 	one := bridgetest.StartReplica(t, dir, "TestDiscordReplica", "one", env...)
-	chattest.Eventually(t, "the first process to hold the gateway", func() bool { return holder() == "one" && dc.Connected() })
+	bridgetest.Await(t, "the first process to hold the gateway", func() bool { return holder() == "one" && dc.Connected() })
 	two := bridgetest.StartReplica(t, dir, "TestDiscordReplica", "two", env...)
 	// The second has read the cursors, before the server's channel has
 	// one.
@@ -86,7 +86,7 @@ func TestGatewayMovesWhenItsHolderIsKilled(t *testing.T) {
 	answered := func(channel string, texts []string) bool { return len(dc.Sent(channel)) >= len(texts) }
 	settled := func() {
 		t.Helper()
-		chattest.Eventually(t, "every message to be answered", func() bool {
+		bridgetest.Await(t, "every message to be answered", func() bool {
 			return answered(dmOf, dm) && answered(c1, server) && bridgetest.Idle(t, db, "discord")
 		})
 	}
@@ -94,7 +94,7 @@ func TestGatewayMovesWhenItsHolderIsKilled(t *testing.T) {
 	settled()
 	one.Kill()
 	post("while nobody holds the gateway")
-	chattest.Eventually(t, "the second process to take the gateway over", func() bool { return holder() == "two" })
+	bridgetest.Await(t, "the second process to take the gateway over", func() bool { return holder() == "two" })
 	settled()
 	post("after the move")
 	settled()

@@ -95,7 +95,7 @@ func TestMailboxMovesWhenItsHolderIsKilled(t *testing.T) {
 	}
 	wait := func() {
 		t.Helper()
-		chattest.Eventually(t, "every message to be answered", func() bool {
+		bridgetest.Await(t, "every message to be answered", func() bool {
 			return len(sentTo(srv, ana)) >= len(sent) && settled(t, srv, db)
 		})
 	}
@@ -103,7 +103,7 @@ func TestMailboxMovesWhenItsHolderIsKilled(t *testing.T) {
 	wait()
 	one.Kill()
 	deliver("while nobody reads the mailbox")
-	chattest.Eventually(t, "the second process to take the mailbox over", func() bool { return holder() == "two" })
+	bridgetest.Await(t, "the second process to take the mailbox over", func() bool { return holder() == "two" })
 	wait()
 	deliver("after the move")
 	wait()
@@ -154,18 +154,18 @@ func TestPerSenderLimitHoldsAcrossProcesses(t *testing.T) {
 		return a, env, stop
 	}
 	one, env, stopOne := start("one")
-	emailtest.WaitFor(t, "the first process to read the mailbox", one.Ready)
+	bridgetest.Await(t, "the first process to read the mailbox", one.Ready)
 	two, _, _ := start("two")
 	for _, text := range []string{"first", "second"} {
 		srv.Deliver(t, from(cleo, emailtest.Mail{Subject: text, Text: text}))
 	}
-	chattest.Eventually(t, "two answers", func() bool { return len(sentTo(srv, cleo)) == 2 && settled(t, srv, env.Store) })
+	bridgetest.Await(t, "two answers", func() bool { return len(sentTo(srv, cleo)) == 2 && settled(t, srv, env.Store) })
 	stopOne() // gives the mailbox up
-	emailtest.WaitFor(t, "the second process to read the mailbox", two.Ready)
+	bridgetest.Await(t, "the second process to read the mailbox", two.Ready)
 	for _, text := range []string{"third", "fourth", "fifth"} {
 		srv.Deliver(t, from(cleo, emailtest.Mail{Subject: text, Text: text}))
 	}
-	chattest.Eventually(t, "every message to be read", func() bool { return settled(t, srv, env.Store) })
+	bridgetest.Await(t, "every message to be read", func() bool { return settled(t, srv, env.Store) })
 	if n := len(sentTo(srv, cleo)); n != 3 {
 		t.Fatalf("%d answers to five messages, want 3 (the hourly limit across both processes)", n)
 	}

@@ -11,7 +11,6 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/bridgetest"
 	"loadout/bridge/whatsapp/whatsapptest"
-	"loadout/chat/chattest"
 	"loadout/store/storetest"
 )
 
@@ -31,7 +30,7 @@ func TestHeldAnswersFromTwoProcessesAtOnceLoseNothing(t *testing.T) {
 	idle := func() bool { return bridgetest.Idle(t, r.env.Store, "whatsapp") }
 	// Finished before the second process starts, which would otherwise
 	// resume it beside the first (the rig has no chat claims).
-	chattest.Eventually(t, "the first answer to be done", idle)
+	bridgetest.Await(t, "the first answer to be done", idle)
 	env2 := storetest.NewEnv(t, storetest.Options{DBPath: r.env.DBPath, Model: r.env.Model})
 	b := New(r.config(nil), bridge.NewRouter(env2.Engine, "loadout"), env2.Store)
 	run(t, r.wa, b)
@@ -58,7 +57,7 @@ func TestHeldAnswersFromTwoProcessesAtOnceLoseNothing(t *testing.T) {
 
 	r.ahead.Store(int64(25 * time.Hour))
 	notify(8)
-	chattest.Eventually(t, "every notice to be held", func() bool {
+	bridgetest.Await(t, "every notice to be held", func() bool {
 		h, err := r.a.held(ctx, ana)
 		return err == nil && len(h.Parts) == len(notices) && idle()
 	})
@@ -80,9 +79,9 @@ func TestHeldAnswersFromTwoProcessesAtOnceLoseNothing(t *testing.T) {
 	wg.Go(func() { notify(5) })
 	r.wa.Send(t, whatsapptest.Message{From: ana, Text: "and again", At: time.Now().Add(50 * time.Hour)})
 	wg.Wait()
-	chattest.Eventually(t, "the notices to be sent or held", idle)
+	bridgetest.Await(t, "the notices to be sent or held", idle)
 	r.wa.Send(t, whatsapptest.Message{From: ana, Text: "last", At: time.Now().Add(50 * time.Hour)})
-	chattest.Eventually(t, "the last answer", func() bool {
+	bridgetest.Await(t, "the last answer", func() bool {
 		texts := r.wa.Texts(ana)
 		return texts[len(texts)-1] == "ok" && strings.Count(strings.Join(texts, "\n"), "ok") >= 4 && idle()
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/discord/discordtest"
 	"loadout/bridge/email/emailtest"
 	"loadout/chat/chattest"
@@ -86,14 +87,14 @@ func TestDutiesMoveWhenTheirHolderIsKilledOnPostgres(t *testing.T) {
 	}
 
 	one := start("one")
-	chattest.Eventually(t, "the first process to hold both duties", func() bool { return holds(one) && dc.Connected() })
+	bridgetest.Await(t, "the first process to hold both duties", func() bool { return holds(one) && dc.Connected() })
 	two := start("two")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the first process logged:\n%s\nthe second:\n%s", tailOf(one.logs.String(), 3000), tailOf(two.logs.String(), 5000))
 		}
 	})
-	chattest.Eventually(t, "the second process to start its channels", func() bool { return strings.Contains(two.logs.String(), "discord channel ready") })
+	bridgetest.Await(t, "the second process to start its channels", func() bool { return strings.Contains(two.logs.String(), "discord channel ready") })
 
 	dm := dc.DM(ana)
 	var texts []string
@@ -105,14 +106,14 @@ func TestDutiesMoveWhenTheirHolderIsKilledOnPostgres(t *testing.T) {
 	}
 	answered := func() bool { return len(dc.Sent(dm)) >= len(texts) && len(mail.Sent()) >= len(texts) && idle() }
 	send("before")
-	chattest.Eventually(t, "the first answers", answered)
+	bridgetest.Await(t, "the first answers", answered)
 	one.cmd.Process.Kill()
 	<-one.exited
 	send("while nobody holds the duties")
-	chattest.Eventually(t, "the second process to take both duties over", func() bool { return holds(two) })
-	chattest.Eventually(t, "what came meanwhile to be answered", answered)
+	bridgetest.Await(t, "the second process to take both duties over", func() bool { return holds(two) })
+	bridgetest.Await(t, "what came meanwhile to be answered", answered)
 	send("after the move")
-	chattest.Eventually(t, "the last answers", answered)
+	bridgetest.Await(t, "the last answers", answered)
 
 	var gotDM, gotMail, wantDM, wantMail []string
 	for _, s := range dc.Sent(dm) {
