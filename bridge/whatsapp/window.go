@@ -83,9 +83,6 @@ type Store interface {
 	// HoldMessage keeps text for chat after what it holds, at most keep
 	// (older ones dropped and counted), and returns how many it holds.
 	HoldMessage(ctx context.Context, chat, text string, keep int) (int, error)
-	// HeldMessages returns what chat holds and nobody took, oldest
-	// first, and how many older ones were dropped.
-	HeldMessages(ctx context.Context, chat string) ([]string, int, error)
 	// TakeHeldMessages takes what chat holds for the message by, and
 	// returns all by took (now and before), with the dropped count.
 	TakeHeldMessages(ctx context.Context, chat, by string) ([]string, int, error)
@@ -131,12 +128,6 @@ func (a *Adapter) opened(ctx context.Context, r route) error {
 	}
 	a.log.Info("whatsapp: the person wrote again; the answers held while the window was closed are sent", "to", "+"+r.To, "count", len(h.Parts))
 	return a.store.ForgetHeldMessages(ctx, chatKey(r.To), r.Msg)
-}
-
-// held is what the chat with to holds and nobody took yet.
-func (a *Adapter) held(ctx context.Context, to string) (held, error) {
-	parts, dropped, err := a.store.HeldMessages(ctx, chatKey(to))
-	return held{Parts: parts, Dropped: dropped}, err
 }
 
 // heldText is the message that gives the held answers.

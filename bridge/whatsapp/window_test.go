@@ -216,3 +216,13 @@ func TestQuestionOutsideTheWindowIsHeldWithItsCommands(t *testing.T) {
 		t.Fatalf("held %+v (%v)", h, err)
 	}
 }
+
+// held is what the chat with to holds and nobody took yet, as the
+// test's store (store.DB) says.
+func (a *Adapter) held(ctx context.Context, to string) (held, error) {
+	st := a.store.(interface {
+		HeldMessages(ctx context.Context, chat string) ([]string, int, error)
+	})
+	parts, dropped, err := st.HeldMessages(ctx, chatKey(to))
+	return held{Parts: parts, Dropped: dropped}, err
+}
