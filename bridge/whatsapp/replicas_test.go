@@ -95,3 +95,42 @@ func TestHeldAnswersFromTwoProcessesAtOnceLoseNothing(t *testing.T) {
 		t.Fatalf("still held: %q", h.Parts)
 	}
 }
+
+// A message that gave the held answers and is delivered again (Meta
+// does, until it hears 200) gives nothing more: what was held since
+// waits for the next message, whichever process takes the redelivery.
+func TestARedeliveredMessageLeavesWhatWasHeldSince(t *testing.T) {
+	r := newRig(t, storetest.Options{}, nil)
+	r.env.Model.Fallback = "ok"
+	var hub bridge.Hub
+	hub.Add(r.a, nil)
+	ctx := context.Background()
+	idle := func() bool { return bridgetest.Idle(t, r.env.Store, "whatsapp") }
+	r.ahead.Store(int64(25 * time.Hour))
+	if err := hub.Notify(ctx, chatKey(ana), "[first notice]"); err != nil {
+		t.Fatal(err)
+	}
+	bridgetest.Await(t, "the notice to be held", idle)
+	back := r.wa.Send(t, whatsapptest.Message{From: ana, Text: "I'm back", At: time.Now().Add(25 * time.Hour)})
+	if got := r.texts(ana, 2); !strings.Contains(got[0], "[first notice]") {
+		t.Fatalf("sent %q", got)
+	}
+	r.ahead.Store(int64(50 * time.Hour))
+	if err := hub.Notify(ctx, chatKey(ana), "[second notice]"); err != nil {
+		t.Fatal(err)
+	}
+	bridgetest.Await(t, "the second notice to be held", func() bool {
+		h, err := r.a.held(ctx, ana)
+		return err == nil && len(h.Parts) == 1 && idle()
+	})
+	r.wa.Redeliver(t, back)
+	bridgetest.Await(t, "the redelivery to be taken", idle)
+	if h, err := r.a.held(ctx, ana); err != nil || len(h.Parts) != 1 || h.Parts[0] != "[second notice]" {
+		t.Fatalf("after the redelivery, held %q (%v)", h.Parts, err)
+	}
+	r.wa.Send(t, whatsapptest.Message{From: ana, Text: "again", At: time.Now().Add(50 * time.Hour)})
+	got := r.texts(ana, 4)
+	if !strings.Contains(got[2], "[second notice]") || strings.Contains(got[2], "[first notice]") {
+		t.Fatalf("sent %q", got)
+	}
+}

@@ -112,6 +112,16 @@ func (a *Adapter) opened(ctx context.Context, r route) error {
 			return fmt.Errorf("whatsapp: cannot record the chat's window: %w", err)
 		}
 	}
+	// This message gave the held answers already (it is delivered again
+	// after a failure that came later): what is held now is for the next.
+	ref := "held:" + r.Msg
+	given, err := a.pipe.Seen(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if given {
+		return a.store.ForgetHeldMessages(ctx, chatKey(r.To), r.Msg)
+	}
 	// Taken for this message, in the store: what another process holds
 	// after this stays for the next message, and this message, delivered
 	// again after a failure below, takes the same again.
@@ -122,7 +132,7 @@ func (a *Adapter) opened(ctx context.Context, r route) error {
 	h := held{Parts: parts, Dropped: dropped}
 	// Stored first, forgotten after: a crash in between gives them once,
 	// as the inbox knows this id.
-	if _, err := a.pipe.Accept(ctx, bridge.Pending{ID: "held:" + r.Msg, Inbound: chat.Inbound{ChatKey: chatKey(r.To)},
+	if _, err := a.pipe.Accept(ctx, bridge.Pending{ID: ref, Inbound: chat.Inbound{ChatKey: chatKey(r.To)},
 		Route: r.encode(), Reply: heldText(h)}); err != nil {
 		return err
 	}
