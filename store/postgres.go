@@ -53,6 +53,9 @@ func migratePostgres(g *gorm.DB) error {
 		if err := c.AutoMigrate(models()...); err != nil {
 			return err
 		}
+		if err := c.Transaction(moveHeldStates); err != nil {
+			return fmt.Errorf("move the held messages: %w", err)
+		}
 		// The loaded-groups query reads ids too: the index carries them,
 		// as SQLite's does (its rowid), so the query never visits rows.
 		var def string

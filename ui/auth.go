@@ -12,10 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"loadout/bridge"
 	"loadout/chat"
@@ -215,7 +212,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 
 // login exchanges the admin token for a session.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	if !c.limits.allow(remote(r)) {
+	if !c.attempt(r) {
 		c.log.Warn("ui: sign-in refused: too many attempts", "remote", remote(r))
 		c.render(w, r, http.StatusTooManyRequests, "login", viewer{}, map[string]any{"Error": "Too many attempts. Wait a minute and try again."})
 		return
@@ -252,7 +249,7 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 
 // signin uses a /web link: once, before it expires.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
-	if !c.limits.allow(remote(r)) {
+	if !c.attempt(r) {
 		c.log.Warn("ui: link sign-in refused: too many attempts", "remote", remote(r))
 		c.render(w, r, http.StatusTooManyRequests, "login", viewer{}, map[string]any{"Error": "Too many attempts. Wait a minute and try again."})
 		return
@@ -308,31 +305,21 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, v viewer) error
 	return nil
 }
 
-// limiter bounds sign-in attempts per address (and keeps at most max
-// addresses: past that it starts afresh, which a flood cannot use to
-// gain more than one burst per address).
-type limiter struct {
-	mu    sync.Mutex
-	every rate.Limit
-	burst int
-	max   int
-	by    map[string]*rate.Limiter
-}
+// Sign-in attempts allowed from one address: attemptsPerWindow in any
+// attemptWindow, counted in the store, so several processes behind one
+// address allow no more between them than one would.
+const (
+	attemptsPerWindow = 5
+	attemptWindow     = time.Minute
+)
 
-func newLimiter(every rate.Limit, burst, max int) *limiter {
-	return &limiter{every: every, burst: burst, max: max, by: map[string]*rate.Limiter{}}
-}
-
-func (l *limiter) allow(addr string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.by[addr]
-	if lim == nil {
-		if len(l.by) >= l.max {
-			clear(l.by)
-		}
-		lim = rate.NewLimiter(l.every, l.burst)
-		l.by[addr] = lim
+// attempt counts a sign-in attempt of r's address and reports whether it
+// is within the limit. An attempt that cannot be counted is refused.
+func (c *Console) attempt(r *http.Request) bool {
+	ok, err := c.d.Store.Hit(r.Context(), "ui:sign-in:"+remote(r), secret(), attemptsPerWindow, attemptWindow)
+	if err != nil {
+		c.log.Error("ui: cannot count a sign-in attempt; it is refused", "remote", remote(r), "err", err)
+		return false
 	}
-	return lim.Allow()
+	return ok
 }

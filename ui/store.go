@@ -27,6 +27,10 @@ type Store interface {
 	// chat.ErrNotFound.
 	CreateWebLink(ctx context.Context, id, userKey string, expires time.Time) error
 	TakeWebLink(ctx context.Context, id string) (userKey string, expires time.Time, err error)
+	// Hit counts event ref under key for window when fewer than max were
+	// counted in the last window, and reports whether it did: sign-in
+	// attempts per address, counted for every process sharing the store.
+	Hit(ctx context.Context, key, ref string, max int, window time.Duration) (bool, error)
 
 	// Chats is a page of the chats with an open session, by chat key
 	// after the key given; userKey "" is every chat, else those the

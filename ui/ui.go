@@ -22,8 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"loadout/bridge"
 	"loadout/chat"
 	"loadout/config"
@@ -160,7 +158,6 @@ type Console struct {
 	secure    bool
 	pages     map[string]*template.Template
 	static    fs.FS
-	limits    *limiter
 	now       func() time.Time
 }
 
@@ -206,8 +203,7 @@ func New(cfg Config, d Deps) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{cfg: cfg, d: d, log: d.Logger, adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
-		secure: !loopback(d.Listen), pages: pages, static: st, now: d.Now,
-		limits: newLimiter(rate.Every(12*time.Second), 5, 10000)}
+		secure: !loopback(d.Listen), pages: pages, static: st, now: d.Now}
 	return c, nil
 }
 

@@ -115,7 +115,12 @@ func Kind() bridge.Kind {
 			return "discord (gateway)"
 		},
 		Build: func(_ context.Context, c Config, env bridge.Env) (bridge.Channel, error) {
-			return New(c, env.Router, env.Store), nil
+			st, ok := env.Store.(Store)
+			if !ok {
+				return nil, errors.New("discord: the channel keeps each conversation's cursor in the store, and this store keeps none")
+			}
+			c.Delivery = env.Delivery
+			return New(c, env.Router, st), nil
 		},
 	})
 }
@@ -132,7 +137,7 @@ func plural(n int, noun string) string {
 type Adapter struct {
 	cfg    Config
 	router *bridge.Router
-	store  bridge.Store
+	store  Store
 	pipe   *bridge.Pipeline
 	api    *discordgo.Session
 	allow  *bridge.Allowlist
@@ -163,7 +168,7 @@ type Adapter struct {
 
 // New returns an adapter that answers through router and keeps its
 // inbox and cursors in st. It makes no connection: Run does.
-func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
+func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	cfg.APIURL = cmp.Or(cfg.APIURL, DefaultAPIURL)
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"
@@ -307,6 +312,9 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.ready = true
 	a.mu.Unlock()
+	// Every process answers and sends; the gateway is one process's at a
+	// time where several share the database.
+	a.log.Info("discord channel ready")
 	return a.cfg.Exclusive.Do(ctx, "discord gateway", a.gateway)
 }
 

@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
-
-	"loadout/bridge"
 )
 
 // gateway keeps a connection to Discord's gateway until ctx ends: it
@@ -22,10 +19,21 @@ import (
 // backoff while the gateway cannot be reached. Each new session (READY)
 // is followed by reading back what was missed.
 func (a *Adapter) gateway(ctx context.Context) error {
+	// Another process may have held the gateway since this one read the
+	// cursors: what it stored, and the conversations it met, are read
+	// back from the store's cursors.
+	a.cursors.reload()
+	a.log.Info("discord: this process holds the gateway")
 	a.api.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 15 * time.Second}
 	a.mu.Lock()
-	a.runCtx = ctx
+	// The gateway may come back to this process after it lost it: events
+	// are taken again, and a drop signalled by the last close is old.
+	a.runCtx, a.closing = ctx, false
 	a.mu.Unlock()
+	select {
+	case <-a.down:
+	default:
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { a.catchUps(ctx) })
 	defer wg.Wait()
@@ -267,159 +275,4 @@ func compareIDs(x, y string) int {
 		return 1
 	}
 	return 0
-}
-
-// cursorsKey is the state holding each conversation's cursor.
-const cursorsKey = "discord:cursors"
-
-// sinceKey is the state holding when the channel first ran, as a
-// snowflake: a conversation first read back is read from then, so what
-// was written before is not answered, and what was written since is.
-const sinceKey = "discord:since"
-
-// discordEpoch is the start of Discord's snowflakes, in Unix ms.
-const discordEpoch = 1420070400000
-
-// snowflake is the smallest id of a message written at t.
-func snowflake(t time.Time) string {
-	return strconv.FormatUint(uint64(t.UnixMilli()-discordEpoch)<<22, 10)
-}
-
-// cursor is where reading a conversation back starts: after its last
-// message stored.
-type cursor struct {
-	Guild string `json:"guild,omitempty"`
-	Last  string `json:"last"`
-}
-
-// cursors are the conversations the bot reads back after a new
-// session, each with the last message the inbox holds. A conversation
-// whose message could not be stored has a gap: its cursor stays until
-// reading back fills it.
-type cursors struct {
-	st bridge.Store
-
-	now func() time.Time
-
-	mu     sync.Mutex
-	loaded bool
-	since  string
-	m      map[string]cursor
-	gaps   map[string]bool
-	locks  map[string]*sync.Mutex
-}
-
-func newCursors(st bridge.Store) *cursors {
-	return &cursors{st: st, now: time.Now, m: map[string]cursor{}, gaps: map[string]bool{}, locks: map[string]*sync.Mutex{}}
-}
-
-func (c *cursors) load(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.loaded {
-		return nil
-	}
-	since, err := c.st.State(ctx, sinceKey)
-	if err != nil {
-		return err
-	}
-	if since == "" {
-		since = snowflake(c.now())
-		if err := c.st.SetState(ctx, sinceKey, since); err != nil {
-			return err
-		}
-	}
-	c.since = since
-	v, err := c.st.State(ctx, cursorsKey)
-	if err != nil {
-		return err
-	}
-	if v != "" {
-		if err := json.Unmarshal([]byte(v), &c.m); err != nil {
-			c.m = map[string]cursor{} // unreadable: started afresh
-		}
-	}
-	c.loaded = true
-	return nil
-}
-
-// know adds a direct message channel to read back, from the channel's
-// first run when it has no cursor yet. It is stored with the next
-// cursor that moves.
-func (c *cursors) know(channel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[channel]; !ok {
-		c.m[channel] = cursor{Last: c.since}
-	}
-}
-
-// lock holds a conversation for its messages to be stored in order.
-func (c *cursors) lock(channel string) (unlock func()) {
-	c.mu.Lock()
-	l, ok := c.locks[channel]
-	if !ok {
-		l = &sync.Mutex{}
-		c.locks[channel] = l
-	}
-	c.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
-func (c *cursors) get(channel string) (cursor, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[channel]
-	return v, ok
-}
-
-func (c *cursors) channels() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]string, 0, len(c.m))
-	for ch := range c.m {
-		out = append(out, ch)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// gap records that a message of channel could not be stored.
-func (c *cursors) gap(channel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gaps[channel] = true
-}
-
-// healed records that reading back stored everything of channel.
-func (c *cursors) healed(channel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.gaps, channel)
-}
-
-// advance moves channel's cursor to id once the inbox holds it (never
-// back, never past a gap) and stores the cursors.
-func (c *cursors) advance(ctx context.Context, channel, guild, id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur, ok := c.m[channel]
-	if c.gaps[channel] || ok && compareIDs(id, cur.Last) <= 0 {
-		return nil
-	}
-	if guild == "" {
-		guild = cur.Guild
-	}
-	c.m[channel] = cursor{Guild: guild, Last: id}
-	b, _ := json.Marshal(c.m) // strings always encode
-	if err := c.st.SetState(ctx, cursorsKey, string(b)); err != nil {
-		if ok {
-			c.m[channel] = cur
-		} else {
-			delete(c.m, channel)
-		}
-		return err
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -76,6 +77,7 @@ type Config struct {
 	MaxMessage int64 `yaml:"-"`
 	// PerSenderHour is how many messages of one sender are answered in
 	// an hour; more are left unanswered (a loop breaker). Default 30.
+	// They are counted in the store, for every process sharing it.
 	PerSenderHour int `yaml:"-"`
 	// MaxBackoff caps the wait between tries after a server failed;
 	// default 1m.
@@ -97,10 +99,26 @@ func Kind() bridge.Kind {
 			return "email (" + c.Address + ")"
 		},
 		Build: func(_ context.Context, c Config, env bridge.Env) (bridge.Channel, error) {
+			st, ok := env.Store.(Store)
+			if !ok {
+				return nil, errors.New("email: the channel counts each sender's messages in the store, and this store counts none")
+			}
 			c.Delivery = env.Delivery
-			return New(c, env.Router, env.Store)
+			return New(c, env.Router, st)
 		},
 	})
+}
+
+// Store is what the channel keeps: its inbox and small states, and the
+// count of each sender's messages, which every process sharing the
+// database reads, so the hourly limit holds whichever process reads the
+// mailbox. store.DB is one.
+type Store interface {
+	bridge.Store
+	// Hit counts event ref under key for window when fewer than max were
+	// counted in the last window, and reports whether it did; an event
+	// counted before is allowed again without counting twice.
+	Hit(ctx context.Context, key, ref string, max int, window time.Duration) (bool, error)
 }
 
 // TokenShapes are the forms of mail credentials redacted wherever they
@@ -115,13 +133,12 @@ type Adapter struct {
 	cfg    Config
 	router *bridge.Router
 	pipe   *bridge.Pipeline
-	store  bridge.Store
+	store  Store
 	log    *slog.Logger
 	imap   endpoint
 	smtp   endpoint
 	self   string
 	allow  map[string]bool
-	rate   *rateLimit
 
 	mu      sync.Mutex
 	ready   bool
@@ -132,7 +149,7 @@ type Adapter struct {
 // New returns an adapter for the mailbox cfg names that answers through
 // router and keeps its inbox and small states in st. It checks the URLs
 // (and their TLS rule) but does no I/O: Run connects.
-func New(cfg Config, router *bridge.Router, st bridge.Store) (*Adapter, error) {
+func New(cfg Config, router *bridge.Router, st Store) (*Adapter, error) {
 	if cfg.Mailbox == "" {
 		cfg.Mailbox = "INBOX"
 	}
@@ -188,7 +205,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) (*Adapter, error) {
 	log := cfg.Logger.With("channel", "email")
 	a := &Adapter{
 		cfg: cfg, router: router, store: st, log: log, imap: im, smtp: sm, self: self, allow: allow,
-		rate: newRateLimit(cfg.PerSenderHour, time.Hour), refused: map[string]bool{},
+		refused: map[string]bool{},
 	}
 	d := cfg.Delivery
 	d.Logger = log

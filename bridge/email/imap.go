@@ -341,10 +341,15 @@ func (a *Adapter) receive(ctx context.Context, l *letter, uid imap.UID) error {
 	}
 	if !a.allow[l.from] {
 		a.log.Warn("email sender refused: add their address to email.allowed_senders to allow them", "from", l.from, "message_id", l.id)
-		if !a.firstRefusal(l.from) || !a.rate.allow(l.from) {
+		if !a.firstRefusal(l.from) {
 			return nil
 		}
-	} else if !a.rate.allow(l.from) {
+		if ok, err := a.withinLimit(ctx, l.from, ref); err != nil || !ok {
+			return err
+		}
+	} else if ok, err := a.withinLimit(ctx, l.from, ref); err != nil {
+		return err
+	} else if !ok {
 		a.log.Warn("email: not answered: the sender wrote more than email allows in an hour (a mail loop?)", "from", l.from,
 			"per_hour", a.cfg.PerSenderHour, "message_id", l.id)
 		return nil
@@ -378,6 +383,20 @@ func (a *Adapter) receive(ctx context.Context, l *letter, uid imap.UID) error {
 		return fmt.Errorf("email: store message %s: %w", l.id, err)
 	}
 	return nil
+}
+
+// withinLimit counts message ref of sender and reports whether it is
+// within the sender's hourly limit. The count is the store's: it holds
+// across the processes sharing the database, and a message read again
+// (after a crash, or by the process that took the mailbox over) counts
+// once. An error means it could not be counted: the message is read
+// again on the next connection.
+func (a *Adapter) withinLimit(ctx context.Context, sender, ref string) (bool, error) {
+	ok, err := a.store.Hit(ctx, "email:"+sender, ref, a.cfg.PerSenderHour, time.Hour)
+	if err != nil {
+		return false, fmt.Errorf("email: count the sender's messages: %w", err)
+	}
+	return ok, nil
 }
 
 // firstRefusal reports whether a stranger is refused for the first time

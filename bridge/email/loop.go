@@ -2,8 +2,6 @@ package email
 
 import (
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/emersion/go-message/mail"
 )
@@ -35,40 +33,4 @@ func automatic(h mail.Header, from, self string) string {
 		return "it is a bounce (empty Return-Path)"
 	}
 	return ""
-}
-
-// rateLimit counts each sender's answered messages over a sliding
-// window; one past the limit is not answered. It is safe for concurrent
-// use.
-type rateLimit struct {
-	max    int
-	window time.Duration
-	now    func() time.Time
-
-	mu   sync.Mutex
-	seen map[string][]time.Time
-}
-
-func newRateLimit(max int, window time.Duration) *rateLimit {
-	return &rateLimit{max: max, window: window, now: time.Now, seen: map[string][]time.Time{}}
-}
-
-// allow records a message of sender and reports whether it is within
-// the limit.
-func (r *rateLimit) allow(sender string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	kept := r.seen[sender][:0]
-	for _, t := range r.seen[sender] {
-		if now.Sub(t) < r.window {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) >= r.max {
-		r.seen[sender] = kept
-		return false
-	}
-	r.seen[sender] = append(kept, now)
-	return true
 }

@@ -28,6 +28,7 @@ package whatsapp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -121,8 +122,12 @@ func Kind() bridge.Kind {
 			return "whatsapp (Cloud API webhook at " + cmp.Or(c.WebhookPath, DefaultWebhookPath) + ")"
 		},
 		Build: func(_ context.Context, c Config, env bridge.Env) (bridge.Channel, error) {
+			st, ok := env.Store.(Store)
+			if !ok {
+				return nil, errors.New("whatsapp: the channel keeps the messages held outside the 24-hour window in the store, and this store keeps none")
+			}
 			c.Delivery = env.Delivery
-			return New(c, env.Router, env.Store), nil
+			return New(c, env.Router, st), nil
 		},
 	})
 }
@@ -132,7 +137,7 @@ func Kind() bridge.Kind {
 type Adapter struct {
 	cfg    Config
 	router *bridge.Router
-	store  bridge.Store
+	store  Store
 	pipe   *bridge.Pipeline
 	allow  map[string]bool
 	log    *slog.Logger
@@ -154,7 +159,7 @@ type chatLock struct {
 
 // New returns an adapter that answers through router and keeps its
 // inbox and the chats' windows in st. It makes no connection: Run does.
-func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
+func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	cfg.APIURL = cmp.Or(cfg.APIURL, DefaultAPIURL)
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"

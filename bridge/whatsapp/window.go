@@ -19,9 +19,6 @@ const (
 	// stateSeen is when the person last wrote (Unix seconds): the
 	// customer-service window runs 24 hours from it.
 	stateSeen = "whatsapp:seen:"
-	// stateHeld are the messages that could not go out while the window
-	// was closed, given to the person when they next write.
-	stateHeld = "whatsapp:held:"
 	// stateInvited is when reengage_template was last sent.
 	stateInvited = "whatsapp:invited:"
 	// stateSent is the record of the last parts sent, with their
@@ -77,11 +74,27 @@ func (a *Adapter) open(ctx context.Context, r route) (bool, error) {
 	return seen > 0 && now.Sub(time.Unix(seen, 0)) < Window, nil
 }
 
+// Store is what the channel keeps: its inbox and small states, and the
+// messages each chat holds for the person's next message, kept a row
+// each so that processes holding and giving them at the same instant
+// lose none. store.DB is one.
+type Store interface {
+	bridge.Store
+	// HoldMessage keeps text for chat after what it holds, at most keep
+	// (older ones dropped and counted), and returns how many it holds.
+	HoldMessage(ctx context.Context, chat, text string, keep int) (int, error)
+	// TakeHeldMessages takes what chat holds for the message by, and
+	// returns all by took (now and before), with the dropped count.
+	TakeHeldMessages(ctx context.Context, chat, by string) ([]string, int, error)
+	// ForgetHeldMessages deletes what by took, once given.
+	ForgetHeldMessages(ctx context.Context, chat, by string) error
+}
+
 // held is what a chat keeps for the person's next message.
 type held struct {
-	Parts []string `json:"parts"`
+	Parts []string
 	// Dropped counts older ones dropped to keep keepHeld.
-	Dropped int `json:"dropped,omitempty"`
+	Dropped int
 }
 
 // opened records that the person wrote (r.At) and, when answers were
@@ -99,59 +112,32 @@ func (a *Adapter) opened(ctx context.Context, r route) error {
 			return fmt.Errorf("whatsapp: cannot record the chat's window: %w", err)
 		}
 	}
-	h, err := a.held(ctx, r.To)
-	if err != nil || len(h.Parts) == 0 {
+	// This message gave the held answers already (it is delivered again
+	// after a failure that came later): what is held now is for the next.
+	ref := "held:" + r.Msg
+	given, err := a.pipe.Seen(ctx, ref)
+	if err != nil {
 		return err
 	}
-	// Stored first, emptied after: a crash in between gives them once,
+	if given {
+		return a.store.ForgetHeldMessages(ctx, chatKey(r.To), r.Msg)
+	}
+	// Taken for this message, in the store: what another process holds
+	// after this stays for the next message, and this message, delivered
+	// again after a failure below, takes the same again.
+	parts, dropped, err := a.store.TakeHeldMessages(ctx, chatKey(r.To), r.Msg)
+	if err != nil || len(parts) == 0 {
+		return err
+	}
+	h := held{Parts: parts, Dropped: dropped}
+	// Stored first, forgotten after: a crash in between gives them once,
 	// as the inbox knows this id.
-	if _, err := a.pipe.Accept(ctx, bridge.Pending{ID: "held:" + r.Msg, Inbound: chat.Inbound{ChatKey: chatKey(r.To)},
+	if _, err := a.pipe.Accept(ctx, bridge.Pending{ID: ref, Inbound: chat.Inbound{ChatKey: chatKey(r.To)},
 		Route: r.encode(), Reply: heldText(h)}); err != nil {
 		return err
 	}
 	a.log.Info("whatsapp: the person wrote again; the answers held while the window was closed are sent", "to", "+"+r.To, "count", len(h.Parts))
-	// What another process held meanwhile stays for the next time.
-	now, err := a.held(ctx, r.To)
-	if err != nil {
-		return err
-	}
-	rest := held{Parts: without(now.Parts, h.Parts)}
-	v := ""
-	if len(rest.Parts) > 0 {
-		b, _ := json.Marshal(rest)
-		v = string(b)
-	}
-	return a.store.SetState(ctx, stateHeld+r.To, v)
-}
-
-// without is parts less the ones given (each once).
-func without(parts, given []string) []string {
-	left := map[string]int{}
-	for _, g := range given {
-		left[g]++
-	}
-	var out []string
-	for _, p := range parts {
-		if left[p] > 0 {
-			left[p]--
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func (a *Adapter) held(ctx context.Context, to string) (held, error) {
-	var h held
-	v, err := a.store.State(ctx, stateHeld+to)
-	if err != nil || v == "" {
-		return h, err
-	}
-	if err := json.Unmarshal([]byte(v), &h); err != nil {
-		a.log.Error("whatsapp: the held messages of a chat are unreadable; they are dropped", "to", "+"+to, "err", err)
-		return held{}, nil
-	}
-	return h, nil
+	return a.store.ForgetHeldMessages(ctx, chatKey(r.To), r.Msg)
 }
 
 // heldText is the message that gives the held answers.
@@ -182,20 +168,12 @@ func (a *Adapter) hold(ctx context.Context, to, text string) error {
 }
 
 func (a *Adapter) holdLocked(ctx context.Context, to, text string) error {
-	h, err := a.held(ctx, to)
+	n, err := a.store.HoldMessage(ctx, chatKey(to), text, keepHeld)
 	if err != nil {
-		return fmt.Errorf("whatsapp: cannot read the held messages: %w", err)
-	}
-	h.Parts = append(h.Parts, text)
-	if over := len(h.Parts) - keepHeld; over > 0 {
-		h.Parts, h.Dropped = h.Parts[over:], h.Dropped+over
-	}
-	b, _ := json.Marshal(h)
-	if err := a.store.SetState(ctx, stateHeld+to, string(b)); err != nil {
 		return fmt.Errorf("whatsapp: cannot hold a message: %w", err)
 	}
 	a.log.Warn("whatsapp: the 24-hour window is closed (the person last wrote more than 24 hours ago); the message is held and given to them when they write again",
-		"to", "+"+to, "held", len(h.Parts))
+		"to", "+"+to, "held", n)
 	a.invite(ctx, to)
 	return nil
 }

@@ -35,7 +35,14 @@ func channelKinds() []bridge.Kind {
 	}
 }
 
-var _ bridge.Store = (*store.DB)(nil)
+// The store keeps what each channel needs beyond the inbox, for every
+// process sharing it.
+var (
+	_ bridge.Store   = (*store.DB)(nil)
+	_ discord.Store  = (*store.DB)(nil)
+	_ email.Store    = (*store.DB)(nil)
+	_ whatsapp.Store = (*store.DB)(nil)
+)
 
 // fileType is the type config.yaml is read into: Config's keys, and one
 // section for each channel of kinds, of the channel's own config type.

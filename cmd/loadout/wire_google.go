@@ -13,7 +13,12 @@ import (
 	"loadout/tools"
 )
 
-var _ google.TokenStore = (*store.DB)(nil)
+// The store keeps the Google accounts, and the connect links under way,
+// so that Google may send a person back to any process sharing it.
+var (
+	_ google.TokenStore = (*store.DB)(nil)
+	_ google.StateStore = (*store.DB)(nil)
+)
 
 // GoogleConfig is the google section; GmailConfig its gmail part.
 type (

@@ -14,8 +14,14 @@ import (
 	"loadout/bridge"
 	"loadout/chat"
 	"loadout/google"
+	"loadout/store"
 	"loadout/tools/mcp"
 )
+
+// The store keeps people's MCP sign-ins, and the sign-ins under way, so
+// that an authorization server may send a person back to any process
+// sharing it.
+var _ mcp.TokenStore = (*store.DB)(nil)
 
 // mcpSignIns makes the sign-ins of the MCP servers with auth: person:
 // tokens sealed with the Google token key, in the store; discovery and

@@ -140,8 +140,13 @@ func New(srv Server, deps Deps, log *slog.Logger) *Client {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, rootsRead: make(chan struct{}), people: map[string]*sdk.ClientSession{},
+	c := &Client{srv: srv, deps: deps, log: log.With("mcp", srv.Name), down: "not started", calls: map[*callState]bool{}, rootsRead: make(chan struct{}), people: map[string]*sdk.ClientSession{},
 		policy: backoff.Policy{Initial: time.Second, Max: time.Minute, Jitter: 0.2}}
+	if deps.SignIns != nil && srv.Auth == AuthPerson {
+		// A sign-in link made by another process may come back here.
+		deps.SignIns.add(c)
+	}
+	return c
 }
 
 // GroupName is the group of the server.

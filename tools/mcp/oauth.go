@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"net"
 	"net/http"
@@ -54,12 +53,20 @@ const signInTTL = 10 * time.Minute
 // CodeNotConnected is the code of a call by someone not signed in.
 const CodeNotConnected = "not_connected"
 
-// TokenStore keeps people's sealed sign-ins to servers.
+// TokenStore keeps people's sealed sign-ins to servers, and the
+// sign-ins under way, so that whichever process the authorization server
+// sends a person back to finishes theirs. store.DB is one.
 type TokenStore interface {
 	// MCPToken returns the sealed sign-in, or nil and no error.
 	MCPToken(ctx context.Context, server, userKey string) ([]byte, error)
 	SaveMCPToken(ctx context.Context, server, userKey string, sealed []byte) error
 	DeleteMCPToken(ctx context.Context, server, userKey string) error
+	// SaveMCPSignIn keeps a sign-in under way, sealed, by the hash of
+	// its state, until expires.
+	SaveMCPSignIn(ctx context.Context, id string, sealed []byte, expires time.Time) error
+	// TakeMCPSignIn removes and returns a sign-in under way, once; nil
+	// when there is none.
+	TakeMCPSignIn(ctx context.Context, id string) ([]byte, time.Time, error)
 }
 
 // SignInConfig configures SignIns.
@@ -80,22 +87,15 @@ type SignInConfig struct {
 	Notify  func(ctx context.Context, chatKey, text string) error
 }
 
-// SignIns are the sign-ins of every server that needs one: the pending
-// links and the callback that finishes them. Safe for concurrent use.
+// SignIns are the sign-ins of every server that needs one: the links,
+// kept in the store until they come back, and the callback that
+// finishes them. Safe for concurrent use.
 type SignIns struct {
 	cfg  SignInConfig
 	aead cipher.AEAD
 
 	mu      sync.Mutex
-	pending map[string]*pendingSignIn // by state
-}
-
-type pendingSignIn struct {
-	client             *Client
-	user, chatKey      string
-	cfg                oauth2.Config
-	verifier, resource string
-	expires            time.Time
+	clients map[string]*Client // by server name: those a callback finishes
 }
 
 // savedToken is what is sealed and stored: the token and what refreshing
@@ -126,7 +126,7 @@ func NewSignIns(cfg SignInConfig) (*SignIns, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
-	return &SignIns{cfg: cfg, aead: aead, pending: map[string]*pendingSignIn{}}, nil
+	return &SignIns{cfg: cfg, aead: aead, clients: map[string]*Client{}}, nil
 }
 
 // additional is the data a token is sealed with: a sealed token copied to
@@ -134,7 +134,17 @@ func NewSignIns(cfg SignInConfig) (*SignIns, error) {
 func additional(server, user string) []byte { return []byte(server + "\x00" + user) }
 
 func (s *SignIns) seal(server, user string, t savedToken) ([]byte, error) {
-	plain, err := json.Marshal(t)
+	return s.sealJSON(additional(server, user), t)
+}
+
+func (s *SignIns) open(server, user string, sealed []byte) (savedToken, error) {
+	var t savedToken
+	return t, s.openJSON(additional(server, user), sealed, &t)
+}
+
+// sealJSON seals v, bound to ad.
+func (s *SignIns) sealJSON(ad []byte, v any) ([]byte, error) {
+	plain, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -142,20 +152,20 @@ func (s *SignIns) seal(server, user string, t savedToken) ([]byte, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
 	}
-	return s.aead.Seal(nonce, nonce, plain, additional(server, user)), nil
+	return s.aead.Seal(nonce, nonce, plain, ad), nil
 }
 
-func (s *SignIns) open(server, user string, sealed []byte) (savedToken, error) {
-	var t savedToken
+// openJSON opens what sealJSON sealed with ad into v.
+func (s *SignIns) openJSON(ad, sealed []byte, v any) error {
 	n := s.aead.NonceSize()
 	if len(sealed) < n {
-		return t, errors.New("mcp: stored token is truncated")
+		return errors.New("mcp: stored token is truncated")
 	}
-	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], additional(server, user))
+	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], ad)
 	if err != nil {
-		return t, errors.New("mcp: stored token does not decrypt with this token key (was the key changed?)")
+		return errors.New("mcp: stored token does not decrypt with this token key (was the key changed?)")
 	}
-	return t, json.Unmarshal(plain, &t)
+	return json.Unmarshal(plain, v)
 }
 
 // token is user's stored sign-in to c's server, or ok false.
@@ -250,15 +260,11 @@ func (s *SignIns) start(ctx context.Context, c *Client, user, chatKey string) (s
 	}
 	verifier, state := oauth2.GenerateVerifier(), rand.Text()
 	link := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", prm.Resource))
-	s.mu.Lock()
-	now := time.Now()
-	for k, p := range s.pending {
-		if now.After(p.expires) {
-			delete(s.pending, k)
-		}
+	s.add(c)
+	p := pendingOf(c.srv.Name, user, chatKey, cfg, verifier, prm.Resource, time.Now().Add(signInTTL))
+	if err := s.keep(ctx, state, p); err != nil {
+		return "", err
 	}
-	s.pending[state] = &pendingSignIn{client: c, user: user, chatKey: chatKey, cfg: cfg, verifier: verifier, resource: prm.Resource, expires: now.Add(signInTTL)}
-	s.mu.Unlock()
 	return link, nil
 }
 
@@ -306,53 +312,6 @@ func (c *Client) register(ctx context.Context, hc *http.Client, endpoint, redire
 	return r.ClientID, r.ClientSecret, nil
 }
 
-// ServeHTTP finishes a sign-in: the authorization server sends the
-// person back here with the link's state and a code, exchanged for a
-// token (with PKCE's verifier and the resource), which is stored sealed
-// for that person and server. A state that is unknown, used or expired
-// is refused.
-func (s *SignIns) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	s.mu.Lock()
-	p := s.pending[q.Get("state")]
-	delete(s.pending, q.Get("state"))
-	s.mu.Unlock()
-	page := func(code int, text string) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(code)
-		fmt.Fprintf(w, "<!doctype html><title>loadout</title><p>%s</p>", html.EscapeString(text))
-	}
-	switch {
-	case p == nil || time.Now().After(p.expires):
-		page(http.StatusBadRequest, "This sign-in link is unknown, used or expired. Ask loadout for a new one.")
-		return
-	case q.Get("error") != "" || q.Get("code") == "":
-		page(http.StatusBadRequest, "The sign-in was not completed.")
-		return
-	}
-	ctx := context.WithValue(r.Context(), oauth2.HTTPClient, s.cfg.HTTPClient)
-	tok, err := p.cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(p.verifier), oauth2.SetAuthURLParam("resource", p.resource))
-	if err != nil {
-		p.client.log.Warn("MCP sign-in: the code exchange failed", "err", err)
-		page(http.StatusBadGateway, "The service did not accept the sign-in. Ask loadout for a new link.")
-		return
-	}
-	st := savedToken{Access: tok.AccessToken, Refresh: tok.RefreshToken, Expiry: tok.Expiry, TokenURL: p.cfg.Endpoint.TokenURL,
-		ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret, Resource: p.resource}
-	if err := s.save(r.Context(), p.client, p.user, st); err != nil {
-		p.client.log.Error("MCP sign-in: the token could not be stored", "err", err)
-		page(http.StatusInternalServerError, "Signed in, but loadout could not keep the sign-in. Please try again later.")
-		return
-	}
-	p.client.dropPerson(p.user)
-	name := p.client.srv.Name
-	p.client.log.Info("a person signed in to an MCP server", "user", p.user)
-	page(http.StatusOK, "Signed in to "+name+". You can close this page and go back to the chat.")
-	if s.cfg.Notify != nil && p.chatKey != "" {
-		go s.cfg.Notify(context.Background(), p.chatKey, "You're signed in to "+name+". Ask me again and I'll use it.")
-	}
-}
-
 func (s *SignIns) save(ctx context.Context, c *Client, user string, t savedToken) error {
 	sealed, err := s.seal(c.srv.Name, user, t)
 	if err != nil {
@@ -392,7 +351,8 @@ func (ss *savingSource) Token() (*oauth2.Token, error) {
 }
 
 // personSession is the caller's own session with a server that needs a
-// sign-in: opened with their token the first time, kept after. Not
+// sign-in: opened with their token the first time, kept while that
+// sign-in is stored (a sign-out on any process ends it). Not
 // signed in, it answers not_connected and sends them a link privately
 // (in a group, it says how to get one).
 func (c *Client) personSession(ctx context.Context) (*sdk.ClientSession, error) {
@@ -406,15 +366,21 @@ func (c *Client) personSession(ctx context.Context) (*sdk.ClientSession, error) 
 	if user == "" {
 		return nil, &tools.Error{Code: CodeNotConnected, Message: fmt.Sprintf("The MCP server '%s' is used with each person's own sign-in, and this call is nobody's.", c.srv.Name)}
 	}
-	c.mu.Lock()
-	sess := c.people[user]
-	c.mu.Unlock()
-	if sess != nil {
-		return sess, nil
-	}
+	// The stored sign-in is read on every call, even with a session open:
+	// the person may have signed out through another process sharing the
+	// store, and this process's session must end with it.
 	t, ok, err := s.token(ctx, c, user)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	sess := c.people[user]
+	c.mu.Unlock()
+	switch {
+	case sess != nil && ok:
+		return sess, nil
+	case sess != nil:
+		c.dropPerson(user)
 	}
 	if ok {
 		sess, err := c.connectAs(ctx, user, t)

@@ -16,9 +16,28 @@ import (
 
 // tokens is an in-memory TokenStore that counts its saves.
 type tokens struct {
-	mu    sync.Mutex
-	m     map[string][]byte
-	saves int
+	mu      sync.Mutex
+	m       map[string][]byte
+	saves   int
+	signIns map[string][]byte
+}
+
+func (s *tokens) SaveMCPSignIn(ctx context.Context, id string, sealed []byte, expires time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.signIns == nil {
+		s.signIns = map[string][]byte{}
+	}
+	s.signIns[id] = sealed
+	return nil
+}
+
+func (s *tokens) TakeMCPSignIn(ctx context.Context, id string) ([]byte, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sealed := s.signIns[id]
+	delete(s.signIns, id)
+	return sealed, time.Time{}, nil
 }
 
 func (s *tokens) MCPToken(ctx context.Context, server, user string) ([]byte, error) {
