@@ -15,7 +15,8 @@ import (
 )
 
 // another starts a second process's console on s's database (a file, or
-// PostgreSQL with LOADOUT_TEST_DSN) and returns its URL.
+// PostgreSQL with LOADOUT_TEST_DSN) and returns its URL. Its channels let
+// every person in, as the first process's do until one is removed.
 func (s *site) another(t *testing.T) string {
 	t.Helper()
 	db, err := store.OpenTest(s.Env.DBPath)
@@ -26,7 +27,7 @@ func (s *site) another(t *testing.T) string {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	c, err := ui.New(ui.Config{Enabled: true, AdminToken: adminToken}, ui.Deps{Store: db, Chats: &bridge.Hub{}, Registry: s.Env.Registry,
+	c, err := ui.New(ui.Config{Enabled: true, AdminToken: adminToken}, ui.Deps{Store: db, Chats: &roster{Hub: &bridge.Hub{}, removed: map[string]bool{}}, Registry: s.Env.Registry,
 		Listen: strings.TrimPrefix(srv.URL, "http://"), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
