@@ -15,11 +15,11 @@ import (
 // migrations is the version of the hand-written schema steps (indexes,
 // moves of old tables) in migrate. Change it whenever they change; the
 // models' own changes are noticed without it.
-const migrations = 7
+const migrations = 8
 
 // models are the tables gorm migrates.
 func models() []any {
-	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}, &mcpToken{}}
+	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}, &mcpToken{}, &question{}}
 }
 
 // The models' tables are named by hand, as gorm's naming strategy would
@@ -95,6 +95,9 @@ func migrate(g *gorm.DB, fts bool) error {
 		}
 		if err := migrateInbox(tx); err != nil {
 			return err
+		}
+		if err := tx.Exec(waitingQuestions).Error; err != nil {
+			return fmt.Errorf("index: %w", err)
 		}
 		if err := searchSchema(tx, fts); err != nil {
 			return err

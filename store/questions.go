@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
+
+	"loadout/bridge"
+	"loadout/chat"
+)
+
+var _ bridge.Questions = (*DB)(nil)
+
+// question is a question a running turn asked its person
+// (bridge.AskedQuestion). The partial unique index
+// idx_questions_waiting keeps one waiting question per chat and answers
+// "which question waits here". Times are Unix milliseconds.
+type question struct {
+	ID        int64  `gorm:"primaryKey"`
+	Channel   string `gorm:"not null;index:idx_questions_event,priority:1"`
+	ChatKey   string `gorm:"not null;index:idx_questions_event,priority:2"`
+	Event     string `gorm:"not null;index:idx_questions_event,priority:3"`
+	UserKey   string `gorm:"not null"`
+	Turn      string `gorm:"not null"`
+	Code      string `gorm:"not null"`
+	Text      string
+	Choices   string // JSON array, "" for none
+	State     string `gorm:"not null"`
+	Answer    string
+	ExpiresAt int64 `gorm:"not null;index"`
+	BeatAt    int64 `gorm:"not null"`
+}
+
+func (question) TableName() string { return "questions" }
+
+// waitingQuestions is the index that keeps one waiting question per
+// chat.
+const waitingQuestions = `CREATE UNIQUE INDEX IF NOT EXISTS idx_questions_waiting ON questions(channel, chat_key) WHERE state = 'waiting'`
+
+func (r question) domain() bridge.AskedQuestion {
+	q := bridge.AskedQuestion{ID: r.ID, Channel: r.Channel, ChatKey: r.ChatKey, UserKey: r.UserKey, Event: r.Event, Turn: r.Turn,
+		Code: r.Code, Text: r.Text, State: bridge.QuestionState(r.State), Answer: r.Answer,
+		Expires: time.UnixMilli(r.ExpiresAt).UTC(), Beat: time.UnixMilli(r.BeatAt).UTC()}
+	if r.Choices != "" {
+		_ = json.Unmarshal([]byte(r.Choices), &q.Choices) // a row this package wrote
+	}
+	return q
+}
+
+func encodeChoices(choices []string) string {
+	if len(choices) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(choices) // strings always encode
+	return string(b)
+}
+
+// AskQuestion records q as waiting, ending first the chat's questions
+// that wait for a turn no longer running.
+func (d *DB) AskQuestion(ctx context.Context, q bridge.AskedQuestion) (int64, error) {
+	now := d.now().UnixMilli()
+	row := question{Channel: q.Channel, ChatKey: q.ChatKey, UserKey: q.UserKey, Event: q.Event, Turn: q.Turn, Code: q.Code,
+		Text: q.Text, Choices: encodeChoices(q.Choices), State: string(bridge.QuestionWaiting), ExpiresAt: q.Expires.UnixMilli(), BeatAt: now}
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(&question{}).Where("channel = ? AND chat_key = ? AND state = ? AND turn <> ?",
+			q.Channel, q.ChatKey, bridge.QuestionWaiting, q.Turn).Update("state", bridge.QuestionEnded).Error; err != nil {
+			return err
+		}
+		var mine int64
+		if err := tx.Model(&question{}).Where("channel = ? AND chat_key = ? AND state = ?", q.Channel, q.ChatKey, bridge.QuestionWaiting).
+			Count(&mine).Error; err != nil {
+			return err
+		}
+		if mine > 0 {
+			return bridge.ErrAnotherQuestion
+		}
+		return tx.Create(&row).Error
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		// Two calls of one run asking at once, on PostgreSQL.
+		return 0, bridge.ErrAnotherQuestion
+	}
+	if errors.Is(err, bridge.ErrAnotherQuestion) {
+		return 0, err
+	}
+	return row.ID, kind(err)
+}
+
+// WaitingQuestion returns the chat's waiting question unless it has
+// expired.
+func (d *DB) WaitingQuestion(ctx context.Context, channel, chatKey string) (bridge.AskedQuestion, bool, error) {
+	var rows []question
+	err := d.db.WithContext(ctx).Where("channel = ? AND chat_key = ? AND state = ? AND expires_at > ?",
+		channel, chatKey, bridge.QuestionWaiting, d.now().UnixMilli()).Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return bridge.AskedQuestion{}, false, kind(err)
+	}
+	return rows[0].domain(), true, nil
+}
+
+// SettleQuestion moves a waiting question to answered or cancelled.
+func (d *DB) SettleQuestion(ctx context.Context, id int64, state bridge.QuestionState, answer string) (bool, error) {
+	if state != bridge.QuestionAnswered && state != bridge.QuestionCancelled {
+		return false, fmt.Errorf("store: settle question %d: %q is not an answer's state", id, state)
+	}
+	res := d.db.WithContext(ctx).Model(&question{}).Where("id = ? AND state = ?", id, bridge.QuestionWaiting).
+		Updates(map[string]any{"state": string(state), "answer": answer})
+	return res.RowsAffected == 1, kind(res.Error)
+}
+
+// PollQuestion renews the question's beat, takes its answer if it has
+// one, and returns it, in one statement.
+func (d *DB) PollQuestion(ctx context.Context, id int64) (bridge.AskedQuestion, error) {
+	var r question
+	var choices sql.NullString
+	err := d.db.WithContext(ctx).Raw(`UPDATE questions SET beat_at = ?, state = CASE WHEN state = 'answered' THEN 'taken' ELSE state END
+		WHERE id = ? RETURNING id, channel, chat_key, event, user_key, turn, code, text, choices, state, answer, expires_at, beat_at`,
+		d.now().UnixMilli(), id).Row().Scan(&r.ID, &r.Channel, &r.ChatKey, &r.Event, &r.UserKey, &r.Turn, &r.Code, &r.Text, &choices,
+		&r.State, &r.Answer, &r.ExpiresAt, &r.BeatAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return bridge.AskedQuestion{}, fmt.Errorf("store: question %d: %w", id, chat.ErrNotFound)
+	}
+	if err != nil {
+		return bridge.AskedQuestion{}, kind(err)
+	}
+	r.Choices = choices.String
+	return r.domain(), nil
+}
+
+// EndQuestion ends a question that still waits.
+func (d *DB) EndQuestion(ctx context.Context, id int64) error {
+	return kind(d.db.WithContext(ctx).Model(&question{}).Where("id = ? AND state = ?", id, bridge.QuestionWaiting).
+		Update("state", bridge.QuestionEnded).Error)
+}
+
+// TakeAnswered takes the answer an earlier run of q's turn was given
+// for the same question.
+func (d *DB) TakeAnswered(ctx context.Context, q bridge.AskedQuestion) (string, bool, error) {
+	var answer string
+	found := false
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []question
+		err := tx.Where("channel = ? AND chat_key = ? AND event = ? AND user_key = ? AND turn <> ? AND state = ? AND text = ? AND choices = ?",
+			q.Channel, q.ChatKey, q.Event, q.UserKey, q.Turn, bridge.QuestionAnswered, q.Text, encodeChoices(q.Choices)).
+			Order("id").Limit(1).Find(&rows).Error
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		res := tx.Model(&question{}).Where("id = ? AND state = ?", rows[0].ID, bridge.QuestionAnswered).Update("state", bridge.QuestionTaken)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		answer, found = rows[0].Answer, true
+		return nil
+	})
+	return answer, found, kind(err)
+}
+
+// pruneQuestions deletes the questions that expired before t.
+func (d *DB) pruneQuestions(ctx context.Context, before time.Time) error {
+	return kind(d.db.WithContext(ctx).Where("expires_at < ?", before.UnixMilli()).Delete(&question{}).Error)
+}
