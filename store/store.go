@@ -7,8 +7,8 @@ package store
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"crypto/md5"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
