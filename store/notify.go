@@ -45,7 +45,10 @@ type signals struct {
 	deliver sync.Mutex
 }
 
-type signalSub struct{ f func(string) }
+type signalSub struct {
+	ctx context.Context
+	f   func(string)
+}
 
 // Timing of the listening connection.
 const (
@@ -90,7 +93,7 @@ func (d *DB) Signal(ctx context.Context, topic, payload string) error {
 // Listen calls f with topic's notices until ctx ends.
 func (d *DB) Listen(ctx context.Context, topic string, f func(payload string)) {
 	s := d.sig
-	sub := &signalSub{f: f}
+	sub := &signalSub{ctx: ctx, f: f}
 	s.mu.Lock()
 	if s.subs[topic] == nil {
 		s.subs[topic] = map[*signalSub]struct{}{}
@@ -123,7 +126,9 @@ func (s *signals) send(topic, payload string) {
 	for t, subs := range s.subs {
 		if t == topic || topic == "" {
 			for sub := range subs {
-				fs = append(fs, sub.f)
+				if sub.ctx.Err() == nil {
+					fs = append(fs, sub.f)
+				}
 			}
 		}
 	}
