@@ -17,7 +17,7 @@ import (
 
 // answers reports whether event it, just taken in, answers the question
 // that waits in its chat, and if so records the answer for the turn and
-// finishes the event: the question's person answered (a message, a
+// finishes the event, at once (so no process takes it for a message): the question's person answered (a message, a
 // press's "/answer <code> <n>", /cancel). A /clear by anyone cancels the
 // question and is not taken: it is then handled as usual. holding says
 // this process holds the chat's claim, so no other runs a turn there.
@@ -67,7 +67,11 @@ func (p *Pipeline) answers(ctx context.Context, out Outlet, it Item, holding boo
 			resume = &old
 		}
 	}
-	switch ok, err := qs.SettleQuestion(ctx, q.ID, state, answer); {
+	var seq int64
+	if taken {
+		seq = it.Seq
+	}
+	switch ok, err := qs.SettleQuestion(ctx, q.ID, state, answer, seq); {
 	case err != nil:
 		log.Warn("delivery: cannot record a question's answer; it is taken as a message", "err", err)
 		return false
@@ -87,9 +91,6 @@ func (p *Pipeline) answers(ctx context.Context, out Outlet, it Item, holding boo
 	if !taken {
 		return false
 	}
-	p.write(ctx, log, "mark an answer done", func(ctx context.Context) error {
-		return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
-	})
 	if !gone {
 		return true
 	}

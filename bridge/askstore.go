@@ -68,9 +68,11 @@ type Questions interface {
 	// has expired; ok false when there is none.
 	WaitingQuestion(ctx context.Context, channel, chatKey string) (q AskedQuestion, ok bool, err error)
 	// SettleQuestion moves question id from waiting to answered (with
-	// answer) or cancelled; it reports false, changing nothing, when the
-	// question no longer waits.
-	SettleQuestion(ctx context.Context, id int64, state QuestionState, answer string) (bool, error)
+	// answer) or cancelled and, when seq is not 0, finishes inbox item
+	// seq (the message that answered) in the same transaction, so that
+	// no process runs it as a message of its own. It reports false,
+	// changing nothing, when the question no longer waits.
+	SettleQuestion(ctx context.Context, id int64, state QuestionState, answer string, seq int64) (bool, error)
 	// PollQuestion renews question id's Beat and returns it; an
 	// answered question is taken by the call (it comes back
 	// QuestionTaken, with its answer).

@@ -105,14 +105,34 @@ func (d *DB) WaitingQuestion(ctx context.Context, channel, chatKey string) (brid
 	return rows[0].domain(), true, nil
 }
 
-// SettleQuestion moves a waiting question to answered or cancelled.
-func (d *DB) SettleQuestion(ctx context.Context, id int64, state bridge.QuestionState, answer string) (bool, error) {
+// SettleQuestion moves a waiting question to answered or cancelled,
+// and finishes the inbox item seq that answered (when not 0) with it.
+// On PostgreSQL it is one statement.
+func (d *DB) SettleQuestion(ctx context.Context, id int64, state bridge.QuestionState, answer string, seq int64) (bool, error) {
 	if state != bridge.QuestionAnswered && state != bridge.QuestionCancelled {
 		return false, fmt.Errorf("store: settle question %d: %q is not an answer's state", id, state)
 	}
-	res := d.db.WithContext(ctx).Model(&question{}).Where("id = ? AND state = ?", id, bridge.QuestionWaiting).
-		Updates(map[string]any{"state": string(state), "answer": answer})
-	return res.RowsAffected == 1, kind(res.Error)
+	if d.pg {
+		var n int64
+		err := d.db.WithContext(ctx).Raw(`WITH q AS (UPDATE questions SET state = ?, answer = ? WHERE id = ? AND state = 'waiting' RETURNING id),
+			i AS (UPDATE inbox_items SET state = 'done', updated_at = ? WHERE seq = ? AND EXISTS (SELECT 1 FROM q) RETURNING seq)
+			SELECT count(*) FROM q`, string(state), answer, id, d.now(), seq).Scan(&n).Error
+		return n == 1, kind(err)
+	}
+	settled := false
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&question{}).Where("id = ? AND state = ?", id, bridge.QuestionWaiting).
+			Updates(map[string]any{"state": string(state), "answer": answer})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		settled = true
+		if seq == 0 {
+			return nil
+		}
+		return tx.Exec("UPDATE inbox_items SET state = ?, updated_at = ? WHERE seq = ?", bridge.StateDone, d.now(), seq).Error
+	})
+	return settled && err == nil, kind(err)
 }
 
 // PollQuestion renews the question's beat, takes its answer if it has

@@ -40,11 +40,24 @@ func TestQuestionsWaitOnePerChat(t *testing.T) {
 	if q, _ := db.PollQuestion(ctx, first); q.State != bridge.QuestionEnded {
 		t.Fatalf("the earlier run's question is %s", q.State)
 	}
-	if ok, err := db.SettleQuestion(ctx, second, bridge.QuestionAnswered, "2"); !ok || err != nil {
+	// The message that answers is finished with the answer, in one
+	// step: no process sees it unfinished and runs it as a message.
+	it, _, err := db.Accept(ctx, "telegram", bridge.Pending{ID: "update:2", Inbound: chatInbound("telegram:42", "telegram:42", "2")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := db.SettleQuestion(ctx, second, bridge.QuestionAnswered, "2", it.Seq); !ok || err != nil {
 		t.Fatalf("settle = %v %v", ok, err)
 	}
-	if ok, _ := db.SettleQuestion(ctx, second, bridge.QuestionCancelled, ""); ok {
+	if items, _ := db.Unfinished(ctx, "telegram"); len(items) != 0 {
+		t.Fatalf("the answer's event is unfinished: %+v", items)
+	}
+	again, _, _ := db.Accept(ctx, "telegram", bridge.Pending{ID: "update:3", Inbound: chatInbound("telegram:42", "telegram:42", "3")}, nil)
+	if ok, _ := db.SettleQuestion(ctx, second, bridge.QuestionAnswered, "3", again.Seq); ok {
 		t.Fatal("an answered question was settled again")
+	}
+	if items, _ := db.Unfinished(ctx, "telegram"); len(items) != 1 {
+		t.Fatal("a message that answered nothing was finished")
 	}
 	if _, ok, _ := db.WaitingQuestion(ctx, "telegram", "telegram:42"); ok {
 		t.Fatal("an answered question still waits")
@@ -83,7 +96,7 @@ func TestAnAnswerWaitsForTheRunThatResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := db.SettleQuestion(ctx, id, bridge.QuestionAnswered, "green"); !ok || err != nil {
+	if ok, err := db.SettleQuestion(ctx, id, bridge.QuestionAnswered, "green", 0); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if _, ok, _ := db.TakeAnswered(ctx, asked("cut", "Colour?")); ok {
