@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"loadout/bridge"
 )
@@ -23,6 +27,11 @@ import (
 // channel per schema, on which a connection of each process, made at
 // the first Listen and made again whenever it breaks, LISTENs. SQLite
 // serves one process: its notices stay in it.
+//
+// Any role that can connect to the database may NOTIFY on any channel:
+// a notice is signed with a key kept in the schema (noticeKey), which
+// such a role cannot read without being granted loadout's tables, and
+// one whose signature does not hold is dropped.
 
 var _ bridge.Signals = (*DB)(nil)
 
@@ -32,8 +41,10 @@ type signals struct {
 	// mark is on every notice this handle sends: its own come back to it
 	// through PostgreSQL, and are skipped (it has delivered them).
 	mark string
-	// dsn and channel are PostgreSQL's; dsn is "" on SQLite.
+	// dsn and channel are PostgreSQL's; dsn is "" on SQLite. key signs
+	// the notices sent through PostgreSQL.
 	dsn, channel string
+	key          []byte
 
 	mu        sync.Mutex
 	subs      map[string]map[*signalSub]struct{}
@@ -59,10 +70,37 @@ const (
 	relistenMax = 5 * time.Second
 )
 
-func newSignals(dsn, channel string) *signals {
+func newSignals(dsn, channel string, key []byte) *signals {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &signals{mark: hex.EncodeToString(b[:]), dsn: dsn, channel: channel, subs: map[string]map[*signalSub]struct{}{}}
+	return &signals{mark: hex.EncodeToString(b[:]), dsn: dsn, channel: channel, key: key, subs: map[string]map[*signalSub]struct{}{}}
+}
+
+// noticeKeyName names, among the states, the key that signs notices.
+const noticeKeyName = "store:notice-key"
+
+// noticeKey is the schema's key for signing notices, made by the first
+// process that asks.
+func noticeKey(g *gorm.DB) ([]byte, error) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	err := g.Clauses(clause.OnConflict{DoNothing: true}).Create(&state{Key: noticeKeyName, Value: hex.EncodeToString(b[:]), UpdatedAt: utcNow()}).Error
+	if err != nil {
+		return nil, err
+	}
+	var kept state
+	if err := g.Where("key = ?", noticeKeyName).Take(&kept).Error; err != nil {
+		return nil, err
+	}
+	return hex.DecodeString(kept.Value)
+}
+
+// sign is the signature of a notice's text: the first 16 bytes of its
+// HMAC-SHA256, in hex.
+func (s *signals) sign(text string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(s.channel + "\x00" + text))
+	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 // noticeChannel is the NOTIFY channel of the schema: a name of at most
@@ -87,7 +125,8 @@ func (d *DB) Signal(ctx context.Context, topic, payload string) error {
 	if d.sig.dsn == "" {
 		return nil
 	}
-	return kind(d.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", d.sig.channel, d.sig.mark+" "+topic+" "+payload).Error)
+	text := d.sig.mark + " " + topic + " " + payload
+	return kind(d.db.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", d.sig.channel, d.sig.sign(text)+" "+text).Error)
 }
 
 // Listen calls f with topic's notices until ctx ends.
@@ -198,7 +237,11 @@ func (s *signals) receive(ctx context.Context, conn *pgx.Conn) error {
 		case err != nil:
 			return err
 		}
-		mark, rest, _ := strings.Cut(n.Payload, " ")
+		sig, text, _ := strings.Cut(n.Payload, " ")
+		if !hmac.Equal([]byte(sig), []byte(s.sign(text))) {
+			continue // not a process of this store's
+		}
+		mark, rest, _ := strings.Cut(text, " ")
 		topic, payload, _ := strings.Cut(rest, " ")
 		if mark != s.mark && payload != "" {
 			s.send(topic, payload)

@@ -30,13 +30,18 @@ func OpenPostgres(dsn string) (*DB, error) {
 		return nil, fmt.Errorf("store: migrate PostgreSQL: %w", err)
 	}
 	var schema string
-	if err := g.Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+	err = g.Raw("SELECT current_schema()").Scan(&schema).Error
+	var key []byte
+	if err == nil {
+		key, err = noticeKey(g)
+	}
+	if err != nil {
 		if sqlDB, err := g.DB(); err == nil {
 			sqlDB.Close()
 		}
-		return nil, fmt.Errorf("store: read the schema of PostgreSQL: %w", err)
+		return nil, fmt.Errorf("store: set up the notices of PostgreSQL: %w", err)
 	}
-	return &DB{db: g, pg: true, now: utcNow, sig: newSignals(dsn, noticeChannel(schema))}, nil
+	return &DB{db: g, pg: true, now: utcNow, sig: newSignals(dsn, noticeChannel(schema), key)}, nil
 }
 
 // pgConns bounds the connections to PostgreSQL, which, unlike SQLite,

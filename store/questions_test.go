@@ -200,4 +200,20 @@ func TestNoticesReachTheListenersOfEveryHandle(t *testing.T) {
 	if len(heard2) != 0 {
 		t.Fatalf("a listener heard %q after its context ended", <-heard2)
 	}
+	// Another role on the database may NOTIFY on the channel: what it
+	// sends without the key's signature is not heard.
+	two.Listen(ctx, "q", func(p string) { heard2 <- p })
+	for _, forged := range []string{"0123 mark q 99", "q 99", two.sig.sign("x q 98") + " x q 99"} {
+		if err := one.db.Exec("SELECT pg_notify(?, ?)", one.sig.channel, forged).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := one.Signal(ctx, "q", "12"); err != nil {
+		t.Fatal(err)
+	}
+	for got := <-heard2; got != "12"; got = <-heard2 {
+		if got != "" {
+			t.Fatalf("a forged notice was heard: %q", got)
+		}
+	}
 }

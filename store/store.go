@@ -158,7 +158,7 @@ func openSQLite(path string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
-	return &DB{db: g, hot: newHotStatements(sqlDB), fts: fts, now: utcNow, sig: newSignals("", "")}, nil
+	return &DB{db: g, hot: newHotStatements(sqlDB), fts: fts, now: utcNow, sig: newSignals("", "", nil)}, nil
 }
 
 // gormConfig is how both drivers are opened: quiet, with no transaction

@@ -33,8 +33,9 @@ func replica(t *testing.T, auth *webuitest.Auth, env *storetest.Env, ws *files.W
 // what it shows, through the store's notices: Ana's page on the second
 // process shows the working sign come and go, the draft and the answer
 // of a turn the first ran, within a second of the first process's own
-// page; a stream that reconnects there with Last-Event-ID gets what was
-// kept meanwhile, each part once.
+// page, and another person's page there shows none of it; a stream that
+// reconnects there with Last-Event-ID gets what was kept meanwhile, each
+// part once.
 func TestAPageOnAnotherProcessStreamsTheAnswerOnPostgres(t *testing.T) {
 	if os.Getenv(store.TestDSNVar) == "" {
 		t.Skip("needs PostgreSQL: set " + store.TestDSNVar + " (.ci/run does)")
@@ -55,6 +56,9 @@ func TestAPageOnAnotherProcessStreamsTheAnswerOnPostgres(t *testing.T) {
 	t.Cleanup(there.Close)
 	here.Connect(t, first.URL)
 	there.Connect(t, second.URL)
+	ben := webuitest.NewPerson(auth, "slack:T1:U2")
+	t.Cleanup(ben.Close)
+	ben.Connect(t, second.URL)
 
 	model.Push(chattest.Step{Chunks: []string{"Streamed ", "from ", "the first."}, ChunkDelay: 150 * time.Millisecond})
 	here.Send(t, first.URL, "hello", nil)
@@ -84,6 +88,11 @@ func TestAPageOnAnotherProcessStreamsTheAnswerOnPostgres(t *testing.T) {
 	}
 	if !slices.Contains(kinds, "you") || !slices.Contains(kinds, "draft") {
 		t.Fatalf("the page on the other process showed %q", kinds)
+	}
+	// What the second process heard of Ana's chat went to her page
+	// only: Ben's page there shows nothing of it.
+	if slices.ContainsFunc(ben.Events(), func(e webuitest.Event) bool { return e.Kind != "working" || e.On }) {
+		t.Fatalf("Ben's page shows %+v", ben.Events())
 	}
 
 	there.Close()
