@@ -8,12 +8,22 @@ import (
 )
 
 // How a pipeline takes the answer to a question a turn waits on, in this
-// process or another. Only a chat with a turn under way can have a
-// question waiting, so the store is asked only then: when this process
-// runs or queues a turn of the chat as the message arrives, or when
-// another process holds the chat's claim (the message would wait for
-// it), or when a turn of a process that ended is to be resumed before
-// the message. A message in a quiet chat costs nothing more.
+// process or another. Only a turn can ask, so the store is asked only
+// when a question may wait: when a turn of this process waits on one
+// as the message arrives, or an event of the chat is to be resumed here
+// (its turn, cut short, may have left one), or another process holds
+// the chat's claim (the message would wait for it: it is checked
+// then), or a turn of a process that ended is to be resumed before the
+// message. A message that comes otherwise, in a quiet chat or while a
+// turn runs that asks nothing, costs nothing more.
+
+// mayAsk reports whether a question of this process's may wait in
+// chatKey: one a turn here waits on, or one a turn cut short left
+// behind, whose event is queued here or runs here resumed. p.mu must be
+// held.
+func (p *Pipeline) mayAsk(chatKey string) bool {
+	return p.askingIn[chatKey] > 0 || p.resumes[chatKey] > 0
+}
 
 // answers reports whether event it, just taken in, answers the question
 // that waits in its chat, and if so records the answer for the turn and

@@ -147,6 +147,9 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		p.mu.Lock()
 		p.turns[it.ID] = tcancel
+		if j.resume {
+			p.resumes[it.Inbound.ChatKey]++
+		}
 		p.mu.Unlock()
 		// A voice note is heard first: transcribed once, the transcript
 		// stored; one that cannot be heard is answered with a sentence.
@@ -158,6 +161,9 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		p.mu.Lock()
 		delete(p.turns, it.ID)
+		if j.resume {
+			p.unresume(it.Inbound.ChatKey)
+		}
 		stopped := p.cancelled[it.ID]
 		delete(p.cancelled, it.ID)
 		p.mu.Unlock()

@@ -184,8 +184,12 @@ type Pipeline struct {
 	questions Questions
 	signals   Signals
 	// asking wakes the runs of turns of this process that wait on a
-	// question, by run (AskedQuestion.Turn).
-	asking map[string]chan struct{}
+	// question, by run (AskedQuestion.Turn); askingIn counts them by
+	// chat. resumes counts, by chat, the events queued here to be
+	// resumed and the resumed turns running here (see mayAsk).
+	asking   map[string]chan struct{}
+	askingIn map[string]int
+	resumes  map[string]int
 }
 
 type job struct {
@@ -255,7 +259,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 		sem: make(chan struct{}, cfg.Workers), quit: make(chan struct{}),
 		queues: map[string][]job{}, active: map[int64]bool{}, attempts: map[int64]int{}, waiters: map[int64][]chan error{},
 		turns: map[string]context.CancelFunc{}, cancelled: map[string]bool{}, voiceOff: map[string]bool{},
-		asking: map[string]chan struct{}{},
+		asking: map[string]chan struct{}{}, askingIn: map[string]int{}, resumes: map[string]int{},
 	}
 	p.questions, _ = cfg.Inbox.(Questions)
 	p.signals, _ = cfg.Inbox.(Signals)
@@ -416,7 +420,7 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 	}
 	var done chan error
 	p.mu.Lock()
-	_, busy := p.queues[pend.Inbound.ChatKey]
+	busy := p.mayAsk(pend.Inbound.ChatKey)
 	out := p.out
 	p.mu.Unlock()
 	if busy && p.answers(ctx, out, it, false) {
@@ -522,10 +526,20 @@ func (p *Pipeline) enqueue(j job) {
 	p.active[j.it.Seq] = true
 	p.wg.Add(1)
 	key := j.it.Inbound.ChatKey
+	if j.resume {
+		p.resumes[key]++
+	}
 	q, running := p.queues[key]
 	p.queues[key] = append(q, j)
 	if !running {
 		go p.drain(key)
+	}
+}
+
+// unresume counts off one of chatKey's resumes; p.mu must be held.
+func (p *Pipeline) unresume(chatKey string) {
+	if p.resumes[chatKey]--; p.resumes[chatKey] <= 0 {
+		delete(p.resumes, chatKey)
 	}
 }
 
@@ -560,6 +574,9 @@ func (p *Pipeline) drain(key string) {
 			// Another process has the chat: this event waits its turn.
 			p.mu.Lock()
 			delete(p.active, j.it.Seq)
+			if j.resume {
+				p.unresume(key)
+			}
 			p.mu.Unlock()
 			p.wg.Done()
 			time.AfterFunc(claimRetry, func() {
@@ -573,6 +590,9 @@ func (p *Pipeline) drain(key string) {
 		}
 		p.mu.Lock()
 		delete(p.active, j.it.Seq)
+		if j.resume {
+			p.unresume(key)
+		}
 		if p.ranSince != nil {
 			p.ranSince[j.it.Seq] = true
 		}

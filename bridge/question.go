@@ -105,7 +105,7 @@ func (a *turnAsker) Ask(ctx context.Context, q tools.Question) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer a.p.unawait(a.turn)
+	defer a.p.unawait(a.turn, a.chatKey)
 	id, err := qs.AskQuestion(ctx, rec)
 	if errors.Is(err, ErrAnotherQuestion) {
 		return "", fmt.Errorf("bridge: another question waits in %s", a.chatKey)
@@ -215,12 +215,16 @@ func (p *Pipeline) await(turn, chatKey string) (chan struct{}, error) {
 	}
 	wake := make(chan struct{}, 1)
 	p.asking[turn] = wake
+	p.askingIn[chatKey]++
 	return wake, nil
 }
 
-func (p *Pipeline) unawait(turn string) {
+func (p *Pipeline) unawait(turn, chatKey string) {
 	p.mu.Lock()
 	delete(p.asking, turn)
+	if p.askingIn[chatKey]--; p.askingIn[chatKey] <= 0 {
+		delete(p.askingIn, chatKey)
+	}
 	p.mu.Unlock()
 }
 

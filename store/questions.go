@@ -62,33 +62,22 @@ func encodeChoices(choices []string) string {
 }
 
 // AskQuestion records q as waiting, ending first the chat's questions
-// that wait for a turn no longer running.
+// that wait for a turn no longer running. A question of q's own run
+// still waiting is found by the index of waiting questions, which
+// refuses the second.
 func (d *DB) AskQuestion(ctx context.Context, q bridge.AskedQuestion) (int64, error) {
 	now := d.now().UnixMilli()
 	row := question{Channel: q.Channel, ChatKey: q.ChatKey, UserKey: q.UserKey, Event: q.Event, Turn: q.Turn, Code: q.Code,
 		Text: q.Text, Choices: encodeChoices(q.Choices), State: string(bridge.QuestionWaiting), ExpiresAt: q.Expires.UnixMilli(), BeatAt: now}
-	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Model(&question{}).Where("channel = ? AND chat_key = ? AND state = ? AND turn <> ?",
-			q.Channel, q.ChatKey, bridge.QuestionWaiting, q.Turn).Update("state", bridge.QuestionEnded).Error; err != nil {
-			return err
-		}
-		var mine int64
-		if err := tx.Model(&question{}).Where("channel = ? AND chat_key = ? AND state = ?", q.Channel, q.ChatKey, bridge.QuestionWaiting).
-			Count(&mine).Error; err != nil {
-			return err
-		}
-		if mine > 0 {
-			return bridge.ErrAnotherQuestion
-		}
-		return tx.Create(&row).Error
-	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		// Two calls of one run asking at once, on PostgreSQL.
-		return 0, bridge.ErrAnotherQuestion
+	db := d.db.WithContext(ctx)
+	if err := db.Model(&question{}).Where("channel = ? AND chat_key = ? AND state = ? AND turn <> ?",
+		q.Channel, q.ChatKey, bridge.QuestionWaiting, q.Turn).Update("state", bridge.QuestionEnded).Error; err != nil {
+		return 0, kind(err)
 	}
-	if errors.Is(err, bridge.ErrAnotherQuestion) {
-		return 0, err
+	err := db.Create(&row).Error
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" || duplicate(err) {
+		return 0, bridge.ErrAnotherQuestion
 	}
 	return row.ID, kind(err)
 }
@@ -161,26 +150,20 @@ func (d *DB) EndQuestion(ctx context.Context, id int64) error {
 }
 
 // TakeAnswered takes the answer an earlier run of q's turn was given
-// for the same question.
+// for the same question, in one statement.
 func (d *DB) TakeAnswered(ctx context.Context, q bridge.AskedQuestion) (string, bool, error) {
 	var answer string
-	found := false
-	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var rows []question
-		err := tx.Where("channel = ? AND chat_key = ? AND event = ? AND user_key = ? AND turn <> ? AND state = ? AND text = ? AND choices = ?",
-			q.Channel, q.ChatKey, q.Event, q.UserKey, q.Turn, bridge.QuestionAnswered, q.Text, encodeChoices(q.Choices)).
-			Order("id").Limit(1).Find(&rows).Error
-		if err != nil || len(rows) == 0 {
-			return err
-		}
-		res := tx.Model(&question{}).Where("id = ? AND state = ?", rows[0].ID, bridge.QuestionAnswered).Update("state", bridge.QuestionTaken)
-		if res.Error != nil || res.RowsAffected == 0 {
-			return res.Error
-		}
-		answer, found = rows[0].Answer, true
-		return nil
-	})
-	return answer, found, kind(err)
+	err := d.db.WithContext(ctx).Raw(`UPDATE questions SET state = 'taken' WHERE state = 'answered' AND id = (
+			SELECT id FROM questions WHERE channel = ? AND chat_key = ? AND event = ? AND user_key = ? AND turn <> ?
+				AND state = 'answered' AND text = ? AND choices = ? ORDER BY id LIMIT 1)
+		RETURNING answer`, q.Channel, q.ChatKey, q.Event, q.UserKey, q.Turn, q.Text, encodeChoices(q.Choices)).Row().Scan(&answer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, kind(err)
+	}
+	return answer, true, nil
 }
 
 // pruneQuestions deletes the questions that expired before t.

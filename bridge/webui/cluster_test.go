@@ -1,6 +1,7 @@
 package webui_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -123,4 +124,75 @@ func stoppedWorking(p *webuitest.Person) bool {
 		}
 	}
 	return slices.Contains(on, true) && !on[len(on)-1]
+}
+
+// BenchmarkMessageStatementsOnPostgres counts, with pg_stat_statements
+// loaded on the server, the statements PostgreSQL runs for one message
+// of the browser chat (sent, answered, shown), in all and those that
+// tell other processes (pg_notify) or keep the page's states (history,
+// working sign).
+//
+//	LOADOUT_TEST_DSN=postgres://… go test -tags sqlite_fts5 -run '^$' -bench MessageStatements -benchtime 100x ./bridge/webui/
+func BenchmarkMessageStatementsOnPostgres(b *testing.B) {
+	if os.Getenv(store.TestDSNVar) == "" {
+		b.Skip("needs PostgreSQL: set " + store.TestDSNVar)
+	}
+	env := storetest.NewEnv(b, storetest.Options{})
+	ws, err := files.New(files.Config{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	auth := webuitest.NewAuth()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := startServer(b, auth, bridge.Env{Router: bridge.NewRouter(env.Engine, "loadout"), Store: env.Store,
+		Delivery: bridge.Delivery{Files: ws, ShutdownGrace: time.Nanosecond, Claim: cluster.Claim(env.Store, "one", 15*time.Second, quiet)}}, webui.Config{})
+	ana := webuitest.NewPerson(auth, "telegram:42")
+	b.Cleanup(ana.Close)
+	ana.Connect(b, srv.URL)
+	count := func(like string) float64 {
+		var n float64
+		if env.Store.Gorm().Raw("SELECT coalesce(sum(calls), 0) FROM public.pg_stat_statements WHERE query LIKE ?", like).Scan(&n).Error != nil {
+			return -1
+		}
+		return n
+	}
+	kinds := []string{"%", "%pg_notify%", "%states%"}
+	var before []float64
+	for _, k := range kinds {
+		before = append(before, count(k))
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		env.Model.Text(fmt.Sprint("Answer ", n, "."))
+		ana.Send(b, srv.URL, fmt.Sprint("message ", n), nil)
+		deadline := time.Now().Add(10 * time.Second)
+		for !stoppedAfter(ana, fmt.Sprint("Answer ", n, ".")) {
+			if time.Now().After(deadline) {
+				b.Fatalf("no answer %d", n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for i, unit := range []string{"stmts/msg", "notify/msg", "states/msg"} {
+		if after := count(kinds[i]); after >= 0 && before[i] >= 0 {
+			b.ReportMetric((after-before[i])/float64(n), unit)
+		}
+	}
+}
+
+// stoppedAfter reports whether p's page shows answer as its last answer
+// and the working sign off after it.
+func stoppedAfter(p *webuitest.Person, answer string) bool {
+	ans := p.Answers()
+	if len(ans) == 0 || ans[len(ans)-1] != answer {
+		return false
+	}
+	ev := p.Events()
+	for i := len(ev) - 1; i >= 0; i-- {
+		if ev[i].Kind == "working" {
+			return !ev[i].On
+		}
+	}
+	return false
 }
