@@ -84,6 +84,10 @@ type Store interface {
 	State(ctx context.Context, key string) (string, error)
 	// SetState stores value under key.
 	SetState(ctx context.Context, key, value string) error
+	// SwapState stores value under key if key still holds old ("" when
+	// it holds nothing), and reports whether it did: a value several
+	// processes change is read, changed and swapped until it is.
+	SwapState(ctx context.Context, key, old, value string) (bool, error)
 }
 
 // Kind is a Declaration without its config type: what a list of

@@ -24,7 +24,11 @@ const claimRetry = 100 * time.Millisecond
 // claimed runs j under its chat's claim: it runs the chat's unfinished
 // events oldest first — those other processes took in too, which a
 // process that died left behind — up to and including j.
-func (p *Pipeline) claimed(ctx context.Context, out Outlet, j job) error {
+//
+// A new event whose chat another process serves may answer the question
+// a turn there waits on, and so may one that finds a turn of a process
+// that ended still to be resumed: it is checked (once) before it waits.
+func (p *Pipeline) claimed(ctx context.Context, out Outlet, j *job) error {
 	finder := p.cfg.Inbox.(OldestFinder)
 	ok, err := p.cfg.Claim(ctx, "chat:"+p.cfg.Channel+":"+j.it.Inbound.ChatKey, func(ctx context.Context) error {
 		for {
@@ -36,6 +40,10 @@ func (p *Pipeline) claimed(ctx context.Context, out Outlet, j job) error {
 				return nil // j was answered by another process
 			}
 			mine := it.Seq == j.it.Seq
+			if !mine && j.fresh() {
+				j.checked = true
+				p.answers(ctx, out, j.it, true)
+			}
 			// Another process may have begun it: its turn resumes.
 			if err := p.run(ctx, out, job{it: it, resume: j.resume || !mine || it.State != StatePending}); err != nil || mine {
 				return err
@@ -46,6 +54,12 @@ func (p *Pipeline) claimed(ctx context.Context, out Outlet, j job) error {
 	case !ok && err != nil:
 		p.log.Error("delivery: cannot claim the chat; trying again later", "chat", j.it.Inbound.ChatKey, "err", err)
 		return errLeft
+	case !ok && j.fresh():
+		j.checked = true
+		if p.answers(ctx, out, j.it, false) {
+			return nil
+		}
+		return errClaimed
 	case !ok:
 		return errClaimed
 	}
@@ -128,10 +142,14 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		tctx, tcancel := context.WithCancel(ctx)
 		if !it.Unattended {
 			// A tool of the turn may ask its person a question in the chat.
-			tctx = tools.WithAsker(tctx, &turnAsker{p: p, out: out, route: route, chatKey: it.Inbound.ChatKey, user: it.Inbound.UserKey})
+			tctx = tools.WithAsker(tctx, &turnAsker{p: p, out: out, route: route, chatKey: it.Inbound.ChatKey, user: it.Inbound.UserKey,
+				event: it.ID, turn: newRef() + newRef()})
 		}
 		p.mu.Lock()
 		p.turns[it.ID] = tcancel
+		if j.resume {
+			p.resumes[it.Inbound.ChatKey]++
+		}
 		p.mu.Unlock()
 		// A voice note is heard first: transcribed once, the transcript
 		// stored; one that cannot be heard is answered with a sentence.
@@ -143,6 +161,9 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		p.mu.Lock()
 		delete(p.turns, it.ID)
+		if j.resume {
+			p.unresume(it.Inbound.ChatKey)
+		}
 		stopped := p.cancelled[it.ID]
 		delete(p.cancelled, it.ID)
 		p.mu.Unlock()

@@ -101,6 +101,10 @@ type PipelineConfig struct {
 	// Voice transcribes the voice notes people send and speaks answers
 	// (see VoiceNote); nil when voice notes are not set up.
 	Voice Voice
+	// QuestionPoll is how often a turn waiting on a question reads it in
+	// the store besides being told; default DefaultQuestionPoll. An
+	// asker silent for ten times as long is taken to have ended.
+	QuestionPoll time.Duration
 }
 
 // Claim runs run while this process holds the claim name among the
@@ -175,13 +179,17 @@ type Pipeline struct {
 	cancelled map[string]bool
 	// voiceOff are the chats told that voice notes are not set up.
 	voiceOff map[string]bool
-	// asks are the questions running tools wait on, by chat key.
-	asks map[string]*waiting
-}
-
-type job struct {
-	it     Item
-	resume bool
+	// questions keeps the questions turns ask, when the Inbox does;
+	// signals, when the Inbox has them, tells other processes of answers.
+	questions Questions
+	signals   Signals
+	// asking wakes the runs of turns of this process that wait on a
+	// question, by run (AskedQuestion.Turn); askingIn counts them by
+	// chat. resumes counts, by chat, the events queued here to be
+	// resumed and the resumed turns running here (see mayAsk).
+	asking   map[string]chan struct{}
+	askingIn map[string]int
+	resumes  map[string]int
 }
 
 // NewPipeline returns a pipeline. It stores events from the start; it
@@ -232,13 +240,20 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 	if cfg.DraftEvery <= 0 {
 		cfg.DraftEvery = DefaultDraftEvery
 	}
+	if cfg.QuestionPoll <= 0 {
+		cfg.QuestionPoll = DefaultQuestionPoll
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Pipeline{
+	p := &Pipeline{
 		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, out: cfg.Outlet, pace: newPacer(cfg.Pacing),
 		sem: make(chan struct{}, cfg.Workers), quit: make(chan struct{}),
 		queues: map[string][]job{}, active: map[int64]bool{}, attempts: map[int64]int{}, waiters: map[int64][]chan error{},
 		turns: map[string]context.CancelFunc{}, cancelled: map[string]bool{}, voiceOff: map[string]bool{},
+		asking: map[string]chan struct{}{}, askingIn: map[string]int{}, resumes: map[string]int{},
 	}
+	p.questions, _ = cfg.Inbox.(Questions)
+	p.signals, _ = cfg.Inbox.(Signals)
+	return p
 }
 
 // Start resumes the channel's unfinished events, then runs accepted
@@ -285,7 +300,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	p.resumed = make(map[int64]bool, len(items))
 	for _, it := range items {
 		p.resumed[it.Seq] = true
-		p.enqueue(job{it, true})
+		p.enqueue(job{it: it, resume: true})
 	}
 	for _, j := range p.held {
 		p.enqueue(j)
@@ -395,19 +410,19 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 	}
 	var done chan error
 	p.mu.Lock()
-	if pend.Reply == "" && p.takeAnswer(pend.Inbound.ChatKey, pend.Inbound.UserKey, pend.Inbound.Text) {
+	busy := p.mayAsk(pend.Inbound.ChatKey)
+	out := p.out
+	p.mu.Unlock()
+	if busy && p.answers(ctx, out, it, false) {
 		// An answer to a question a running turn waits on: taken, and
 		// done without a turn of its own.
-		p.mu.Unlock()
-		p.write(ctx, p.log, "mark an answer done", func(ctx context.Context) error {
-			return p.cfg.Inbox.Finish(ctx, it.Seq, StateDone)
-		})
 		if wait {
 			done = make(chan error, 1)
 			done <- nil
 		}
 		return true, done, nil
 	}
+	p.mu.Lock()
 	defer p.mu.Unlock()
 	if wait {
 		done = make(chan error, 1)
@@ -415,7 +430,7 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 	}
 	switch {
 	case !p.started:
-		p.held = append(p.held, job{it, false})
+		p.held = append(p.held, job{it: it, checked: busy})
 	case p.resumed[it.Seq]:
 		// Stored before Start read the inbox: Start has queued it, and
 		// it may be finished already.
@@ -425,7 +440,7 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 			done <- nil
 		}
 	case !p.stopped:
-		p.enqueue(job{it, false})
+		p.enqueue(job{it: it, checked: busy})
 	}
 	return true, done, nil
 }
@@ -491,76 +506,4 @@ func safeBuild(build func() (Pending, bool)) (pend Pending, ok bool, pv *panicVa
 	}()
 	pend, ok = build()
 	return pend, ok, nil
-}
-
-// enqueue queues j behind its chat's earlier events; p.mu must be held.
-func (p *Pipeline) enqueue(j job) {
-	if p.active[j.it.Seq] {
-		return
-	}
-	p.active[j.it.Seq] = true
-	p.wg.Add(1)
-	key := j.it.Inbound.ChatKey
-	q, running := p.queues[key]
-	p.queues[key] = append(q, j)
-	if !running {
-		go p.drain(key)
-	}
-}
-
-// drain runs one chat's queue in order, one event at a time.
-func (p *Pipeline) drain(key string) {
-	for {
-		p.mu.Lock()
-		q := p.queues[key]
-		if len(q) == 0 {
-			delete(p.queues, key)
-			p.mu.Unlock()
-			return
-		}
-		j := q[0]
-		p.queues[key] = q[1:]
-		out := p.out
-		p.mu.Unlock()
-
-		var err error
-		if p.ctx.Err() != nil {
-			err = p.ctx.Err() // cut at shutdown before it began
-		} else {
-			p.sem <- struct{}{}
-			if p.cfg.Claim != nil {
-				err = p.claimed(p.ctx, out, j)
-			} else {
-				err = p.run(p.ctx, out, j)
-			}
-			<-p.sem
-		}
-		if errors.Is(err, errClaimed) {
-			// Another process has the chat: this event waits its turn.
-			p.mu.Lock()
-			delete(p.active, j.it.Seq)
-			p.mu.Unlock()
-			p.wg.Done()
-			time.AfterFunc(claimRetry, func() {
-				p.mu.Lock()
-				defer p.mu.Unlock()
-				if !p.stopped {
-					p.enqueue(j)
-				}
-			})
-			continue
-		}
-		p.mu.Lock()
-		delete(p.active, j.it.Seq)
-		if p.ranSince != nil {
-			p.ranSince[j.it.Seq] = true
-		}
-		ws := p.waiters[j.it.Seq]
-		delete(p.waiters, j.it.Seq)
-		p.mu.Unlock()
-		for _, w := range ws {
-			w <- err
-		}
-		p.wg.Done()
-	}
 }

@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv("LOADOUT_TEST_REPLICA_DB"); db != "" {
 		os.Exit(replicaProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), os.Getenv("LOADOUT_TEST_REPLICA_JOURNAL")))
 	}
+	if db := os.Getenv("LOADOUT_TEST_ASKER_DB"); db != "" {
+		os.Exit(askerProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT")))
+	}
 	if db := os.Getenv("LOADOUT_TEST_POISON_DB"); db != "" {
 		os.Exit(poisonProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), strings.Fields(os.Getenv("LOADOUT_TEST_POISON_SEND"))))
 	}

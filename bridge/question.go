@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,9 +14,10 @@ import (
 
 // Questions a running tool asks (tools.Asker). A turn that asks waits in
 // its chat's order, so the person's answer cannot queue behind it: the
-// pipeline takes a message that answers a waiting question as it
-// arrives, stores it (so a redelivery is dropped), marks it done and
-// hands its text to the question. Nothing of it reaches the engine.
+// question is recorded in the store (Questions), and the pipeline that
+// takes the answer — this process's or another's — records it there and
+// signals it, and the turn reads it (see answer.go). Nothing of it
+// reaches the engine.
 
 // Prompter is an optional Outlet feature of a channel whose input waits
 // for the turn (the console reads no line while a message is under way):
@@ -42,31 +44,29 @@ const (
 	// count: someone else's, or a question no longer waiting.
 	TextNoQuestion  = "This question is not waiting for your answer."
 	textQuestionEnd = "Question %s — reply with your answer (only you can answer it; it expires in %s). Send /cancel to stop."
+	// textAnsweredAfterRestart answers an answer to a question whose
+	// turn was cut short (its process ended) before the answer came.
+	textAnsweredAfterRestart = "The request that asked this was cut short by a restart before your answer reached it. I'm running it again, and if it asks the same question, your answer is used."
 )
 
-// waiting is a question that waits for its person's answer.
-type waiting struct {
-	user    string
-	code    string
-	choices []string
-	answer  chan string   // holds the one answer
-	done    chan struct{} // closed when cancelled
-	closed  bool
-}
-
-// turnAsker is the tools.Asker of one turn: questions go to the chat of
-// the turn, bound to the person whose message started it.
+// turnAsker is the tools.Asker of one run of a turn: questions go to the
+// chat of the turn, bound to the person whose message started it.
 type turnAsker struct {
 	p       *Pipeline
 	out     Outlet
 	route   any
 	chatKey string
 	user    string
+	// event is the inbox id of the turn's event; turn names this run.
+	event string
+	turn  string
 }
 
 // Ask sends q to the turn's chat and waits for the person's answer, the
 // question's expiry (ctx's deadline, else DefaultQuestionTTL), a /clear
-// or /cancel, or the end of the turn.
+// or /cancel, or the end of the turn. A run resumed after a restart
+// that asks what the run cut short asked gets what the person answered
+// that one, without asking again.
 func (a *turnAsker) Ask(ctx context.Context, q tools.Question) (string, error) {
 	if q.Private {
 		if pc, ok := a.out.(interface{ Private(string) bool }); !ok || !pc.Private(a.chatKey) {
@@ -89,29 +89,33 @@ func (a *turnAsker) Ask(ctx context.Context, q tools.Question) (string, error) {
 		ans, err := pr.Prompt(ctx, a.route, text)
 		return a.result(ctx, strings.TrimSpace(ans), err, q.Choices)
 	}
-	w := &waiting{user: a.user, code: newQuestionCode(), choices: q.Choices,
-		answer: make(chan string, 1), done: make(chan struct{})}
-	a.p.mu.Lock()
-	if a.p.asks == nil {
-		a.p.asks = map[string]*waiting{}
+	qs := a.p.questions
+	if qs == nil {
+		return "", tools.ErrNoAsker
 	}
-	if a.p.asks[a.chatKey] != nil {
-		a.p.mu.Unlock()
+	rec := AskedQuestion{Channel: a.p.cfg.Channel, ChatKey: a.chatKey, UserKey: a.user, Event: a.event, Turn: a.turn,
+		Code: newQuestionCode(), Text: q.Text, Choices: q.Choices, Expires: time.Now().Add(ttl)}
+	switch ans, ok, err := qs.TakeAnswered(ctx, rec); {
+	case err != nil:
+		return "", fmt.Errorf("bridge: read the answers of an earlier run: %w", err)
+	case ok:
+		return a.result(ctx, ans, nil, q.Choices)
+	}
+	wake, err := a.p.await(a.turn, a.chatKey)
+	if err != nil {
+		return "", err
+	}
+	defer a.p.unawait(a.turn, a.chatKey)
+	id, err := qs.AskQuestion(ctx, rec)
+	if errors.Is(err, ErrAnotherQuestion) {
 		return "", fmt.Errorf("bridge: another question waits in %s", a.chatKey)
 	}
-	a.p.asks[a.chatKey] = w
-	a.p.mu.Unlock()
-	defer func() {
-		a.p.mu.Lock()
-		if a.p.asks[a.chatKey] == w {
-			delete(a.p.asks, a.chatKey)
-		}
-		a.p.mu.Unlock()
-	}()
-	end := fmt.Sprintf(textQuestionEnd, w.code, humanTTL(ttl))
-	var err error
+	if err != nil {
+		return "", fmt.Errorf("bridge: record a question: %w", err)
+	}
+	end := fmt.Sprintf(textQuestionEnd, rec.Code, humanTTL(ttl))
 	if ch, ok := a.out.(Chooser); ok && len(q.Choices) > 0 {
-		err = ch.Choose(ctx, a.route, text+"\n\n"+end, w.code, a.user, q.Choices)
+		err = ch.Choose(ctx, a.route, text+"\n\n"+end, rec.Code, a.user, q.Choices)
 	} else {
 		if len(q.Choices) > 0 {
 			text += "\n" + numbered(q.Choices)
@@ -123,16 +127,64 @@ func (a *turnAsker) Ask(ctx context.Context, q tools.Question) (string, error) {
 		}
 	}
 	if err != nil {
+		a.end(ctx, id)
 		return "", fmt.Errorf("bridge: send a question: %w", err)
 	}
-	select {
-	case ans := <-w.answer:
-		return a.result(ctx, ans, nil, q.Choices)
-	case <-w.done:
-		return "", tools.ErrAskCancelled
-	case <-ctx.Done():
-		return a.result(ctx, "", ctx.Err(), nil)
+	return a.wait(ctx, id, wake, q.Choices)
+}
+
+// wait waits for question id's answer: told by this process (wake), by
+// another (a notice), or read every QuestionPoll.
+func (a *turnAsker) wait(ctx context.Context, id int64, wake chan struct{}, choices []string) (string, error) {
+	qs := a.p.questions
+	if s := a.p.signals; s != nil {
+		idText := strconv.FormatInt(id, 10)
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		s.Listen(lctx, TopicQuestion, func(payload string) {
+			if payload == "" || payload == idText {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		})
 	}
+	tick := time.NewTicker(a.p.cfg.QuestionPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-wake:
+		case <-tick.C:
+		case <-ctx.Done():
+			// No longer waiting: an answer that comes now is the
+			// person's next message.
+			a.end(ctx, id)
+			return a.result(ctx, "", ctx.Err(), nil)
+		}
+		q, err := qs.PollQuestion(ctx, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.p.log.Warn("delivery: cannot read a question's answer; trying again", "chat", a.chatKey, "err", err)
+			}
+			continue
+		}
+		switch q.State {
+		case QuestionTaken:
+			return a.result(ctx, q.Answer, nil, choices)
+		case QuestionCancelled:
+			return "", tools.ErrAskCancelled
+		case QuestionEnded:
+			return "", tools.ErrNotAnswered
+		}
+	}
+}
+
+// end ends question id in the store, however ctx ended.
+func (a *turnAsker) end(ctx context.Context, id int64) {
+	a.p.write(ctx, a.p.log, "end a question", func(ctx context.Context) error {
+		return a.p.questions.EndQuestion(ctx, id)
+	})
 }
 
 // result maps an answer to Ask's: a number picks a choice, /cancel
@@ -152,58 +204,28 @@ func (a *turnAsker) result(ctx context.Context, ans string, err error, choices [
 	return ans, nil
 }
 
-// takeAnswer hands in's text to the question waiting in its chat, when
-// it answers it: from the person asked, and not a command other than
-// /answer with the question's code or /cancel. A /clear of the chat, by
-// anyone, cancels the question and is then handled as usual. It reports
-// whether the message was taken. p.mu must be held.
-func (p *Pipeline) takeAnswer(chatKey, userKey, text string) bool {
-	w := p.asks[chatKey]
-	if w == nil {
-		return false
-	}
-	name, args, command := ParseCommand(text)
-	switch {
-	case command && name == "clear":
-		w.cancel()
-		return false
-	case userKey != w.user:
-		return false
-	case command && name == "cancel":
-		w.cancel()
-		return true
-	case command && name == "answer":
-		code, rest, _ := strings.Cut(strings.TrimSpace(args), " ")
-		if !strings.EqualFold(strings.TrimPrefix(code, "#"), strings.TrimPrefix(w.code, "#")) {
-			return false
-		}
-		text = strings.TrimSpace(rest)
-	case command:
-		return false
-	}
-	select {
-	case w.answer <- strings.TrimSpace(text):
-		return true
-	default:
-		return false // answered already
-	}
-}
-
-// Asks reports whether the question code ("#k7f2" or "k7f2") waits in
-// chatKey for userKey's answer: a channel checks a press of a choice
-// with it before taking it, as it checks an approval's.
-func (p *Pipeline) Asks(chatKey, userKey, code string) bool {
+// await registers this process's wait on a question of run turn: the
+// process that takes the answer wakes it without a notice, and knows
+// that its asker lives. A run waits on one question at a time.
+func (p *Pipeline) await(turn, chatKey string) (chan struct{}, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := p.asks[chatKey]
-	return w != nil && w.user == userKey && strings.EqualFold(strings.TrimPrefix(code, "#"), strings.TrimPrefix(w.code, "#"))
+	if p.asking[turn] != nil {
+		return nil, fmt.Errorf("bridge: another question waits in %s", chatKey)
+	}
+	wake := make(chan struct{}, 1)
+	p.asking[turn] = wake
+	p.askingIn[chatKey]++
+	return wake, nil
 }
 
-func (w *waiting) cancel() {
-	if !w.closed {
-		w.closed = true
-		close(w.done)
+func (p *Pipeline) unawait(turn, chatKey string) {
+	p.mu.Lock()
+	delete(p.asking, turn)
+	if p.askingIn[chatKey]--; p.askingIn[chatKey] <= 0 {
+		delete(p.askingIn, chatKey)
 	}
+	p.mu.Unlock()
 }
 
 // numbered lists choices one a line, numbered from 1.
@@ -225,6 +247,11 @@ func newQuestionCode() string {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
 	return "#" + string(b[:])
+}
+
+// sameCode compares question codes, with or without their "#".
+func sameCode(a, b string) bool {
+	return strings.EqualFold(strings.TrimPrefix(a, "#"), strings.TrimPrefix(b, "#"))
 }
 
 func humanTTL(d time.Duration) string {

@@ -32,7 +32,7 @@ func (p *Pipeline) sweep() {
 				// An event that ran while the inbox was read is left to the
 				// next sweep, which reads it as it is now.
 				if !ran[it.Seq] {
-					p.enqueue(job{it, true})
+					p.enqueue(job{it: it, resume: true})
 				}
 			}
 		}

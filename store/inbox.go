@@ -281,8 +281,12 @@ func (d *DB) updateItem(ctx context.Context, seq int64, set string, args ...any)
 	return nil
 }
 
-// Prune deletes finished items last changed before t.
+// Prune deletes finished items last changed before t, and the
+// questions that expired before it.
 func (d *DB) Prune(ctx context.Context, before time.Time) (int64, error) {
+	if err := d.pruneQuestions(ctx, before); err != nil {
+		return 0, err
+	}
 	res := d.db.WithContext(ctx).Where("state IN ? AND updated_at < ?",
 		[]string{string(bridge.StateDone), string(bridge.StateFailed)}, before).Delete(&inboxItem{})
 	return res.RowsAffected, kind(res.Error)

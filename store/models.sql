@@ -12,6 +12,7 @@ CREATE TABLE `mcp_sign_ins` (`id` text,`sealed` blob NOT NULL,`expires` integer 
 CREATE TABLE `mcp_tokens` (`server` text,`user_key` text,`sealed` blob NOT NULL,`updated_at` integer,PRIMARY KEY (`server`,`user_key`));
 CREATE TABLE `memories` (`id` integer PRIMARY KEY AUTOINCREMENT,`user_key` text NOT NULL,`text` text NOT NULL,`created_at` datetime);
 CREATE TABLE `messages` (`id` integer PRIMARY KEY AUTOINCREMENT,`session_id` integer NOT NULL,`role` text NOT NULL,`text` text,`tool_calls` text,`tool_call_id` text,`tool_name` text,`status` text,`group_changes` text,`code` text,`arguments` text,`ask_id` text,`user_key` text,`external_id` text,`tokens` integer,`prompt_tokens` integer,`completion_tokens` integer,`cached_tokens` integer,`created_at` datetime);
+CREATE TABLE `questions` (`id` integer PRIMARY KEY AUTOINCREMENT,`channel` text NOT NULL,`chat_key` text NOT NULL,`event` text NOT NULL,`user_key` text NOT NULL,`turn` text NOT NULL,`code` text NOT NULL,`text` text,`choices` text,`state` text NOT NULL,`answer` text,`expires_at` integer NOT NULL,`beat_at` integer NOT NULL);
 CREATE TABLE `rate_hits` (`key` text,`ref` text,`expires_at` integer NOT NULL,PRIMARY KEY (`key`,`ref`));
 CREATE TABLE `rules` (`id` integer PRIMARY KEY AUTOINCREMENT,`user_key` text NOT NULL,`code` text NOT NULL,`decision` text NOT NULL,`scope` text NOT NULL,`created_at` datetime);
 CREATE TABLE `sessions` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat_key` text NOT NULL,`opened_at` datetime,`closed_at` datetime,`messages` integer,`prompt_tokens` integer,`completion_tokens` integer,`cached_tokens` integer);
@@ -37,6 +38,8 @@ CREATE INDEX `idx_mcp_sign_ins_expires` ON `mcp_sign_ins`(`expires`);
 CREATE INDEX `idx_memories_user` ON `memories`(`user_key`);
 CREATE INDEX `idx_messages_loaded` ON `messages`(`session_id`,`tool_name`,`status`,`group_changes`);
 CREATE INDEX `idx_messages_session` ON `messages`(`session_id`);
+CREATE INDEX `idx_questions_event` ON `questions`(`channel`,`chat_key`,`event`);
+CREATE INDEX `idx_questions_expires_at` ON `questions`(`expires_at`);
 CREATE INDEX `idx_rate_hits_expires_at` ON `rate_hits`(`expires_at`);
 CREATE UNIQUE INDEX `idx_rules_code` ON `rules`(`user_key`,`code`);
 CREATE INDEX `idx_sessions_chat_key` ON `sessions`(`chat_key`);

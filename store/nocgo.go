@@ -7,3 +7,5 @@ package store
 const Available = false
 
 func busy(error) bool { return false }
+
+func duplicate(error) bool { return false }

@@ -29,7 +29,19 @@ func OpenPostgres(dsn string) (*DB, error) {
 		}
 		return nil, fmt.Errorf("store: migrate PostgreSQL: %w", err)
 	}
-	return &DB{db: g, pg: true, now: utcNow}, nil
+	var schema string
+	err = g.Raw("SELECT current_schema()").Scan(&schema).Error
+	var key []byte
+	if err == nil {
+		key, err = noticeKey(g)
+	}
+	if err != nil {
+		if sqlDB, err := g.DB(); err == nil {
+			sqlDB.Close()
+		}
+		return nil, fmt.Errorf("store: set up the notices of PostgreSQL: %w", err)
+	}
+	return &DB{db: g, pg: true, now: utcNow, sig: newSignals(dsn, noticeChannel(schema), key)}, nil
 }
 
 // pgConns bounds the connections to PostgreSQL, which, unlike SQLite,
@@ -75,6 +87,7 @@ func migratePostgres(g *gorm.DB) error {
 			`CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_open ON sessions(chat_key) WHERE closed_at IS NULL`,
 			`CREATE INDEX IF NOT EXISTS idx_inbox_open ON inbox_items(channel, seq) WHERE state IN ('pending', 'answered')`,
 			unattendedTasks,
+			waitingQuestions,
 			// Full-text search: a generated tsvector column with a GIN
 			// index, what FTS5 is on SQLite.
 			`ALTER TABLE memories ADD COLUMN IF NOT EXISTS text_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED`,

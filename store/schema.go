@@ -19,7 +19,7 @@ const migrations = 8
 
 // models are the tables gorm migrates.
 func models() []any {
-	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}, &mcpToken{}, &mcpSignIn{}, &cursor{}, &rateHit{}, &heldMessage{}}
+	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}, &mcpToken{}, &mcpSignIn{}, &cursor{}, &rateHit{}, &heldMessage{}, &question{}}
 }
 
 // The models' tables are named by hand, as gorm's naming strategy would
@@ -98,6 +98,9 @@ func migrate(g *gorm.DB, fts bool) error {
 		}
 		if err := moveHeldStates(tx); err != nil {
 			return fmt.Errorf("move the held messages: %w", err)
+		}
+		if err := tx.Exec(waitingQuestions).Error; err != nil {
+			return fmt.Errorf("index: %w", err)
 		}
 		if err := searchSchema(tx, fts); err != nil {
 			return err

@@ -7,7 +7,9 @@ package store
 import (
 	"cmp"
 	"context"
+	"crypto/md5"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,8 @@ type DB struct {
 	// unindexed counts the messages this process wrote since it last
 	// brought the history index up to date (see indexMessages).
 	unindexed atomic.Int64
+	// sig delivers notices (Signal, Listen).
+	sig *signals
 }
 
 // session is a chat's conversation from open until /clear.
@@ -154,7 +158,7 @@ func openSQLite(path string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
-	return &DB{db: g, hot: newHotStatements(sqlDB), fts: fts, now: utcNow}, nil
+	return &DB{db: g, hot: newHotStatements(sqlDB), fts: fts, now: utcNow, sig: newSignals("", "", nil)}, nil
 }
 
 // gormConfig is how both drivers are opened: quiet, with no transaction
@@ -182,6 +186,7 @@ func (d *DB) Close() error {
 	if d.hot != nil {
 		d.hot.close()
 	}
+	d.sig.close()
 	return sqlDB.Close()
 }
 
@@ -519,4 +524,25 @@ func (d *DB) State(ctx context.Context, key string) (string, error) {
 func (d *DB) SetState(ctx context.Context, key, value string) error {
 	return d.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).
 		Create(&state{Key: key, Value: value, UpdatedAt: d.now()}).Error
+}
+
+// SwapState stores value under key if key still holds old ("" for
+// none), and reports whether it did. On PostgreSQL the old value is
+// compared by its MD5, so a large value is not sent twice.
+func (d *DB) SwapState(ctx context.Context, key, old, value string) (bool, error) {
+	db := d.db.WithContext(ctx)
+	now := d.now()
+	var res *gorm.DB
+	switch {
+	case d.pg:
+		sum := md5.Sum([]byte(old))
+		res = db.Exec("UPDATE states SET value = ?, updated_at = ? WHERE key = ? AND md5(value) = ?", value, now, key, hex.EncodeToString(sum[:]))
+	default:
+		res = db.Exec("UPDATE states SET value = ?, updated_at = ? WHERE key = ? AND value = ?", value, now, key, old)
+	}
+	if res.Error != nil || res.RowsAffected == 1 || old != "" {
+		return res.RowsAffected == 1, kind(res.Error)
+	}
+	res = db.Clauses(clause.OnConflict{DoNothing: true}).Create(&state{Key: key, Value: value, UpdatedAt: now})
+	return res.RowsAffected == 1, kind(res.Error)
 }

@@ -198,7 +198,7 @@ func (a *Adapter) answer(ctx context.Context, cb slackapi.InteractionCallback, a
 		a.whisper(ctx, channel, cb.User.ID, bridge.TextNotYours)
 		return nil
 	}
-	if !a.pipe.Asks(chatKey, userKey, parts[0]) {
+	if !a.pipe.Asks(ctx, chatKey, userKey, parts[0]) {
 		a.whisper(ctx, channel, cb.User.ID, bridge.TextNoQuestion)
 		return nil
 	}

@@ -145,7 +145,7 @@ func (a *Adapter) judgeChoice(ctx context.Context, q *callbackQuery) (bridge.Pen
 		return bridge.Pending{}, false
 	}
 	r, chatKey := chatOf(q.Message)
-	if !a.pipe.Asks(chatKey, "telegram:"+from, parts[1]) {
+	if !a.pipe.Asks(ctx, chatKey, "telegram:"+from, parts[1]) {
 		a.answerClick(ctx, q.ID, bridge.TextNoQuestion, true)
 		return bridge.Pending{}, false
 	}

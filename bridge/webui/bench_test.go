@@ -27,11 +27,21 @@ func (s *memState) SetState(_ context.Context, key, value string) error {
 	return nil
 }
 
+func (s *memState) SwapState(_ context.Context, key, old, value string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[key] != old {
+		return false, nil
+	}
+	s.m[key] = value
+	return true, nil
+}
+
 // What one part costs to keep when a chat's history is full (1 MB of
 // answers of 5 KB, more than it keeps): the history is read, trimmed and written whole, so
 // the cost is bounded by keepBytes, whatever the chat's length.
 func BenchmarkAppendToAFullHistory(b *testing.B) {
-	rs := newRooms(&memState{m: map[string]string{}}, slog.New(slog.DiscardHandler))
+	rs := newRooms(&memState{m: map[string]string{}}, nil, slog.New(slog.DiscardHandler))
 	rs.open()
 	ctx := context.Background()
 	part := strings.Repeat("an answer of some length ", 200)

@@ -53,13 +53,13 @@ type server struct {
 }
 
 // startServer builds and runs the channel with env and serves it.
-func startServer(t *testing.T, auth bridge.WebAuth, env bridge.Env, cfg webui.Config) *server {
+func startServer(t testing.TB, auth bridge.WebAuth, env bridge.Env, cfg webui.Config) *server {
 	t.Helper()
 	return startServerAt(t, "", auth, env, cfg)
 }
 
 // startServerAt is startServer on addr ("": any port).
-func startServerAt(t *testing.T, addr string, auth bridge.WebAuth, env bridge.Env, cfg webui.Config) *server {
+func startServerAt(t testing.TB, addr string, auth bridge.WebAuth, env bridge.Env, cfg webui.Config) *server {
 	t.Helper()
 	mux := http.NewServeMux()
 	env.Mux, env.Web = mux, auth

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+
+	"loadout/bridge"
 )
 
 // Kinds of event a page shows.
@@ -41,6 +43,9 @@ type event struct {
 	Replaces string   `json:"replaces,omitempty"`
 	Version  int      `json:"v,omitempty"` // a draft's version: a page keeps the newest
 	On       bool     `json:"on,omitempty"`
+	// Fetch, never sent, tells a stream to read the chat's history (and
+	// its working sign) again: events were kept that it was not given.
+	Fetch bool `json:"-"`
 }
 
 // history is what the store keeps of a chat for its pages: the latest
@@ -63,14 +68,26 @@ const subBuffer = 256
 // maxStreams caps the streams open at once for one chat (tabs).
 const maxStreams = 8
 
+// keeper is what the rooms keep in the store: each chat's history and
+// working sign, as small named states.
+type keeper interface {
+	State(ctx context.Context, key string) (string, error)
+	SetState(ctx context.Context, key, value string) error
+	SwapState(ctx context.Context, key, old, value string) (bool, error)
+}
+
 // rooms holds, per chat, the open streams and the draft under way; a
-// chat with neither takes no memory.
+// chat with neither takes no memory. What one process shows, it tells
+// the others (see relay.go).
 type rooms struct {
-	store interface {
-		State(ctx context.Context, key string) (string, error)
-		SetState(ctx context.Context, key, value string) error
-	}
-	log *slog.Logger
+	store keeper
+	// signals tells the other processes sharing the store; nil when
+	// there is none (this process alone streams).
+	signals bridge.Signals
+	// mark is on this process's notices, which it skips when they come
+	// back.
+	mark string
+	log  *slog.Logger
 
 	// write serialises changes to the kept histories, and sends each
 	// kept event to the streams in the order of its id.
@@ -94,14 +111,19 @@ type sub struct {
 	done bool // ended: ch is closed
 }
 
-func newRooms(store interface {
-	State(ctx context.Context, key string) (string, error)
-	SetState(ctx context.Context, key, value string) error
-}, log *slog.Logger) *rooms {
-	return &rooms{store: store, log: log, chats: map[string]*room{}}
+func newRooms(store keeper, signals bridge.Signals, log *slog.Logger) *rooms {
+	return &rooms{store: store, signals: signals, mark: newID(), log: log, chats: map[string]*room{}}
 }
 
 func stateKey(chatKey string) string { return "webui:history:" + chatKey }
+
+// workingKey names a chat's working sign in the store: "1" while an
+// answer is on its way.
+func workingKey(chatKey string) string { return "webui:working:" + chatKey }
+
+// maxSwaps bounds the tries to keep an event while other processes keep
+// theirs in the same chat.
+const maxSwaps = 20
 
 func (rs *rooms) open() {
 	rs.mu.Lock()
@@ -139,18 +161,24 @@ func (rs *rooms) end(r *room, s *sub) {
 
 // history reads a chat's kept events.
 func (rs *rooms) history(ctx context.Context, chatKey string) (history, error) {
+	_, h, err := rs.read(ctx, chatKey)
+	return h, err
+}
+
+// read reads a chat's kept events, and the state they were read from.
+func (rs *rooms) read(ctx context.Context, chatKey string) (string, history, error) {
 	var h history
 	raw, err := rs.store.State(ctx, stateKey(chatKey))
 	if err != nil {
-		return h, fmt.Errorf("webui: read the chat's history: %w", err)
+		return "", h, fmt.Errorf("webui: read the chat's history: %w", err)
 	}
 	if raw == "" {
-		return history{Next: 1}, nil
+		return "", history{Next: 1}, nil
 	}
 	if err := json.Unmarshal([]byte(raw), &h); err != nil {
-		return h, fmt.Errorf("webui: the chat's history is unreadable: %w", err)
+		return "", h, fmt.Errorf("webui: the chat's history is unreadable: %w", err)
 	}
-	return h, nil
+	return raw, h, nil
 }
 
 // append keeps e in the chat's history, then sends it to its streams. An
@@ -160,32 +188,44 @@ func (rs *rooms) append(ctx context.Context, chatKey string, e event) error {
 	return err
 }
 
-// add is append that returns the event's id.
+// add is append that returns the event's id. The history is swapped
+// for the one with e, so an event another process keeps in the chat
+// meanwhile is not lost: e then follows it.
 func (rs *rooms) add(ctx context.Context, chatKey string, e event) (int64, error) {
 	rs.write.Lock()
 	defer rs.write.Unlock()
-	h, err := rs.history(ctx, chatKey)
-	if err != nil {
-		return 0, err
-	}
-	e.ID = h.Next
-	h.Next++
-	h.Events = append(h.Events, e)
-	raw, err := json.Marshal(h)
-	if err != nil {
-		return 0, fmt.Errorf("webui: encode the chat's history: %w", err)
-	}
-	for len(h.Events) > 1 && (len(h.Events) > keepEvents || len(raw) > keepBytes) {
-		drop := max(1, len(h.Events)/4)
-		h.Events = h.Events[drop:]
-		if raw, err = json.Marshal(h); err != nil {
+	for try := 1; ; try++ {
+		old, h, err := rs.read(ctx, chatKey)
+		if err != nil {
+			return 0, err
+		}
+		e.ID = h.Next
+		h.Next++
+		h.Events = append(h.Events, e)
+		raw, err := json.Marshal(h)
+		if err != nil {
 			return 0, fmt.Errorf("webui: encode the chat's history: %w", err)
 		}
-	}
-	if err := rs.store.SetState(ctx, stateKey(chatKey), string(raw)); err != nil {
-		return 0, fmt.Errorf("webui: keep the chat's history: %w", err)
+		for len(h.Events) > 1 && (len(h.Events) > keepEvents || len(raw) > keepBytes) {
+			drop := max(1, len(h.Events)/4)
+			h.Events = h.Events[drop:]
+			if raw, err = json.Marshal(h); err != nil {
+				return 0, fmt.Errorf("webui: encode the chat's history: %w", err)
+			}
+		}
+		swapped, err := rs.store.SwapState(ctx, stateKey(chatKey), old, string(raw))
+		if err != nil {
+			return 0, fmt.Errorf("webui: keep the chat's history: %w", err)
+		}
+		if swapped {
+			break
+		}
+		if try == maxSwaps {
+			return 0, fmt.Errorf("webui: keep the chat's history: changed by others %d times in a row", try)
+		}
 	}
 	rs.publish(chatKey, e)
+	rs.tell(ctx, chatKey, e)
 	return e.ID, nil
 }
 
@@ -227,7 +267,7 @@ func (rs *rooms) room(chatKey string) *room {
 }
 
 // draft sends the answer so far.
-func (rs *rooms) draft(chatKey, ref, text string) {
+func (rs *rooms) draft(ctx context.Context, chatKey, ref, text string) {
 	rs.mu.Lock()
 	r := rs.room(chatKey)
 	v := 1
@@ -238,6 +278,7 @@ func (rs *rooms) draft(chatKey, ref, text string) {
 	e := *r.draft
 	rs.mu.Unlock()
 	rs.publish(chatKey, e)
+	rs.tell(ctx, chatKey, e)
 }
 
 // undraft forgets the draft ref once its answer is kept.
@@ -250,13 +291,23 @@ func (rs *rooms) undraft(chatKey, ref string) {
 	}
 }
 
-// working shows or hides the sign that an answer is on its way.
-func (rs *rooms) working(chatKey string, on bool) {
+// working shows or hides the sign that an answer is on its way, and
+// keeps it for the pages that open meanwhile, on any process.
+func (rs *rooms) working(ctx context.Context, chatKey string, on bool) {
 	rs.mu.Lock()
 	r := rs.room(chatKey)
 	r.working = on
 	rs.mu.Unlock()
-	rs.publish(chatKey, event{Kind: kindWorking, On: on})
+	e := event{Kind: kindWorking, On: on}
+	rs.publish(chatKey, e)
+	value := ""
+	if on {
+		value = "1"
+	}
+	if err := rs.store.SetState(ctx, workingKey(chatKey), value); err != nil {
+		rs.log.Warn("webui: could not keep the working sign; pages opened elsewhere may not show it", "err", err)
+	}
+	rs.tell(ctx, chatKey, e)
 }
 
 // subscribe opens a stream of the chat's events (from before the
@@ -288,16 +339,18 @@ func (rs *rooms) subscribe(chatKey string) (s *sub, cancel func(), ok bool) {
 
 // now is what a stream that starts shows of the answer under way: the
 // working sign, on or off (a page that reconnects may have missed its
-// end), and the draft.
-func (rs *rooms) now(chatKey string) []event {
+// end), as kept by whichever process answers, and the draft.
+func (rs *rooms) now(ctx context.Context, chatKey string) []event {
+	kept, err := rs.store.State(ctx, workingKey(chatKey))
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	r := rs.chats[chatKey]
-	if r == nil {
-		return []event{{Kind: kindWorking}}
+	on := kept == "1"
+	if err != nil {
+		on = r != nil && r.working
 	}
-	out := []event{{Kind: kindWorking, On: r.working}}
-	if r.draft != nil {
+	out := []event{{Kind: kindWorking, On: on}}
+	if r != nil && r.draft != nil {
 		out = append(out, *r.draft)
 	}
 	return out

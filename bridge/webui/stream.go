@@ -81,17 +81,44 @@ func (c *Chat) stream(w http.ResponseWriter, r *http.Request, user string) {
 	if sent < h.Next-1 {
 		sent = h.Next - 1
 	}
-	for _, e := range c.rooms.now(key) {
+	for _, e := range c.rooms.now(r.Context(), key) {
 		if !send(e) {
 			return
 		}
+	}
+	// catchUp sends what the chat kept after the last event sent, and
+	// the working sign: a stream that was not given an event (told by
+	// another process out of order, or not at all) reads the store.
+	catchUp := func() bool {
+		h, err := c.rooms.history(r.Context(), key)
+		if err != nil {
+			c.log.Warn("webui: could not read a chat's history for its stream", "err", err)
+			return true // the next event tries again
+		}
+		for _, e := range h.Events {
+			if !send(e) {
+				return false
+			}
+		}
+		return send(c.rooms.now(r.Context(), key)[0])
 	}
 	tick := time.NewTicker(c.cfg.KeepAlive)
 	defer tick.Stop()
 	for {
 		select {
 		case e, open := <-s.ch:
-			if !open || !send(e) {
+			if !open {
+				return
+			}
+			if e.Fetch || e.ID > sent+1 {
+				if !catchUp() {
+					return
+				}
+				if e.Fetch || e.ID <= sent {
+					continue
+				}
+			}
+			if !send(e) {
 				return
 			}
 		case <-tick.C:

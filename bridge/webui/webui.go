@@ -11,11 +11,12 @@
 // is theirs alone.
 //
 // What the page shows is kept in the store (one small record per chat,
-// its latest events), so a page loaded again, or a stream that
-// reconnects with Last-Event-ID, gets every part once. The streams
-// themselves live in the process that serves them: with several
-// replicas, a person's requests must reach the one process (sticky
-// sessions) for answers to stream without reloading.
+// its latest events, and its working sign), so a page loaded again, or
+// a stream that reconnects with Last-Event-ID, gets every part once.
+// With several processes on one database, each tells the others of
+// what it shows through the store's notices (bridge.Signals), so a page
+// open on any of them streams the answers of all: no stickiness is
+// needed.
 package webui
 
 import (
@@ -109,7 +110,8 @@ func New(cfg Config, router *bridge.Router, store bridge.Store, web bridge.WebAu
 	}
 	c := &Chat{cfg: cfg, router: router, store: store, web: web, log: cfg.Logger.With("channel", Name),
 		routes: bridge.JSONRoute[route]{Channel: Name}}
-	c.rooms = newRooms(store, c.log)
+	signals, _ := store.(bridge.Signals)
+	c.rooms = newRooms(store, signals, c.log)
 	c.pipe = bridge.NewPipeline(cfg.Delivery.Pipeline(bridge.PipelineConfig{
 		Channel: Name, Inbox: store, Handler: router, Outlet: c, Stream: !cfg.Whole, DraftEvery: draftEvery,
 	}))
@@ -149,6 +151,7 @@ func (c *Chat) Run(ctx context.Context) error {
 		return nil // ctx done
 	}
 	c.rooms.open()
+	c.rooms.listen(ctx)
 	<-ctx.Done()
 	c.rooms.close()
 	return nil
@@ -217,7 +220,7 @@ func (c *Chat) Ask(ctx context.Context, r any, part string, q bridge.Question, _
 }
 
 // Draft shows the answer so far; the page replaces the text it shows.
-func (c *Chat) Draft(_ context.Context, r any, draft []byte, text string) ([]byte, error) {
+func (c *Chat) Draft(ctx context.Context, r any, draft []byte, text string) ([]byte, error) {
 	key, err := c.chatOf(r)
 	if err != nil {
 		return nil, err
@@ -226,7 +229,7 @@ func (c *Chat) Draft(_ context.Context, r any, draft []byte, text string) ([]byt
 	if ref == "" {
 		ref = newID()
 	}
-	c.rooms.draft(key, ref, text)
+	c.rooms.draft(ctx, key, ref, text)
 	return []byte(ref), nil
 }
 
@@ -244,14 +247,14 @@ func (c *Chat) Replace(ctx context.Context, r any, draft []byte, part string) er
 }
 
 // Working shows that an answer is on its way until stop.
-func (c *Chat) Working(_ context.Context, r any) (stop func()) {
+func (c *Chat) Working(ctx context.Context, r any) (stop func()) {
 	key, err := c.chatOf(r)
 	if err != nil {
 		return func() {}
 	}
-	c.rooms.working(key, true)
+	c.rooms.working(ctx, key, true)
 	var once sync.Once
-	return func() { once.Do(func() { c.rooms.working(key, false) }) }
+	return func() { once.Do(func() { c.rooms.working(context.WithoutCancel(ctx), key, false) }) }
 }
 
 // SendFile offers a file to download from the chat's page. The file is
