@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,11 @@ type DB struct {
 	unindexed atomic.Int64
 	// sig delivers notices (Signal, Listen).
 	sig *signals
+	// reserving queues this handle's reservations (Reserve) on SQLite
+	// before they ask for the database's write lock: SQLite's busy
+	// handler waits by sleeping and retrying, which under many at once
+	// lets some wait past the busy timeout ("database is locked").
+	reserving sync.Mutex
 }
 
 // session is a chat's conversation from open until /clear.
