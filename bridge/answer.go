@@ -26,9 +26,10 @@ func (p *Pipeline) mayAsk(chatKey string) bool {
 }
 
 // answers reports whether event it, just taken in, answers the question
-// that waits in its chat, and if so records the answer for the turn and
-// finishes the event, at once (so no process takes it for a message): the question's person answered (a message, a
-// press's "/answer <code> <n>", /cancel). A /clear by anyone cancels the
+// that waits in its chat; if so it records the answer for the turn and
+// finishes the event in one step (so no process runs it as a message).
+// The question's person answers with a message, a press's
+// "/answer <code> <n>", or /cancel. A /clear by anyone cancels the
 // question and is not taken: it is then handled as usual. holding says
 // this process holds the chat's claim, so no other runs a turn there.
 //
@@ -61,20 +62,24 @@ func (p *Pipeline) answers(ctx context.Context, out Outlet, it Item, holding boo
 	gone := wake == nil && (p.cfg.Claim == nil || holding || time.Since(q.Beat) > p.stale())
 	var resume *Item
 	if gone {
-		if finder, ok := p.cfg.Inbox.(OldestFinder); ok {
-			old, found, err := finder.OldestUnfinished(ctx, p.cfg.Channel, q.ChatKey)
-			if err != nil {
-				log.Warn("delivery: cannot tell whether a question's turn is still to be resumed; the message is taken as a message", "err", err)
-				return false
+		// Rare (a process ended mid-question): the channel's unfinished
+		// events are read, by the index of unfinished ones.
+		items, err := p.cfg.Inbox.Unfinished(ctx, p.cfg.Channel)
+		if err != nil {
+			log.Warn("delivery: cannot tell whether a question's turn is still to be resumed; the message is taken as a message", "err", err)
+			return false
+		}
+		for i := range items {
+			if items[i].ID == q.Event && items[i].Inbound.ChatKey == q.ChatKey {
+				resume = &items[i]
 			}
-			if !found || old.ID != q.Event {
-				// Its turn is over: nothing will read an answer.
-				if err := qs.EndQuestion(ctx, q.ID); err != nil {
-					log.Warn("delivery: cannot end a question left behind", "err", err)
-				}
-				return false
+		}
+		if resume == nil {
+			// Its turn is over: nothing will read an answer.
+			if err := qs.EndQuestion(ctx, q.ID); err != nil {
+				log.Warn("delivery: cannot end a question left behind", "err", err)
 			}
-			resume = &old
+			return false
 		}
 	}
 	var seq int64
@@ -108,7 +113,7 @@ func (p *Pipeline) answers(ctx context.Context, out Outlet, it Item, holding boo
 	if route, err := out.ReadRoute(it.Route); err == nil && len(it.Route) > 0 {
 		p.tell(ctx, out, route, nil, textAnsweredAfterRestart, log)
 	}
-	if resume != nil && p.cfg.Claim != nil && !holding {
+	if p.cfg.Claim != nil && !holding {
 		// Run once the ended process's claim on the chat runs out.
 		p.mu.Lock()
 		if !p.stopped {

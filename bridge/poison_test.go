@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(replicaProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), os.Getenv("LOADOUT_TEST_REPLICA_JOURNAL")))
 	}
 	if db := os.Getenv("LOADOUT_TEST_ASKER_DB"); db != "" {
-		os.Exit(askerProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT")))
+		claims, _ := strconv.ParseBool(os.Getenv("LOADOUT_TEST_ASKER_CLAIMS"))
+		os.Exit(askerProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), claims))
 	}
 	if db := os.Getenv("LOADOUT_TEST_POISON_DB"); db != "" {
 		os.Exit(poisonProcess(db, os.Getenv("LOADOUT_TEST_POISON_SENT"), strings.Fields(os.Getenv("LOADOUT_TEST_POISON_SEND"))))

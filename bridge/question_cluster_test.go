@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/cluster"
 	"loadout/store"
@@ -110,16 +112,21 @@ func (o dyingOutlet) Send(ctx context.Context, route any, text string) error {
 }
 
 // askerProcess is a process whose turn asks a question and which dies
-// once the question is sent.
-func askerProcess(db, sent string) int {
+// once the question is sent; with claims, as one of several processes
+// sharing the store.
+func askerProcess(db, sent string, claims bool) int {
 	st, err := store.OpenTest(db)
 	if err != nil {
 		return 1
 	}
 	ctx := context.Background()
 	log := quiet()
+	var claim bridge.Claim
+	if claims {
+		claim = cluster.Claim(st, "dying", 300*time.Millisecond, log)
+	}
 	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: st, Outlet: dyingOutlet{fileOutlet{sent}}, Handler: askOnce(time.Minute),
-		Claim: cluster.Claim(st, "dying", 300*time.Millisecond, log), Logger: log})
+		Claim: claim, Logger: log})
 	if err := p.Start(ctx); err != nil {
 		return 1
 	}
@@ -143,15 +150,7 @@ func TestAnswerAfterTheAskerDiedResumesTheTurnOnPostgres(t *testing.T) {
 	out := &outlet{}
 	p := newPipeline(t, bridge.PipelineConfig{Inbox: st, Outlet: out, Handler: askOnce(time.Minute),
 		Claim: cluster.Claim(st, "alive", 300*time.Millisecond, quiet()), QuestionPoll: 50 * time.Millisecond})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "LOADOUT_TEST_ASKER_DB="+db, "LOADOUT_TEST_POISON_SENT="+sent)
-	cmd.Run()
-	if code := cmd.ProcessState.ExitCode(); code != 2 {
-		t.Fatalf("the asking process exited %d, not once its question was sent", code)
-	}
-	if b, _ := os.ReadFile(sent); !strings.Contains(string(b), "Colour?") {
-		t.Fatalf("the asking process sent %q", b)
-	}
+	askAndDie(t, db, sent, true)
 	chattest.Eventually(t, "the dead process's claim on the chat to run out", func() bool {
 		var n int64
 		st.Gorm().Raw("SELECT count(*) FROM leases WHERE name = 'chat:test:c1' AND expires_at > ?", time.Now().UnixMilli()).Scan(&n)
@@ -172,4 +171,60 @@ func TestAnswerAfterTheAskerDiedResumesTheTurnOnPostgres(t *testing.T) {
 		items, err := st.Unfinished(context.Background(), "test")
 		return err == nil && len(items) == 0
 	})
+}
+
+// askAndDie runs a process on the store at db whose turn asks a
+// question and which dies once it is sent (to sent).
+func askAndDie(t *testing.T, db, sent string, claims bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LOADOUT_TEST_ASKER_DB="+db, "LOADOUT_TEST_POISON_SENT="+sent, fmt.Sprint("LOADOUT_TEST_ASKER_CLAIMS=", claims))
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 2 {
+		t.Fatalf("the asking process exited %d, not once its question was sent", code)
+	}
+	if b, _ := os.ReadFile(sent); !strings.Contains(string(b), "Colour?") {
+		t.Fatalf("the asking process sent %q", b)
+	}
+}
+
+// held is a handler whose turn waits, before it runs, until release is
+// closed.
+func held(h bridge.Handler, release chan struct{}) bridge.Handler {
+	return replyFunc(func(ctx context.Context, in chat.Inbound) (chat.Reply, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return chat.Reply{}, ctx.Err()
+		}
+		return h.Handle(ctx, in)
+	})
+}
+
+// One process serving the store (no claims) dies while its turn waits
+// for an answer. After the restart the turn is resumed; the answer that
+// comes before the resumed run asks again is kept for it, the person is
+// told so, and the run takes it instead of asking again.
+func TestAnswerAfterARestartResumesTheTurn(t *testing.T) {
+	dir := t.TempDir()
+	db, sent := filepath.Join(dir, "loadout.db"), filepath.Join(dir, "sent.txt")
+	reopen(t, db) // made (a schema of its own on PostgreSQL) before the child
+	askAndDie(t, db, sent, false)
+	st := reopen(t, db)
+	out := &outlet{}
+	release := make(chan struct{})
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: st, Outlet: out, Handler: held(askOnce(time.Minute), release)})
+	accept(t, p, from("e2", "ana", "2"))
+	got := out.waitFor(t, 1)
+	if !strings.Contains(got[0], "cut short by a restart") {
+		t.Fatalf("the person was told %q", got[0])
+	}
+	close(release)
+	got = out.waitFor(t, 2)
+	if got[1] != "c1:got green" || len(got) != 2 {
+		t.Fatalf("sent = %q", got)
+	}
+	if st, _ := itemState(t, st, "e2"); st != string(bridge.StateDone) {
+		t.Fatalf("the answer's event is %s", st)
+	}
 }
