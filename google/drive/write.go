@@ -136,22 +136,22 @@ func (g *group) reachOfMove(ctx context.Context, in moveIn) tools.Reach {
 	if err != nil {
 		return tools.UnknownReach("who can see the destination folder could not be read")
 	}
-	var r tools.Reach
+	var emails, domains, unknown []string
 	for _, p := range perms {
 		switch {
 		case p.Role == "owner":
 		case p.Type == "anyone":
-			r.Unknown = append(r.Unknown, "anyone with the link to the destination folder")
+			unknown = append(unknown, "anyone with the link to the destination folder")
 		case p.Type == "domain":
-			r.Domains = append(r.Domains, tools.NormalHost(p.Domain))
+			domains = append(domains, tools.NormalHost(p.Domain))
 		default:
-			r.Recipients = append(r.Recipients, p.EmailAddress)
+			emails = append(emails, p.EmailAddress)
 		}
 	}
-	more := tools.AddressReach(r.Recipients...)
-	more.Domains = append(more.Domains, r.Domains...)
-	more.Unknown = append(more.Unknown, r.Unknown...)
-	return more
+	r := tools.AddressReach(emails...)
+	r.Domains = append(r.Domains, domains...)
+	r.Unknown = append(r.Unknown, unknown...)
+	return r
 }
 
 func (g *group) move(ctx context.Context, in moveIn) (any, error) {
