@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -46,7 +48,8 @@ func Check(cfg Config) error {
 }
 
 // confineAndExec confines this process as s says and becomes the
-// command. It returns only on failure.
+// command. It returns only on a failure before the limits are set; after
+// them it reports on report itself and exits.
 func confineAndExec(s spec, report *os.File) error {
 	runtime.LockOSThread()
 	syscall.CloseOnExec(int(report.Fd())) // the command does not inherit it
@@ -90,22 +93,83 @@ func confineAndExec(s spec, report *os.File) error {
 			return fmt.Errorf("setuid: %w", err)
 		}
 	}
+	argv, err := syscall.SlicePtrFromStrings(append([]string{filepath.Base(s.Prog)}, s.Args...))
+	if err != nil {
+		return err
+	}
+	envv, err := syscall.SlicePtrFromStrings(s.Env)
+	if err != nil {
+		return err
+	}
+	prog, err := syscall.BytePtrFromString(s.Prog)
+	if err != nil {
+		return err
+	}
+	why := []byte("start " + s.Prog + ": ")
 	l := s.Limits
-	for _, r := range []struct {
-		res int
-		max uint64
-	}{
+	limits := [...]rlimit{
 		{unix.RLIMIT_CPU, uint64(max(1, int(l.CPU.Seconds()+0.999)))},
-		{unix.RLIMIT_AS, uint64(l.MemoryMB) << 20},
 		{unix.RLIMIT_NPROC, uint64(l.Processes)},
 		{unix.RLIMIT_FSIZE, uint64(l.FileSizeMB) << 20},
 		{unix.RLIMIT_CORE, 0},
-	} {
-		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: r.max, Max: r.max}); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", r.res, err)
+		{unix.RLIMIT_AS, uint64(l.MemoryMB) << 20}, // last: see limitAndExec
+	}
+	debug.SetGCPercent(-1) // no collection starts between the limits and exec
+	errno := limitAndExec(rawSys{}, limits[:], prog, argv, envv)
+	// Nothing may be allocated now: write the report and leave.
+	rawSys{}.write(int(report.Fd()), why)
+	rawSys{}.write(int(report.Fd()), unsafe.Slice(unsafe.StringData(errno.Error()), len(errno.Error())))
+	unix.Exit(125)
+	panic("not reached")
+}
+
+// rlimit is one resource limit, soft and hard alike.
+type rlimit struct {
+	res int
+	max uint64
+}
+
+// sys is the kernel as limitAndExec uses it; a test records the calls.
+type sys interface {
+	prlimit(res int, max uint64) syscall.Errno
+	execve(prog *byte, argv, envv []*byte) syscall.Errno
+	write(fd int, b []byte)
+}
+
+// limitAndExec sets the limits, the address space's last, and becomes
+// prog, returning why not. Nothing in it allocates, and it makes only
+// raw system calls: once the address space is bounded below what the Go
+// runtime has reserved, an allocation that needs memory from the system,
+// or a new thread the scheduler starts (past the process limit), ends
+// the process with the runtime's "cannot allocate memory" instead of
+// running the command or reporting why it did not run.
+func limitAndExec(k sys, limits []rlimit, prog *byte, argv, envv []*byte) syscall.Errno {
+	for _, r := range limits {
+		if errno := k.prlimit(r.res, r.max); errno != 0 {
+			return errno
 		}
 	}
-	return fmt.Errorf("start %s: %w", s.Prog, syscall.Exec(s.Prog, append([]string{filepath.Base(s.Prog)}, s.Args...), s.Env))
+	return k.execve(prog, argv, envv)
+}
+
+// rawSys makes the calls as they are, without the scheduler.
+type rawSys struct{}
+
+func (rawSys) prlimit(res int, max uint64) syscall.Errno {
+	lim := unix.Rlimit{Cur: max, Max: max}
+	_, _, errno := unix.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(res), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
+	return errno
+}
+
+func (rawSys) execve(prog *byte, argv, envv []*byte) syscall.Errno {
+	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(prog)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	return errno
+}
+
+func (rawSys) write(fd int, b []byte) {
+	if len(b) > 0 {
+		unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	}
 }
 
 // handOver gives a chat's workspace to the user commands run as, when
