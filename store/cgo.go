@@ -18,9 +18,9 @@ func busy(err error) bool {
 	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
-// duplicate reports whether err is SQLite's refusal of a row a unique
-// index already holds.
-func duplicate(err error) bool {
+// sqliteDuplicate reports whether err is SQLite's refusal of a row a
+// unique index already holds.
+func sqliteDuplicate(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
 }

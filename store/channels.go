@@ -26,9 +26,14 @@ func (d *DB) lockKey(tx *gorm.DB, key string) error {
 	if !d.pg {
 		return nil
 	}
+	return tx.Exec("SELECT pg_advisory_xact_lock(?)", advisoryKey(d.schema, key)).Error
+}
+
+// advisoryKey is the PostgreSQL advisory lock key of name within schema.
+func advisoryKey(schema, name string) int64 {
 	h := fnv.New64a()
-	h.Write([]byte(key))
-	return tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(h.Sum64())).Error
+	h.Write([]byte(schema + "\x00" + name))
+	return int64(h.Sum64())
 }
 
 // cursor is how far a channel has read one of its sources (a

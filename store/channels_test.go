@@ -183,12 +183,8 @@ func TestHeldStatesMoveIntoTheirTable(t *testing.T) {
 	if err := db.SetState(ctx, "whatsapp:held:15550002", `{"parts":["one","two"],"dropped":3}`); err != nil {
 		t.Fatal(err)
 	}
-	if !db.pg {
-		// As a database of the earlier schema is stamped.
-		if err := db.Gorm().Exec("PRAGMA user_version = 1").Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	// As a database of the earlier schema is stamped.
+	stampOlder(t, db)
 	db.Close()
 	db = openAt(t, path)
 	held, dropped, err := db.HeldMessages(ctx, "whatsapp:15550002")

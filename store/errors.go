@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"loadout/chat"
@@ -36,4 +37,11 @@ func kind(err error) error {
 		return &kindError{chat.ErrTransient, err}
 	}
 	return err
+}
+
+// duplicate reports whether err is the refusal of a row a unique index
+// already holds, by either database.
+func duplicate(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" || sqliteDuplicate(err)
 }

@@ -17,15 +17,10 @@ func TestMCPTokensPerServerAndPerson(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := db.Gorm()
-	old := []string{"DROP TABLE mcp_tokens", "PRAGMA user_version = 1"}
-	if db.pg {
-		old = old[:1]
+	if err := g.Exec("DROP TABLE mcp_tokens").Error; err != nil {
+		t.Fatal(err)
 	}
-	for _, s := range old {
-		if err := g.Exec(s).Error; err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	stampOlder(t, db)
 	db.Close()
 	db, err = OpenTest(path)
 	if err != nil {

@@ -45,12 +45,8 @@ func oldMessages(t *testing.T, db *DB, sessionID int64, msgs []chat.Message, old
 			t.Fatal(err)
 		}
 	}
-	if !db.pg {
-		// As a database of the earlier schema is stamped.
-		if err := g.Exec("PRAGMA user_version = 1").Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	// As a database of the earlier schema is stamped.
+	stampOlder(t, db)
 }
 
 // A database an earlier version wrote, with an approval's id inside code

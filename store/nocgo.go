@@ -8,4 +8,4 @@ const Available = false
 
 func busy(error) bool { return false }
 
-func duplicate(error) bool { return false }
+func sqliteDuplicate(error) bool { return false }

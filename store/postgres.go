@@ -12,8 +12,9 @@ import (
 )
 
 // OpenPostgres opens the PostgreSQL database dsn (a postgres:// URL or
-// key=value string) and migrates its schema. Several processes may start
-// on one database at once: migration runs under an advisory lock.
+// key=value string) and migrates its schema unless its stamp says it is
+// there already. Several processes may start on one schema at once:
+// migration runs under an advisory lock of the schema.
 func OpenPostgres(dsn string) (*DB, error) {
 	g, err := gorm.Open(postgres.Open(dsn), gormConfig())
 	if err != nil {
@@ -23,42 +24,58 @@ func OpenPostgres(dsn string) (*DB, error) {
 		sqlDB.SetMaxOpenConns(pgConns)
 		sqlDB.SetMaxIdleConns(pgConns)
 	}
-	if err := migratePostgres(g); err != nil {
-		if sqlDB, err := g.DB(); err == nil {
-			sqlDB.Close()
-		}
-		return nil, fmt.Errorf("store: migrate PostgreSQL: %w", err)
-	}
-	var schema string
-	err = g.Raw("SELECT current_schema()").Scan(&schema).Error
-	var key []byte
-	if err == nil {
-		key, err = noticeKey(g)
-	}
+	schema, key, err := preparePostgres(g)
 	if err != nil {
 		if sqlDB, err := g.DB(); err == nil {
 			sqlDB.Close()
 		}
-		return nil, fmt.Errorf("store: set up the notices of PostgreSQL: %w", err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
-	return &DB{db: g, pg: true, now: utcNow, sig: newSignals(dsn, noticeChannel(schema), key)}, nil
+	return &DB{db: g, pg: true, schema: schema, now: utcNow, sig: newSignals(dsn, noticeChannel(schema), key)}, nil
+}
+
+// preparePostgres names the current schema, migrates it and reads its
+// key for signing notices.
+func preparePostgres(g *gorm.DB) (schema string, key []byte, err error) {
+	if err := g.Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+		return "", nil, fmt.Errorf("read the schema of PostgreSQL: %w", err)
+	}
+	if schema == "" {
+		return "", nil, errors.New("PostgreSQL: no schema of the search path exists")
+	}
+	if err := migratePostgres(g, schema); err != nil {
+		return "", nil, fmt.Errorf("migrate PostgreSQL: %w", err)
+	}
+	if key, err = noticeKey(g); err != nil {
+		return "", nil, fmt.Errorf("set up the notices of PostgreSQL: %w", err)
+	}
+	return schema, key, nil
 }
 
 // pgConns bounds the connections to PostgreSQL, which, unlike SQLite,
 // runs writers side by side.
 const pgConns = 16
 
-// migrateLock is the advisory lock key held while migrating.
-const migrateLock = 0x6c6f61646f7574 // "loadout"
-
-// migratePostgres brings the schema to this build's under an advisory
-// lock, so replicas starting together migrate one after the other.
-func migratePostgres(g *gorm.DB) error {
+// migratePostgres brings the schema to this build's, unless its stamp
+// (schemaStamp, kept in the schema_stamp table) says it is there
+// already, under an advisory lock of the schema, so replicas starting
+// together migrate one after the other and the later ones find the
+// stamp in place. Schemas of one database migrate side by side.
+func migratePostgres(g *gorm.DB, schema string) error {
+	stamp := schemaStamp(true)
 	return g.Connection(func(c *gorm.DB) error {
-		if err := c.Exec("SELECT pg_advisory_lock(?)", migrateLock).Error; err != nil {
+		c = c.Session(&gorm.Session{NewDB: true}) // each statement fresh, on this connection
+		if have, err := pgStamp(c); err != nil || have == stamp {
 			return err
 		}
-		defer c.Exec("SELECT pg_advisory_unlock(?)", migrateLock)
+		lock := advisoryKey(schema, "loadout migrate")
+		if err := c.Exec("SELECT pg_advisory_lock(?)", lock).Error; err != nil {
+			return err
+		}
+		defer c.Exec("SELECT pg_advisory_unlock(?)", lock)
+		if have, err := pgStamp(c); err != nil || have == stamp {
+			return err // another process migrated it meanwhile
+		}
 		if err := migrateMessages(c); err != nil {
 			return err
 		}
@@ -102,8 +119,26 @@ func migratePostgres(g *gorm.DB) error {
 				return err
 			}
 		}
-		return nil
+		return c.Transaction(func(tx *gorm.DB) error {
+			for _, s := range []string{`CREATE TABLE IF NOT EXISTS schema_stamp (stamp integer NOT NULL)`, `DELETE FROM schema_stamp`} {
+				if err := tx.Exec(s).Error; err != nil {
+					return err
+				}
+			}
+			return tx.Exec(`INSERT INTO schema_stamp (stamp) VALUES (?)`, stamp).Error
+		})
 	})
+}
+
+// pgStamp is the schema's stamp: 0 before its first migration.
+func pgStamp(c *gorm.DB) (int32, error) {
+	var table *string
+	if err := c.Raw(`SELECT to_regclass('schema_stamp')::text`).Scan(&table).Error; err != nil || table == nil {
+		return 0, err
+	}
+	var stamp int32
+	err := c.Raw(`SELECT stamp FROM schema_stamp`).Scan(&stamp).Error
+	return stamp, err
 }
 
 // pgTransient reports a PostgreSQL error that may pass when tried again:

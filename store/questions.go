@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
 	"loadout/bridge"
@@ -75,8 +74,7 @@ func (d *DB) AskQuestion(ctx context.Context, q bridge.AskedQuestion) (int64, er
 		return 0, kind(err)
 	}
 	err := db.Create(&row).Error
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" || duplicate(err) {
+	if duplicate(err) {
 		return 0, bridge.ErrAnotherQuestion
 	}
 	return row.ID, kind(err)

@@ -13,7 +13,7 @@ import (
 )
 
 // migrations is the version of the hand-written schema steps (indexes,
-// moves of old tables) in migrate. Change it whenever they change; the
+// moves of old tables) in migrate and migratePostgres. Change it whenever they change; the
 // models' own changes are noticed without it.
 const migrations = 8
 

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"hash/fnv"
 	"math"
 	"slices"
 	"time"
@@ -91,7 +90,7 @@ func (d *DB) Reserve(ctx context.Context, userKey, chatKey, day, monthStart stri
 	var refused error
 	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if d.pg {
-			for _, k := range spendLocks(userKey, chatKey) {
+			for _, k := range spendLocks(d.schema, userKey, chatKey) {
 				if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", k).Error; err != nil {
 					return err
 				}
@@ -129,15 +128,13 @@ func (d *DB) Settle(ctx context.Context, held chat.Charge, spent chat.Spend) err
 // spendLocks are the PostgreSQL advisory lock keys of a person's spend
 // and a chat's (an empty key has none), in ascending order: every
 // reservation takes them in this order, so two never wait on each other.
-func spendLocks(userKey, chatKey string) []int64 {
+func spendLocks(schema, userKey, chatKey string) []int64 {
 	var keys []int64
 	for _, part := range [][2]string{{"person", userKey}, {"chat", chatKey}} {
 		if part[1] == "" {
 			continue
 		}
-		h := fnv.New64a()
-		h.Write([]byte("loadout spends\x00" + part[0] + "\x00" + part[1]))
-		keys = append(keys, int64(h.Sum64()))
+		keys = append(keys, advisoryKey(schema, "loadout spends\x00"+part[0]+"\x00"+part[1]))
 	}
 	slices.Sort(keys)
 	return keys

@@ -134,12 +134,8 @@ func TestMigrateAddsTheSpendTable(t *testing.T) {
 	if err := db.Gorm().Exec(`DROP TABLE spends`).Error; err != nil {
 		t.Fatal(err)
 	}
-	if !db.pg {
-		// As a database of the earlier schema is stamped.
-		if err := db.Gorm().Exec("PRAGMA user_version = 1").Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	// As a database of the earlier schema is stamped.
+	stampOlder(t, db)
 	db.Close()
 	db = openAt(t, path)
 	if err := db.Charge(ctx, chat.Charge{UserKey: "u", ChatKey: "telegram:1", Day: "2026-11-26", Spend: chat.Spend{PromptTokens: 3}}); err != nil {

@@ -43,6 +43,10 @@ type DB struct {
 	fts bool
 	// pg is set for PostgreSQL, whose full-text search is tsvector.
 	pg bool
+	// schema is PostgreSQL's current schema: advisory locks, which the
+	// server keeps per database, are keyed within it (lockKey), so that
+	// two schemas of one database never wait on each other.
+	schema string
 	// unindexed counts the messages this process wrote since it last
 	// brought the history index up to date (see indexMessages).
 	unindexed atomic.Int64
@@ -220,6 +224,11 @@ func (d *DB) OpenSession(ctx context.Context, chatKey string) (chat.Session, err
 		}
 		return err
 	})
+	if duplicate(err) {
+		// Another process opened it at the same moment (PostgreSQL runs
+		// the two transactions side by side): that one is the chat's.
+		s, err = d.openSession(ctx, nil, chatKey)
+	}
 	if err != nil {
 		return chat.Session{}, kind(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"loadout/chat"
 	"loadout/tools"
@@ -227,14 +228,12 @@ func TestAppendSavesAnySizeOfRound(t *testing.T) {
 // open; one stamped otherwise is.
 func TestOpenMigratesOnlyWhenTheSchemaDiffers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
-	db, err := Open(path)
+	db, err := OpenTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stamp int32
-	db.Gorm().Raw("PRAGMA user_version").Scan(&stamp)
-	if stamp != schemaStamp(db.fts) || stamp == 0 {
-		t.Fatalf("user_version = %d, want the stamp %d", stamp, schemaStamp(db.fts))
+	if stamp := storedStamp(t, db); stamp != schemaStamp(db.fts || db.pg) || stamp == 0 {
+		t.Fatalf("stored stamp = %d, want the stamp %d", stamp, schemaStamp(db.fts || db.pg))
 	}
 	// Drop an index by hand: with the stamp in place it stays dropped,
 	// which shows the migration was skipped.
@@ -244,25 +243,57 @@ func TestOpenMigratesOnlyWhenTheSchemaDiffers(t *testing.T) {
 	db.Close()
 	hasIndex := func(db *DB) bool {
 		var n int
-		db.Gorm().Raw("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_sessions_open'").Scan(&n)
+		q := "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_sessions_open'"
+		if db.pg {
+			q = "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'idx_sessions_open'"
+		}
+		db.Gorm().Raw(q).Scan(&n)
 		return n == 1
 	}
-	db, err = Open(path)
+	db, err = OpenTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hasIndex(db) {
 		t.Fatal("the schema was migrated though its stamp matched")
 	}
-	db.Gorm().Exec("PRAGMA user_version = 7")
+	stampOlder(t, db)
 	db.Close()
-	db, err = Open(path)
+	db, err = OpenTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	if !hasIndex(db) {
 		t.Fatal("a database stamped with another schema was not migrated")
+	}
+}
+
+// storedStamp is the schema stamp db keeps.
+func storedStamp(t *testing.T, db *DB) int32 {
+	t.Helper()
+	if db.pg {
+		stamp, err := pgStamp(db.Gorm())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stamp
+	}
+	var stamp int32
+	db.Gorm().Raw("PRAGMA user_version").Scan(&stamp)
+	return stamp
+}
+
+// stampOlder stamps db's schema as an earlier build left it: the next
+// open migrates it.
+func stampOlder(t *testing.T, db *DB) {
+	t.Helper()
+	q := "PRAGMA user_version = 1"
+	if db.pg {
+		q = "UPDATE schema_stamp SET stamp = 1"
+	}
+	if err := db.Gorm().Exec(q).Error; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -305,7 +336,10 @@ func TestLoadedGroupsFollowLoadOrderAndUnloads(t *testing.T) {
 }
 
 // Processes starting together on one database migrate it one after the
-// other (PostgreSQL: under an advisory lock), and all open it.
+// other (PostgreSQL: under an advisory lock of the schema), and all open
+// it; their first messages to one chat, at the same moment, share the
+// one session (on PostgreSQL the later insert meets the unique index and
+// reads the session the first made).
 func TestConcurrentOpensMigrate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	errs := make(chan error, 3)
@@ -323,6 +357,60 @@ func TestConcurrentOpensMigrate(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Advisory locks are the database's, not a schema's: one schema's
+// migration, or any lock of its keys, never holds up another's. (One
+// lock for the whole database once queued every test process of a run
+// behind the others' migrations, and a restart past its deadline.)
+func TestSchemasOfOneDatabaseLockApart(t *testing.T) {
+	if os.Getenv(TestDSNVar) == "" {
+		t.Skip("PostgreSQL only: set " + TestDSNVar)
+	}
+	a, err := OpenTest(filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// a holds, on a connection of its own, what b would take: its
+	// migration's lock and a chat's key under the same names.
+	ctx := context.Background()
+	conn, err := a.Gorm().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := conn.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pathB := filepath.Join(t.TempDir(), "b.db")
+	schemaB := testSchema(pathB)
+	for _, name := range []string{"loadout migrate", "hit:telegram:42"} {
+		if _, err := c.ExecContext(ctx, "SELECT pg_advisory_lock($1)", advisoryKey(a.schema, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if advisoryKey(a.schema, "loadout migrate") == advisoryKey(schemaB, "loadout migrate") {
+		t.Fatalf("schemas %s and %s share a lock key", a.schema, schemaB)
+	}
+	done := make(chan error, 1)
+	go func() {
+		b, err := OpenTest(pathB)
+		if err == nil {
+			_, err = b.Hit(ctx, "telegram:42", "1", 10, time.Minute)
+			b.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("another schema's open waited on this one's locks")
 	}
 }
 

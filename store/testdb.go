@@ -37,9 +37,7 @@ func OpenTest(path string) (*DB, error) {
 // path (created when missing) as the search path.
 func TestDSN(path string) (string, error) {
 	dsn := os.Getenv(TestDSNVar)
-	h := fnv.New64a()
-	h.Write([]byte(path))
-	schema := fmt.Sprintf("t_%x", h.Sum64())
+	schema := testSchema(path)
 	admin, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		return "", err
@@ -56,6 +54,13 @@ func TestDSN(path string) (string, error) {
 		return "", fmt.Errorf("store: create test schema: %w", err)
 	}
 	return withSearchPath(dsn, schema), nil
+}
+
+// testSchema is the schema of path's test database.
+func testSchema(path string) string {
+	h := fnv.New64a()
+	h.Write([]byte(path))
+	return fmt.Sprintf("t_%x", h.Sum64())
 }
 
 // withSearchPath adds search_path=schema to a postgres:// URL or a

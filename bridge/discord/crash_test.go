@@ -71,13 +71,16 @@ func TestKilledAtRandomLosesAndDoublesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); out.Close() })
-		deadline := time.Now().Add(30 * time.Second)
+		began := time.Now()
+		deadline := began.Add(30 * time.Second)
 		for {
 			if n, _, _, _ := dc.Gateway(); n > before && dc.Connected() {
+				t.Logf("connected after %s", time.Since(began).Round(time.Millisecond))
 				return cmd
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("the process never connected")
+				b, _ := os.ReadFile(out.Name())
+				t.Fatalf("the process never connected; it logged:\n%s", tail(string(b), 4000))
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
