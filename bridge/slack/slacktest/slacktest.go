@@ -66,6 +66,9 @@ type Server struct {
 	APIURL string
 
 	srv *httptest.Server
+	// acting is held while a call is acted on and recorded, and by
+	// Messages and Calls: a message a test sees has its call recorded.
+	acting sync.RWMutex
 	up  websocket.Upgrader
 
 	mu        sync.Mutex
@@ -151,6 +154,8 @@ func (s *Server) Message(channel, ts string) (string, bool) {
 // Messages returns the current texts of the bot's messages in channel,
 // in the order they were posted.
 func (s *Server) Messages(channel string) []string {
+	s.acting.RLock()
+	defer s.acting.RUnlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keys []string
@@ -269,6 +274,8 @@ func (s *Server) Reactions(channel, ts string) []string {
 
 // Calls returns the calls of method received so far ("" for all).
 func (s *Server) Calls(method string) []Call {
+	s.acting.RLock()
+	defer s.acting.RUnlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Call
@@ -404,8 +411,10 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	// Acted on first, then recorded: a test that saw the call sees
 	// what it did (a posted message's ts).
 	var out bytes.Buffer
+	s.acting.Lock()
 	status := s.answer(w.Header(), &out, c)
 	s.record(c)
+	s.acting.Unlock()
 	if held && reply && !s.wait(r, method, release) {
 		return // acted on; the answer is lost
 	}
