@@ -69,7 +69,7 @@ type Server struct {
 	// acting is held while a call is acted on and recorded, and by
 	// Messages and Calls: a message a test sees has its call recorded.
 	acting sync.RWMutex
-	up  websocket.Upgrader
+	up     websocket.Upgrader
 
 	mu        sync.Mutex
 	changed   chan struct{}
