@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // span is where, in a string, a credential it carries is written.
@@ -30,13 +31,15 @@ func unquote(s string) (string, error) {
 
 var (
 	// urlRef is a URL inside a text, up to the first space or quote.
-	urlRef = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]*`)
+	urlRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]*`) })
 	// pairRef is name=value outside a URL, the value bare (up to a
 	// space) or quoted: a DSN's password=…, an argument --token=….
-	pairRef = regexp.MustCompile(`(?:^|\s)-*([A-Za-z_][\w.-]*)\s*=\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"|(\S+))`)
+	pairRef = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|\s)-*([A-Za-z_][\w.-]*)\s*=\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"|(\S+))`)
+	})
 	// flagRef is an argument that is a flag alone (--api-key), whose
 	// value is the next argument.
-	flagRef = regexp.MustCompile(`^--?([A-Za-z][\w.-]*)$`)
+	flagRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^--?([A-Za-z][\w.-]*)$`) })
 )
 
 // carried are, for each of items (a value, or a list of arguments), the
@@ -46,7 +49,7 @@ func carried(items []string) [][]span {
 	for i, s := range items {
 		out[i] = credentialsIn(s)
 		if i > 0 {
-			if m := flagRef.FindStringSubmatch(items[i-1]); m != nil && credentialName(m[1]) && s != "" {
+			if m := flagRef().FindStringSubmatch(items[i-1]); m != nil && credentialName(m[1]) && s != "" {
 				out[i] = []span{{0, len(s)}}
 			}
 		}
@@ -59,11 +62,11 @@ func carried(items []string) [][]span {
 // outside URLs the values of name=value pairs so named.
 func credentialsIn(s string) []span {
 	var out []span
-	urls := urlRef.FindAllStringIndex(s, -1)
+	urls := urlRef().FindAllStringIndex(s, -1)
 	for _, u := range urls {
 		out = append(out, inURL(s, u[0], u[1])...)
 	}
-	for _, m := range pairRef.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range pairRef().FindAllStringSubmatchIndex(s, -1) {
 		inside := slices.ContainsFunc(urls, func(u []int) bool { return m[0] < u[1] && u[0] < m[1] })
 		if inside || !credentialName(s[m[2]:m[3]]) {
 			continue

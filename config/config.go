@@ -70,7 +70,7 @@ func Keys(t reflect.Type) []string {
 }
 
 // IsEnvName reports whether s can name an environment variable.
-func IsEnvName(s string) bool { return envName.MatchString(s) }
+func IsEnvName(s string) bool { return envName().MatchString(s) }
 
 // Checker collects what is wrong with a section, each error naming its
 // key ("section.key"). Set says which keys were given: a zero left out

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -30,7 +31,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
 // envRef is ${VAR} or ${VAR:-default}.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`) })
 
 // expandNode replaces ${VAR} and ${VAR:-default} in the scalar values
 // under n, after YAML parsing: a value read from the environment is taken
@@ -74,8 +75,8 @@ func expandNode(n *yaml.Node, t reflect.Type, key string, getenv func(string) st
 			return nil
 		}
 		var missing string
-		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
-			sub := envRef.FindStringSubmatch(m)
+		n.Value = envRef().ReplaceAllStringFunc(n.Value, func(m string) string {
+			sub := envRef().FindStringSubmatch(m)
 			if v := getenv(sub[1]); v != "" {
 				return v
 			}
@@ -168,7 +169,7 @@ func applyEnv(v reflect.Value, key string, getenv func(string) string, set map[s
 
 // envVar is the variable that sets a dotted key.
 // envName is the form of an environment variable's name.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func envVar(key string) string {
 	return "LOADOUT_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
@@ -193,8 +194,20 @@ type keyField struct {
 
 // keyFields lists the keys of struct type t, with the keys of inlined
 // fields (`yaml:",inline"`) in place. Unexported fields and `yaml:"-"` are
-// not keys.
+// not keys. A type's list is made once (the config's types are a fixed
+// few, walked for every key) and shared: callers do not change it.
 func keyFields(t reflect.Type) []keyField {
+	if kf, ok := keyFieldsOf.Load(t); ok {
+		return kf.([]keyField)
+	}
+	kf, _ := keyFieldsOf.LoadOrStore(t, listKeyFields(t))
+	return kf.([]keyField)
+}
+
+// keyFieldsOf holds keyFields' lists by type.
+var keyFieldsOf sync.Map
+
+func listKeyFields(t reflect.Type) []keyField {
 	var out []keyField
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -267,12 +280,12 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string, lines map[int]string
 	return nil
 }
 
-var lineRef = regexp.MustCompile(`line (\d+): `)
+var lineRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+): `) })
 
 // nameLine rewrites yaml's "line N: …" into "key (line N): …".
 func nameLine(err error, lines map[int]string) string {
-	return lineRef.ReplaceAllStringFunc(err.Error(), func(m string) string {
-		n, _ := strconv.Atoi(lineRef.FindStringSubmatch(m)[1])
+	return lineRef().ReplaceAllStringFunc(err.Error(), func(m string) string {
+		n, _ := strconv.Atoi(lineRef().FindStringSubmatch(m)[1])
 		if key, ok := lines[n]; ok {
 			return fmt.Sprintf("%s (line %d): ", key, n)
 		}

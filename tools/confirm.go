@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -174,11 +175,11 @@ func Summary(ctx context.Context, d Definition, in Input) string {
 }
 
 // addressPattern finds email addresses in an argument.
-var addressPattern = regexp.MustCompile(`[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+`)
+var addressPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+`) })
 
 // urlPattern finds URLs in an argument: a scheme, "://" and what follows
 // up to a space or a quote.
-var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>]+`)
+var urlPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>]+`) })
 
 // summaryValue is one argument of a default summary. Prose is cut short,
 // but never what says whom or what a call reaches: a word without spaces
@@ -210,7 +211,7 @@ func summaryValue(v any) string {
 	for _, l := range []struct {
 		what    string
 		pattern *regexp.Regexp
-	}{{"addresses", addressPattern}, {"URLs", urlPattern}} {
+	}{{"addresses", addressPattern()}, {"URLs", urlPattern()}} {
 		var hidden []string
 		for _, a := range l.pattern.FindAllString(full, -1) {
 			if !strings.Contains(short, a) && !slices.Contains(hidden, a) {

@@ -359,10 +359,10 @@ func (r *Reach) unknownText(key, s string) {
 		where = key
 	}
 	r.Unknown = append(r.Unknown, fmt.Sprintf("%s %q holds an address or URL that does not read whole", where, Shorten(s, 80)))
-	for _, a := range addressPattern.FindAllString(s, -1) {
+	for _, a := range addressPattern().FindAllString(s, -1) {
 		r.addAddress(a)
 	}
-	for _, u := range urlPattern.FindAllString(s, -1) {
+	for _, u := range urlPattern().FindAllString(s, -1) {
 		if h, ok := hostOf(u); ok {
 			r.Hosts = append(r.Hosts, h)
 		}

@@ -5,12 +5,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"loadout/config"
 )
 
-var tokenShape = regexp.MustCompile(`^` + TokenShape[2:] + `$`)
+var tokenShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + TokenShape[2:] + `$`) })
 
 // Check checks the discord section (when the channel is enabled).
 func (c Config) Check(ch *config.Checker) {
@@ -19,7 +20,7 @@ func (c Config) Check(ch *config.Checker) {
 		ch.Bad("token", "is required when discord.enabled is true (the bot token from the Developer Portal's Bot page)")
 	case strings.HasPrefix(c.Token, "Bot "):
 		ch.Bad("token", `must be the token alone, without "Bot " before it`)
-	case !tokenShape.MatchString(c.Token):
+	case !tokenShape().MatchString(c.Token):
 		ch.Bad("token", "does not look like a Discord bot token (three parts separated by dots)")
 	}
 	ids := func(key string, list []string, usernames bool) {

@@ -137,10 +137,10 @@ func (l *limits) wait(ctx context.Context) error {
 
 // tokenInPath is an interaction's token in a request's path: a
 // credential for 15 minutes, kept out of logs and errors.
-var tokenInPath = regexp.MustCompile(`((?:webhooks|interactions)/\d+/)[^/?\s"]+`)
+var tokenInPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`((?:webhooks|interactions)/\d+/)[^/?\s"]+`) })
 
 // redactPath is a request's path or URL without interaction tokens.
-func redactPath(p string) string { return tokenInPath.ReplaceAllString(p, "${1}[token]") }
+func redactPath(p string) string { return tokenInPath().ReplaceAllString(p, "${1}[token]") }
 
 // scrub is err without the interaction tokens discordgo's errors carry
 // in their URLs: a failed request's, or a rate limit's.

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
-	goopenai "github.com/sashabaranov/go-openai"
 	"log/slog"
 	"net"
+
+	"github.com/emersion/go-smtp"
+	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/bridge"
 	"loadout/bridge/email/emailtest"

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/emersion/go-message"
 	_ "github.com/emersion/go-message/charset" // messages in other charsets than UTF-8 and ASCII
@@ -174,16 +175,20 @@ func (l *letter) replyRefs() []string {
 
 var (
 	// replyPrefix is one "Re:", "Fwd:" and the like before a subject.
-	replyPrefix = regexp.MustCompile(`(?i)^\s*(re|fw|fwd|aw|sv|vs|antw)\s*(\[\d+\])?\s*:\s*`)
+	replyPrefix = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^\s*(re|fw|fwd|aw|sv|vs|antw)\s*(\[\d+\])?\s*:\s*`)
+	})
 	// decision is a reply that answers a question: "approve #k7f2",
 	// "deny k7f2", "always #k7f2", with or without a slash.
-	decision = regexp.MustCompile(`(?i)^/?(approve|deny|always)\s+#?([a-z0-9]{2,32})\s*[.!]?\s*$`)
+	decision = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^/?(approve|deny|always)\s+#?([a-z0-9]{2,32})\s*[.!]?\s*$`)
+	})
 )
 
 // bareSubject is subject without the Re: and Fwd: before it.
 func bareSubject(s string) string {
 	for i := 0; i < 10; i++ {
-		loc := replyPrefix.FindStringIndex(s)
+		loc := replyPrefix().FindStringIndex(s)
 		if loc == nil {
 			break
 		}
@@ -202,7 +207,7 @@ func (l *letter) text() string {
 	if strings.EqualFold(l.subject, "/clear") || strings.EqualFold(first, "/clear") {
 		return "/clear"
 	}
-	if m := decision.FindStringSubmatch(first); m != nil {
+	if m := decision().FindStringSubmatch(first); m != nil {
 		return "/" + strings.ToLower(m[1]) + " #" + strings.ToLower(m[2])
 	}
 	if l.starts() && l.subject != "" && !strings.HasPrefix(l.body, "/") {

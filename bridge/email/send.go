@@ -16,7 +16,6 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
 
 	"loadout/bridge"
 	"loadout/chat"
@@ -150,13 +149,13 @@ func (a *Adapter) compose(r route, id, text string, file *attached) ([]byte, err
 	return buf.Bytes(), nil
 }
 
-// toHTML renders Markdown as an HTML document. HTML the text itself
-// holds is not passed on (goldmark leaves raw HTML out).
+// toHTML renders Markdown (CommonMark, as Gmail's and Matrix's HTML
+// are) as an HTML document. HTML the text itself holds is not passed on
+// (goldmark leaves raw HTML out).
 func toHTML(text string) string {
 	var b bytes.Buffer
-	md := goldmark.New(goldmark.WithExtensions(extension.GFM))
 	b.WriteString("<!DOCTYPE html>\n<html><body>\n")
-	if err := md.Convert([]byte(text), &b); err != nil {
+	if err := goldmark.Convert([]byte(text), &b); err != nil {
 		b.Reset()
 		return ""
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -80,7 +81,7 @@ type Rules interface {
 }
 
 // samplingToolName is what a provider accepts as a function's name.
-var samplingToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var samplingToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // sample answers a server's sampling/createMessage: a call may make at
 // most sampling_per_call of them (refused beyond, before the person or
@@ -166,7 +167,7 @@ func (c *Client) sampleRequest(p *sdk.CreateMessageWithToolsParams) (SampleReque
 		}
 		if p.ToolChoice == nil || p.ToolChoice.Mode != "none" {
 			for _, t := range p.Tools {
-				if t == nil || !samplingToolName.MatchString(t.Name) {
+				if t == nil || !samplingToolName().MatchString(t.Name) {
 					return r, errors.New("a sampling tool's name must be 1–64 of A-Z, a-z, 0-9, _ and -")
 				}
 				params, err := json.Marshal(t.InputSchema)
