@@ -18,6 +18,13 @@ static void keep_freed_memory(void) {
 	mallopt(M_TRIM_THRESHOLD, 1 << 20);
 #endif
 }
+
+// give_back hands the C allocator's free memory back to the kernel.
+static void give_back(void) {
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
 */
 import "C"
 
@@ -28,3 +35,9 @@ import "sync"
 // memory above 1 MiB of free space at its top, as it did before the
 // threshold adapted.
 var keepFreedMemory = sync.OnceFunc(func() { C.keep_freed_memory() })
+
+// GiveBack hands what SQLite freed, and the C allocator kept (see
+// keepFreedMemory), back to the system: once start-up's work on the
+// database (the schema read, a migration) is done, an idle process need
+// not hold it.
+func GiveBack() { C.give_back() }

@@ -289,6 +289,10 @@ func runServe(b *testing.B, bin, dir string) serveFigures {
 
 	profiled := make(chan struct{})
 	if *benchProfile != "" {
+		if sm, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", cmd.Process.Pid)); err == nil {
+			os.WriteFile(filepath.Join(*benchProfile, filepath.Base(bin)+"-idle.smaps"), sm, 0o644)
+		}
+		saveProfile(b, listen, "heap?debug=1", filepath.Base(bin)+"-idle-heap.txt")
 		saveProfile(b, listen, "heap", "idle-heap.pprof")
 		go func() {
 			defer close(profiled)
