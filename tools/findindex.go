@@ -219,7 +219,7 @@ func (ix *searchIndex) build() {
 	ix.docs, ix.df = make([]searchDoc, 0, len(defs)), make(map[string]int, 2048)
 	ix.stems = stems{}
 	// What expand widens a request to is stemmed once per build.
-	for _, words := range synonyms {
+	for _, words := range synonyms() {
 		for _, w := range words {
 			ix.stems.keep(w)
 		}
@@ -317,7 +317,7 @@ const typoWeight = 0.5
 // swapped), at typoWeight, for words of typoMin letters or more.
 func (ix *searchIndex) correct(words []string, terms map[string]float64) (unknown int) {
 	for _, w := range words {
-		if ix.df[w] > 0 || synonyms[w] != nil {
+		if ix.df[w] > 0 || synonyms()[w] != nil {
 			continue
 		}
 		found := false

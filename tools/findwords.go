@@ -2,19 +2,24 @@ package tools
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
 )
 
 // httpMethods are HTTP's verbs as a request writes them: "send a GET".
-var httpMethods = strings.NewReplacer("GET ", "http request ", "POST ", "http request ", "PUT ", "http request ",
-	"PATCH ", "http request ", "DELETE ", "http request ")
+var httpMethods = sync.OnceValue(func() *strings.Replacer {
+	return strings.NewReplacer("GET ", "http request ", "POST ", "http request ", "PUT ", "http request ",
+		"PATCH ", "http request ", "DELETE ", "http request ")
+})
 
 // contractions are written out, so "won't" is not "won" and "isn't"
 // not "isn".
-var contractions = strings.NewReplacer("won't", "will not", "can't", "can not", "n't", " not", "’", "'",
-	"won’t", "will not", "can’t", "can not", "n’t", " not")
+var contractions = sync.OnceValue(func() *strings.Replacer {
+	return strings.NewReplacer("won't", "will not", "can't", "can not", "n't", " not", "’", "'",
+		"won’t", "will not", "can’t", "can not", "n’t", " not")
+})
 
 // httpMethodMarks and compoundMarks are what a text has when
 // httpMethods or compounds may change it: looking for them is much
@@ -35,29 +40,31 @@ func mayHave(text string, marks []string) bool {
 }
 
 // compounds are written forms of one word, made one before splitting.
-var compounds = strings.NewReplacer("to-do", "todo", "to do list", "todo list", "e-mail", "email", "out-of-office", "vacation",
-	"out of office", "vacation", "auto reply", "autoreply", "auto-reply", "autoreply", "sign-off", "signature", "google doc", "doc",
-	"google sheet", "spreadsheet")
+var compounds = sync.OnceValue(func() *strings.Replacer {
+	return strings.NewReplacer("to-do", "todo", "to do list", "todo list", "e-mail", "email", "out-of-office", "vacation",
+		"out of office", "vacation", "auto reply", "autoreply", "auto-reply", "autoreply", "sign-off", "signature", "google doc", "doc",
+		"google sheet", "spreadsheet")
+})
 
 // searchWords are text's lowercase words, stemmed by stem, without the
 // commonest words.
 func searchWords(text string, stem func(string) string) []string {
 	var out []string
 	if mayHave(text, httpMethodMarks) {
-		text = httpMethods.Replace(text)
+		text = httpMethods().Replace(text)
 	}
 	text = strings.ToLower(text)
 	if strings.IndexByte(text, '\'') >= 0 || strings.Contains(text, "’") {
-		text = contractions.Replace(text)
+		text = contractions().Replace(text)
 	}
 	if mayHave(text, compoundMarks) {
-		text = compounds.Replace(text)
+		text = compounds().Replace(text)
 	}
 	if hasShapes(text) {
 		text = replaceShapes(text)
 	}
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if stop[w] || len(w) < 2 && !isDigits(w) {
+		if stop()[w] || len(w) < 2 && !isDigits(w) {
 			continue
 		}
 		if c := wordClass(w); c != "" {
@@ -85,14 +92,14 @@ func namesAsSomeone(text string) (string, int) {
 		if i == 0 || strings.ContainsAny(fields[i-1][len(fields[i-1])-1:], ".!?:") {
 			continue // a sentence's first word
 		}
-		if titleBefore[strings.ToLower(fields[i-1])] {
+		if titleBefore()[strings.ToLower(fields[i-1])] {
 			continue // a title: "a sheet called Workouts"
 		}
 		w := strings.TrimRightFunc(strings.TrimSuffix(strings.TrimSuffix(f, "'s"), "’s"), func(r rune) bool { return !unicode.IsLetter(r) })
 		if len(w) < 2 || !unicode.IsUpper(rune(w[0])) || !isLetters(w) || strings.ToLower(w[1:]) != w[1:] {
 			continue
 		}
-		if l := strings.ToLower(w); notNames[l] || timeWords[l] {
+		if l := strings.ToLower(w); notNames()[l] || timeWords()[l] {
 			continue
 		}
 		fields[i] = "someone"
@@ -105,12 +112,16 @@ func namesAsSomeone(text string) (string, int) {
 }
 
 // titleBefore are the words a title follows.
-var titleBefore = map[string]bool{"called": true, "named": true, "titled": true, "as": true, "label": true, "tab": true}
+var titleBefore = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"called": true, "named": true, "titled": true, "as": true, "label": true, "tab": true}
+})
 
 // notNames are capitalised words that name no person.
-var notNames = wordSet("google gmail drive docs doc sheets sheet slides slide forms form tasks task calendar contacts contact " +
-	"meet markdown csv pdf pdfs office word excel powerpoint json api url http https html png jpg zoom slack telegram whatsapp " +
-	"python jq wifi ok english spanish portuguese french german")
+var notNames = sync.OnceValue(func() map[string]bool {
+	return wordSet("google gmail drive docs doc sheets sheet slides slide forms form tasks task calendar contacts contact " +
+		"meet markdown csv pdf pdfs office word excel powerpoint json api url http https html png jpg zoom slack telegram whatsapp " +
+		"python jq wifi ok english spanish portuguese french german")
+})
 
 // hasShapes reports whether text may have a link, a mail address or a
 // file name: an "@", a "://", or a dot with a letter after it.
@@ -179,7 +190,7 @@ func isLetters(w string) bool {
 // day or hour a request names says which tool it is for no more than
 // any other day or hour would, so all of them are one word.
 func wordClass(w string) string {
-	if timeWords[w] {
+	if timeWords()[w] {
 		return "⌚"
 	}
 	i := 0
@@ -207,9 +218,11 @@ func isDigits(w string) bool {
 }
 
 // timeWords name a day, a part of one, or a month.
-var timeWords = wordSet("monday tuesday wednesday thursday friday saturday sunday tue tues thu thurs fri " +
-	"today tomorrow tonight yesterday weekend morning afternoon evening noon midnight " +
-	"january february march april june july august september october november december jan feb apr jun jul aug sep sept oct nov dec")
+var timeWords = sync.OnceValue(func() map[string]bool {
+	return wordSet("monday tuesday wednesday thursday friday saturday sunday tue tues thu thurs fri " +
+		"today tomorrow tonight yesterday weekend morning afternoon evening noon midnight " +
+		"january february march april june july august september october november december jan feb apr jun jul aug sep sept oct nov dec")
+})
 
 // wordSet is the set of the words of list.
 func wordSet(list string) map[string]bool {
@@ -246,56 +259,60 @@ func (s stems) of(w string) string {
 	return english.Stem(w, false)
 }
 
-var stop = map[string]bool{
-	"the": true, "a": true, "an": true, "to": true, "of": true, "and": true, "or": true, "in": true, "on": true, "for": true,
-	"my": true, "me": true, "is": true, "it": true, "this": true, "that": true, "with": true, "from": true, "by": true,
-	"be": true, "can": true, "you": true, "please": true, "who": true, "do": true, "i": true, "im": true, "i'm": true,
-	"at": true, "as": true, "are": true, "was": true, "our": true, "us": true, "your": true, "its": true,
-	"have": true, "has": true, "had": true, "will": true, "would": true, "could": true, "should": true, "there": true,
-	"then": true, "them": true, "they": true, "these": true, "those": true, "so": true, "but": true, "if": true, "into": true,
-	"about": true, "up": true, "out": true, "all": true, "any": true, "some": true, "just": true, "now": true, "also": true,
-	"yet": true, "ok": true, "go": true, "ahead": true, "get": true, "got": true, "one": true, "let": true, "need": true,
-	"want": true, "like": true, "tell": true, "give": true, "been": true, "did": true, "does": true, "what": true,
-	"whats": true, "which": true, "where": true, "when": true, "how": true, "s": true, "t": true, "don": true, "next": true,
-	"re": true, "ll": true, "ve": true,
-}
+var stop = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"the": true, "a": true, "an": true, "to": true, "of": true, "and": true, "or": true, "in": true, "on": true, "for": true,
+		"my": true, "me": true, "is": true, "it": true, "this": true, "that": true, "with": true, "from": true, "by": true,
+		"be": true, "can": true, "you": true, "please": true, "who": true, "do": true, "i": true, "im": true, "i'm": true,
+		"at": true, "as": true, "are": true, "was": true, "our": true, "us": true, "your": true, "its": true,
+		"have": true, "has": true, "had": true, "will": true, "would": true, "could": true, "should": true, "there": true,
+		"then": true, "them": true, "they": true, "these": true, "those": true, "so": true, "but": true, "if": true, "into": true,
+		"about": true, "up": true, "out": true, "all": true, "any": true, "some": true, "just": true, "now": true, "also": true,
+		"yet": true, "ok": true, "go": true, "ahead": true, "get": true, "got": true, "one": true, "let": true, "need": true,
+		"want": true, "like": true, "tell": true, "give": true, "been": true, "did": true, "does": true, "what": true,
+		"whats": true, "which": true, "where": true, "when": true, "how": true, "s": true, "t": true, "don": true, "next": true,
+		"re": true, "ll": true, "ve": true,
+	}
+})
 
 // synonyms widen a query's words to the words the tools use, at
 // synonymWeight.
-var synonyms = map[string][]string{
-	"email": {"mail", "gmail", "message"}, "mail": {"gmail", "email"}, "inbox": {"gmail", "mail"}, "unread": {"gmail", "search"},
-	"meeting": {"event", "calendar"}, "appointment": {"event", "calendar"}, "agenda": {"calendar", "event"}, "plan": {"event"},
-	"gap": {"free", "freebusy"}, "free": {"freebusy"}, "available": {"freebusy"}, "slot": {"freebusy", "free"},
-	"reschedule": {"update", "event"}, "cancel": {"delete"}, "call": {"event"},
-	"spreadsheet": {"sheet", "sheets"}, "workbook": {"sheet", "sheets"}, "cell": {"sheet", "range"}, "row": {"sheet", "range"},
-	"column": {"sheet", "range"}, "tab": {"sheet"}, "table": {"sheet"}, "total": {"read", "sheet"},
-	"doc": {"docs", "document"}, "document": {"docs", "doc"},
-	"remove": {"delete", "trash"}, "bin": {"trash"}, "throw": {"trash", "delete"},
-	"remind": {"schedule", "task"}, "reminder": {"scheduled", "task"}, "later": {"scheduled", "task"},
-	"every": {"scheduled", "task", "interval"}, "daily": {"cron", "scheduled"}, "weekly": {"cron", "scheduled"},
-	"remember": {"memory", "save"}, "forget": {"memory"}, "recall": {"memory"}, "mind": {"memory", "remember"},
-	"said": {"history", "search"}, "earlier": {"history"}, "discuss": {"history", "conversation"}, "talk": {"history", "conversation"},
-	"decid": {"history"}, "conversation": {"history"}, "mention": {"history"},
-	"website": {"web", "page"}, "page": {"web", "fetch"}, "google": {"search", "web"}, "internet": {"web"}, "online": {"web"},
-	"url": {"web", "fetch"}, "link": {"web", "fetch"}, "news": {"web", "search"}, "weather": {"web", "search"},
-	"rate": {"web", "search"}, "price": {"web", "search"},
-	"api": {"http", "request"}, "endpoint": {"http", "request"}, "webhook": {"http", "request"}, "json": {"http", "request"},
-	"picture": {"image", "png"}, "photo": {"image"}, "run": {"exec", "command"}, "command": {"exec"}, "script": {"exec"},
-	"away": {"vacation"}, "holiday": {"vacation"}, "label": {"labels"}, "tag": {"labels"}, "answer": {"reply"},
-	"respond": {"reply"}, "time": {"current", "time"}, "date": {"current", "time"}, "day": {"current", "time"},
-	"name": {"agent", "config"}, "formal": {"agent", "prompt"}, "shorter": {"agent", "prompt"}, "tone": {"agent", "prompt"},
-	"disable": {"tool", "settings"}, "enable": {"tool", "settings"}, "switch": {"settings"},
-	"upload": {"create", "file"}, "attachment": {"files"}, "todo": {"task", "tasks"}, "survey": {"form"}, "questionnaire": {"form"},
-	"poll": {"form"}, "rsvp": {"form"}, "deck": {"presentation", "slides"}, "presentation": {"slides"}, "slide": {"slides"},
-	"phone": {"contact"}, "number": {"contact", "phone"}, "done": {"complete"}, "tick": {"complete"},
-	// Verbs, to the verbs tool names use.
-	"look": {"search"}, "locat": {"search"}, "seek": {"search"}, "hunt": {"search"},
-	"view": {"read", "get"}, "display": {"read", "list"}, "open": {"read"}, "see": {"read", "get"},
-	"everyon": {"list"}, "make": {"create"}, "start": {"create"}, "add": {"create"}, "put": {"create", "add"},
-	"edit": {"update"}, "modifi": {"update"}, "fix": {"update", "replace"}, "adjust": {"update"}, "correct": {"replace", "update"},
-	"eras": {"delete"}, "discard": {"delete", "trash"}, "rid": {"delete", "trash"},
-	"notifi": {"send"}, "inform": {"send"},
-}
+var synonyms = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"email": {"mail", "gmail", "message"}, "mail": {"gmail", "email"}, "inbox": {"gmail", "mail"}, "unread": {"gmail", "search"},
+		"meeting": {"event", "calendar"}, "appointment": {"event", "calendar"}, "agenda": {"calendar", "event"}, "plan": {"event"},
+		"gap": {"free", "freebusy"}, "free": {"freebusy"}, "available": {"freebusy"}, "slot": {"freebusy", "free"},
+		"reschedule": {"update", "event"}, "cancel": {"delete"}, "call": {"event"},
+		"spreadsheet": {"sheet", "sheets"}, "workbook": {"sheet", "sheets"}, "cell": {"sheet", "range"}, "row": {"sheet", "range"},
+		"column": {"sheet", "range"}, "tab": {"sheet"}, "table": {"sheet"}, "total": {"read", "sheet"},
+		"doc": {"docs", "document"}, "document": {"docs", "doc"},
+		"remove": {"delete", "trash"}, "bin": {"trash"}, "throw": {"trash", "delete"},
+		"remind": {"schedule", "task"}, "reminder": {"scheduled", "task"}, "later": {"scheduled", "task"},
+		"every": {"scheduled", "task", "interval"}, "daily": {"cron", "scheduled"}, "weekly": {"cron", "scheduled"},
+		"remember": {"memory", "save"}, "forget": {"memory"}, "recall": {"memory"}, "mind": {"memory", "remember"},
+		"said": {"history", "search"}, "earlier": {"history"}, "discuss": {"history", "conversation"}, "talk": {"history", "conversation"},
+		"decid": {"history"}, "conversation": {"history"}, "mention": {"history"},
+		"website": {"web", "page"}, "page": {"web", "fetch"}, "google": {"search", "web"}, "internet": {"web"}, "online": {"web"},
+		"url": {"web", "fetch"}, "link": {"web", "fetch"}, "news": {"web", "search"}, "weather": {"web", "search"},
+		"rate": {"web", "search"}, "price": {"web", "search"},
+		"api": {"http", "request"}, "endpoint": {"http", "request"}, "webhook": {"http", "request"}, "json": {"http", "request"},
+		"picture": {"image", "png"}, "photo": {"image"}, "run": {"exec", "command"}, "command": {"exec"}, "script": {"exec"},
+		"away": {"vacation"}, "holiday": {"vacation"}, "label": {"labels"}, "tag": {"labels"}, "answer": {"reply"},
+		"respond": {"reply"}, "time": {"current", "time"}, "date": {"current", "time"}, "day": {"current", "time"},
+		"name": {"agent", "config"}, "formal": {"agent", "prompt"}, "shorter": {"agent", "prompt"}, "tone": {"agent", "prompt"},
+		"disable": {"tool", "settings"}, "enable": {"tool", "settings"}, "switch": {"settings"},
+		"upload": {"create", "file"}, "attachment": {"files"}, "todo": {"task", "tasks"}, "survey": {"form"}, "questionnaire": {"form"},
+		"poll": {"form"}, "rsvp": {"form"}, "deck": {"presentation", "slides"}, "presentation": {"slides"}, "slide": {"slides"},
+		"phone": {"contact"}, "number": {"contact", "phone"}, "done": {"complete"}, "tick": {"complete"},
+		// Verbs, to the verbs tool names use.
+		"look": {"search"}, "locat": {"search"}, "seek": {"search"}, "hunt": {"search"},
+		"view": {"read", "get"}, "display": {"read", "list"}, "open": {"read"}, "see": {"read", "get"},
+		"everyon": {"list"}, "make": {"create"}, "start": {"create"}, "add": {"create"}, "put": {"create", "add"},
+		"edit": {"update"}, "modifi": {"update"}, "fix": {"update", "replace"}, "adjust": {"update"}, "correct": {"replace", "update"},
+		"eras": {"delete"}, "discard": {"delete", "trash"}, "rid": {"delete", "trash"},
+		"notifi": {"send"}, "inform": {"send"},
+	}
+})
 
 // expand weighs a query's words, adding their synonyms at synonymWeight.
 func expand(words []string, stem func(string) string) map[string]float64 {
@@ -304,7 +321,7 @@ func expand(words []string, stem func(string) string) map[string]float64 {
 		out[w] = 1
 	}
 	for _, w := range words {
-		for _, s := range synonyms[w] {
+		for _, s := range synonyms()[w] {
 			s = stem(s)
 			if _, ok := out[s]; !ok {
 				out[s] = synonymWeight

@@ -92,6 +92,9 @@ type app struct {
 	// providers are the model services when llm.fallbacks names any;
 	// nil otherwise (the one service is asked directly).
 	providers *openai.Failover
+	// started, when set, ends start-up's settings (serve's collector
+	// setting); settle calls it.
+	started func()
 }
 
 // apiIdleConns is how many idle connections the API client keeps to each

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"loadout/bridge"
 	"loadout/httpd"
@@ -25,10 +26,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.requireLLM(); err != nil {
 		return err
 	}
+	// Start-up's allocations are nearly all garbage once it is over (see
+	// settle): the collector waits for a larger heap until then, rather
+	// than running again and again over what is about to be dropped.
+	restore := startCollector()
+	defer restore()
 	a, err := newApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	a.started = restore
 	defer a.db.Close()
 	if cfg.UI.Enabled {
 		if err := a.wireUI(); err != nil {
@@ -75,15 +82,7 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) 
 			return nil
 		})
 	}
-	// What start-up built and dropped (the config's parse, the schemas'
-	// reflection, the migration's SQL) is garbage now: collected and
-	// given back to the system at once, beside the channels' start on
-	// another core, rather than held by an idle process until the
-	// runtime's scavenger gets to it (and, for SQLite's, never).
-	go func() {
-		debug.FreeOSMemory()
-		store.GiveBack()
-	}()
+	go a.settle(ctx)
 	<-ctx.Done()
 	a.log.Info("shutting down", "grace", a.cfg.grace())
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.grace())
@@ -93,6 +92,51 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) 
 	}
 	return g.Wait()
 }
+
+// settle ends start-up: the collector's setting goes back to what it
+// was (a.started), and what start-up built and dropped (the config's
+// parse, the schemas' reflection, the migration's SQL) once every
+// channel is connected, or after settleWithin: one collection, and the
+// free pages of the runtime and of the C allocator (SQLite's) returned
+// to the system at once, rather than held by an idle process until the
+// runtime's scavenger gets to them (and, for SQLite's, never).
+func (a *app) settle(ctx context.Context) {
+	if a.started != nil {
+		defer a.started()
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(settleWithin)
+	for len(a.hub.NotReady()) > 0 && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	if a.started != nil {
+		a.started()
+	}
+	debug.FreeOSMemory()
+	store.GiveBack()
+}
+
+// startGCPercent is the collector's GOGC while serve starts.
+const startGCPercent = 400
+
+// startCollector sets the collector's GOGC to startGCPercent, unless the
+// operator's (GOGC) is off or higher already, and returns how to set it
+// back; setting it back twice is harmless.
+func startCollector() (restore func()) {
+	gc := debug.SetGCPercent(startGCPercent)
+	if gc < 0 || gc >= startGCPercent {
+		debug.SetGCPercent(gc)
+	}
+	return func() { debug.SetGCPercent(gc) }
+}
+
+// settleWithin bounds settle's wait for the channels to connect.
+const settleWithin = 30 * time.Second
 
 // quiet is err, unless it is only ctx ending.
 func quiet(ctx context.Context, err error) error {
