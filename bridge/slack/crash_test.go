@@ -370,7 +370,7 @@ func stopWhilePosting(t *testing.T, r *rig) {
 		t.Fatalf("inbox state %q while posting, want answered", s)
 	}
 	p.stop()
-	r.fake.WaitFor(t, "the held post to be abandoned", func() bool { return r.fake.Waiting("chat.postMessage") == 0 })
+	r.fake.WaitFor(t, "the held post to be abandoned", func() bool { return len(r.fake.Abandoned("chat.postMessage")) == 1 })
 	r.fake.Release("chat.postMessage")
 }
 
