@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"loadout/bridge/bridgetest"
 )
 
 // Token is the bot token the fake accepts; it has a real token's shape.
@@ -31,8 +33,8 @@ const (
 	AppID   = "100000000000000001"
 )
 
-// Wait is how long WaitFor waits.
-const Wait = 10 * time.Second
+// Wait is how long WaitFor waits: the kit's wait, as every fake's.
+const Wait = bridgetest.Wait
 
 // User is a person on Discord.
 type User struct {
@@ -124,13 +126,18 @@ type Server struct {
 	t   testing.TB
 	srv *httptest.Server
 
+	// calls are the REST requests the bot made, in order.
+	calls bridgetest.Recorder[Call]
+	// gate holds the bot's channel messages, under the key "": the
+	// fake's one hold (see Hold).
+	gate bridgetest.Gate
+
 	mu        sync.Mutex
 	next      int64
 	channels  map[string]*channel
 	dms       map[string]string // user → DM channel
 	members   map[string][]string
 	cdn       map[string][]byte
-	calls     []Call
 	commands  map[string][]string // scope ("" global) → names
 	overwrite int
 	responses map[string][]Response // interaction id → responses
@@ -145,18 +152,13 @@ type Server struct {
 	resumes   int
 	conns     int
 	noResume  bool
-	hold      int // sends let through before holding; -1 none
-	holding   bool
-	waiting   int
-	release   chan struct{}
 }
 
 // New starts a fake Discord, closed when the test ends.
 func New(t testing.TB) *Server {
 	s := &Server{t: t, channels: map[string]*channel{}, dms: map[string]string{},
 		members: map[string][]string{}, cdn: map[string][]byte{}, commands: map[string][]string{},
-		responses: map[string][]Response{}, tokens: map[string]string{}, used: map[string][2]string{}, typing: map[string]int{}, hold: -1,
-		release: make(chan struct{})}
+		responses: map[string][]Response{}, tokens: map[string]string{}, used: map[string][2]string{}, typing: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v9/", s.api)
 	mux.HandleFunc("/cdn/", s.download)
@@ -171,11 +173,8 @@ func New(t testing.TB) *Server {
 		if s.session != nil && s.session.conn != nil {
 			s.session.conn.ws.Close()
 		}
-		if s.holding {
-			close(s.release)
-			s.holding = false
-		}
 		s.mu.Unlock()
+		s.gate.Release("")
 		s.srv.CloseClientConnections()
 		s.srv.Close()
 	})
@@ -213,14 +212,17 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// WaitFor waits until cond holds, failing the test after Wait.
+// changed is the Signal notified at every change of the fake's state,
+// for WaitFor. It is the gate's own: the gate notifies it when a held
+// message starts or stops waiting, and the fake when a request was
+// made or answered, an event dispatched, or a connection of the gateway
+// opened or lost, so one Signal wakes a wait on any of them.
+func (s *Server) changed() *bridgetest.Signal { return &s.gate.Signal }
+
+// WaitFor waits until cond holds, checking it at every change of the
+// fake's state (and on the kit's tick, for what cond watches besides
+// the fake), failing the test after Wait.
 func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(Wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("discordtest: %s did not happen within %s", what, Wait)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	bridgetest.WaitFor(t, "discordtest: "+what, s.changed(), cond)
 }

@@ -8,6 +8,10 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// The gateway: one session at a time over a websocket — Hello,
+// Identify and Ready, heartbeats, Resume with the events it missed, and
+// the dispatches of what people do.
+
 // session is a gateway session: its events, each with its sequence
 // number, kept to replay on a resume, and its connection if one is open.
 type session struct {
@@ -16,6 +20,8 @@ type session struct {
 	conn   *conn
 }
 
+// conn is a websocket connection of the gateway, and what waits to be
+// written on it.
 type conn struct {
 	ws  *websocket.Conn
 	out chan []byte
@@ -40,6 +46,7 @@ func (s *Server) Connected() bool {
 // Drop closes the gateway connection abruptly; events until the bot
 // resumes are kept for it.
 func (s *Server) Drop() {
+	defer s.changed().Notify()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.session != nil && s.session.conn != nil {
@@ -67,8 +74,11 @@ func (s *Server) dispatch(kind string, d any) {
 	if se.conn != nil {
 		se.conn.send(b)
 	}
+	s.changed().Notify()
 }
 
+// send queues b for the connection's writer; a connection whose queue
+// is full is closed.
 func (c *conn) send(b []byte) {
 	select {
 	case c.out <- b:
@@ -99,9 +109,11 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	}()
 	defer close(done)
 	defer ws.Close()
+	defer s.changed().Notify() // the connection is lost
 	s.mu.Lock()
 	s.conns++
 	s.mu.Unlock()
+	s.changed().Notify()
 	c.out <- mustJSON(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 41250}})
 	for {
 		_, b, err := ws.ReadMessage()
@@ -169,6 +181,7 @@ func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 			se.events = append(se.events, mustJSON(map[string]any{"op": 0, "t": "RESUMED", "s": len(se.events) + 1, "d": map[string]any{}}))
 			c.send(se.events[len(se.events)-1])
 			s.mu.Unlock()
+			s.changed().Notify()
 		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 )
 
+// Interactions: slash commands and button presses, the bot's answer to
+// each, and its follow-ups through the interaction's token.
+
 // Command is a person using slash command name (with text as its one
 // option, when not empty) in channel. It returns the interaction's id.
 func (s *Server) Command(u User, guild, channel, name, text string) string {

@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// Channels and their messages: what people post (kept for the API to
+// list, dispatched to the gateway), and what the bot posts and edits.
+
 type channel struct {
 	id, guild string
 	messages  []*stored
@@ -291,28 +294,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, channel, interac
 		fail(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
 		return
 	}
-	if interaction == "" {
-		s.mu.Lock()
-		if s.holding && s.hold == 0 {
-			s.waiting++
-			release := s.release
-			s.mu.Unlock()
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-			s.mu.Lock()
-			s.waiting--
-			s.mu.Unlock()
-			if r.Context().Err() != nil {
-				return // abandoned: never posted
-			}
-		} else {
-			if s.holding && s.hold > 0 {
-				s.hold--
-			}
-			s.mu.Unlock()
-		}
+	if interaction == "" && !s.pass(r) {
+		return // abandoned while held: never posted
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

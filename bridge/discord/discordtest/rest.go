@@ -5,41 +5,40 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// api serves the REST API.
+// The REST API: the calls the bot makes, recorded in order, each
+// answered as Discord would (or 401, or a 429 that RateLimit set), and
+// the CDN its attachments come from.
+
+// api serves the REST API: it records the call, answers 401 to a wrong
+// token and 429 where RateLimit asks, and routes the rest.
 func (s *Server) api(w http.ResponseWriter, r *http.Request) {
+	defer s.changed().Notify() // what the request changed is in place
 	p := "/" + strings.TrimPrefix(r.URL.Path, "/api/v9/")
 	q := map[string]string{}
 	for k, v := range r.URL.Query() {
 		q[k] = v[0]
 	}
+	s.calls.Add(Call{Method: r.Method, Path: p, Query: q, At: time.Now()})
+	s.changed().Notify()
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: r.Method, Path: p, Query: q, At: time.Now()})
-	if s.badToken || r.Header.Get("Authorization") != "Bot "+Token {
-		s.mu.Unlock()
+	authorized := !s.badToken && r.Header.Get("Authorization") == "Bot "+Token
+	var l *limit
+	if authorized {
+		l = s.takeLimit(r.Method, p)
+	}
+	s.mu.Unlock()
+	if !authorized {
 		fail(w, http.StatusUnauthorized, 0, "401: Unauthorized")
 		return
 	}
-	for i, l := range s.limits {
-		if ok, _ := path.Match(l.pattern, p); ok && l.method == r.Method {
-			s.limits = slices.Delete(s.limits, i, i+1)
-			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Retry-After", strconv.Itoa(int(l.after+0.999)))
-			if l.global {
-				w.Header().Set("X-RateLimit-Global", "true")
-				w.Header().Set("X-RateLimit-Scope", "global")
-			}
-			w.WriteHeader(http.StatusTooManyRequests)
-			json.NewEncoder(w).Encode(map[string]any{"message": "You are being rate limited.", "retry_after": l.after, "global": l.global})
-			return
-		}
+	if l != nil {
+		l.answer(w)
+		return
 	}
-	s.mu.Unlock()
 	seg := strings.Split(strings.Trim(p, "/"), "/")
 	switch {
 	case r.Method == "GET" && (p == "/gateway" || p == "/gateway/bot"):
@@ -111,15 +110,10 @@ func reply(w http.ResponseWriter, v any) {
 // Calls are the REST requests made whose method is method and whose
 // path (under the API) matches pattern ("/channels/*/messages").
 func (s *Server) Calls(method, pattern string) []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Call
-	for _, c := range s.calls {
-		if ok, _ := path.Match(pattern, c.Path); ok && c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.calls.Filter(func(c Call) bool {
+		ok, _ := path.Match(pattern, c.Path)
+		return ok && c.Method == method
+	})
 }
 
 // RejectToken answers every request 401 and closes the gateway with
