@@ -171,6 +171,12 @@ type Pipeline struct {
 	ranSince map[int64]bool
 	queues   map[string][]job
 	active   map[int64]bool
+	// retrying counts events another process had claimed, waiting
+	// claimRetry to be queued again.
+	retrying int
+	// quiet is closed when an event leaves active or retrying (calmer),
+	// to wake Idle; nil until Idle waits.
+	quiet chan struct{}
 	attempts map[int64]int
 	waiters  map[int64][]chan error
 	// turns cancel the turns running now, by event id; cancelled are

@@ -969,3 +969,39 @@ func TestRouteIsReadOncePerEvent(t *testing.T) {
 		t.Fatalf("the route was read %d times for one event, want 1", n)
 	}
 }
+
+// Idle returns once every event taken on is answered, and not before:
+// while a turn runs, it waits; with nothing to do, it returns at once.
+func TestIdleWaitsForWhatWasTakenOn(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	release := make(chan struct{})
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Workers: 2,
+		Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+			if in.Text == "slow" {
+				<-release
+			}
+			return "re " + in.Text, nil
+		})})
+	ctx := context.Background()
+	if err := p.Idle(ctx); err != nil {
+		t.Fatalf("Idle with nothing taken on: %v", err)
+	}
+	accept(t, p, pending("e1", "c1", "slow"))
+	accept(t, p, pending("e2", "c2", "quick"))
+	out.waitFor(t, 1)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := p.Idle(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Idle while a turn runs = %v, want it to wait", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Idle(ctx) }()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := out.got(); len(got) != 2 {
+		t.Fatalf("Idle returned with %q sent, want both answers", got)
+	}
+}

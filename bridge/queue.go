@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -77,14 +78,17 @@ func (p *Pipeline) drain(key string) {
 			if j.resume {
 				p.unresume(key)
 			}
+			p.retrying++
 			p.mu.Unlock()
 			p.wg.Done()
 			time.AfterFunc(claimRetry, func() {
 				p.mu.Lock()
 				defer p.mu.Unlock()
+				p.retrying--
 				if !p.stopped {
 					p.enqueue(j)
 				}
+				p.calmer()
 			})
 			continue
 		}
@@ -98,10 +102,45 @@ func (p *Pipeline) drain(key string) {
 		}
 		ws := p.waiters[j.it.Seq]
 		delete(p.waiters, j.it.Seq)
+		p.calmer()
 		p.mu.Unlock()
 		for _, w := range ws {
 			w <- err
 		}
 		p.wg.Done()
+	}
+}
+
+// Idle waits until this process's pipeline has no event queued,
+// running, or waiting to be tried again after another process had its
+// chat: whatever it took on is done (answered, told, or failed), and it
+// sends nothing more until a new event comes. It returns ctx's error if
+// ctx ends first.
+func (p *Pipeline) Idle(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		busy := len(p.active) + p.retrying
+		if p.quiet == nil {
+			p.quiet = make(chan struct{})
+		}
+		quiet := p.quiet
+		p.mu.Unlock()
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-quiet:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// calmer wakes Idle after an event left active or retrying; p.mu must
+// be held.
+func (p *Pipeline) calmer() {
+	if p.quiet != nil {
+		close(p.quiet)
+		p.quiet = nil
 	}
 }

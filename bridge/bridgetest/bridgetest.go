@@ -130,8 +130,21 @@ func waitAnswers(t *testing.T, h Harness, i, n int) []string {
 	}
 }
 
-// settle gives anything that should not happen the time to show.
+// settle gives anything that should not happen the time to show, where
+// it would come from the platform (a redelivery on its way); what the
+// channel itself would still do is waited for with idle.
 func settle() { time.Sleep(100 * time.Millisecond) }
+
+// idle waits until ch's pipeline has done all it took on: after it, the
+// channel sends nothing more until a new event comes.
+func idle(t *testing.T, ch bridge.Channel) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Wait)
+	defer cancel()
+	if err := ch.Pipeline().Idle(ctx); err != nil {
+		t.Fatalf("the channel's pipeline was still busy after %s", Wait)
+	}
+}
 
 func start(t *testing.T, h Harness, env *storetest.Env, mut func(*Boot)) (bridge.Channel, func()) {
 	t.Helper()
@@ -206,11 +219,11 @@ func resumed(t *testing.T, h Harness) {
 	stop()
 	env.Model.Text("yes, here")
 	env2 := storetest.NewEnv(t, storetest.Options{DBPath: env.DBPath, Model: env.Model})
-	start(t, h, env2, nil)
+	ch, _ := start(t, h, env2, nil)
 	if got := waitAnswers(t, h, 0, 1); !slices.Equal(got, []string{"yes, here"}) {
 		t.Fatalf("answers %q", got)
 	}
-	settle()
+	idle(t, ch)
 	if got := h.Answers(0); len(got) != 1 {
 		t.Fatalf("answers %q after the restart", got)
 	}
@@ -239,16 +252,16 @@ func partsOnce(t *testing.T, h Harness) {
 	h.Hold(1)
 	h.Send(t, 0, "tell me everything")
 	waitAnswers(t, h, 0, 1)
-	settle()
+	settle() // the second part reaches the hold
 	stop()
 	h.Release()
 	env2 := storetest.NewEnv(t, storetest.Options{DBPath: env.DBPath, Model: env.Model})
-	start(t, h, env2, nil)
+	ch, _ := start(t, h, env2, nil)
 	deadline := time.Now().Add(Wait)
 	for strings.Count(strings.Join(h.Answers(0), "\n"), "charlie") < 500 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	settle()
+	idle(t, ch)
 	got := strings.Join(h.Answers(0), "\n")
 	for _, p := range paras {
 		w, _, _ := strings.Cut(p, " ")
@@ -293,13 +306,13 @@ func asks(t *testing.T, h Harness) {
 func drafts(t *testing.T, h Harness) {
 	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Push(chattest.Step{Chunks: []string{"Hello ", "streamed ", "world."}, ChunkDelay: 50 * time.Millisecond})
-	start(t, h, env, func(b *Boot) { b.Stream = true })
+	ch, _ := start(t, h, env, func(b *Boot) { b.Stream = true })
 	h.Send(t, 0, "hi")
 	deadline := time.Now().Add(Wait)
 	for !slices.Equal(h.Answers(0), []string{"Hello streamed world."}) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	settle()
+	idle(t, ch)
 	if got := h.Answers(0); !slices.Equal(got, []string{"Hello streamed world."}) {
 		t.Fatalf("answers %q, want the streamed answer once", got)
 	}
