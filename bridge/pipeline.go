@@ -176,7 +176,7 @@ type Pipeline struct {
 	retrying int
 	// quiet is closed when an event leaves active or retrying (calmer),
 	// to wake Idle; nil until Idle waits.
-	quiet chan struct{}
+	quiet    chan struct{}
 	attempts map[int64]int
 	waiters  map[int64][]chan error
 	// turns cancel the turns running now, by event id; cancelled are
