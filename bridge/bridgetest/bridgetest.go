@@ -6,6 +6,7 @@ package bridgetest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,17 +118,8 @@ const Wait = 10 * time.Second
 // waitAnswers waits until chat i has n answers and returns them.
 func waitAnswers(t *testing.T, h Harness, i, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(Wait)
-	for {
-		got := h.Answers(i)
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("chat %d: %d answers after %s, want %d: %q", i, len(got), Wait, n, got)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	WaitFor(t, fmt.Sprintf("chat %d's %d answers", i, n), nil, func() bool { return len(h.Answers(i)) >= n })
+	return h.Answers(i)
 }
 
 // settle gives anything that should not happen the time to show, where

@@ -17,6 +17,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"loadout/bridge/bridgetest"
 	"math/big"
 	"net"
 	"strings"
@@ -42,7 +43,7 @@ const (
 )
 
 // Wait is how long a test waits for what must happen.
-const Wait = 10 * time.Second
+const Wait = bridgetest.Wait
 
 // Options configure the servers.
 type Options struct {
@@ -422,13 +423,7 @@ func (s *Server) ClearFailures() {
 // WaitFor waits until cond holds, or fails the test.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(Wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", Wait, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	bridgetest.WaitFor(t, "emailtest: "+what, nil, cond)
 }
 
 func parseSent(raw []byte) (Sent, error) {
