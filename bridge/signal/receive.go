@@ -193,7 +193,9 @@ func (a *Adapter) envelope(ctx context.Context, e *envelope) error {
 	if d.Reaction != nil {
 		return a.reacted(ctx, id, s, key, r, d.Reaction)
 	}
-	fallback := func() bridge.Pending { return bridge.Pending{Inbound: chat.Inbound{ChatKey: key}, Route: routes.Encode(r)} }
+	fallback := func() bridge.Pending {
+		return bridge.Pending{Inbound: chat.Inbound{ChatKey: key}, Route: routes.Encode(r)}
+	}
 	_, err = a.pipe.Receive(ctx, id, fallback, func() (bridge.Pending, bool) { return a.judge(ctx, id, s, key, r, text, d) })
 	return err
 }
