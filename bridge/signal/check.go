@@ -62,12 +62,8 @@ func isUUID(s string) bool {
 
 // Check checks the signal section (when the channel is enabled).
 func (c Config) Check(ch *config.Checker) {
-	if c.RPCURL == "" {
-		ch.Bad("rpc_url", "is required when signal.enabled is true: the address signal-cli's daemon serves with --http, e.g. http://127.0.0.1:8080")
-	} else if u, err := url.Parse(c.RPCURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		ch.Bad("rpc_url", "must be an http(s) URL such as http://127.0.0.1:8080, got %q", redactURL(c.RPCURL))
-	} else if u.Path != "" && u.Path != "/" {
-		ch.Bad("rpc_url", "must be the daemon's address alone, without a path (the channel adds /api/v1/rpc), got path %q", u.Path)
+	if u, err := url.Parse(c.RPCURL); c.RPCURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		ch.Bad("rpc_url", "must be the http(s) address of signal-cli's daemon, such as http://127.0.0.1:8080, got %q", redactURL(c.RPCURL))
 	}
 	if E164(c.Account) == "" {
 		ch.Bad("account", "must be the bot's number in international form, e.g. \"+15551234567\", got %q", c.Account)

@@ -28,6 +28,7 @@
 package signal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,10 @@ import (
 // long text as a "read more" attachment past about 2,000.
 const MaxMessage = 2000
 
+// DefaultRPCURL is where signal-cli's daemon serves HTTP unless
+// configured (its --http default).
+const DefaultRPCURL = "http://127.0.0.1:8080"
+
 // DefaultPollTimeout is how long one receive call waits for a message.
 const DefaultPollTimeout = 5 * time.Second
 
@@ -59,7 +64,7 @@ type Config struct {
 	// Enabled runs the channel in loadout serve (signal.enabled).
 	Enabled bool `yaml:"enabled"`
 	// RPCURL is where signal-cli's daemon serves HTTP (its --http
-	// address), such as http://127.0.0.1:8080. A proxy in front of it
+	// address); default DefaultRPCURL. A proxy in front of it
 	// may carry credentials in the URL: it is kept out of logs.
 	RPCURL string `yaml:"rpc_url" secret:"url"`
 	// Account is the bot's number, E.164 ("+15551234567"): how the
@@ -122,7 +127,7 @@ type Adapter struct {
 // New returns an adapter that answers through router and keeps its
 // inbox and its questions in st. It makes no connection: Run does.
 func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
-	cfg.RPCURL = strings.TrimRight(cfg.RPCURL, "/")
+	cfg.RPCURL = strings.TrimRight(cmp.Or(cfg.RPCURL, DefaultRPCURL), "/")
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = DefaultPollTimeout
 	}

@@ -10,6 +10,7 @@ import (
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
 	"loadout/bridge/matrix"
+	"loadout/bridge/signal"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/bridge/webui"
@@ -30,6 +31,7 @@ func channelKinds() []bridge.Kind {
 		discord.Kind(),
 		matrix.Kind(),
 		whatsapp.Kind(),
+		signal.Kind(),
 		email.Kind(),
 		webui.Kind(),
 	}
