@@ -50,6 +50,9 @@ func (a *Adapter) Ask(ctx context.Context, rt any, part string, q bridge.Questio
 	if err != nil {
 		return err
 	}
+	// A reaction read meanwhile waits until the question is kept.
+	a.asking.RLock()
+	defer a.asking.RUnlock()
 	ts, err := a.send(ctx, r, part+askLine(q))
 	if err != nil {
 		return err
@@ -131,7 +134,9 @@ func (a *Adapter) reacted(ctx context.Context, id string, s sender, key string, 
 	default:
 		return nil
 	}
+	a.asking.Lock()
 	q, ok, err := a.question(ctx, key, re.TargetSentTimestamp)
+	a.asking.Unlock()
 	if err != nil || !ok {
 		return err // not a question: a reaction to an answer
 	}

@@ -30,7 +30,6 @@ package signal
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -122,6 +121,9 @@ type Adapter struct {
 
 	mu    sync.Mutex
 	ready bool
+	// asking is held by Ask from sending a question until it is kept,
+	// and taken by a reaction before it looks the question up.
+	asking sync.RWMutex
 }
 
 // New returns an adapter that answers through router and keeps its
@@ -314,6 +316,3 @@ func (a *Adapter) Admits(ctx context.Context, userKey string) (bool, error) {
 	}
 	return a.allow.Admits(ctx, id)
 }
-
-// errStopped: the channel stopped before it could do what was asked.
-var errStopped = errors.New("signal: stopped")
