@@ -318,3 +318,11 @@ func TestConfigCheck(t *testing.T) {
 		}
 	}
 }
+
+// The channel serves no HTTP endpoint: nothing can be posted to it as
+// if signal-cli had received it.
+func TestServesNoEndpoint(t *testing.T) {
+	if _, ok := any(&Adapter{}).(bridge.Mounter); ok {
+		t.Fatal("the Signal channel mounts endpoints")
+	}
+}
