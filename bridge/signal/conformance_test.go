@@ -163,6 +163,8 @@ func lastQuestion(msgs []signaltest.Sent) (signaltest.Sent, bool) {
 
 func (c *conformance) Hold(n int) { c.fake.Hold(n) }
 
+func (c *conformance) Held() int { return c.fake.Waiting() }
+
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
 func (c *conformance) Release() {

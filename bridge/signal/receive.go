@@ -179,16 +179,19 @@ func (a *Adapter) envelope(ctx context.Context, e *envelope) error {
 	if d.Reaction == nil && strings.TrimSpace(text) == "" && len(d.Attachments) == 0 {
 		return nil // a sticker, a deletion, a timer change
 	}
-	allowed, err := a.allow.Let(ctx, s.uuid, s.number)
-	if err != nil {
-		a.log.Warn("signal: cannot keep the number a person was let in by; their web pages may refuse them until they write again", "uuid", s.uuid, "err", err)
-	}
-	if !allowed {
+	if !a.allow.Allowed(s.uuid, s.number) {
 		if d.Reaction == nil {
 			a.refuse(ctx, e, s, r)
 		}
 		return nil
 	}
+	// Once the message is stored (signal-cli keeps no copy of it), the
+	// number they were let in by is kept for the web side.
+	defer func() {
+		if _, err := a.allow.Let(ctx, s.uuid, s.number); err != nil {
+			a.log.Warn("signal: cannot keep the number a person was let in by; their web pages may refuse them until they write again", "uuid", s.uuid, "err", err)
+		}
+	}()
 	id := messageRef(s, e.Timestamp)
 	if d.Reaction != nil {
 		return a.reacted(ctx, id, s, key, r, d.Reaction)
@@ -196,7 +199,7 @@ func (a *Adapter) envelope(ctx context.Context, e *envelope) error {
 	fallback := func() bridge.Pending {
 		return bridge.Pending{Inbound: chat.Inbound{ChatKey: key}, Route: routes.Encode(r)}
 	}
-	_, err = a.pipe.Receive(ctx, id, fallback, func() (bridge.Pending, bool) { return a.judge(ctx, id, s, key, r, text, d) })
+	_, err := a.pipe.Receive(ctx, id, fallback, func() (bridge.Pending, bool) { return a.judge(ctx, id, s, key, r, text, d) })
 	return err
 }
 
