@@ -1,11 +1,8 @@
-// Package signaltest is a fake signal-cli daemon for tests: its HTTP
-// JSON-RPC endpoint (POST /api/v1/rpc) and /api/v1/check, on 127.0.0.1,
-// with the Signal server's queue behind it. People's messages wait in
-// the queue until a receive call takes them; as signal-cli does, a call
-// takes what arrives within its timeout whether or not its client is
-// still there to read the answer, and hands each message over once.
-// What every fake needs (a record of what the bot sent, holds, waits)
-// is bridgetest's kit.
+// Package signaltest is a fake signal-cli daemon (its HTTP JSON-RPC
+// endpoint, on 127.0.0.1) with the Signal server's queue behind it:
+// messages wait until a receive call takes them, and as signal-cli's, a
+// call takes what comes within its timeout whether or not its client is
+// still there to read the answer. The rest is bridgetest's kit.
 package signaltest
 
 import (
@@ -28,45 +25,38 @@ const Account = "+15550000000"
 // Wait is how long the fake's waits last before a test fails.
 const Wait = bridgetest.Wait
 
-// Person is someone who writes to the bot.
-type Person struct {
-	Number string // E.164; "" when Signal does not share it
-	UUID   string
-	Name   string
-}
+// Person is someone who writes to the bot; Number is "" when Signal
+// does not share it.
+type Person struct{ Number, UUID, Name string }
 
 // File is an attachment, sent or received.
 type File struct {
 	Name, Type string
 	Content    []byte
-	// Voice marks a voice note (signal-cli's JSON says so in some
-	// versions; an audio type alone says it in all).
-	Voice bool
+	Voice      bool // a voice note, as some signal-cli versions say
+
 }
 
-// Message is what a person sends.
+// Message is what a person sends: in Group (its id; "" is a direct
+// message), Mention mentions the bot at the start of the text as Signal
+// does (a placeholder character and a mention range), and Quote is the
+// timestamp of a message of the bot's it quotes.
 type Message struct {
-	From Person
-	// Group is the group's id; "" is a direct message.
-	Group string
-	Text  string
-	// Mention mentions the bot at the start of the text, as Signal
-	// does: a placeholder character in the text and a mention range.
-	Mention bool
-	// Quote is the timestamp of a message of the bot's it quotes.
-	Quote int64
-	Files []File
+	From        Person
+	Group, Text string
+	Mention     bool
+	Quote       int64
+	Files       []File
 }
 
 // Sent is a message the bot sent.
 type Sent struct {
-	TS          int64
-	To, Group   string // the recipient (account id or number), or the group
-	Text        string
-	QuoteTS     int64
-	Files       []File
-	VoiceNote   bool
-	Attachments []string // as sent: data URIs
+	TS        int64
+	To, Group string // the recipient (account id or number), or the group
+	Text      string
+	QuoteTS   int64
+	Files     []File
+	VoiceNote bool
 }
 
 // Call is one JSON-RPC call the bot made.
@@ -75,10 +65,9 @@ type Call struct {
 	Params map[string]any
 }
 
-// Server is the fake daemon. Create it with New; it closes when the test
-// ends.
+// Server is the fake daemon, at URL (the channel's rpc_url). Create it
+// with New; it closes when the test ends.
 type Server struct {
-	// URL is the daemon's address, the channel's rpc_url.
 	URL string
 
 	srv     *httptest.Server
@@ -115,19 +104,15 @@ func New(t testing.TB) *Server {
 	return s
 }
 
-// now is a new timestamp, later than every one before.
-func (s *Server) now() int64 {
-	s.clock++
-	return s.clock
-}
+// now is a new timestamp, later than every one before; s.mu is held.
+func (s *Server) now() int64 { s.clock++; return s.clock }
 
 // Push queues m at the Signal server as its person sends it, and returns
 // its timestamp, which names it.
 func (s *Server) Push(m Message) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ts := s.now()
-	data := map[string]any{"timestamp": ts, "message": m.Text, "expiresInSeconds": 0, "viewOnce": false}
+	data := map[string]any{"message": m.Text, "expiresInSeconds": 0, "viewOnce": false}
 	if m.Mention {
 		data["message"] = "\uFFFC " + m.Text
 		data["mentions"] = []map[string]any{{"name": Account, "number": Account, "uuid": "bot-uuid", "start": 0, "length": 1}}
@@ -151,23 +136,18 @@ func (s *Server) Push(m Message) int64 {
 	if atts != nil {
 		data["attachments"] = atts
 	}
-	s.queueLocked(ts, m.From, map[string]any{"dataMessage": data})
-	return ts
+	return s.queueLocked(m.From, map[string]any{"dataMessage": data})
 }
 
 // React queues from's reaction with emoji to the bot's message sent at
 // target, in group ("" for a direct chat), and returns its timestamp.
 func (s *Server) React(from Person, group string, target int64, emoji string) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ts := s.now()
-	data := map[string]any{"timestamp": ts, "reaction": map[string]any{"emoji": emoji, "targetAuthor": Account,
+	data := map[string]any{"reaction": map[string]any{"emoji": emoji, "targetAuthor": Account,
 		"targetAuthorNumber": Account, "targetAuthorUuid": "bot-uuid", "targetSentTimestamp": target, "isRemove": false}}
 	if group != "" {
 		data["groupInfo"] = map[string]any{"groupId": group, "type": "DELIVER"}
 	}
-	s.queueLocked(ts, from, map[string]any{"dataMessage": data})
-	return ts
+	return s.Envelope(from, map[string]any{"dataMessage": data})
 }
 
 // Envelope queues an envelope of from with the given parts besides the
@@ -176,13 +156,21 @@ func (s *Server) React(from Person, group string, target int64, emoji string) in
 func (s *Server) Envelope(from Person, parts map[string]any) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ts := s.now()
-	s.queueLocked(ts, from, parts)
-	return ts
+	return s.queueLocked(from, parts)
 }
 
-func (s *Server) queueLocked(ts int64, from Person, parts map[string]any) {
-	env := map[string]any{"source": from.Number, "sourceNumber": nilIfEmpty(from.Number), "sourceUuid": from.UUID,
+// queueLocked queues an envelope of from, with a new timestamp (its data
+// message's too), and returns the timestamp; s.mu is held.
+func (s *Server) queueLocked(from Person, parts map[string]any) int64 {
+	ts := s.now()
+	if dm, ok := parts["dataMessage"].(map[string]any); ok {
+		dm["timestamp"] = ts
+	}
+	var number any // null when Signal does not share it
+	if from.Number != "" {
+		number = from.Number
+	}
+	env := map[string]any{"source": from.Number, "sourceNumber": number, "sourceUuid": from.UUID,
 		"sourceName": from.Name, "sourceDevice": 1, "timestamp": ts, "serverReceivedTimestamp": ts, "serverDeliveredTimestamp": ts}
 	for k, v := range parts {
 		env[k] = v
@@ -190,13 +178,7 @@ func (s *Server) queueLocked(ts int64, from Person, parts map[string]any) {
 	s.pushed[ts] = env
 	s.queue = append(s.queue, env)
 	s.queued.Notify()
-}
-
-func nilIfEmpty(v string) any {
-	if v == "" {
-		return nil
-	}
-	return v
+	return ts
 }
 
 // Redeliver queues the envelope of timestamp ts again, as signal-cli
@@ -211,11 +193,7 @@ func (s *Server) Redeliver(ts int64) {
 }
 
 // Queued is how many envelopes wait at the Signal server.
-func (s *Server) Queued() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
-}
+func (s *Server) Queued() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.queue) }
 
 // Fail makes the next call of method answer with a JSON-RPC error.
 func (s *Server) Fail(method string, code int, message string) {
@@ -225,14 +203,11 @@ func (s *Server) Fail(method string, code int, message string) {
 }
 
 // Hold lets the next after messages through and holds later ones until
-// Release; a held message whose client gives up is not sent.
+// Release lets them go; Waiting counts those held now. A held message
+// whose client gives up is not sent.
 func (s *Server) Hold(after int) { s.gate.Hold("send", after) }
-
-// Release lets held and later messages through.
-func (s *Server) Release() { s.gate.Release("send") }
-
-// Waiting is how many messages are held now.
-func (s *Server) Waiting() int { return s.gate.Waiting("send") }
+func (s *Server) Release()       { s.gate.Release("send") }
+func (s *Server) Waiting() int   { return s.gate.Waiting("send") }
 
 // WaitFor waits until cond holds, checked at each change of the fake.
 func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
@@ -321,11 +296,9 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 }
 
 func answer(w http.ResponseWriter, id, result any, e *rpcError) {
-	resp := map[string]any{"jsonrpc": "2.0", "id": id}
+	resp := map[string]any{"jsonrpc": "2.0", "id": id, "result": result}
 	if e != nil {
-		resp["error"] = e
-	} else {
-		resp["result"] = result
+		resp = map[string]any{"jsonrpc": "2.0", "id": id, "error": e}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(resp)
@@ -348,34 +321,34 @@ func (s *Server) receive(p map[string]any) (any, *rpcError) {
 	s.mu.Unlock()
 	deadline := time.NewTimer(time.Duration(timeout * float64(time.Second)))
 	defer deadline.Stop()
-	for {
+	out := []map[string]any{}
+	for len(out) == 0 {
 		changed := s.queued.C()
 		s.mu.Lock()
-		if n := len(s.queue); n > 0 {
-			if most > 0 {
-				n = min(n, int(most))
-			}
-			out := make([]map[string]any, n)
-			for i, env := range s.queue[:n] {
-				out[i] = map[string]any{"account": Account, "envelope": env}
-			}
-			s.queue = s.queue[n:]
-			s.receiving = false
-			s.mu.Unlock()
-			return out, nil
+		n := len(s.queue)
+		if most > 0 {
+			n = min(n, int(most))
 		}
+		for _, env := range s.queue[:n] {
+			out = append(out, map[string]any{"account": Account, "envelope": env})
+		}
+		s.queue = s.queue[n:]
 		s.mu.Unlock()
+		if n > 0 {
+			break
+		}
 		select {
 		case <-changed:
 			continue
 		case <-deadline.C:
 		case <-s.closing:
 		}
-		s.mu.Lock()
-		s.receiving = false
-		s.mu.Unlock()
-		return []any{}, nil
+		break
 	}
+	s.mu.Lock()
+	s.receiving = false
+	s.mu.Unlock()
+	return out, nil
 }
 
 // send records a message, once the gate lets it through.
@@ -396,7 +369,7 @@ func (s *Server) send(r *http.Request, p map[string]any) (any, *rpcError) {
 		if !ok {
 			return nil, &rpcError{-1, "The given string is not a valid data URI."}
 		}
-		m.Files, m.Attachments = append(m.Files, f), append(m.Attachments, str(a))
+		m.Files = append(m.Files, f)
 	}
 	if !s.gate.Pass(r.Context(), "send") {
 		return nil, &rpcError{-3, "abandoned"}
