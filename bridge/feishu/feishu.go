@@ -134,6 +134,7 @@ func Kind() bridge.Kind {
 type Adapter struct {
 	cfg    Config
 	router *bridge.Router
+	store  bridge.Store
 	pipe   *bridge.Pipeline
 	allow  *bridge.Allowlist
 	log    *slog.Logger
@@ -148,8 +149,9 @@ type Adapter struct {
 }
 
 // New returns an adapter that answers through router and keeps its
-// inbox in inbox. It makes no connection: Run does.
-func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
+// inbox, and the files waiting for a person's next message, in st. It
+// makes no connection: Run does.
+func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	cfg.APIURL = strings.TrimSuffix(cmp.Or(cfg.APIURL, DefaultAPIURL), "/")
 	cfg.CallbackPath = cmp.Or(cfg.CallbackPath, DefaultCallbackPath)
 	if cfg.HTTPClient == nil {
@@ -171,13 +173,13 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 		cfg.maxFile = MaxFile
 	}
 	log := cfg.Logger.With("channel", "feishu")
-	a := &Adapter{cfg: cfg, router: router, log: log, allow: bridge.NewAllowlist(cfg.AllowedUsers)}
+	a := &Adapter{cfg: cfg, router: router, store: st, log: log, allow: bridge.NewAllowlist(cfg.AllowedUsers)}
 	a.api = &api{base: cfg.APIURL, appID: cfg.AppID, secret: cfg.AppSecret, client: cfg.HTTPClient,
 		sleep: cfg.sleep, now: cfg.now, log: log, observer: cfg.Observer}
 	d := cfg.Delivery
 	d.Logger = log
 	a.pipe = bridge.NewPipeline(d.Pipeline(bridge.PipelineConfig{
-		Channel: "feishu", Inbox: inbox, Handler: router, Outlet: a, Stream: cfg.Stream, DraftEvery: draftEvery,
+		Channel: "feishu", Inbox: st, Handler: router, Outlet: a, Stream: cfg.Stream, DraftEvery: draftEvery,
 	}))
 	return a
 }

@@ -12,9 +12,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"loadout/bridge"
+	"loadout/chat"
 	"loadout/tools/files"
 )
 
@@ -159,4 +161,122 @@ func (a *Adapter) SendFile(ctx context.Context, rt any, name string, f *os.File)
 	}
 	_, err = a.api.message(ctx, r, "file", map[string]string{"file_key": out.FileKey}, "")
 	return err
+}
+
+// Feishu sends a file (or a picture) and the words that go with it as
+// two messages. A file sent alone is kept in the chat's workspace at
+// once, and what the model reads about it waits, in the store, for the
+// person's next message, which it goes before.
+
+// kept is what waits for a chat's next message: the files' notes, and
+// the ids of the last file events taken, so one delivered again is
+// recognised.
+type kept struct {
+	Files  []keptFile `json:"files,omitempty"`
+	Events []string   `json:"events,omitempty"`
+}
+
+type keptFile struct {
+	Note  string `json:"note"`
+	Image string `json:"image,omitempty"`
+}
+
+// keptEvents is how many file events a chat remembers.
+const keptEvents = 32
+
+func keptKey(chatKey string) string { return "feishu:next:" + chatKey }
+
+// fileAlone takes a message that is a file or a picture: kept for the
+// person's next message, or, when it could not be downloaded, answered
+// with why. An error means it was not taken.
+func (a *Adapter) fileAlone(ctx context.Context, event string, e messageEvent, key string, r route) error {
+	ref := eventRef(event)
+	if seen, err := a.pipe.Seen(ctx, ref); err == nil && seen {
+		return nil
+	}
+	k, err := a.readKept(ctx, key)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(k.Events, event) {
+		return nil // delivered again
+	}
+	m := e.Message
+	var c struct {
+		FileKey  string `json:"file_key"`
+		FileName string `json:"file_name"`
+		ImageKey string `json:"image_key"`
+	}
+	json.Unmarshal([]byte(m.Content), &c)
+	f := resource{Message: m.MessageID, Key: c.FileKey, Name: c.FileName, Type: "file"}
+	if m.MessageType == "image" {
+		f = resource{Message: m.MessageID, Key: c.ImageKey, Name: "image-" + c.ImageKey, Type: "image"}
+	}
+	if !plainID(f.Key) || !plainID(m.MessageID) {
+		return nil
+	}
+	if f.Name == "" {
+		f.Name = "file-" + f.Key
+	}
+	note, image, reply := a.keepFile(ctx, key, f)
+	if reply != "" {
+		_, err := a.pipe.Receive(ctx, ref, nil, func() (bridge.Pending, bool) {
+			return bridge.Pending{Inbound: chat.Inbound{ChatKey: key, UserKey: "feishu:" + e.Sender.SenderID.OpenID}, Route: r.encode(), Reply: reply}, true
+		})
+		return err
+	}
+	return a.changeKept(ctx, key, func(k *kept) bool {
+		if slices.Contains(k.Events, event) {
+			return false
+		}
+		k.Files = append(k.Files, keptFile{Note: note, Image: image})
+		k.Events = append(k.Events, event)
+		if len(k.Events) > keptEvents {
+			k.Events = k.Events[len(k.Events)-keptEvents:]
+		}
+		return true
+	})
+}
+
+// takeFiles takes what waits for chat's next message.
+func (a *Adapter) takeFiles(ctx context.Context, chatKey string) (kept, error) {
+	var taken kept
+	err := a.changeKept(ctx, chatKey, func(k *kept) bool {
+		taken.Files, k.Files = k.Files, nil
+		return len(taken.Files) > 0
+	})
+	return taken, err
+}
+
+// readKept reads what waits for chat's next message.
+func (a *Adapter) readKept(ctx context.Context, chatKey string) (kept, error) {
+	var k kept
+	raw, err := a.store.State(ctx, keptKey(chatKey))
+	if err == nil && raw != "" {
+		json.Unmarshal([]byte(raw), &k)
+	}
+	return k, err
+}
+
+// changeKept changes what waits for chat's next message with change
+// (false: nothing to change), read and swapped until no other process
+// changed it meanwhile.
+func (a *Adapter) changeKept(ctx context.Context, chatKey string, change func(*kept) bool) error {
+	for {
+		old, err := a.store.State(ctx, keptKey(chatKey))
+		if err != nil {
+			return err
+		}
+		var k kept
+		if old != "" {
+			json.Unmarshal([]byte(old), &k)
+		}
+		if !change(&k) {
+			return nil
+		}
+		b, _ := json.Marshal(k)
+		if ok, err := a.store.SwapState(ctx, keptKey(chatKey), old, string(b)); err != nil || ok {
+			return err
+		}
+	}
 }

@@ -51,11 +51,7 @@ func (a *Adapter) message(ctx context.Context, event string, e messageEvent) err
 		return err
 	}
 	if m.MessageType == "file" || m.MessageType == "image" {
-		// A redelivered event is dropped by the inbox; its file is not
-		// downloaded a second time first.
-		if seen, err := a.pipe.Seen(ctx, ref); err == nil && seen {
-			return nil
-		}
+		return a.fileAlone(ctx, event, e, key, r)
 	}
 	fallback := func() bridge.Pending { return bridge.Pending{Inbound: chat.Inbound{ChatKey: key}, Route: r.encode()} }
 	_, err := a.pipe.Receive(ctx, ref, fallback, func() (bridge.Pending, bool) {
@@ -89,29 +85,6 @@ func (a *Adapter) judge(ctx context.Context, e messageEvent, key, user string, r
 		text = a.names(e).Replace(c.Text)
 	case "post":
 		text = a.postText(e)
-	case "file", "image":
-		var c struct {
-			FileKey  string `json:"file_key"`
-			FileName string `json:"file_name"`
-			ImageKey string `json:"image_key"`
-		}
-		json.Unmarshal([]byte(m.Content), &c)
-		f := resource{Message: m.MessageID, Key: c.FileKey, Name: c.FileName, Type: "file"}
-		if m.MessageType == "image" {
-			f = resource{Message: m.MessageID, Key: c.ImageKey, Name: "image-" + c.ImageKey, Type: "image"}
-		}
-		if !plainID(f.Key) {
-			return bridge.Pending{}, false
-		}
-		note, image, reply := a.keepFile(ctx, key, f)
-		if reply != "" {
-			p.Reply = reply
-			return p, true
-		}
-		if image != "" {
-			p.Inbound.Images = []string{image}
-		}
-		text = note
 	default:
 		a.log.Info("feishu: a kind of message the channel does not read; the person is told", "message_type", m.MessageType)
 		p.Reply = TextUnsupported
@@ -119,6 +92,16 @@ func (a *Adapter) judge(ctx context.Context, e messageEvent, key, user string, r
 	}
 	if text = strings.TrimSpace(text); text == "" {
 		return bridge.Pending{}, false
+	}
+	kept, err := a.takeFiles(ctx, key)
+	if err != nil {
+		a.log.Error("feishu: could not read the files kept for a person's next message; they are told with a later one", "err", err)
+	}
+	for _, f := range kept.Files {
+		text = f.Note + "\n" + text
+		if f.Image != "" {
+			p.Inbound.Images = append(p.Inbound.Images, f.Image)
+		}
 	}
 	p.Inbound.Text = text
 	return p, true
