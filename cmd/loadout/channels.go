@@ -9,6 +9,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
+	"loadout/bridge/feishu"
 	"loadout/bridge/matrix"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
@@ -30,6 +31,7 @@ func channelKinds() []bridge.Kind {
 		discord.Kind(),
 		matrix.Kind(),
 		whatsapp.Kind(),
+		feishu.Kind(),
 		email.Kind(),
 		webui.Kind(),
 	}
