@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"loadout/bridge/bridgetest"
 	"log/slog"
 	"net/url"
 	"os"
@@ -68,7 +69,7 @@ func newRig(t *testing.T, o storetest.Options, mut func(*Config)) *rig {
 	r.dc.Roles(g1, mallory.ID, roleNone)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the channel logged:\n%s", tail(r.logs.String(), 6000))
+			t.Logf("the channel logged:\n%s", bridgetest.Tail(r.logs.String(), 6000))
 		}
 	})
 	r.start(mut)

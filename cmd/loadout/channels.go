@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"reflect"
-	"strings"
 
 	"loadout/bridge"
 	"loadout/bridge/discord"
@@ -24,8 +22,8 @@ import (
 // redaction, the start-up line, the help and the "no channel enabled"
 // message are derived from it; nothing else in this command names a
 // channel.
-func channelKinds() []bridge.Kind {
-	return []bridge.Kind{
+func channelKinds() bridge.Kinds {
+	return bridge.Kinds{
 		telegram.Kind(),
 		slack.Kind(),
 		discord.Kind(),
@@ -46,22 +44,10 @@ var (
 	_ whatsapp.Store = (*store.DB)(nil)
 )
 
-// fileType is the type config.yaml is read into: Config's keys, and one
-// section for each channel of kinds, of the channel's own config type.
-func fileType(kinds []bridge.Kind) reflect.Type {
-	fields := []reflect.StructField{{Name: "Config", Type: reflect.TypeFor[Config](), Tag: `yaml:",inline"`}}
-	for i, k := range kinds {
-		fields = append(fields, reflect.StructField{
-			Name: fmt.Sprintf("Channel%d", i), Type: k.ConfigType(), Tag: reflect.StructTag(fmt.Sprintf("yaml:%q", k.Name())),
-		})
-	}
-	return reflect.StructOf(fields)
-}
-
 // loadFile reads raw into cfg and the channels' sections.
 func loadFile(raw []byte, getenv func(string) string, cfg *Config) (config.Set, error) {
 	kinds := channelKinds()
-	v := reflect.New(fileType(kinds))
+	v := reflect.New(kinds.File(reflect.TypeFor[Config]()))
 	v.Elem().Field(0).Set(reflect.ValueOf(*cfg))
 	set, err := config.Load(raw, getenv, v.Interface())
 	if err != nil {
@@ -96,50 +82,9 @@ func (c Config) enabledChannels() []bridge.Kind {
 	return out
 }
 
-// channelShapes are the credential patterns the channels declare (their
-// secrets, their Configs declare: Config.entries).
-func channelShapes() []string {
-	var out []string
-	for _, k := range channelKinds() {
-		out = append(out, k.Shapes()...)
-	}
-	return out
-}
-
-// channelNames lists the channels' names, the last after "and" or "or":
-// "telegram, slack or discord".
-func channelNames(suffix, last string) string {
-	return joinNames(channelKinds(), suffix, last)
-}
-
-func joinNames(kinds []bridge.Kind, suffix, last string) string {
-	names := make([]string, len(kinds))
-	for i, k := range kinds {
-		names[i] = k.Name() + suffix
-	}
-	if n := len(names); n > 1 {
-		return strings.Join(names[:n-1], ", ") + " " + last + " " + names[n-1]
-	}
-	return strings.Join(names, "")
-}
-
-// exampleUser shows the prefixes of a person's key in the channels:
-// "telegram:…, slack:… or discord:…", each followed by the person's id
-// in that channel. A channel whose people sign in with another's key
-// (the browser chat) gives none.
-func exampleUser() string {
-	var kinds []bridge.Kind
-	for _, k := range channelKinds() {
-		if k.UserKeys() {
-			kinds = append(kinds, k)
-		}
-	}
-	return joinNames(kinds, ":…", "or")
-}
-
 // noChannels is what serve says when no channel is enabled.
 func noChannels() string {
-	return "no channel is enabled: set " + channelNames(".enabled", "or") + " in the config, or use `loadout chat`"
+	return "no channel is enabled: set " + channelKinds().Names(".enabled", "or") + " in the config, or use `loadout chat`"
 }
 
 // channels builds the enabled channels and adds them to the hub, which

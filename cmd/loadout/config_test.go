@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -321,7 +322,7 @@ func TestConfigurationDocListsEveryKey(t *testing.T) {
 }
 
 // codeKeys are the config's leaf keys, as the code declares them.
-func codeKeys() []string { return config.Keys(fileType(channelKinds())) }
+func codeKeys() []string { return config.Keys(channelKinds().File(reflect.TypeFor[Config]())) }
 
 type sampleKey struct{ key, def, meaning string }
 

@@ -84,7 +84,7 @@ type cli struct {
 func commands() []command {
 	var user, healthURL string
 	return []command{
-		{name: "serve", summary: "Run every enabled channel (" + channelNames("", "and") + ") and the HTTP server until interrupted.",
+		{name: "serve", summary: "Run every enabled channel (" + channelKinds().Names("", "and") + ") and the HTTP server until interrupted.",
 			run: func(ctx context.Context, c *cli) error { return serve(ctx, c.cfg, c.log) }},
 		{name: "chat", summary: "Talk to the assistant in this terminal; /help lists the commands, /quit ends.",
 			run: chatREPL},
@@ -92,7 +92,7 @@ func commands() []command {
 			run: func(ctx context.Context, c *cli) error { return printTools(ctx, c.cfg, c.log, c.stdout) }},
 		{name: "google login", summary: "Connect a Google account for a chat user, from this terminal.",
 			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&user, "user", "", "chat user to connect, as channel:id, e.g. console:local ("+exampleUser()+")")
+				fs.StringVar(&user, "user", "", "chat user to connect, as channel:id, e.g. console:local ("+channelKinds().ExampleUser()+")")
 			},
 			run: func(ctx context.Context, c *cli) error { return googleLogin(ctx, c.cfg, c.log, user, c.stdout) }},
 		{name: "mcp login", arg: "server", summary: "Sign in to an MCP server with auth: operator, for everyone, from this terminal.",
@@ -299,5 +299,5 @@ func help(args []string, stdout, stderr io.Writer) error {
 // cfg declares (Config.secrets) and anything shaped like a credential,
 // the channels' shapes included, taken out.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.secrets(), channelShapes())
+	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.secrets(), channelKinds().Shapes())
 }

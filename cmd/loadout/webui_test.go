@@ -115,10 +115,10 @@ func TestTheBrowserChatIsAbsentWhenDisabled(t *testing.T) {
 // the -user example never offers "webui:…" as one; serve's help lists
 // the channel.
 func TestWebuiIsNoUserKeysPrefix(t *testing.T) {
-	if got := exampleUser(); strings.Contains(got, "webui") || !strings.Contains(got, "telegram:…") {
-		t.Fatalf("exampleUser() = %q", got)
+	if got := channelKinds().ExampleUser(); strings.Contains(got, "webui") || !strings.Contains(got, "telegram:…") {
+		t.Fatalf("channelKinds().ExampleUser() = %q", got)
 	}
-	if got := channelNames("", "and"); !strings.HasSuffix(got, "and webui") {
+	if got := channelKinds().Names("", "and"); !strings.HasSuffix(got, "and webui") {
 		t.Fatalf("channelNames = %q", got)
 	}
 }

@@ -56,7 +56,7 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 // for a person on this machine.
 func googleLogin(ctx context.Context, cfg Config, log *slog.Logger, user string, out io.Writer) error {
 	if user == "" || !strings.Contains(user, ":") {
-		return errUsage{"google login: -user is required, as channel:id, e.g. console:local (" + exampleUser() + ")"}
+		return errUsage{"google login: -user is required, as channel:id, e.g. console:local (" + channelKinds().ExampleUser() + ")"}
 	}
 	if !cfg.Google.Configured() {
 		return errors.New("google: not configured: set google.client_id and google.client_secret (or google.credentials_file)")
