@@ -155,6 +155,8 @@ func (c *conformance) Approve(t *testing.T, i int) {
 
 func (c *conformance) Hold(n int) { c.fs.Hold(n) }
 
+func (c *conformance) Held() int { return c.fs.Waiting() }
+
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
