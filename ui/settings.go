@@ -2,13 +2,14 @@ package ui
 
 import (
 	"fmt"
-	"loadout/config"
-	"loadout/logs"
-	"loadout/tools"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
+
+	"loadout/config"
+	"loadout/logs"
+	"loadout/tools"
 )
 
 // masked stands on the console for a credential a URL, a DSN or a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"loadout/bridge/bridgetest"
 	"log/slog"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/discord/discordtest"
 	"loadout/chat"
 	"loadout/chat/chattest"

@@ -119,6 +119,7 @@ func Kind() bridge.Kind {
 		Name:    "feishu",
 		Enabled: func(c Config) bool { return c.Enabled },
 		Shapes:  []string{TokenShape},
+		Allowed: func(c Config) []string { return c.AllowedUsers },
 		Describe: func(c Config) string {
 			return "feishu (event callback at " + cmp.Or(c.CallbackPath, DefaultCallbackPath) + ")"
 		},

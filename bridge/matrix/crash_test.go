@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"loadout/bridge/bridgetest"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -18,6 +17,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/matrix/matrixtest"
 	"loadout/chat"
 	"loadout/chat/chattest"

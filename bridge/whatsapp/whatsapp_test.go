@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"loadout/bridge/bridgetest"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/whatsapp/whatsapptest"
 	"loadout/chat"
 	"loadout/chat/chattest"

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"loadout/bridge/bridgetest"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/store"

@@ -1,4 +1,4 @@
-package main
+package settings
 
 import (
 	"os"
@@ -12,10 +12,10 @@ import (
 // channel's name), each with what it declares secret: the `secret` tags
 // of the sections' types (config.Secrecy), the one declaration of a
 // secret that the logger and the console read.
-func (c Config) entries() []config.Entry {
+func (c Config) Entries() []config.Entry {
 	out := config.Entries("", c)
-	for _, k := range channelKinds() {
-		out = append(out, config.Entries(k.Name(), c.section(k))...)
+	for _, k := range ChannelKinds() {
+		out = append(out, config.Entries(k.Name(), c.Section(k))...)
 	}
 	return out
 }
@@ -27,9 +27,9 @@ func (c Config) entries() []config.Entry {
 // variables tools.custom_secrets names (read from the process's
 // environment, as the tools read them). None reaches a log line or the
 // console.
-func (c Config) secrets() []string {
+func (c Config) Secrets() []string {
 	var out []string
-	for _, e := range c.entries() {
+	for _, e := range c.Entries() {
 		out = append(out, e.Secrets(os.Getenv)...)
 	}
 	return out
@@ -37,10 +37,10 @@ func (c Config) secrets() []string {
 
 // settings is the effective configuration, key by key, for the console
 // (ui.SettingOf).
-func (c Config) settings() []ui.Setting {
-	redact := logs.NewRedactor(c.secrets(), channelKinds().Shapes())
+func (c Config) Settings() []ui.Setting {
+	redact := logs.NewRedactor(c.Secrets(), ChannelKinds().Shapes())
 	var out []ui.Setting
-	for _, e := range c.entries() {
+	for _, e := range c.Entries() {
 		out = append(out, ui.SettingOf(e, redact))
 	}
 	return out
