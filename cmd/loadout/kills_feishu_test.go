@@ -15,7 +15,7 @@ import (
 
 // killedFeishu is Feishu's event callback under the kill suite: each
 // chat is a person's private chat with the bot.
-func killedFeishu(t *testing.T) bridgetest.Killed {
+func killedFeishu(t testing.TB) bridgetest.Killed {
 	fs := feishutest.New(t)
 	people := make([]string, bridgetest.KillChats)
 	for c := range people {
@@ -29,9 +29,7 @@ func killedFeishu(t *testing.T) bridgetest.Killed {
 		// answered 200; each delivery is encrypted and signed anew.
 		Send: func(t testing.TB, addr string, c int, text string) {
 			_, plain := fs.Event(feishutest.Message{From: people[c], Text: text})
-			client := &http.Client{Timeout: 3 * time.Second}
-			deadline := time.Now().Add(2 * time.Minute)
-			for time.Now().Before(deadline) {
+			bridgetest.PostUntilTaken(t, "message "+strconv.Quote(text), func(int) *http.Request {
 				body := feishutest.Encrypt(feishutest.EncryptKey, plain)
 				ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), strconv.FormatInt(time.Now().UnixNano(), 36)
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/feishu/events", bytes.NewReader(body))
@@ -39,15 +37,8 @@ func killedFeishu(t *testing.T) bridgetest.Killed {
 				req.Header.Set("X-Lark-Request-Timestamp", ts)
 				req.Header.Set("X-Lark-Request-Nonce", nonce)
 				req.Header.Set("X-Lark-Signature", feishutest.Sign(ts, nonce, feishutest.EncryptKey, body))
-				if resp, err := client.Do(req); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						return
-					}
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			t.Errorf("message %q was never taken", text)
+				return req
+			})
 		},
 		Answers: func() [][]string {
 			out := make([][]string, bridgetest.KillChats)
