@@ -137,6 +137,7 @@ type Adapter struct {
 
 	mu    sync.Mutex
 	ready bool
+	live  bool   // a websocket is open and what it missed read back
 	self  string // the bot's user id, once known
 	name  string // the bot's username
 	names map[string]named

@@ -35,7 +35,8 @@ func (a *Adapter) listen(ctx context.Context) error {
 	a.log.Info("mattermost: this process holds the websocket")
 	b := a.policy().New()
 	for {
-		err := a.session(ctx, b.Reset)
+		err := a.session(ctx, func() { b.Reset(); a.setListening(true) })
+		a.setListening(false)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -49,6 +50,20 @@ func (a *Adapter) listen(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// listening reports whether this process holds a websocket and has
+// read back what it missed.
+func (a *Adapter) listening() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.live
+}
+
+func (a *Adapter) setListening(on bool) {
+	a.mu.Lock()
+	a.live = on
+	a.mu.Unlock()
 }
 
 // event is a websocket message: an event, or the answer to a request of
