@@ -79,7 +79,7 @@ func (a *Adapter) judge(ctx context.Context, p *post, kind string) (bridge.Pendi
 			return bridge.Pending{}, false
 		}
 	}
-	text = strings.TrimSpace(text)
+	text = command(strings.TrimSpace(text))
 	if text == "" && len(p.FileIDs) == 0 {
 		return bridge.Pending{}, false
 	}
@@ -119,6 +119,16 @@ func (a *Adapter) judge(ctx context.Context, p *post, kind string) (bridge.Pendi
 	}
 	in.Text = strings.TrimSpace(strings.Join(notes, "\n") + "\n" + in.Text)
 	return bridge.Pending{Inbound: in, Route: r.encode()}, true
+}
+
+// command reads "!clear" as the command /clear: Mattermost's clients
+// take a post that starts with "/" as one of the server's own slash
+// commands, so people type the bot's commands with "!".
+func command(text string) string {
+	if len(text) > 1 && text[0] == '!' && (text[1] >= 'a' && text[1] <= 'z' || text[1] >= 'A' && text[1] <= 'Z') {
+		return "/" + text[1:]
+	}
+	return text
 }
 
 // addressed reports whether text mentions @name (a username ends at a

@@ -10,6 +10,7 @@ import (
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
 	"loadout/bridge/matrix"
+	"loadout/bridge/mattermost"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/bridge/webui"
@@ -29,6 +30,7 @@ func channelKinds() []bridge.Kind {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		mattermost.Kind(),
 		whatsapp.Kind(),
 		email.Kind(),
 		webui.Kind(),
