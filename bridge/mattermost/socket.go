@@ -81,6 +81,16 @@ type posted struct {
 	ChannelType string `json:"channel_type"`
 }
 
+// postOf reads a posted event's data: the post and its channel's type.
+func postOf(data []byte) (*post, string, bool) {
+	var d posted
+	var p post
+	if json.Unmarshal(data, &d) != nil || json.Unmarshal([]byte(d.Post), &p) != nil || p.ID == "" || p.ChannelID == "" {
+		return nil, "", false
+	}
+	return &p, d.ChannelType, true
+}
+
 // session is one connection: it returns why it ended. connected is
 // called once the connection is authenticated and what it missed read
 // back.
@@ -125,13 +135,12 @@ func (a *Adapter) session(ctx context.Context, connected func()) error {
 		if ev.Event != "posted" {
 			continue
 		}
-		var d posted
-		var p post
-		if err := json.Unmarshal(ev.Data, &d); err != nil || json.Unmarshal([]byte(d.Post), &p) != nil || p.ID == "" {
+		p, kind, ok := postOf(ev.Data)
+		if !ok {
 			a.log.Warn("mattermost: a posted event that is not a post; ignored")
 			continue
 		}
-		if err := a.take(ctx, &p, d.ChannelType); err != nil {
+		if err := a.take(ctx, p, kind); err != nil {
 			return err // read back from the cursor on the next connection
 		}
 	}
