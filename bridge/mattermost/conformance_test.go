@@ -48,7 +48,7 @@ func (c *conformance) server(t *testing.T) *mattermosttest.Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.owner != t {
-		c.mm, c.owner = mattermosttest.New(t, people...), t
+		c.mm, c.owner = mattermosttest.New(t), t
 	}
 	return c.mm
 }
@@ -142,13 +142,13 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no question with buttons")
 }
 
-func (c *conformance) Hold(n int) { c.mm.Hold(n) }
+func (c *conformance) Hold(n int) { c.mm.Posts.Hold("", n) }
 
 // Release waits until the post the stop abandoned has ended, so it is
 // not let through after the fact, then lets posts through.
 func (c *conformance) Release() {
-	c.mm.WaitFor(c.owner, "the abandoned post to end", func() bool { return c.mm.Waiting() == 0 })
-	c.mm.Release()
+	c.mm.WaitFor(c.owner, "the abandoned post to end", func() bool { return c.mm.Posts.Waiting("") == 0 })
+	c.mm.Posts.Release("")
 }
 
 // What the Mattermost channel can do besides the contract.

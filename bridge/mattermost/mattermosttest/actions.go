@@ -8,18 +8,14 @@ import (
 	"net/http"
 )
 
-// Files and presses: files a post carries, downloaded with the bot's
-// token; files the bot uploads (POST /files, then a post with their
-// ids); and a press of a button of a message attachment, which the
-// server posts to the button's integration URL with its context and the
-// presser's id.
+// Files of posts, files the bot uploads, presses of buttons.
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f, ok := s.files[r.PathValue("id")]
 	s.mu.Unlock()
 	if !ok {
-		fail(w, http.StatusNotFound, "api.file.get_file.app_error")
+		reply(w, http.StatusNotFound, map[string]string{"id": "api.file.get_file.app_error"})
 		return
 	}
 	w.Write(f.Content)
@@ -27,7 +23,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	if r.ParseMultipartForm(32<<20) != nil || r.FormValue("channel_id") == "" {
-		fail(w, http.StatusBadRequest, "api.file.upload_file.bad_parse.app_error")
+		reply(w, http.StatusBadRequest, map[string]string{"id": "api.file.upload_file.bad_parse.app_error"})
 		return
 	}
 	infos := []map[string]any{}
@@ -43,20 +39,16 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusCreated, map[string]any{"file_infos": infos})
 }
 
-// Press is user pressing the button actionID of post id, as the server
-// does it: the button's integration URL gets its context with the
-// presser's and the post's ids. It returns the integration's HTTP
-// status and the text it shows the presser alone.
+// Press is user pressing button actionID of post id: its integration URL
+// gets its context and the presser's id. It returns the HTTP status and
+// the text shown to the presser alone.
 func (s *Server) Press(user User, id, actionID string) (status int, ephemeral string, err error) {
 	s.mu.Lock()
 	p := s.byID[id]
 	var atts []struct {
 		Actions []struct {
 			ID          string
-			Integration struct {
-				URL     string         `json:"url"`
-				Context map[string]any `json:"context"`
-			}
+			Integration struct{ URL, Context any }
 		}
 	}
 	if p != nil {
@@ -71,7 +63,7 @@ func (s *Server) Press(user User, id, actionID string) (status int, ephemeral st
 			}
 			body, _ := json.Marshal(map[string]any{"user_id": user.ID, "user_name": user.Name, "post_id": id, "channel_id": p.Channel,
 				"type": "button", "context": b.Integration.Context})
-			resp, err := http.Post(b.Integration.URL, "application/json", bytes.NewReader(body))
+			resp, err := http.Post(fmt.Sprint(b.Integration.URL), "application/json", bytes.NewReader(body))
 			if err != nil {
 				return 0, "", err
 			}

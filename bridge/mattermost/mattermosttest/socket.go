@@ -20,13 +20,11 @@ func (s *Server) Drop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ws := range s.conns {
-		ws.UnderlyingConn().Close()
-		delete(s.conns, ws)
+		ws.UnderlyingConn().Close() // the socket's reader ends and forgets it
 	}
 }
 
-// event writes an event to every websocket; s.mu is held, so one write
-// at a time.
+// event writes an event to every websocket; s.mu is held (one write).
 func (s *Server) event(name string, data map[string]any) {
 	for ws := range s.conns {
 		if ws.WriteJSON(map[string]any{"event": name, "data": data, "broadcast": map[string]any{}}) != nil {
@@ -37,7 +35,7 @@ func (s *Server) event(name string, data map[string]any) {
 
 func (s *Server) broadcast(p *Post) {
 	post, _ := json.Marshal(p)
-	s.event("posted", map[string]any{"channel_type": s.channels[p.Channel], "post": string(post), "sender_name": "@" + s.users[p.User].Name})
+	s.event("posted", map[string]any{"channel_type": s.channels[p.Channel], "post": string(post), "sender_name": "@" + nameOf(p.User)})
 }
 
 func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
@@ -47,11 +45,11 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ws.Close()
 	var auth struct {
-		Seq    int               `json:"seq"`
-		Action string            `json:"action"`
-		Data   map[string]string `json:"data"`
+		Seq    int
+		Action string
+		Data   struct{ Token string }
 	}
-	if ws.ReadJSON(&auth) != nil || auth.Action != "authentication_challenge" || auth.Data["token"] != Token {
+	if ws.ReadJSON(&auth) != nil || auth.Action != "authentication_challenge" || auth.Data.Token != Token {
 		ws.WriteJSON(map[string]any{"status": "FAIL", "seq_reply": auth.Seq, "error": map[string]any{"id": "api.web_socket_router.not_authenticated.app_error"}})
 		return
 	}
