@@ -144,6 +144,9 @@ func (c *conformance) Approve(t *testing.T, i int) {
 
 func (c *conformance) Hold(n int) { c.mm.Posts.Hold("", n) }
 
+// Held is how many of the bot's posts the hold holds.
+func (c *conformance) Held() int { return c.mm.Posts.Waiting("") }
+
 // Release waits until the post the stop abandoned has ended, so it is
 // not let through after the fact, then lets posts through.
 func (c *conformance) Release() {
