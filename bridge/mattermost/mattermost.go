@@ -268,6 +268,12 @@ func (a *Adapter) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	// When the channel first ran is kept before anything is read: a
+	// channel never read before is read back from then (and again at
+	// the first connection, if this fails).
+	if _, err := a.since(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("mattermost: cannot keep when the channel first ran yet", "err", err)
+	}
 	if err := a.pipe.Start(ctx); err != nil {
 		return nil // ctx done
 	}

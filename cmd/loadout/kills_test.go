@@ -32,11 +32,12 @@ import (
 // message that does end the process is still set aside.)
 func TestKillsFromOutsideQuarantineNothing(t *testing.T) {
 	for name, setup := range map[string]func(t *testing.T) bridgetest.Killed{
-		"telegram": killedTelegram,
-		"slack":    killedSlack,
-		"discord":  killedDiscord,
-		"whatsapp": killedWhatsApp,
-		"email":    killedEmail,
+		"telegram":   killedTelegram,
+		"slack":      killedSlack,
+		"discord":    killedDiscord,
+		"whatsapp":   killedWhatsApp,
+		"email":      killedEmail,
+		"mattermost": killedMattermost,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
