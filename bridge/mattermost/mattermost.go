@@ -109,6 +109,7 @@ func Kind() bridge.Kind {
 		Name:    "mattermost",
 		Enabled: func(c Config) bool { return c.Enabled },
 		Shapes:  []string{TokenShape},
+		Allowed: func(c Config) []string { return c.AllowedUsers },
 		Describe: func(c Config) string {
 			if c.ActionsURL == "" {
 				return "mattermost (websocket)"
