@@ -6,6 +6,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
+	"loadout/bridge/feishu"
 	"loadout/bridge/matrix"
 	"loadout/bridge/mattermost"
 	"loadout/bridge/slack"
@@ -29,6 +30,7 @@ func ChannelKinds() bridge.Kinds {
 		matrix.Kind(),
 		mattermost.Kind(),
 		whatsapp.Kind(),
+		feishu.Kind(),
 		email.Kind(),
 		webui.Kind(),
 	}

@@ -36,6 +36,7 @@ func TestKillsFromOutsideQuarantineNothing(t *testing.T) {
 		"slack":      killedSlack,
 		"discord":    killedDiscord,
 		"whatsapp":   killedWhatsApp,
+		"feishu":     killedFeishu,
 		"email":      killedEmail,
 		"mattermost": killedMattermost,
 	} {
