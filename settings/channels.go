@@ -8,6 +8,7 @@ import (
 	"loadout/bridge/email"
 	"loadout/bridge/feishu"
 	"loadout/bridge/matrix"
+	"loadout/bridge/mattermost"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/bridge/webui"
@@ -27,6 +28,7 @@ func ChannelKinds() bridge.Kinds {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		mattermost.Kind(),
 		whatsapp.Kind(),
 		feishu.Kind(),
 		email.Kind(),

@@ -56,6 +56,7 @@ func killedChannels() []killedChannel {
 		{"whatsapp", killedWhatsApp},
 		{"email", killedEmail},
 		{"feishu", killedFeishu},
+		{"mattermost", killedMattermost},
 	}
 }
 
