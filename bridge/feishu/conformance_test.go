@@ -1,14 +1,12 @@
 package feishu
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"loadout/bridge"
 	"loadout/bridge/bridgetest"
@@ -77,25 +75,9 @@ func run(t testing.TB, fs *feishutest.Server, a *Adapter) (stop func()) {
 	a.Mount(mux)
 	srv := httptest.NewServer(mux)
 	fs.CallbackURL = srv.URL + a.cfg.CallbackPath
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v after cancel", err)
-				}
-			case <-time.After(feishutest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-			srv.Close()
-		})
-	}
-	t.Cleanup(stop)
+	t.Cleanup(srv.Close)
+	running := bridgetest.Running(t, a)
+	stop = func() { running(); srv.Close() } // a stopped process answers no callback
 	fs.WaitFor(t, "the channel to be ready", a.Ready)
 	return stop
 }

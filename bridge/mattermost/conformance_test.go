@@ -1,14 +1,12 @@
 package mattermost
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"loadout/bridge"
 	"loadout/bridge/bridgetest"
@@ -72,24 +70,7 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 func run(t testing.TB, mm *mattermosttest.Server, a *Adapter) (stop func()) {
 	t.Helper()
 	before := mm.Sessions()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v after cancel", err)
-				}
-			case <-time.After(bridgetest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = bridgetest.Running(t, a)
 	mm.WaitFor(t, "a new websocket", func() bool { return mm.Sessions() > before && a.Ready() && a.listening() })
 	return stop
 }
