@@ -6,8 +6,10 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
+	"loadout/bridge/feishu"
 	"loadout/bridge/matrix"
 	"loadout/bridge/signal"
+	"loadout/bridge/mattermost"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/bridge/webui"
@@ -27,8 +29,10 @@ func ChannelKinds() bridge.Kinds {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		mattermost.Kind(),
 		whatsapp.Kind(),
 		signal.Kind(),
+		feishu.Kind(),
 		email.Kind(),
 		webui.Kind(),
 	}

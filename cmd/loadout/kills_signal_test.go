@@ -11,7 +11,7 @@ import (
 
 // killedSignal is the Signal channel under the kill suite, on the fake
 // signal-cli daemon: each chat is one person's direct chat.
-func killedSignal(t *testing.T) bridgetest.Killed {
+func killedSignal(t testing.TB) bridgetest.Killed {
 	fake := signaltest.New(t)
 	people := make([]signaltest.Person, bridgetest.KillChats)
 	numbers := make([]string, len(people))
