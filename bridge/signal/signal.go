@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -91,12 +92,14 @@ type Config struct {
 }
 
 // Kind declares the channel for cmd's list of channels: the section
-// signal, whose rpc_url may carry credentials (its Config declares it).
-// signal-cli needs no token of its own, so there is no shape to redact.
+// signal, whose rpc_url may carry credentials (its Config declares it),
+// and whom it allows (numbers, then account ids). signal-cli needs no
+// token of its own, so there is no shape to redact.
 func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "signal",
 		Enabled: func(c Config) bool { return c.Enabled },
+		Allowed: func(c Config) []string { return append(slices.Clone(c.AllowedNumbers), c.AllowedUUIDs...) },
 		Describe: func(c Config) string {
 			return "signal (signal-cli JSON-RPC)"
 		},
