@@ -80,24 +80,7 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 // run runs a until the test ends or stop is called, once it is ready.
 func run(t testing.TB, fake *signaltest.Server, a *Adapter) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v after cancel", err)
-				}
-			case <-time.After(signaltest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = bridgetest.Running(t, a)
 	fake.WaitFor(t, "the channel to be ready", a.Ready)
 	return stop
 }
