@@ -68,7 +68,7 @@ type Config struct {
 	// flood limits).
 	LineEvery time.Duration `yaml:"line_every"`
 	// MaxAnswer caps an answer, in bytes, before it is split into
-	// lines; default 8192 (about 25 lines).
+	// lines; default 16384 (about 40 lines). What is longer is cut, saying so.
 	MaxAnswer int `yaml:"max_answer"`
 	// Workers is the number of turns run at once; default 8.
 	Workers int `yaml:"workers"`
@@ -135,7 +135,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 		cfg.LineEvery = 2 * time.Second
 	}
 	if cfg.MaxAnswer <= 0 {
-		cfg.MaxAnswer = 8192
+		cfg.MaxAnswer = 16384
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = time.Minute
@@ -236,6 +236,11 @@ func (a *Adapter) loop(ctx context.Context) error {
 		wait.Reset()
 		a.log.Info("irc connected", "server", a.cfg.Server, "nick", c.nick, "caps", strings.Join(keys(c.caps), " "))
 		err = a.serve(ctx, c)
+		if ctx.Err() != nil {
+			// What is being sent is cut by the pipeline, and resumed
+			// after the next start, before the connection goes.
+			a.pipe.Stop()
+		}
 		c.close()
 		if ctx.Err() != nil {
 			return nil
@@ -309,24 +314,31 @@ func keyFor(ch string, keyOf map[string]string) string {
 	return ""
 }
 
-// current is the connection, waited for while Run connects again, for
-// at most reconnectWait.
-func (a *Adapter) current(ctx context.Context) (*conn, error) {
-	a.mu.Lock()
-	c, up := a.conn, a.up
-	a.mu.Unlock()
-	if c != nil {
-		return c, nil
-	}
+// current is the connection other than old (nil: any), waited for
+// while Run connects again, for at most reconnectWait.
+func (a *Adapter) current(ctx context.Context, old *conn) (*conn, error) {
 	t := time.NewTimer(reconnectWait)
 	defer t.Stop()
-	select {
-	case <-up:
-		return a.current(ctx)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-t.C:
-		return nil, errors.New("irc: not connected to the server")
+	for {
+		a.mu.Lock()
+		c, up := a.conn, a.up
+		a.mu.Unlock()
+		if c != nil && c != old {
+			return c, nil
+		}
+		if c != nil {
+			// old is still the connection: its reader has not seen it
+			// fail yet.
+			up = nil
+		}
+		select {
+		case <-up:
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, errors.New("irc: not connected to the server")
+		}
 	}
 }
 
@@ -395,4 +407,15 @@ func (a *Adapter) Private(key string) bool {
 // Invite says how a person reaches the bot alone.
 func (a *Adapter) Invite(command string) string {
 	return "Send me a private message (/msg " + a.cfg.Nick + " /" + command + ")."
+}
+
+// Nick is the bot's nick on the server now; irc.nick before Run
+// connects.
+func (a *Adapter) Nick() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn != nil {
+		return a.conn.nick
+	}
+	return a.cfg.Nick
 }

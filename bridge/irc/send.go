@@ -15,7 +15,7 @@ import (
 const lineMax = 512
 
 // Split cuts an answer into the lines the bot sends, one part each:
-// Markdown flattened to plain text, each line of the text cut on word
+// Markdown flattened to plain text (see flatten), each line cut on word
 // boundaries into lines that fit the 512-byte limit once the server has
 // put the bot's prefix and the PRIVMSG before them, never inside a
 // UTF-8 character. One part per line: a restart resends no line that
@@ -54,21 +54,33 @@ func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.current(ctx)
-	if err != nil {
-		return err
-	}
-	if r.Account != "" {
-		if err := a.verify(ctx, c, r); err != nil {
+	// A part is one line, but for a sentence of the pipeline's added to
+	// it (how to answer a question): reflowed with it.
+	lines := wrapLines(strings.Join(strings.Fields(clean(strings.ReplaceAll(part, "\n", " "))), " "), a.budget(r.To))
+	var c *conn
+	for try := 0; ; try++ {
+		if c, err = a.current(ctx, c); err != nil {
 			return err
 		}
-	}
-	for _, line := range wrapLines(part, a.budget(r.To)) {
-		if err := c.write(ctx, "PRIVMSG "+r.To+" :"+line); err != nil {
+		to := r.To
+		if r.Account != "" {
+			if to, err = a.verify(ctx, c, r); err != nil {
+				return err
+			}
+		}
+		for len(lines) > 0 {
+			if err = c.write(ctx, "PRIVMSG "+to+" :"+lines[0]); err != nil {
+				break
+			}
+			lines = lines[1:]
+		}
+		if err == nil || ctx.Err() != nil || try == 2 {
 			return err
 		}
+		// The connection failed: Run connects again, and the lines left
+		// go out on the new one.
+		a.log.Warn("irc: a line could not be sent; trying again once connected", "err", err)
 	}
-	return nil
 }
 
 // verifyFor is how long a WHOIS that found a private route's nick
@@ -76,27 +88,37 @@ func (a *Adapter) Send(ctx context.Context, rt any, part string) error {
 // quit or sign out first.
 const verifyFor = 30 * time.Second
 
-// verify checks that r.To is signed in to r.Account now.
-func (a *Adapter) verify(ctx context.Context, c *conn, r route) error {
-	n := fold(r.To)
+// verify returns the nick a private route's lines go to: its nick, or
+// the one its account was last heard under, once the server says that
+// nick is signed in to the route's account now.
+func (a *Adapter) verify(ctx context.Context, c *conn, r route) (string, error) {
 	a.mu.Lock()
-	at, ok := a.verified[n]
+	latest := a.nicks[r.Account]
 	a.mu.Unlock()
-	if ok && time.Since(at) < verifyFor {
-		return nil
+	for _, nick := range []string{r.To, latest} {
+		if nick == "" || nick != r.To && fold(nick) == fold(r.To) {
+			continue
+		}
+		n := fold(nick)
+		a.mu.Lock()
+		at, ok := a.verified[n]
+		a.mu.Unlock()
+		if ok && time.Since(at) < verifyFor {
+			return nick, nil
+		}
+		acct, err := c.accountOf(ctx, nick)
+		if err != nil {
+			return "", err
+		}
+		if fold(acct) == r.Account {
+			a.mu.Lock()
+			a.verified[n] = time.Now()
+			a.mu.Unlock()
+			return nick, nil
+		}
 	}
-	acct, err := c.accountOf(ctx, r.To)
-	if err != nil {
-		return err
-	}
-	if fold(acct) != r.Account {
-		a.log.Warn("irc: a private answer waits: its nick is not signed in to the person's account now", "nick", r.To, "account", r.Account)
-		return fmt.Errorf("irc: %s is not signed in to the account %s now", r.To, r.Account)
-	}
-	a.mu.Lock()
-	a.verified[n] = time.Now()
-	a.mu.Unlock()
-	return nil
+	a.log.Warn("irc: a private answer is not sent: no nick is signed in to the person's account now", "nick", r.To, "account", r.Account)
+	return "", fmt.Errorf("irc: %s is not signed in to the account %s now", r.To, r.Account)
 }
 
 // wrapLines cuts text into lines of at most limit bytes: at its line
@@ -130,54 +152,90 @@ func wrapLines(text string, limit int) []string {
 
 // The patterns of flatten, compiled at first use.
 var (
-	mdFence   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^\\s*(```|~~~)") })
-	mdHeading = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`) })
-	mdBullet  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[*+]\s+`) })
-	mdRule    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([-*_])(\s*[-*_]){2,}\s*$`) })
-	mdImage   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!\[([^\]\n]*)\]\(([^)\s]+)\)`) })
-	mdLink    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]\n]+)\]\(([^)\s]+)\)`) })
-	mdStrong  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\*\*\*|\*\*|__|~~)([^\n]+?)(\*\*\*|\*\*|__|~~)`) })
-	mdEm      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\s(])[*_]([^*_\s](?:[^*_\n]*[^*_\s])?)[*_]`) })
-	mdCode    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`\n]+)`") })
+	mdFence    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^\\s*(```|~~~)") })
+	mdHeading  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$`) })
+	mdBullet   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[*+]\s+`) })
+	mdRule     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([-*_])(\s*[-*_]){2,}\s*$`) })
+	mdImage    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!\[([^\]\n]*)\]\(([^)\s]+)\)`) })
+	mdLink     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[([^\]\n]+)\]\(([^)\s]+)\)`) })
+	mdStrong   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\*\*\*|\*\*|__|~~)([^\n]+?)(\*\*\*|\*\*|__|~~)`) })
+	mdEm       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\s(])[*_]([^*_\s](?:[^*_\n]*[^*_\s])?)[*_]`) })
+	mdCode     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`\n]+)`") })
+	mdNumbered = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{1,3}[.)]\s`) })
 )
 
-// flatten turns the Markdown a model writes into plain text for IRC:
-// code fences dropped (their lines kept as they are), headings as plain
-// lines, bullets as "- ", links as "text (url)", and emphasis and code
-// marks taken off. Its cost is linear in the length of md.
+// flatten turns the Markdown a model writes into the lines of plain
+// text IRC shows: prose reflowed into one line (IRC shows each line as
+// a message of its own, and paced lines are dear), with a line of their
+// own for each heading, list item, quote, rule and line of code; links
+// as "text (url)", and emphasis and code marks taken off. Its cost is
+// linear in the length of md.
 func flatten(md string) string {
-	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
-	out := make([]string, 0, len(lines))
+	var out []string
+	var cur []string
+	block := false // cur is a heading, list item or quote: a blank line ends it
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.Join(cur, " "))
+		}
+		cur, block = nil, false
+	}
 	code := false
-	for _, l := range lines {
+	for _, l := range strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n") {
 		if mdFence().MatchString(l) {
+			flush()
 			code = !code
 			continue
 		}
 		if code {
-			out = append(out, l)
+			if strings.TrimSpace(l) != "" {
+				out = append(out, l)
+			}
 			continue
 		}
+		if strings.TrimSpace(l) == "" {
+			if block {
+				flush()
+			}
+			continue
+		}
+		heading := mdHeading().MatchString(l)
 		switch {
 		case mdRule().MatchString(l):
+			flush()
 			out = append(out, "----")
 			continue
-		case mdHeading().MatchString(l):
+		case heading:
 			l = mdHeading().ReplaceAllString(l, "$1")
 		}
-		l = mdBullet().ReplaceAllString(l, "$1- ")
-		l = mdImage().ReplaceAllString(l, "$1 ($2)")
-		l = mdLink().ReplaceAllStringFunc(l, func(s string) string {
-			m := mdLink().FindStringSubmatch(s)
-			if m[1] == m[2] {
-				return m[2]
+		l = inline(mdBullet().ReplaceAllString(l, "$1- "))
+		t := strings.TrimSpace(l)
+		if heading || strings.HasPrefix(t, "- ") || strings.HasPrefix(t, ">") || mdNumbered().MatchString(t) {
+			flush()
+			block = true
+			if heading {
+				out = append(out, t)
+				block = false
+				continue
 			}
-			return m[1] + " (" + m[2] + ")"
-		})
-		l = mdStrong().ReplaceAllString(l, "$2")
-		l = mdEm().ReplaceAllString(l, "$1$2")
-		l = mdCode().ReplaceAllString(l, "$1")
-		out = append(out, l)
+		}
+		cur = append(cur, t)
 	}
+	flush()
 	return strings.Join(out, "\n")
+}
+
+// inline takes the Markdown marks off a line's spans.
+func inline(l string) string {
+	l = mdImage().ReplaceAllString(l, "$1 ($2)")
+	l = mdLink().ReplaceAllStringFunc(l, func(s string) string {
+		m := mdLink().FindStringSubmatch(s)
+		if m[1] == m[2] {
+			return m[2]
+		}
+		return m[1] + " (" + m[2] + ")"
+	})
+	l = mdStrong().ReplaceAllString(l, "$2")
+	l = mdEm().ReplaceAllString(l, "$1$2")
+	return mdCode().ReplaceAllString(l, "$1")
 }
