@@ -78,9 +78,7 @@ func (a *Adapter) dial(ctx context.Context) (*conn, error) {
 		nc = cfg.Conn(nc)
 	}
 	c := &conn{nc: nc, r: bufio.NewReaderSize(nc, 4096), caps: map[string]bool{}, nickLen: 30, chanLen: 64, whoiss: map[string]*whois{}}
-	if cfg.LineEvery > 0 {
-		c.lim = rate.NewLimiter(rate.Every(cfg.LineEvery), cfg.Burst)
-	}
+	c.lim = a.limiter()
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()
 	nc.SetDeadline(time.Now().Add(registerTimeout))
@@ -93,6 +91,15 @@ func (a *Adapter) dial(ctx context.Context) (*conn, error) {
 	}
 	nc.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// limiter paces the lines the bot sends: a burst of Burst, then one
+// every LineEvery; nil when LineEvery is negative.
+func (a *Adapter) limiter() *rate.Limiter {
+	if a.cfg.LineEvery < 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Every(a.cfg.LineEvery), a.cfg.Burst)
 }
 
 // registerTimeout bounds the registration.

@@ -9,6 +9,7 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
+	"loadout/bridge/irc"
 	"loadout/bridge/matrix"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
@@ -31,6 +32,7 @@ func channelKinds() []bridge.Kind {
 		matrix.Kind(),
 		whatsapp.Kind(),
 		email.Kind(),
+		irc.Kind(),
 		webui.Kind(),
 	}
 }
