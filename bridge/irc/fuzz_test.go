@@ -2,8 +2,8 @@ package irc
 
 import (
 	"bufio"
-	"net"
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +75,5 @@ func TestReadingIsLinear(t *testing.T) {
 // discard is a connection that takes every write.
 type discard struct{ net.Conn }
 
-func (discard) Write(b []byte) (int, error)        { return len(b), nil }
+func (discard) Write(b []byte) (int, error)      { return len(b), nil }
 func (discard) SetWriteDeadline(time.Time) error { return nil }

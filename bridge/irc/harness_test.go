@@ -39,7 +39,7 @@ const (
 type world struct {
 	n      *irctest.Network
 	people []*irctest.Person
-	hold   *irctest.Holder
+	hold   *holder
 	logs   *chattest.LogBuffer
 
 	mu  sync.Mutex
@@ -49,7 +49,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	n := network.Get(t)
-	w := &world{n: n, hold: &irctest.Holder{}, logs: &chattest.LogBuffer{}}
+	w := &world{n: n, hold: &holder{}, logs: &chattest.LogBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the bot's log:\n%s", w.logs.String())

@@ -82,10 +82,10 @@ func TestInAChannelOnlyThePersonAskedApproves(t *testing.T) {
 	cfg.Channels, cfg.ChannelKeys = []string{"#team"}, map[string]string{"#team": "door-key"}
 	a, _ := w.start(t, env, cfg)
 	ana, bea := w.people[0], w.people[1]
-	ana.Join(t, "#team", "door-key")
-	bea.Join(t, "#team", "door-key")
-	// The bot heard Ana join: it is in #team.
-	bridgetest.WaitFor(t, "the bot in #team", nil, func() bool { return a.knows("ana") })
+	ana.Join("#team", "door-key")
+	bea.Join("#team", "door-key")
+	// The bot heard them join: all three are in #team.
+	bridgetest.WaitFor(t, "the bot in #team", nil, func() bool { return a.knows("ana") && a.knows("bea") })
 	ana.Say(t, "#team", "nobody asked the bot this")
 	ana.Say(t, "#team", "LOADOUT, hello")
 	bridgetest.WaitFor(t, "the answer", &ana.Heard.Signal, func() bool { return len(ana.From(botNick, "#team")) == 1 })

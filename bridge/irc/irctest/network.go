@@ -11,16 +11,8 @@ package irctest
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -30,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"loadout/bridge/bridgetest"
 )
 
 // HowToGet says how to install the network's binaries.
@@ -44,12 +38,11 @@ type Network struct {
 
 	dir   string
 	procs []*exec.Cmd
-	logs  []*bytes.Buffer
 	mu    sync.Mutex
 	made  map[string]bool
 }
 
-// Shared starts one Network for a test binary: the first Get starts it;
+// Shared is one Network for a test binary: the first Get starts it,
 // Close stops it. The zero value is ready.
 type Shared struct {
 	once sync.Once
@@ -66,8 +59,7 @@ func (sh *Shared) Get(t testing.TB) *Network {
 	sh.once.Do(func() { sh.n, sh.err = Start() })
 	if errors.Is(sh.err, errNoBinaries) {
 		t.Skipf("no IRC network to test against: %v; %s", sh.err, HowToGet)
-	}
-	if sh.err != nil {
+	} else if sh.err != nil {
 		t.Fatalf("irc network: %v", sh.err)
 	}
 	return sh.n
@@ -83,55 +75,51 @@ func (sh *Shared) Close() {
 // Start runs the network and returns once the services are linked (the
 // server then offers SASL).
 func Start() (*Network, error) {
-	ircd, err1 := exec.LookPath("inspircd")
-	if err1 != nil {
-		ircd, err1 = exec.LookPath("/usr/sbin/inspircd")
-	}
-	anope, err2 := exec.LookPath("anope")
-	if err2 != nil {
-		anope, err2 = exec.LookPath("/usr/sbin/anope")
-	}
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("%w: inspircd (%v) or anope (%v) is missing", errNoBinaries, err1, err2)
+	const ircd, anope = "/usr/sbin/inspircd", "/usr/sbin/anope"
+	for _, bin := range []string{ircd, anope} {
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("%w: %v", errNoBinaries, err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "irctest-")
-	if err != nil {
-		return nil, err
+	var ports []int
+	var ls []net.Listener
+	for range 3 { // free ports: three listeners open at once, then closed
+		l, lerr := net.Listen("tcp", "127.0.0.1:0")
+		if err = errors.Join(err, lerr); err != nil {
+			return nil, err
+		}
+		ports, ls = append(ports, l.Addr().(*net.TCPAddr).Port), append(ls, l)
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return nil, err
+	for _, l := range ls {
+		l.Close()
 	}
 	n := &Network{Plain: fmt.Sprintf("127.0.0.1:%d", ports[0]), TLS: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		CAFile: filepath.Join(dir, "cert.pem"), dir: dir, made: map[string]bool{}}
-	files := map[string]string{
-		"inspircd.conf": inspircdConf(dir, ports), "services.conf": anopeConf(dir, ports[2]),
-		"motd": "loadout test network\n",
+	for name, body := range map[string]string{"inspircd.conf": inspircdConf(dir, ports), "services.conf": anopeConf(dir, ports[2]), "motd": "test\n"} {
+		err = errors.Join(err, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600))
 	}
-	if err := selfSigned(n.CAFile, filepath.Join(dir, "key.pem")); err != nil {
-		return nil, err
+	// A self-signed certificate for 127.0.0.1, the TLS port's.
+	if out, cerr := exec.Command("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+		"-keyout", filepath.Join(dir, "key.pem"), "-out", n.CAFile, "-days", "2", "-subj", "/CN=127.0.0.1",
+		"-addext", "subjectAltName=IP:127.0.0.1").CombinedOutput(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("openssl: %v: %s", cerr, out))
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			return nil, err
-		}
+	if err == nil {
+		err = n.run(ircd, "--config", filepath.Join(dir, "inspircd.conf"), "--nofork", "--nopid")
 	}
-	if err := n.run(ircd, "--config", filepath.Join(dir, "inspircd.conf"), "--nofork", "--nopid"); err != nil {
+	if err == nil {
+		err = n.run(anope, "--confdir="+dir, "--dbdir="+dir, "--logdir="+dir, "--modulesdir=/usr/lib/anope", "--nofork")
+	}
+	if err != nil {
 		n.Close()
 		return nil, err
 	}
-	if err := n.run(anope, "--confdir="+dir, "--dbdir="+dir, "--logdir="+dir, "--modulesdir=/usr/lib/anope", "--nofork"); err != nil {
-		n.Close()
-		return nil, err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !n.linked() {
+	for deadline := time.Now().Add(30 * time.Second); !n.linked(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			err := fmt.Errorf("the services did not link within 30s:\n%s", n.Log())
-			n.Close()
-			return nil, err
+			defer n.Close()
+			return nil, fmt.Errorf("the services did not link within 30s:\n%s", n.Log())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	return n, nil
 }
@@ -141,8 +129,12 @@ func Start() (*Network, error) {
 func (n *Network) run(bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = n.dir
-	log := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = log, log
+	out, err := os.Create(filepath.Join(n.dir, filepath.Base(bin)+".out"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
 	if os.Geteuid() == 0 {
 		filepath.Walk(n.dir, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, 65534, 65534) })
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -150,7 +142,7 @@ func (n *Network) run(bin string, args ...string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
-	n.procs, n.logs = append(n.procs, cmd), append(n.logs, log)
+	n.procs = append(n.procs, cmd)
 	return nil
 }
 
@@ -180,10 +172,7 @@ func (n *Network) Close() {
 // Log is what the servers wrote (their output, the server's log).
 func (n *Network) Log() string {
 	var b strings.Builder
-	for _, l := range n.logs {
-		b.Write(l.Bytes())
-	}
-	for _, f := range []string{"ircd.log", "services.log"} {
+	for _, f := range []string{"inspircd.out", "anope.out", "ircd.log", "services.log"} {
 		raw, _ := os.ReadFile(filepath.Join(n.dir, f))
 		b.Write(raw)
 	}
@@ -202,88 +191,38 @@ func (n *Network) Account(t testing.TB, name, password string) {
 	}
 	p := n.Connect(t, name, "", "")
 	p.Say(t, "NickServ", "REGISTER "+password+" "+name+"@loadout.test")
-	p.WaitNotice(t, "NickServ", "registered")
+	bridgetest.WaitFor(t, name+" registered", &p.Heard.Signal, func() bool {
+		return strings.Contains(strings.Join(p.Notices("NickServ"), "\n"), "registered")
+	})
 	p.Quit()
 	n.made[name] = true
 }
 
-func freePorts(k int) ([]int, error) {
-	var out []int
-	for range k {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
-}
-
-// selfSigned writes a certificate for 127.0.0.1 and its key.
-func selfSigned(certFile, keyFile string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
-}
-
 // inspircdConf is the server's configuration: a plain and a TLS client
-// port, a server port for the services, no flood limits or clone limits
-// (every test client comes from 127.0.0.1), no DNS, rfc1459
-// casemapping, and the IRCv3 modules the bot asks for.
+// port, a server port for the services, no flood or clone limits (every
+// test client comes from 127.0.0.1), no DNS, rfc1459 casemapping, and
+// the IRCv3 modules the bot asks for.
 func inspircdConf(dir string, ports []int) string {
-	return fmt.Sprintf(`<server name="irc.loadout.test" description="loadout test network" network="LoadoutTest">
+	conf := fmt.Sprintf(`<server name="irc.loadout.test" description="loadout tests" network="LoadoutTest">
 <admin name="test" nick="test" email="test@loadout.test">
-<module name="ssl_gnutls">
 <sslprofile name="Clients" provider="gnutls" certfile="%[1]s/cert.pem" keyfile="%[1]s/key.pem" hash="sha256" requestclientcert="no">
-<bind address="127.0.0.1" port="%[2]d" type="clients">
-<bind address="127.0.0.1" port="%[3]d" type="clients" sslprofile="Clients">
+<bind address="127.0.0.1" port="%[2]d" type="clients"> <bind address="127.0.0.1" port="%[3]d" type="clients" sslprofile="Clients">
 <bind address="127.0.0.1" port="%[4]d" type="servers">
 <connect name="main" allow="*" maxchans="50" timeout="60" pingfreq="2m" hardsendq="4M" softsendq="1M" recvq="64K" threshold="1000" commandrate="100000000" fakelag="no" localmax="1000" globalmax="1000" maxconnwarn="no" resolvehostnames="no" useident="no" limit="5000">
-<cidr ipv4clone="32" ipv6clone="128">
-<dns server="127.0.0.1" timeout="1">
-<files motd="%[1]s/motd">
-<options casemapping="rfc1459" defaultmodes="nt" syntaxhints="no">
-<performance clonesonconnect="no" quietbursts="yes">
-<security hideulines="no" genericoper="no" userstats="Pu">
-<limits maxnick="30" maxchan="60" maxhost="64" maxident="10" maxtopic="330" maxquit="300" maxreal="130" maxkick="300" maxaway="200">
+<cidr ipv4clone="32" ipv6clone="128"> <dns server="127.0.0.1" timeout="1"> <files motd="%[1]s/motd">
+<options casemapping="rfc1459" defaultmodes="nt" syntaxhints="no"> <performance clonesonconnect="no" quietbursts="yes">
 <log method="file" type="* -USERINPUT -USEROUTPUT" level="default" target="%[1]s/ircd.log">
-<module name="cap">
-<module name="ircv3">
-<module name="ircv3_accounttag">
-<module name="ircv3_capnotify">
-<module name="ircv3_ctctags">
-<module name="ircv3_msgid">
-<module name="sasl">
-<sasl target="services.loadout.test">
-<module name="services_account">
-<module name="hidechans">
-<module name="spanningtree">
+<sasl target="services.loadout.test"> <uline server="services.loadout.test" silent="yes">
 <link name="services.loadout.test" ipaddr="127.0.0.1" port="%[4]d" allowmask="127.0.0.0/8" sendpass="linkpass" recvpass="linkpass">
-<uline server="services.loadout.test" silent="yes">
 `, dir, ports[0], ports[1], ports[2])
+	for _, m := range strings.Fields("ssl_gnutls cap ircv3 ircv3_accounttag ircv3_capnotify ircv3_ctctags ircv3_msgid sasl services_account hidechans spanningtree") {
+		conf += `<module name="` + m + `">` + "\n"
+	}
+	return conf
 }
 
 // anopeConf is the services' configuration: NickServ alone (REGISTER
-// at once, without mail; IDENTIFY; LOGOUT), SASL, and no OperServ, so no
+// at once, without mail; IDENTIFY), SASL, and no OperServ, so no
 // limit on sessions from one host.
 func anopeConf(dir string, port int) string {
 	blocks := []string{
@@ -298,13 +237,10 @@ func anopeConf(dir string, port int) string {
 		`module { name = "enc_sha256" }`,
 		`service { nick = "NickServ"; user = "services"; host = "services.host"; gecos = "Nickname Registration Service" }`,
 		`module { name = "nickserv"; client = "NickServ"; forceemail = no; confirmemailchanges = no; defaults = "ns_private hide_email hide_mask"; regdelay = 0; expire = 0; kill = 60s; killquick = 20s; enforceruser = "enforcer"; enforcerhost = "services.host"; releasetimeout = 1m; guestnickprefix = "Guest"; nonicknameownership = no }`,
-		`command { service = "NickServ"; name = "HELP"; command = "generic/help" }`,
 		`module { name = "ns_register"; registration = "none" }`,
 		`command { service = "NickServ"; name = "REGISTER"; command = "nickserv/register" }`,
 		`module { name = "ns_identify" }`,
 		`command { service = "NickServ"; name = "IDENTIFY"; command = "nickserv/identify" }`,
-		`module { name = "ns_logout" }`,
-		`command { service = "NickServ"; name = "LOGOUT"; command = "nickserv/logout" }`,
 		`module { name = "m_sasl" }`,
 	}
 	// Anope reads one key = value a line.

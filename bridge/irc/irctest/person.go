@@ -25,11 +25,9 @@ type Line struct {
 type Person struct {
 	Nick  string
 	Heard bridgetest.Recorder[Line]
-
-	c      net.Conn
-	wmu    sync.Mutex
-	joined bridgetest.Recorder[string]
-	done   chan struct{}
+	c     net.Conn
+	wmu   sync.Mutex
+	done  chan struct{}
 }
 
 // Connect connects nick to the network's plain port, signed in with
@@ -44,9 +42,7 @@ func (n *Network) Connect(t testing.TB, nick, account, password string) *Person 
 	p := &Person{Nick: nick, c: c, done: make(chan struct{})}
 	welcome := make(chan error, 1)
 	go p.loop(account, password, welcome)
-	p.send("CAP LS 302")
-	p.send("NICK " + nick)
-	p.send("USER " + nick + " 0 * :" + nick)
+	p.send("CAP LS 302", "NICK "+nick, "USER "+nick+" 0 * :"+nick)
 	select {
 	case err := <-welcome:
 		if err != nil {
@@ -59,22 +55,15 @@ func (n *Network) Connect(t testing.TB, nick, account, password string) *Person 
 	return p
 }
 
-// loop reads the server's lines: it negotiates capabilities and SASL
-// during registration, answers pings, and records messages.
+// loop reads the server's lines: it negotiates SASL during
+// registration, answers pings, and records messages.
 func (p *Person) loop(account, password string, welcome chan error) {
 	defer close(p.done)
 	r := bufio.NewReader(p.c)
-	welcomed := false
-	tell := func(err error) {
-		if !welcomed {
-			welcomed = true
-			welcome <- err
-		}
-	}
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			tell(err)
+			tell(welcome, err)
 			return
 		}
 		line = strings.TrimRight(line, "\r\n")
@@ -85,98 +74,72 @@ func (p *Person) loop(account, password string, welcome chan error) {
 		if strings.HasPrefix(line, ":") {
 			source, line, _ = strings.Cut(line[1:], " ")
 		}
+		from, _, _ := strings.Cut(source, "!")
 		cmd, rest, _ := strings.Cut(line, " ")
 		args, trailing, _ := strings.Cut(rest, " :")
-		from, _, _ := strings.Cut(source, "!")
-		switch cmd {
-		case "PING":
+		_, sub, _ := strings.Cut(args, " ")
+		switch {
+		case cmd == "PING":
 			p.send("PONG " + rest)
-		case "CAP":
-			_, sub, _ := strings.Cut(args, " ")
-			switch {
-			case sub == "LS" && account != "":
-				p.send("CAP REQ :sasl")
-			case sub == "LS", sub == "NAK":
-				p.send("CAP END")
-			case sub == "ACK":
-				p.send("AUTHENTICATE PLAIN")
-			}
-		case "AUTHENTICATE":
-			p.send("AUTHENTICATE " + base64.StdEncoding.EncodeToString([]byte(account+"\x00"+account+"\x00"+password)))
-		case "903":
+		case cmd == "CAP" && sub == "LS" && account != "":
+			p.send("CAP REQ :sasl")
+		case cmd == "CAP" && sub == "ACK":
+			p.send("AUTHENTICATE PLAIN")
+		case cmd == "CAP" && (sub == "LS" || sub == "NAK"), cmd == "903":
 			p.send("CAP END")
-		case "904", "905":
-			tell(fmt.Errorf("SASL failed: %s", trailing))
-		case "001":
-			tell(nil)
-		case "JOIN":
-			if from == p.Nick {
-				p.joined.Add(strings.TrimPrefix(args+trailing, ":"))
-			}
-		case "PRIVMSG", "NOTICE":
+		case cmd == "AUTHENTICATE":
+			p.send("AUTHENTICATE " + base64.StdEncoding.EncodeToString([]byte(account+"\x00"+account+"\x00"+password)))
+		case cmd == "904" || cmd == "905":
+			tell(welcome, fmt.Errorf("SASL failed: %s", trailing))
+		case cmd == "001":
+			tell(welcome, nil)
+		case cmd == "PRIVMSG" || cmd == "NOTICE":
 			p.Heard.Add(Line{From: from, To: args, Text: trailing, Notice: cmd == "NOTICE"})
 		}
 	}
 }
 
-func (p *Person) send(line string) {
+// tell tells Connect how registering went, the first time.
+func tell(welcome chan error, err error) {
+	select {
+	case welcome <- err:
+	default:
+	}
+}
+
+func (p *Person) send(lines ...string) {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	fmt.Fprintf(p.c, "%s\r\n", line)
+	for _, l := range lines {
+		fmt.Fprintf(p.c, "%s\r\n", l)
+	}
 }
 
 // Say sends text to target (a nick or a channel).
-func (p *Person) Say(t testing.TB, target, text string) {
-	t.Helper()
-	p.send("PRIVMSG " + target + " :" + text)
-}
+func (p *Person) Say(_ testing.TB, target, text string) { p.send("PRIVMSG " + target + " :" + text) }
 
-// Join joins channel (with key, when not "") and returns once it has.
-func (p *Person) Join(t testing.TB, channel, key string) {
-	t.Helper()
-	p.send(strings.TrimSpace("JOIN " + channel + " " + key))
-	bridgetest.WaitFor(t, p.Nick+" joining "+channel, &p.joined.Signal, func() bool {
-		return len(p.joined.Filter(func(c string) bool { return strings.EqualFold(c, channel) })) > 0
-	})
-}
+// Join joins channel, with key when it is not "".
+func (p *Person) Join(channel, key string) { p.send(strings.TrimSpace("JOIN " + channel + " " + key)) }
 
-// From is what from sent the person, or to channel when channel is not
-// "": the texts of its PRIVMSGs, in order.
-func (p *Person) From(from, channel string) []string {
+// From is what from sent the person privately, or to channel when it is
+// not "": the texts of its PRIVMSGs, in order.
+func (p *Person) From(from, channel string) []string { return p.texts(from, channel, false) }
+
+// Notices are the texts of the NOTICEs from sent the person.
+func (p *Person) Notices(from string) []string { return p.texts(from, "", true) }
+
+func (p *Person) texts(from, channel string, notice bool) []string {
 	var out []string
 	for _, l := range p.Heard.All() {
-		if strings.EqualFold(l.From, from) && !l.Notice && (channel == "" && !strings.HasPrefix(l.To, "#") || strings.EqualFold(l.To, channel)) {
+		to := strings.HasPrefix(l.To, "#") && strings.EqualFold(l.To, channel) || channel == "" && !strings.HasPrefix(l.To, "#")
+		if strings.EqualFold(l.From, from) && l.Notice == notice && to {
 			out = append(out, l.Text)
 		}
 	}
 	return out
 }
 
-// Notices are the NOTICEs from sent the person.
-func (p *Person) Notices(from string) []string {
-	var out []string
-	for _, l := range p.Heard.All() {
-		if strings.EqualFold(l.From, from) && l.Notice {
-			out = append(out, l.Text)
-		}
-	}
-	return out
-}
-
-// WaitNotice waits for a NOTICE from from that contains part.
-func (p *Person) WaitNotice(t testing.TB, from, part string) {
-	t.Helper()
-	bridgetest.WaitFor(t, fmt.Sprintf("a notice from %s with %q", from, part), &p.Heard.Signal, func() bool {
-		for _, n := range p.Notices(from) {
-			if strings.Contains(n, part) {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-// Quit leaves the network.
+// Quit leaves the network; again does nothing.
 func (p *Person) Quit() {
 	p.send("QUIT :bye")
 	p.c.SetDeadline(time.Now().Add(time.Second))

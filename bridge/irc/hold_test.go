@@ -1,20 +1,22 @@
-package irctest
+package irc
 
 import (
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"loadout/bridge/bridgetest"
 )
 
-// Holder holds the bot's messages to people on their way to the server,
+// The harness holds the bot's own lines on their way out (the server
+// is real: it cannot hold them), with the kit's Gate.
+
+// holder holds the bot's messages to people on their way to the server,
 // to stop the bot in the middle of an answer: Wrap is the channel's
 // Config.Conn. The zero value holds nothing.
-type Holder struct {
+type holder struct {
 	Gate bridgetest.Gate
 }
 
@@ -22,31 +24,29 @@ type Holder struct {
 const holdKey = "PRIVMSG"
 
 // Hold lets the bot's next n messages through and holds later ones.
-func (h *Holder) Hold(n int) { h.Gate.Hold(holdKey, n) }
+func (h *holder) Hold(n int) { h.Gate.Hold(holdKey, n) }
 
 // Release waits until no message is held by a connection that closed,
 // then lets held and later messages through.
-func (h *Holder) Release(t testing.TB) {
+func (h *holder) Release(t testing.TB) {
 	bridgetest.WaitFor(t, "the held message to be abandoned", &h.Gate.Signal, func() bool { return h.Gate.Waiting(holdKey) == 0 })
 	h.Gate.Release(holdKey)
 }
 
 // Wrap wraps the bot's connection.
-func (h *Holder) Wrap(c net.Conn) net.Conn {
+func (h *holder) Wrap(c net.Conn) net.Conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &held{Conn: c, h: h, ctx: ctx, cancel: cancel}
 }
 
-// held is a connection whose PRIVMSG lines pass the Holder's gate. A
-// held write ends, unwritten, when the connection closes or its write
-// deadline passes.
+// held is a connection whose PRIVMSG lines pass the holder's gate. A
+// held write ends, unwritten, when the connection closes or a write
+// deadline is set that has passed (the bot giving up on a line).
 type held struct {
 	net.Conn
-	h      *Holder
+	h      *holder
 	ctx    context.Context
 	cancel context.CancelFunc
-	mu     sync.Mutex
-	timer  *time.Timer
 }
 
 func (c *held) Write(b []byte) (int, error) {
@@ -57,14 +57,9 @@ func (c *held) Write(b []byte) (int, error) {
 }
 
 func (c *held) SetWriteDeadline(t time.Time) error {
-	c.mu.Lock()
-	if c.timer != nil {
-		c.timer.Stop()
+	if !t.IsZero() && !t.After(time.Now()) {
+		c.cancel()
 	}
-	if !t.IsZero() {
-		c.timer = time.AfterFunc(time.Until(t), c.cancel)
-	}
-	c.mu.Unlock()
 	return c.Conn.SetWriteDeadline(t)
 }
 
