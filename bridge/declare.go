@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 )
 
 // Declaration is everything the program that runs a channel needs to
@@ -31,6 +32,9 @@ type Declaration[C any] struct {
 	// credentials by their form, redacted wherever they appear inside a
 	// longer text, such as a URL with a token in its path.
 	Shapes []string
+	// Allowed is the people the section's allow-list names, as the web
+	// console lists them; nil for a channel without one.
+	Allowed func(C) []string
 	// SignedIn marks a channel whose people are signed in with the user
 	// key another channel gave them (the browser chat): its name
 	// prefixes chat keys but never a user key.
@@ -102,6 +106,8 @@ type Kind interface {
 	Describe(section any) string
 	// Shapes are the credential patterns of the Declaration.
 	Shapes() []string
+	// Allowed is the people a section's allow-list names.
+	Allowed(section any) []string
 	// UserKeys reports whether the channel's name prefixes its people's
 	// user keys (false: Declaration.SignedIn).
 	UserKeys() bool
@@ -128,6 +134,13 @@ func (k kind[C]) section(v any) C {
 }
 
 func (k kind[C]) Enabled(v any) bool { return k.d.Enabled(k.section(v)) }
+
+func (k kind[C]) Allowed(v any) []string {
+	if k.d.Allowed == nil {
+		return nil
+	}
+	return slices.Clone(k.d.Allowed(k.section(v)))
+}
 
 func (k kind[C]) Describe(v any) string {
 	if k.d.Describe == nil {

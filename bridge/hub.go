@@ -12,14 +12,17 @@ import (
 	"sync"
 
 	"loadout/chat"
+	"loadout/tools/files"
 )
 
 // ErrNotRunning is a notice for a channel not connected yet.
 var ErrNotRunning = errors.New("bridge: the chat's channel is not connected")
 
 // ErrNoFiles is SendFile's error for a chat whose channel cannot send
-// files.
-var ErrNoFiles = errors.New("bridge: this chat's channel does not send files")
+// files: the files tools' own (a Hub is their files.Sender).
+var ErrNoFiles = files.ErrCannotSend
+
+var _ files.Sender = (*Hub)(nil)
 
 // Hub holds the running channels and reaches any chat through the channel
 // its key names: a notice outside a turn (the Google connect callback), a

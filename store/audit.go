@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"log/slog"
 	"time"
 
 	"gorm.io/gorm"
@@ -103,4 +105,20 @@ func (d *DB) AuditLog(ctx context.Context, chatKey, userKey string, limit int) (
 func (d *DB) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
 	res := d.db.WithContext(ctx).Where("at < ?", before).Delete(&auditEntry{})
 	return res.RowsAffected, kind(res.Error)
+}
+
+// AuditPruner is the scheduler's chore that deletes the audit trail's
+// decisions older than days (tools.audit_days; 365 when 0), logging
+// what it pruned.
+func (d *DB) AuditPruner(days int, log *slog.Logger) func(context.Context) {
+	days = cmp.Or(days, 365)
+	return func(ctx context.Context) {
+		n, err := d.PruneAudit(ctx, time.Now().AddDate(0, 0, -days))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("cannot prune the audit trail", "err", err)
+		case n > 0:
+			log.Info("pruned the audit trail", "decisions", n, "older_than_days", days)
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"loadout/tokens"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"loadout/tokens"
 )
 
 type in struct {

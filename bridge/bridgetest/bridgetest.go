@@ -84,6 +84,9 @@ type Harness interface {
 	// then lets them through. Both act on the running process's platform.
 	Hold(n int)
 	Release()
+	// Held is how many of the bot's messages Hold holds on their way
+	// now (0 for a harness that cannot hold).
+	Held() int
 }
 
 // Run runs the suite on h.
@@ -121,11 +124,6 @@ func waitAnswers(t *testing.T, h Harness, i, n int) []string {
 	WaitFor(t, fmt.Sprintf("chat %d's %d answers", i, n), nil, func() bool { return len(h.Answers(i)) >= n })
 	return h.Answers(i)
 }
-
-// settle gives anything that should not happen the time to show, where
-// it would come from the platform (a redelivery on its way); what the
-// channel itself would still do is waited for with idle.
-func settle() { time.Sleep(100 * time.Millisecond) }
 
 // idle waits until ch's pipeline has done all it took on: after it, the
 // channel sends nothing more until a new event comes.
@@ -188,7 +186,7 @@ func redelivered(t *testing.T, h Harness) {
 	env := storetest.NewEnv(t, storetest.Options{})
 	env.Model.Text("once")
 	env.Model.Text("after")
-	start(t, h, env, nil)
+	ch, _ := start(t, h, env, nil)
 	ref := h.Send(t, 0, "hello")
 	waitAnswers(t, h, 0, 1)
 	h.Redeliver(t, 0, ref)
@@ -196,7 +194,9 @@ func redelivered(t *testing.T, h Harness) {
 	if got := waitAnswers(t, h, 0, 2); !slices.Equal(got, []string{"once", "after"}) {
 		t.Fatalf("answers %q", got)
 	}
-	settle()
+	// The redelivery was taken (and dropped) before "next" was: once the
+	// pipeline is idle, a turn it caused would have run.
+	idle(t, ch)
 	if n := len(env.Model.Requests()); n != 2 {
 		t.Fatalf("%d turns for two messages and a redelivery", n)
 	}
@@ -244,7 +244,7 @@ func partsOnce(t *testing.T, h Harness) {
 	h.Hold(1)
 	h.Send(t, 0, "tell me everything")
 	waitAnswers(t, h, 0, 1)
-	settle() // the second part reaches the hold
+	WaitFor(t, "the second part to reach the hold", nil, func() bool { return h.Held() == 1 })
 	stop()
 	h.Release()
 	env2 := storetest.NewEnv(t, storetest.Options{DBPath: env.DBPath, Model: env.Model})

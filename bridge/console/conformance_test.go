@@ -136,8 +136,9 @@ func (c *conformance) Uploads(int) map[string][]byte {
 // Approve answers the question's prompt line with "y".
 func (c *conformance) Approve(t *testing.T, i int) { c.Send(t, i, "y") }
 
-func (c *conformance) Hold(int) {}
-func (c *conformance) Release() {}
+func (c *conformance) Hold(int)  {}
+func (c *conformance) Release()  {}
+func (c *conformance) Held() int { return 0 }
 
 // What the console can do besides the contract.
 var (

@@ -139,6 +139,8 @@ func (c *conformance) Hold(n int) { c.dc.Hold(n) }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
+func (c *conformance) Held() int { return c.dc.Waiting() }
+
 func (c *conformance) Release() {
 	c.dc.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.dc.Waiting() == 0 })
 	c.dc.Release()

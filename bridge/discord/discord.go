@@ -107,6 +107,7 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "discord",
 		Enabled: func(c Config) bool { return c.Enabled },
+		Allowed: func(c Config) []string { return c.AllowedUsers },
 		Shapes:  []string{TokenShape},
 		Describe: func(c Config) string {
 			if len(c.Guilds) > 0 {

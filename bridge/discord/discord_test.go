@@ -21,6 +21,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/discord/discordtest"
 	"loadout/chat"
 	"loadout/chat/chattest"
@@ -68,7 +69,7 @@ func newRig(t *testing.T, o storetest.Options, mut func(*Config)) *rig {
 	r.dc.Roles(g1, mallory.ID, roleNone)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the channel logged:\n%s", tail(r.logs.String(), 6000))
+			t.Logf("the channel logged:\n%s", bridgetest.Tail(r.logs.String(), 6000))
 		}
 	})
 	r.start(mut)

@@ -71,7 +71,7 @@ func TestGatewayMovesWhenItsHolderIsKilled(t *testing.T) {
 	two.WaitLogged(t, "discord channel ready")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the first process logged:\n%s\nthe second:\n%s", tail(one.Log(), 3000), tail(two.Log(), 5000))
+			t.Logf("the first process logged:\n%s\nthe second:\n%s", bridgetest.Tail(one.Log(), 3000), bridgetest.Tail(two.Log(), 5000))
 		}
 	})
 

@@ -139,8 +139,9 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no question with a request code")
 }
 
-func (c *conformance) Hold(int) {}
-func (c *conformance) Release() {}
+func (c *conformance) Hold(int)  {}
+func (c *conformance) Release()  {}
+func (c *conformance) Held() int { return 0 }
 
 // What the e-mail channel can do besides the contract.
 var (

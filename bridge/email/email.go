@@ -94,6 +94,7 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "email",
 		Enabled: func(c Config) bool { return c.Enabled },
+		Allowed: func(c Config) []string { return c.AllowedSenders },
 		Shapes:  TokenShapes(),
 		Describe: func(c Config) string {
 			return "email (" + c.Address + ")"

@@ -82,7 +82,7 @@ func TestMailboxMovesWhenItsHolderIsKilled(t *testing.T) {
 	two := bridgetest.StartReplica(t, dir, "TestEmailReplica", "two", env...)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the first process logged:\n%s\nthe second:\n%s", tail(one.Log(), 3000), tail(two.Log(), 5000))
+			t.Logf("the first process logged:\n%s\nthe second:\n%s", bridgetest.Tail(one.Log(), 3000), bridgetest.Tail(two.Log(), 5000))
 		}
 	})
 	if h := holder(); h != "one" {

@@ -93,6 +93,7 @@ func Kind() bridge.Kind {
 		Name:     "irc",
 		Enabled:  func(c Config) bool { return c.Enabled },
 		Shapes:   []string{`AUTHENTICATE [A-Za-z0-9+/=]{8,}`},
+		Allowed:  func(c Config) []string { return c.AllowedNicks },
 		Describe: func(c Config) string { return "irc (" + c.Nick + " on " + c.Server + ")" },
 		Build: func(_ context.Context, c Config, env bridge.Env) (bridge.Channel, error) {
 			c.Delivery = env.Delivery

@@ -109,6 +109,12 @@ func (c *conformance) Approve(t *testing.T, i int) {
 
 func (c *conformance) Hold(n int) { c.w.tr.hold(n) }
 
+func (c *conformance) Held() int {
+	c.w.tr.mu.Lock()
+	defer c.w.tr.mu.Unlock()
+	return c.w.tr.waiting
+}
+
 func (c *conformance) Release() { c.w.tr.releaseAll(c.owner) }
 
 // What the Matrix channel can do besides the contract.

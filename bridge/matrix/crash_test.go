@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/matrix/matrixtest"
 	"loadout/chat"
 	"loadout/chat/chattest"
@@ -166,7 +166,7 @@ func TestKilledBotLosesAndDoublesNothing(t *testing.T) {
 					}
 				}
 				log, _ := os.ReadFile(filepath.Join(dir, "bot.log"))
-				t.Fatalf("chat %d: %q answered %d times after %d kills; answers %q\nlog tail: %s", i, a, seen[a], killed, got, tail(string(log), 400000))
+				t.Fatalf("chat %d: %q answered %d times after %d kills; answers %q\nlog tail: %s", i, a, seen[a], killed, got, bridgetest.Tail(string(log), 400000))
 			}
 		}
 		if len(got) != n {
@@ -189,11 +189,4 @@ func TestKilledBotLosesAndDoublesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills; %d messages answered once each", killed, 2*n)
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return strings.TrimSpace(s)
 }

@@ -84,6 +84,7 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "matrix",
 		Enabled: func(c Config) bool { return c.Enabled },
+		Allowed: func(c Config) []string { return c.AllowedUsers },
 		Shapes:  TokenShapes(),
 		Describe: func(c Config) string {
 			return "matrix (" + c.UserID + ")"

@@ -199,6 +199,8 @@ func (c *conformance) Hold(n int) { c.fake.Hold("chat.postMessage", n) }
 
 // Release waits until the post the stop abandoned has ended, so it is
 // not let through after the fact, then lets posts through.
+func (c *conformance) Held() int { return c.fake.Waiting("chat.postMessage") }
+
 func (c *conformance) Release() {
 	c.fake.WaitFor(c.owner, "the abandoned post to end", func() bool { return c.fake.Waiting("chat.postMessage") == 0 })
 	c.fake.Release("chat.postMessage")

@@ -15,6 +15,7 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "slack",
 		Enabled: func(c Config) bool { return c.Enabled },
+		Allowed: func(c Config) []string { return c.AllowedUsers },
 		Shapes: []string{
 			`xox[abposr]-[\w-]+`, // bot and user tokens
 			`xapp-[\w-]+`,        // app-level token

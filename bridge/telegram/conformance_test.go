@@ -140,6 +140,8 @@ func (c *conformance) Hold(n int) { c.tg.Hold("sendMessage", n) }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
+func (c *conformance) Held() int { return c.tg.Waiting("sendMessage") }
+
 func (c *conformance) Release() {
 	c.tg.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.tg.Waiting("sendMessage") == 0 })
 	c.tg.Resume("sendMessage")

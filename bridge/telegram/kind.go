@@ -17,6 +17,7 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "telegram",
 		Enabled: func(c Config) bool { return c.Enabled },
+		Allowed: func(c Config) []string { return c.AllowedUsers },
 		Shapes:  []string{`\b\d{5,}:[\w-]{30,}`},
 		Describe: func(c Config) string {
 			return "telegram (" + cmp.Or(c.Mode, ModePolling) + ")"

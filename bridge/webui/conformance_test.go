@@ -193,5 +193,6 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	}
 }
 
-func (c *conformance) Hold(int) {}
-func (c *conformance) Release() {}
+func (c *conformance) Hold(int)  {}
+func (c *conformance) Release()  {}
+func (c *conformance) Held() int { return 0 }

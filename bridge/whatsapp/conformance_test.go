@@ -150,6 +150,8 @@ func (c *conformance) Hold(n int) { c.wa.Hold(n) }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
+func (c *conformance) Held() int { return c.wa.Waiting() }
+
 func (c *conformance) Release() {
 	c.wa.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.wa.Waiting() == 0 })
 	c.wa.Release()

@@ -117,6 +117,7 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "whatsapp",
 		Enabled: func(c Config) bool { return c.Enabled },
+		Allowed: func(c Config) []string { return c.AllowedNumbers },
 		Shapes:  []string{TokenShape},
 		Describe: func(c Config) string {
 			return "whatsapp (Cloud API webhook at " + cmp.Or(c.WebhookPath, DefaultWebhookPath) + ")"

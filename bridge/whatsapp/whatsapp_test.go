@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/whatsapp/whatsapptest"
 	"loadout/chat"
 	"loadout/chat/chattest"
@@ -49,7 +50,7 @@ func newRig(t *testing.T, o storetest.Options, mut func(*Config)) *rig {
 	r := &rig{t: t, wa: whatsapptest.New(t), env: storetest.NewEnv(t, o), logs: &chattest.LogBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the channel logged:\n%s", tail(r.logs.String(), 6000))
+			t.Logf("the channel logged:\n%s", bridgetest.Tail(r.logs.String(), 6000))
 		}
 	})
 	r.start(mut)
@@ -105,13 +106,6 @@ func (r *rig) count(query string, args ...any) int {
 	var n int
 	r.env.Store.Gorm().Raw(query, args...).Scan(&n)
 	return n
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // The GET handshake answers the challenge only with the verify token.

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -25,6 +24,7 @@ import (
 	"loadout/httpd"
 	"loadout/metrics"
 	"loadout/proc"
+	"loadout/settings"
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
@@ -42,11 +42,12 @@ import (
 	"loadout/tools/shell"
 	"loadout/tools/skills"
 	"loadout/tools/web"
+	"loadout/voice"
 )
 
 // app is everything a command wires together.
 type app struct {
-	cfg    Config
+	cfg    settings.Config
 	log    *slog.Logger
 	db     *store.DB
 	reg    *tools.Registry
@@ -87,7 +88,7 @@ type app struct {
 	exclusive bridge.Exclusive
 	holder    string
 	// api is the HTTP client for the model and the channels' platform
-	// APIs (see apiClient).
+	// APIs (httpd.Client).
 	api *http.Client
 	// providers are the model services when llm.fallbacks names any;
 	// nil otherwise (the one service is asked directly).
@@ -97,30 +98,15 @@ type app struct {
 	started func()
 }
 
-// apiIdleConns is how many idle connections the API client keeps to each
-// host: at least as many as turns and sends can run at once.
-const apiIdleConns = 32
-
-// apiClient returns the client for the APIs every message calls. Go's
-// default transport keeps two idle connections per host, so with the
-// pipeline's workers calling at once the others were closed after each
-// request and opened again for the next — with TLS, a handshake each: on
-// the serve benchmark 600 messages opened 204 connections to the model.
-func apiClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = apiIdleConns
-	return &http.Client{Transport: t}
-}
-
 // newApp opens the store, builds the registry and the engine. The caller
 // closes a.db.
-func newApp(ctx context.Context, cfg Config, log *slog.Logger) (*app, error) {
+func newApp(ctx context.Context, cfg settings.Config, log *slog.Logger) (*app, error) {
 	return buildApp(ctx, cfg, log, false)
 }
 
 // buildApp is newApp; listAll also registers the Google groups when
 // Google is not set up, so `loadout tools` can show their cost.
-func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (*app, error) {
+func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAll bool) (*app, error) {
 	counter, err := tokens.New()
 	if err != nil {
 		return nil, err
@@ -133,7 +119,7 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	// tools', web pages' and Gmail attachments' alike (pdf.max_workers).
 	cfg.PDF.Limits.Slots = proc.NewSlots(cfg.PDF.MaxWorkers)
 	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: metrics.New(db), listAll: listAll,
-		holder: cluster.Holder(), api: apiClient(), gate: bridge.NewGate(0)}
+		holder: cluster.Holder(), api: httpd.Client(), gate: bridge.NewGate(0)}
 	a.exclusive = cluster.Exclusive(db, a.holder, cfg.Cluster.Lease.Std(), log)
 	a.reg, err = a.registry(ctx)
 	if err != nil {
@@ -163,17 +149,11 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 		model = openai.New(oc)
 	}
 	model = a.metrics.Model(model)
-	ec := cfg.LLM.Engine
-	ec.Name, ec.SystemPrompt, ec.Routing = cfg.Agent.Name, cfg.Agent.SystemPrompt, cfg.Tools.Routing
-	ec.CatalogBudget = cfg.Tools.CatalogBudget
-	ec.Confirm = cfg.Tools.Policy()
-	if ec.Rules, err = tools.OperatorRules(cfg.Tools.Rules); err != nil {
+	ec, err := cfg.Engine()
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	ec.Admins = tools.NewAdmins(cfg.Tools.Admins)
-	ec.ConfirmTTL = cfg.Tools.ConfirmTTL.Std()
-	ec.Model = cfg.model()
 	ec.Count, ec.Exact, ec.Logger = tokens.Estimate, counter.Count, log
 	if listing := a.skills.Listing(); listing != "" {
 		ec.Sections = append(ec.Sections, func(context.Context, chat.Inbound) string { return listing })
@@ -185,12 +165,6 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
 	})
 	ec.Middleware = []tools.Middleware{a.metrics.Tools(a.reg)}
-	ec.Limits = cfg.Limits
-	ec.Limits.Admins = tools.NewAdmins(cfg.Tools.Admins)
-	if cfg.Agent.TimeZone != "" {
-		// Checked when the config was read.
-		ec.Limits.Location, _ = time.LoadLocation(cfg.Agent.TimeZone)
-	}
 	if ec.Limits.Capped() || len(ec.Prices) > 0 {
 		// Spend is counted only where something reads it: a cap, or
 		// prices to show.
@@ -199,9 +173,12 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 	a.engine = chat.New(ec, model, db, a.reg)
 	a.router = bridge.NewRouter(a.engine, cfg.Agent.Name)
 	if a.providers != nil {
-		a.router.AddStatus(a.providerStatus)
+		a.router.AddStatus(func(context.Context, chat.Inbound) (string, error) { return a.providers.Status(), nil })
 	}
-	a.wireVoice()
+	// Voice notes (voice.Setup): the service, over the llm section's
+	// server unless the voice section names its own.
+	a.voice = voice.Setup(cfg.Voice, cmp.Or(cfg.LLM.BaseURL, openai.DefaultBaseURL), cfg.LLM.APIKey,
+		voice.Options{Workspace: a.workspaces, Meter: a.metrics, HTTPClient: a.api, Logger: log.With("part", "voice")}, db, a.router)
 	workspace.Commands(a.router, a.mux, cfg.Google, a.google, &a.hub, a.log)
 	a.wireMCPSignIns()
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -219,62 +196,19 @@ func buildApp(ctx context.Context, cfg Config, log *slog.Logger, listAll bool) (
 }
 
 // readyz answers 200 when the store answers and every channel is
-// connected, else 503 with what is not ready. With llm.fallbacks it
-// lists each model provider's state, and is not ready only while every
-// one of them is cooling off after failures.
+// connected, else 503 with what is not ready (status). With
+// llm.fallbacks it lists each model provider's state, and is not ready
+// only while every one of them is cooling off after failures.
 func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
-	var problems []string
-	if err := a.db.Gorm().WithContext(r.Context()).Exec("SELECT 1").Error; err != nil {
-		problems = append(problems, "store unreachable")
-	}
-	for _, name := range a.hub.NotReady() {
-		problems = append(problems, name+" not connected")
-	}
-	var providers []string
-	if a.providers != nil {
-		for _, p := range a.providers.Providers() {
-			providers = append(providers, providerLine(p))
-		}
-		if !a.providers.Ready() {
-			problems = append(problems, "every model provider is cooling off after failures ("+strings.Join(providers, "; ")+")")
-		}
-	}
-	if len(problems) > 0 {
-		http.Error(w, strings.Join(problems, "; "), http.StatusServiceUnavailable)
+	st := a.status(r.Context())
+	if len(st.Problems) > 0 {
+		http.Error(w, strings.Join(st.Problems, "; "), http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ready")
-	for _, line := range providers {
+	for _, line := range st.Providers {
 		fmt.Fprintln(w, line)
 	}
-}
-
-// providerLine is a model provider's state in a line: its name, host,
-// and, when it is skipped, until when and why. Never a key or a URL.
-func providerLine(p openai.ProviderStatus) string {
-	line := fmt.Sprintf("model provider %s (%s): %s", p.Name, p.Host, p.State)
-	switch {
-	case p.State == openai.Open:
-		line += fmt.Sprintf(", skipped until %s after %s", p.Until.UTC().Format("15:04:05 UTC"), p.Reason)
-	case p.Reason != "":
-		line += ", last failure " + p.Reason
-	}
-	return line
-}
-
-// providerStatus is the /status line of the model providers: which one
-// answered last in this process, with which model, and which are skipped.
-func (a *app) providerStatus(context.Context, chat.Inbound) (string, error) {
-	line := "Model provider: none has answered yet"
-	if p, model, ok := a.providers.Last(); ok {
-		line = fmt.Sprintf("Model provider: the last answer came from %s (%s), model %s", p.Name, p.Host, model)
-	}
-	for _, p := range a.providers.Providers() {
-		if p.State == openai.Open {
-			line += fmt.Sprintf("; %s (%s) is skipped until %s after %s", p.Name, p.Host, p.Until.UTC().Format("15:04 UTC"), p.Reason)
-		}
-	}
-	return line, nil
 }
 
 // registry registers every tool and group. A name collision is an error
@@ -320,7 +254,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	}
 	sc := a.cfg.Scheduler
 	sc.TimeZone, sc.Logger, sc.Admins = a.cfg.Agent.TimeZone, a.log, tools.NewAdmins(a.cfg.Tools.Admins)
-	sc.Chores = append(sc.Chores, a.pruneAudit)
+	sc.Chores = append(sc.Chores, a.db.AuditPruner(a.cfg.Tools.AuditDays, a.log))
 	a.scheduler = schedule.New(sc, a.db, a.hub.Submit)
 	if err := a.scheduler.Register(reg); err != nil {
 		return nil, err
@@ -331,7 +265,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := pdf.Register(reg, pc); err != nil {
 		return nil, err
 	}
-	if err := config.Register(reg, a.db, config.Defaults{Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.model(),
+	if err := config.Register(reg, a.db, config.Defaults{Name: a.cfg.Agent.Name, SystemPrompt: a.cfg.Agent.SystemPrompt, Model: a.cfg.Model(),
 		Admins: tools.NewAdmins(a.cfg.Tools.Admins)}); err != nil {
 		return nil, err
 	}
@@ -359,7 +293,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 // the chat and person of the call (the engine is built after the
 // registry, before any call runs).
 func (a *app) sample(ctx context.Context, r mcp.SampleRequest) (mcp.SampleAnswer, error) {
-	s := chat.Sampling{System: r.System, MaxTokens: r.MaxTokens, Tools: r.Tools, Hints: r.Hints, Models: []string{a.cfg.model()}}
+	s := chat.Sampling{System: r.System, MaxTokens: r.MaxTokens, Tools: r.Tools, Hints: r.Hints, Models: []string{a.cfg.Model()}}
 	for _, f := range a.cfg.LLM.Failover.Fallbacks {
 		s.Models = append(s.Models, f.Model)
 	}
@@ -406,7 +340,7 @@ func (a *app) delivery(channel string) (bridge.Delivery, error) {
 		return bridge.Delivery{}, err
 	}
 	return bridge.Delivery{
-		ShutdownGrace: a.cfg.grace(), MaxStarts: a.cfg.Delivery.MaxAttempts, Journal: journal, Gate: a.gate,
+		ShutdownGrace: a.cfg.Grace(), MaxStarts: a.cfg.Delivery.MaxAttempts, Journal: journal, Gate: a.gate,
 		Exclusive: a.exclusive, Claim: a.claim(), Files: a.workspaces, Voice: a.voice, HTTPClient: a.api,
 		Logger: a.log, Observer: a.metrics,
 	}, nil
@@ -440,7 +374,7 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 		return err
 	}
 	a.workspaces = ws
-	if err := ws.Register(reg, fileSender{&a.hub}); err != nil {
+	if err := ws.Register(reg, &a.hub); err != nil {
 		return err
 	}
 	// Commands never read the store, wherever it is.
@@ -451,17 +385,6 @@ func (a *app) registerFiles(reg *tools.Registry) error {
 	return shell.Register(reg, a.cfg.Exec, ws, protect...)
 }
 
-// fileSender sends workspace files through the chats' channels.
-type fileSender struct{ out *bridge.Hub }
-
-func (s fileSender) SendFile(ctx context.Context, chatKey, name string, f *os.File) error {
-	err := s.out.SendFile(ctx, chatKey, name, f)
-	if errors.Is(err, bridge.ErrNoFiles) {
-		return files.ErrCannotSend
-	}
-	return err
-}
-
 // maxImage is the largest picture given to the model.
 const maxImage = 5 << 20
 
@@ -469,17 +392,4 @@ const maxImage = 5 << 20
 func (a *app) image(ctx context.Context, chatKey, name string) (chat.Image, error) {
 	mimeType, data, err := a.workspaces.Image(chatKey, name, maxImage)
 	return chat.Image{MIME: mimeType, Data: data}, err
-}
-
-// pruneAudit deletes the audit trail's decisions older than
-// tools.audit_days (365 unless set).
-func (a *app) pruneAudit(ctx context.Context) {
-	days := cmp.Or(a.cfg.Tools.AuditDays, 365)
-	n, err := a.db.PruneAudit(ctx, time.Now().AddDate(0, 0, -days))
-	switch {
-	case err != nil && ctx.Err() == nil:
-		a.log.Warn("cannot prune the audit trail", "err", err)
-	case n > 0:
-		a.log.Info("pruned the audit trail", "decisions", n, "older_than_days", days)
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/settings"
 )
 
 // Through the whole process on the Telegram fake: a person past
@@ -55,15 +56,15 @@ func TestSpendCapOnTelegram(t *testing.T) {
 
 // A cap in money without prices is refused naming the keys.
 func TestCostCapNeedsPrices(t *testing.T) {
-	_, err := parseConfig([]byte("llm:\n  api_key: k\nlimits:\n  daily_cost_per_person: 2\n"), env(nil))
+	_, err := settings.Parse([]byte("llm:\n  api_key: k\nlimits:\n  daily_cost_per_person: 2\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "limits: a cap in money") || !strings.Contains(err.Error(), "llm.prices") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = parseConfig([]byte("llm:\n  api_key: k\n  prices:\n    gpt-4o-mini: {input: 0.15, output: -1}\nlimits:\n  daily_cost_per_person: 2\n  daily_tokens_per_chat: -5\n"), env(nil))
+	_, err = settings.Parse([]byte("llm:\n  api_key: k\n  prices:\n    gpt-4o-mini: {input: 0.15, output: -1}\nlimits:\n  daily_cost_per_person: 2\n  daily_tokens_per_chat: -5\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "llm.prices.gpt-4o-mini.output") || !strings.Contains(err.Error(), "limits.daily_tokens_per_chat") {
 		t.Fatalf("err = %v", err)
 	}
-	cfg, err := parseConfig([]byte("llm:\n  api_key: k\n  prices:\n    gpt-4o-mini: {input: 0.15, cached_input: 0.075, output: 0.6}\nlimits:\n  daily_cost_per_person: 2\n"), env(nil))
+	cfg, err := settings.Parse([]byte("llm:\n  api_key: k\n  prices:\n    gpt-4o-mini: {input: 0.15, cached_input: 0.075, output: 0.6}\nlimits:\n  daily_cost_per_person: 2\n"), env(nil))
 	if err != nil || cfg.LLM.Engine.Prices["gpt-4o-mini"] != (chat.Price{Input: 0.15, CachedInput: 0.075, Output: 0.6}) || cfg.Limits.DailyCostPerPerson != 2 {
 		t.Fatalf("cfg %+v %+v, %v", cfg.LLM.Engine.Prices, cfg.Limits, err)
 	}
@@ -71,7 +72,7 @@ func TestCostCapNeedsPrices(t *testing.T) {
 
 // The caps can be set from the environment, as every key can.
 func TestCapsFromTheEnvironment(t *testing.T) {
-	cfg, err := parseConfig([]byte("llm:\n  api_key: k\n"), env(map[string]string{"LOADOUT_LIMITS_DAILY_TOKENS_PER_PERSON": "5000", "LOADOUT_LIMITS_CAP_ADMINS": "true"}))
+	cfg, err := settings.Parse([]byte("llm:\n  api_key: k\n"), env(map[string]string{"LOADOUT_LIMITS_DAILY_TOKENS_PER_PERSON": "5000", "LOADOUT_LIMITS_CAP_ADMINS": "true"}))
 	if err != nil || cfg.Limits.DailyTokensPerPerson != 5000 || !cfg.Limits.CapAdmins {
 		t.Fatalf("limits %+v, %v", cfg.Limits, err)
 	}
@@ -82,14 +83,14 @@ func TestCapsFromTheEnvironment(t *testing.T) {
 func TestSpendCapOnSlack(t *testing.T) {
 	fake := slacktest.NewServer(t)
 	model := chattest.NewModelServer(t)
-	cfg := defaults()
+	cfg := settings.Defaults()
 	cfg.Store.Path = filepath.Join(t.TempDir(), "loadout.db")
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "test-key"
-	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	cfg.HTTP.ShutdownGrace = settings.Duration(5 * time.Second)
 	cfg.Limits.DailyTokensPerChat = 15
 	cfg.Channels = map[string]any{"slack": slack.Config{Enabled: true, BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
 		Mode: "socket", APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}}
-	if err := cfg.validate(nil); err != nil {
+	if err := cfg.Validate(nil); err != nil {
 		t.Fatal(err)
 	}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -9,22 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"loadout/bridge/slack"
-	"loadout/bridge/telegram"
 	"loadout/chat/chattest"
 	"loadout/config"
+	"loadout/settings"
 )
-
-// tgOf and slackOf are the Telegram and Slack sections of cfg.
-func tgOf(cfg Config) telegram.Config {
-	c, _ := cfg.Channels["telegram"].(telegram.Config)
-	return c
-}
-
-func slackOf(cfg Config) slack.Config {
-	c, _ := cfg.Channels["slack"].(slack.Config)
-	return c
-}
 
 // Every channel of the list declares its secrets (the secret tags of its
 // Config) and token shapes, and the logger serve makes takes them out: a
@@ -35,7 +23,7 @@ func slackOf(cfg Config) slack.Config {
 // fails here (and in TestEveryCredentialOfTheConfigIsDeclared).
 func TestEveryChannelsSecretsAndShapesAreRedacted(t *testing.T) {
 	credential := regexp.MustCompile(`token|secret|password|(^|_)key$`)
-	for _, k := range channelKinds() {
+	for _, k := range settings.ChannelKinds() {
 		t.Run(k.Name(), func(t *testing.T) {
 			// Every string of the section gets a value of its own.
 			section := reflect.New(k.ConfigType()).Elem()
@@ -57,7 +45,7 @@ func TestEveryChannelsSecretsAndShapesAreRedacted(t *testing.T) {
 					t.Errorf("%s: a credential's key (%s) is not among the declared secrets", k.Name(), v)
 				}
 			}
-			cfg, err := parseConfig(nil, env(nil))
+			cfg, err := settings.Parse(nil, env(nil))
 			if err != nil {
 				t.Fatal(err)
 			}

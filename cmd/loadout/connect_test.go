@@ -10,6 +10,7 @@ import (
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/google/googletest"
+	"loadout/settings"
 )
 
 // googleYAML is the google section for a fake OAuth server.
@@ -48,7 +49,7 @@ func TestSlackThreadNeverGetsTheConnectLink(t *testing.T) {
 	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
 	a, fake, _ := slackTestApp(t, "socket")
 	cfg := a.cfg
-	gcfg, err := parseConfig([]byte(googleYAML(oauth)), env(nil))
+	gcfg, err := settings.Parse([]byte(googleYAML(oauth)), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ const (
 // conversation stays readable.
 func chatREPL(ctx context.Context, c *cli) error {
 	cfg := c.cfg
-	if err := cfg.requireLLM(); err != nil {
+	if err := cfg.RequireLLM(); err != nil {
 		return err
 	}
 	log := c.log
@@ -49,7 +49,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 			fmt.Fprintf(c.stdout, "Log lines go to %s.\n", path)
 		}
 	}
-	logStartup(startup, "chat", c.configPath, cfg)
+	startup.Info("loadout starting", cfg.Startup("chat", c.configPath)...)
 	a, err := newApp(ctx, cfg, log)
 	if err != nil {
 		return err

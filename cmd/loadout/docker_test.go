@@ -10,12 +10,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"loadout/bridge/telegram"
+	"loadout/settings"
 )
 
 // The README's docker run line enables Telegram from the environment
 // alone, on the image's own config file.
 func TestImageConfigRunsTelegramFromEnvironment(t *testing.T) {
-	cfg, err := loadConfig("../../docker/config.yaml", env(map[string]string{
+	cfg, err := settings.Load("../../docker/config.yaml", env(map[string]string{
 		"OPENAI_API_KEY":                 "sk-test",
 		"TELEGRAM_BOT_TOKEN":             "123:abc",
 		"LOADOUT_TELEGRAM_ENABLED":       "true",
@@ -24,7 +27,7 @@ func TestImageConfigRunsTelegramFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg := tgOf(cfg); !tg.Enabled || tg.Token != "123:abc" || !slices.Equal(tg.AllowedUsers, []string{"12345"}) ||
+	if tg := cfg.Section(telegram.Kind()).(telegram.Config); !tg.Enabled || tg.Token != "123:abc" || !slices.Equal(tg.AllowedUsers, []string{"12345"}) ||
 		cfg.Store.Path != "/data/loadout.db" || cfg.HTTP.Listen != "0.0.0.0:8080" || cfg.LLM.APIKey != "sk-test" {
 		t.Fatalf("image config = %+v", cfg)
 	}
@@ -39,7 +42,7 @@ func TestImageConfigRunsTelegramFromEnvironment(t *testing.T) {
 		t.Fatalf("channels = %v, %v", chans, err)
 	}
 	// Without any variable the image still starts (and says what is missing).
-	if _, err := loadConfig("../../docker/config.yaml", env(nil)); err != nil {
+	if _, err := settings.Load("../../docker/config.yaml", env(nil)); err != nil {
 		t.Fatalf("image config without environment: %v", err)
 	}
 	// The Dockerfile uses that file and checks health with the binary.

@@ -18,6 +18,7 @@ import (
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/chat/openai"
+	"loadout/settings"
 )
 
 // fallbackKey is shaped like a Groq key, which no pattern of the log filter
@@ -25,7 +26,7 @@ import (
 const fallbackKey = "gsk_SecretFallbackKeyValue9876543210"
 
 func TestFallbacksConfig(t *testing.T) {
-	cfg, err := parseConfig([]byte(`llm:
+	cfg, err := settings.Parse([]byte(`llm:
   base_url: https://api.openai.com/v1
   api_key: sk-1
   fallbacks:
@@ -60,16 +61,16 @@ func TestFallbacksConfig(t *testing.T) {
 		"llm:\n  breaker:\n    cooldown: 1m\n    max_cooldown: 30s\n":                "llm.breaker.max_cooldown: must be at least llm.breaker.cooldown",
 		"llm:\n  max_tokens: -5\n":                                                   "llm.max_tokens: must be 0",
 	} {
-		if _, err := parseConfig([]byte(in), env(nil)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := settings.Parse([]byte(in), env(nil)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", in, err, want)
 		}
 	}
 	// OpenAI's service needs a key, a fallback's too.
-	cfg, err = parseConfig([]byte("llm:\n  api_key: sk-1\n  fallbacks:\n    - base_url: https://api.openai.com/v1\n"), env(nil))
+	cfg, err = settings.Parse([]byte("llm:\n  api_key: sk-1\n  fallbacks:\n    - base_url: https://api.openai.com/v1\n"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.requireLLM(); err == nil || !strings.Contains(err.Error(), "llm.fallbacks[0].api_key") {
+	if err := cfg.RequireLLM(); err == nil || !strings.Contains(err.Error(), "llm.fallbacks[0].api_key") {
 		t.Errorf("requireLLM = %v", err)
 	}
 }
@@ -184,7 +185,7 @@ telegram:
   api_endpoint: %q
   allowed_users: ["42"]
 `, primary.URL, fallback.URL, fallbackKey, filepath.Join(t.TempDir(), "loadout.db"), telegramtest.Token, tg.Endpoint())
-	cfg, err := parseConfig([]byte(raw), env(nil))
+	cfg, err := settings.Parse([]byte(raw), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"loadout/chat/chattest"
+	"loadout/settings"
 	"loadout/tools"
 )
 
@@ -50,7 +51,7 @@ func findRequests(t testing.TB) []findRequest {
 // fullApp is a deployment with every group: Google, exec, a skill.
 func fullApp(t testing.TB) *app {
 	t.Helper()
-	cfg, _ := parseConfig(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
+	cfg, _ := settings.Parse(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
 	cfg.Tools.Admins = []string{"console:local"} // an admin asks: custom_tools is theirs to find
 	dir := t.TempDir()
 	cfg.Store.Path = filepath.Join(dir, "x.db")
@@ -312,14 +313,14 @@ func TestFindToolsLoadsOnlyConfidentGroups(t *testing.T) {
 // skill, an admin: the core schemas and the group listing, as `loadout
 // tools` counts them, fit in 700 tokens, with every core tool there.
 func TestFirstTurnFitsIn700Tokens(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
+	cfg, _ := settings.Parse(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
 	dir := t.TempDir()
 	cfg.Store.Path = filepath.Join(dir, "x.db")
 	cfg.Tools.Admins = []string{"telegram:1"}
 	cfg.Skills.Dir = filepath.Join(dir, "skills")
 	os.MkdirAll(cfg.Skills.Dir, 0o700)
 	writeSkill(t, cfg.Skills.Dir)
-	cfg.Google = GoogleConfig{ClientID: "id.apps.googleusercontent.com", ClientSecret: "s", RedirectURL: "https://x.example/oauth/google/callback",
+	cfg.Google = settings.GoogleConfig{ClientID: "id.apps.googleusercontent.com", ClientSecret: "s", RedirectURL: "https://x.example/oauth/google/callback",
 		TokenKey: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}
 	a, err := buildApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"loadout/google/googletest"
 	"loadout/google/workspace"
+	"loadout/settings"
 	"loadout/tools"
 )
 
@@ -31,7 +32,7 @@ func TestEveryGoogleGroupConforms(t *testing.T) {
 	name := regexp.MustCompile(`^google_[a-z]+(_[a-z]+)?$`)
 	toolName := regexp.MustCompile(`^[a-z]+(_[a-z]+)+$`)
 	rng := rand.New(rand.NewPCG(28, 6))
-	groups := workspace.All(GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }})
+	groups := workspace.All(settings.GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }})
 	if len(groups) != 10 {
 		t.Fatalf("%d Workspace groups, want 10", len(groups))
 	}

@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"io"
-	"loadout/bridge"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"loadout/bridge"
+	"loadout/settings"
 )
 
 // startRun runs a.run on ln with chans in the background. The returned
@@ -43,9 +45,9 @@ func startRun(t *testing.T, a *app, ln net.Listener, chans []bridge.Channel) (st
 // of the test.
 func bareApp(t *testing.T) (*app, net.Listener) {
 	t.Helper()
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	cfg.HTTP.ShutdownGrace = settings.Duration(5 * time.Second)
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -57,3 +59,6 @@ func bareApp(t *testing.T) (*app, net.Listener) {
 	}
 	return a, ln
 }
+
+// env is a getenv of m.
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -18,6 +18,7 @@ import (
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/httpd"
+	"loadout/settings"
 )
 
 func TestHTTPServerLimits(t *testing.T) {
@@ -96,7 +97,7 @@ func TestTelegramWebhookRefusesOversizedUpdate(t *testing.T) {
 // Profiles are served only when http.pprof asks for them.
 func TestPprofOnlyWhenAsked(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		cfg, err := parseConfig(nil, env(map[string]string{"LOADOUT_HTTP_PPROF": strconv.FormatBool(on)}))
+		cfg, err := settings.Parse(nil, env(map[string]string{"LOADOUT_HTTP_PPROF": strconv.FormatBool(on)}))
 		if err != nil {
 			t.Fatal(err)
 		}

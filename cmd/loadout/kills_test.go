@@ -4,119 +4,91 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/discord/discordtest"
+	"loadout/bridge/email/emailtest"
 	"loadout/bridge/slack/slacktest"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/bridge/whatsapp/whatsapptest"
-	"loadout/chat/chattest"
 )
-
-// Kill-test sizes: several chats in flight at every kill.
-const (
-	killChats    = 6
-	killMessages = 5
-	killKills    = 10
-)
-
-// killedChannel is one channel under TestKillsFromOutsideQuarantineNothing:
-// its config section, how its messages reach the process, and what each
-// chat was answered.
-type killedChannel struct {
-	config string
-	// send hands message m of chat c to the process at addr (its HTTP
-	// listener), trying again, as the platform does, until it is taken.
-	send func(t *testing.T, addr string, c, m int)
-	// answers are the texts each chat was answered, in order.
-	answers func() [][]string
-	// ready, when set, reports whether the first process has reached the
-	// platform: people write only then.
-	ready func() bool
-}
 
 // Found by measuring: a process killed from outside (a deploy, a node
 // going away) was counted against whatever turns were in flight, so an
 // ordinary message in flight at three kills was set aside as if it had
-// ended the process itself. The process is killed ten times at random
-// moments with several chats in flight, on each channel: every message
-// is answered once, in order, and nothing is quarantined. (The poison
-// test in bridge shows a message that does end the process is still set
-// aside.)
+// ended the process itself. Each channel runs under bridgetest's kill
+// suite: loadout serve is killed ten times at random moments with
+// several chats in flight, and every message is answered once, in
+// order, and nothing is quarantined. (The poison test in bridge shows a
+// message that does end the process is still set aside.)
 func TestKillsFromOutsideQuarantineNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	for name, setup := range map[string]func(t *testing.T) killedChannel{
+	for name, setup := range map[string]func(t *testing.T) bridgetest.Killed{
 		"telegram": killedTelegram,
 		"slack":    killedSlack,
 		"discord":  killedDiscord,
 		"whatsapp": killedWhatsApp,
+		"email":    killedEmail,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			killRun(t, setup(t))
+			bridgetest.Kills(t, setup(t), serveConfig)
 		})
 	}
 }
 
-func killedTelegram(t *testing.T) killedChannel {
+// serveConfig is loadout serve on the config file at path, run by this
+// test binary as main.
+func serveConfig(_ testing.TB, path string) *exec.Cmd {
+	c := exec.Command(os.Args[0])
+	c.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=serve -config "+path)
+	return c
+}
+
+func killedTelegram(t *testing.T) bridgetest.Killed {
 	tg := telegramtest.New(t)
-	users := make([]string, killChats)
+	users := make([]string, bridgetest.KillChats)
 	for c := range users {
 		users[c] = strconv.Itoa(1000 + c)
 	}
-	// Every message is queued at once: ids 1..n in the order pushed. Each
-	// chat is a group, where every answer is a reply to its message.
-	ids := map[int][2]int{}
-	for m := range killMessages {
-		for c := range killChats {
-			id := tg.Push(telegramtest.Message{From: telegramtest.User{ID: int64(1000 + c)}, ChatID: int64(-1000 - c), ChatType: "group",
-				Text: fmt.Sprintf("@%s c%d m%d", telegramtest.BotUserName, c, m)})
-			ids[id] = [2]int{c, m}
-		}
-	}
-	return killedChannel{
-		config: fmt.Sprintf("telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [%s]\n"+
+	// Each chat is a group, where every answer is a reply to its message.
+	return bridgetest.Killed{
+		Config: fmt.Sprintf("telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [%s]\n"+
 			"  send_per_second: -1\n  send_per_chat_second: -1\n  send_per_group_minute: -1\n",
 			telegramtest.Token, tg.Endpoint(), strings.Join(users, ", ")),
-		send: func(*testing.T, string, int, int) {},
-		answers: func() [][]string {
-			out := make([][]string, killChats)
+		// Telegram keeps what was sent until the bot polls for it.
+		Send: func(_ testing.TB, _ string, c int, text string) {
+			tg.Push(telegramtest.Message{From: telegramtest.User{ID: int64(1000 + c)}, ChatID: int64(-1000 - c), ChatType: "group",
+				Text: "@" + telegramtest.BotUserName + " " + text})
+		},
+		Answers: func() [][]string {
+			out := make([][]string, bridgetest.KillChats)
 			for _, s := range tg.Sent() {
-				if cm, ok := ids[s.ReplyTo]; ok {
-					out[cm[0]] = append(out[cm[0]], s.Text)
-				} else {
-					out[-int(s.ChatID)-1000] = append(out[-int(s.ChatID)-1000], s.Text)
-				}
+				out[-int(s.ChatID)-1000] = append(out[-int(s.ChatID)-1000], s.Text)
 			}
 			return out
 		},
 	}
 }
 
-func killedSlack(t *testing.T) killedChannel {
+func killedSlack(t *testing.T) bridgetest.Killed {
 	fake := slacktest.NewServer(t)
 	const secret = "signing-secret-for-kills"
-	return killedChannel{
-		config: fmt.Sprintf("slack:\n  enabled: true\n  mode: events\n  bot_token: xoxb-kills\n  signing_secret: %s\n  api_url: %q\n"+
+	return bridgetest.Killed{
+		Config: fmt.Sprintf("slack:\n  enabled: true\n  mode: events\n  bot_token: xoxb-kills\n  signing_secret: %s\n  api_url: %q\n"+
 			"  allowed_users: [UOWNER]\n  send_per_channel_second: -1\n", secret, fake.APIURL),
-		send: func(t *testing.T, addr string, c, m int) {
-			e := slacktest.DM(fmt.Sprintf("D%d", c), "UOWNER", fmt.Sprintf("c%d m%d", c, m), fmt.Sprintf("%d.%06d", 100+m, c))
+		Send: func(t testing.TB, addr string, c int, text string) {
+			var m int
+			fmt.Sscanf(text, "c%d m%d", &c, &m)
+			e := slacktest.DM(fmt.Sprintf("D%d", c), "UOWNER", text, fmt.Sprintf("%d.%06d", 100+m, c))
 			body, err := json.Marshal(slacktest.Callback(fmt.Sprintf("Ev%d-%d", c, m), e))
 			if err != nil {
 				t.Error(err)
@@ -140,10 +112,10 @@ func killedSlack(t *testing.T) killedChannel {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			t.Errorf("event c%d m%d was never taken", c, m)
+			t.Errorf("event %q was never taken", text)
 		},
-		answers: func() [][]string {
-			out := make([][]string, killChats)
+		Answers: func() [][]string {
+			out := make([][]string, bridgetest.KillChats)
 			for c := range out {
 				out[c] = fake.Messages(fmt.Sprintf("D%d", c))
 			}
@@ -152,24 +124,23 @@ func killedSlack(t *testing.T) killedChannel {
 	}
 }
 
-func killedDiscord(t *testing.T) killedChannel {
+func killedDiscord(t *testing.T) bridgetest.Killed {
 	dc := discordtest.New(t)
-	users := make([]string, killChats)
+	users := make([]string, bridgetest.KillChats)
 	for c := range users {
 		users[c] = strconv.Itoa(100 + c)
 	}
-	return killedChannel{
-		config: fmt.Sprintf("discord:\n  enabled: true\n  token: %q\n  api_url: %q\n  allowed_users: [%s]\n  send_per_channel_second: -1\n",
+	return bridgetest.Killed{
+		Config: fmt.Sprintf("discord:\n  enabled: true\n  token: %q\n  api_url: %q\n  allowed_users: [%s]\n  send_per_channel_second: -1\n",
 			discordtest.Token, dc.APIURL, strings.Join(users, ", ")),
 		// Discord does not deliver again what was sent while the process
 		// was down: the channel reads it back at its next start.
-		send: func(_ *testing.T, _ string, c, m int) {
-			dc.Post(discordtest.Message{Author: discordtest.User{ID: users[c], Name: "p" + users[c]}, Channel: dc.DM(users[c]),
-				Content: fmt.Sprintf("c%d m%d", c, m)})
+		Send: func(_ testing.TB, _ string, c int, text string) {
+			dc.Post(discordtest.Message{Author: discordtest.User{ID: users[c], Name: "p" + users[c]}, Channel: dc.DM(users[c]), Content: text})
 			time.Sleep(time.Duration(c*7) * time.Millisecond)
 		},
-		answers: func() [][]string {
-			out := make([][]string, killChats)
+		Answers: func() [][]string {
+			out := make([][]string, bridgetest.KillChats)
 			for c := range out {
 				for _, s := range dc.Sent(dc.DM(users[c])) {
 					out[c] = append(out[c], s.Content)
@@ -177,24 +148,29 @@ func killedDiscord(t *testing.T) killedChannel {
 			}
 			return out
 		},
-		ready: dc.Connected,
+		Ready:     dc.Connected,
+		WhileDown: true,
+		Check: func(t *testing.T, log string) {
+			if !strings.Contains(log, "read back messages sent while disconnected") {
+				t.Error("no process read back what was sent while it was down")
+			}
+		},
 	}
 }
 
-func killedWhatsApp(t *testing.T) killedChannel {
+func killedWhatsApp(t *testing.T) bridgetest.Killed {
 	wa := whatsapptest.New(t)
-	numbers := make([]string, killChats)
+	numbers := make([]string, bridgetest.KillChats)
 	for c := range numbers {
 		numbers[c] = fmt.Sprintf("+1555000%04d", c)
 	}
-	return killedChannel{
-		config: fmt.Sprintf("whatsapp:\n  enabled: true\n  access_token: %s\n  phone_number_id: %q\n  app_secret: %s\n  verify_token: %s\n"+
+	return bridgetest.Killed{
+		Config: fmt.Sprintf("whatsapp:\n  enabled: true\n  access_token: %s\n  phone_number_id: %q\n  app_secret: %s\n  verify_token: %s\n"+
 			"  api_url: %q\n  allowed_numbers: [\"%s\"]\n", whatsapptest.Token, whatsapptest.PhoneNumberID, whatsapptest.AppSecret,
 			whatsapptest.VerifyToken, wa.APIURL, strings.Join(numbers, `", "`)),
 		// Meta delivers a notification again until it is answered 200.
-		send: func(t *testing.T, addr string, c, m int) {
-			_, body := wa.Body(whatsapptest.Message{From: strings.TrimPrefix(numbers[c], "+"), ID: fmt.Sprintf("wamid.c%dm%d", c, m),
-				Text: fmt.Sprintf("c%d m%d", c, m)})
+		Send: func(t testing.TB, addr string, c int, text string) {
+			_, body := wa.Body(whatsapptest.Message{From: strings.TrimPrefix(numbers[c], "+"), ID: "wamid." + strings.ReplaceAll(text, " ", ""), Text: text})
 			sig := whatsapptest.Sign(whatsapptest.AppSecret, body)
 			client := &http.Client{Timeout: 3 * time.Second}
 			deadline := time.Now().Add(2 * time.Minute)
@@ -210,10 +186,10 @@ func killedWhatsApp(t *testing.T) killedChannel {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			t.Errorf("message c%d m%d was never taken", c, m)
+			t.Errorf("message %q was never taken", text)
 		},
-		answers: func() [][]string {
-			out := make([][]string, killChats)
+		Answers: func() [][]string {
+			out := make([][]string, bridgetest.KillChats)
 			for c := range out {
 				out[c] = wa.Texts(strings.TrimPrefix(numbers[c], "+"))
 			}
@@ -222,161 +198,53 @@ func killedWhatsApp(t *testing.T) killedChannel {
 	}
 }
 
-// killRun runs loadout serve on ch, kills it killKills times at random
-// moments and starts it again at once, then checks each chat's answers.
-func killRun(t *testing.T, ch killedChannel) {
-	dir := t.TempDir()
-	model := chattest.NewModelServer(t)
-	model.Forget = true
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
-	var rmu sync.Mutex
-	model.Script = func(req goopenai.ChatCompletionRequest) chattest.Step {
-		asked := ""
-		for _, m := range req.Messages {
-			if m.Role == "user" {
-				asked = m.Content
+func killedEmail(t *testing.T) bridgetest.Killed {
+	srv := emailtest.New(t, emailtest.Options{})
+	people := make([]string, bridgetest.KillChats)
+	for c := range people {
+		people[c] = fmt.Sprintf("p%d@example.org", c)
+	}
+	var ids atomic.Int64
+	return bridgetest.Killed{
+		Config: fmt.Sprintf("email:\n  enabled: true\n  address: %s\n  password: %s\n  imap_url: %s\n  smtp_url: %s\n"+
+			"  trusted_authserv_id: %s\n  allowed_senders: [%s]\n", emailtest.Address, emailtest.Password, srv.IMAPURL(), srv.SMTPURL(),
+			emailtest.AuthservID, strings.Join(people, ", ")),
+		// The mailbox keeps what arrives while nobody reads it. Each chat
+		// is one thread.
+		Send: func(t testing.TB, _ string, c int, text string) {
+			srv.Deliver(t, emailtest.Mail{From: people[c], ID: fmt.Sprintf("m%d@example.org", ids.Add(1)), Subject: "Re: thread",
+				References: []string{fmt.Sprintf("thread-%d@example.org", c)}, Text: text, Auth: emailtest.Pass("example.org")})
+		},
+		// A part whose sending a kill cut after the SMTP server took it,
+		// but before the process could record that, goes again with the
+		// same Message-ID, which mail stores and clients show once.
+		Answers: func() [][]string {
+			out := make([][]string, bridgetest.KillChats)
+			bodies := map[string]string{}
+			for _, s := range srv.Sent() {
+				c := slices.Index(people, s.To)
+				if body, ok := bodies[s.ID]; ok || c < 0 {
+					if ok && body != s.Body() {
+						t.Errorf("two messages with Message-ID %s: %q and %q", s.ID, body, s.Body())
+					}
+					continue
+				}
+				bodies[s.ID] = s.Body()
+				out[c] = append(out[c], s.Body())
 			}
-		}
-		rmu.Lock()
-		delay := time.Duration(200+rng.IntN(400)) * time.Millisecond
-		rmu.Unlock()
-		asked = strings.TrimSpace(strings.TrimPrefix(asked, "@"+telegramtest.BotUserName))
-		return chattest.Step{Text: "Answer to " + asked, Delay: delay}
-	}
-	addr := freePort(t)
-	path := filepath.Join(dir, "config.yaml")
-	cfg := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-kills\nstore:\n  path: %s\nhttp:\n  listen: %s\n  metrics: false\nlog:\n  level: info\n%s",
-		model.URL, filepath.Join(dir, "loadout.db"), addr, ch.config)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu   sync.Mutex
-		cmd  *exec.Cmd
-		done chan struct{} // closed when cmd has exited
-		logs bytes.Buffer
-	)
-	start := func() {
-		c := exec.Command(os.Args[0])
-		c.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=serve -config "+path)
-		c.Stderr = &lockedWriter{mu: &mu, w: &logs}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { c.Wait(); close(exited) }()
-		mu.Lock()
-		cmd, done = c, exited
-		mu.Unlock()
-		t.Cleanup(func() { c.Process.Kill(); <-exited })
-	}
-	start()
-	if ch.ready != nil {
-		chattest.Eventually(t, "the first process to reach the platform", ch.ready)
-	}
-	// Each chat's person writes in order, each message once the one
-	// before was taken; the chats write at once.
-	var senders sync.WaitGroup
-	for c := range killChats {
-		senders.Go(func() {
-			for m := range killMessages {
-				ch.send(t, addr, c, m)
+			return out
+		},
+		Ready:     func() bool { return srv.Connections() > 0 },
+		WhileDown: true,
+		Check: func(t *testing.T, log string) {
+			if !strings.Contains(log, "read back messages that arrived while disconnected") {
+				t.Error("no process read back what arrived while it was down")
 			}
-		})
+			for _, m := range srv.Mailbox(t, "INBOX") {
+				if !m.Seen {
+					t.Errorf("message %d was left unseen", m.UID)
+				}
+			}
+		},
 	}
-	answered := func() int {
-		n := 0
-		for _, a := range ch.answers() {
-			n += len(a)
-		}
-		return n
-	}
-	total := killChats * killMessages
-	kills := 0
-	deadline := time.Now().Add(3 * time.Minute)
-	for answered() < total || kills < killKills {
-		if time.Now().After(deadline) {
-			mu.Lock()
-			t.Fatalf("after 3 minutes and %d kills, %d of %d messages are answered:\n%q\n%s", kills, answered(), total, ch.answers(), logs.String())
-		}
-		if kills < killKills {
-			// A random moment, unrelated to what the process is doing.
-			rmu.Lock()
-			wait := time.Duration(20+rng.IntN(500)) * time.Millisecond
-			rmu.Unlock()
-			time.Sleep(wait)
-			mu.Lock()
-			cmd.Process.Signal(syscall.SIGKILL)
-			exited := done
-			mu.Unlock()
-			<-exited
-			kills++
-			start()
-			continue
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	senders.Wait()
-	time.Sleep(time.Second) // anything sent twice arrives now
-	mu.Lock()
-	log := logs.String()
-	mu.Unlock()
-	if strings.Contains(log, "quarantine") {
-		t.Errorf("a message was quarantined:\n%s", grepLines(log, "quarantine"))
-	}
-	if d := os.Getenv("LOADOUT_TEST_KILL_LOG"); d != "" {
-		os.WriteFile(d, []byte(log), 0o600)
-	}
-	doubled := 0
-	for c, got := range ch.answers() {
-		var want []string
-		for m := range killMessages {
-			want = append(want, fmt.Sprintf("Answer to c%d m%d", c, m))
-		}
-		// A part the platform took as the process died, before it could
-		// hear so, goes again after the restart: the one repeat no
-		// channel can rule out, and never more than once a kill.
-		once := slices.Compact(slices.Clone(got))
-		doubled += len(got) - len(once)
-		if strings.Join(once, "\n") != strings.Join(want, "\n") {
-			t.Errorf("chat %d was answered %q, want %q", c, got, want)
-		}
-	}
-	if doubled > kills {
-		t.Errorf("%d answers went twice in %d kills", doubled, kills)
-	}
-	t.Logf("%d messages in %d chats, %d kills; %d answers sent again after a kill", total, killChats, kills, doubled)
-}
-
-// lockedWriter writes to w under mu: the logs of one life and the next
-// may overlap for a moment.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func grepLines(text, word string) string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, word) {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-// freePort is a loopback address nothing listens on now.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

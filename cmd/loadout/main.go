@@ -11,7 +11,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -21,16 +20,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
 	"loadout/bridge/console"
-	"loadout/chat/openai"
 	"loadout/httpd"
 	"loadout/logs"
 	"loadout/proc"
+	"loadout/settings"
 	"loadout/store"
 	"loadout/tools/pdf"
 	"loadout/tools/shell"
@@ -70,7 +68,7 @@ type command struct {
 // cli is what a command runs with once its flags are parsed and its
 // config loaded.
 type cli struct {
-	cfg    Config
+	cfg    settings.Config
 	log    *slog.Logger
 	stdin  io.Reader
 	stdout io.Writer
@@ -84,7 +82,7 @@ type cli struct {
 func commands() []command {
 	var user, healthURL string
 	return []command{
-		{name: "serve", summary: "Run every enabled channel (" + channelNames("", "and") + ") and the HTTP server until interrupted.",
+		{name: "serve", summary: "Run every enabled channel (" + settings.ChannelKinds().Names("", "and") + ") and the HTTP server until interrupted.",
 			run: func(ctx context.Context, c *cli) error { return serve(ctx, c.cfg, c.log) }},
 		{name: "chat", summary: "Talk to the assistant in this terminal; /help lists the commands, /quit ends.",
 			run: chatREPL},
@@ -92,7 +90,7 @@ func commands() []command {
 			run: func(ctx context.Context, c *cli) error { return printTools(ctx, c.cfg, c.log, c.stdout) }},
 		{name: "google login", summary: "Connect a Google account for a chat user, from this terminal.",
 			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&user, "user", "", "chat user to connect, as channel:id, e.g. console:local ("+exampleUser()+")")
+				fs.StringVar(&user, "user", "", "chat user to connect, as channel:id, e.g. console:local ("+settings.ChannelKinds().ExampleUser()+")")
 			},
 			run: func(ctx context.Context, c *cli) error { return googleLogin(ctx, c.cfg, c.log, user, c.stdout) }},
 		{name: "mcp login", arg: "server", summary: "Sign in to an MCP server with auth: operator, for everyone, from this terminal.",
@@ -186,62 +184,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !store.Available {
 		return store.ErrNoSQLite
 	}
-	path := configPath(*configFlag, getenv)
-	cfg, err := loadConfig(path, getenv)
+	path := settings.Path(*configFlag, getenv)
+	cfg, err := settings.Load(path, getenv)
 	if errors.Is(err, fs.ErrNotExist) && *configFlag == "" && getenv("LOADOUT_CONFIG") == "" {
 		// No file named anywhere and none here: defaults and LOADOUT_*
 		// variables, as a container runs.
 		path = ""
-		cfg, err = parseConfig(nil, getenv)
+		cfg, err = settings.Parse(nil, getenv)
 	}
 	if err != nil {
 		return err
 	}
 	c := &cli{cfg: cfg, log: newLogger(cfg, stderr), stdin: stdin, stdout: stdout, stderr: stderr, configPath: path, arg: arg}
 	if cmd.name == "serve" {
-		logStartup(c.log, cmd.name, path, cfg)
+		c.log.Info("loadout starting", cfg.Startup(cmd.name, path)...)
 	}
 	return cmd.run(ctx, c)
-}
-
-// logStartup says what this process is about to use: the config file, the
-// model and its server (host only: a URL may carry credentials), the
-// channels. It never logs a secret.
-func logStartup(log *slog.Logger, cmd, path string, cfg Config) {
-	var chans []string
-	switch cmd {
-	case "chat":
-		chans = []string{"console"}
-	case "serve":
-		for _, k := range cfg.enabledChannels() {
-			chans = append(chans, k.Describe(cfg.section(k)))
-		}
-	}
-	if len(chans) == 0 {
-		chans = []string{"none"}
-	}
-	host := openai.Host(cfg.LLM.BaseURL)
-	var fallbacks []string
-	for _, f := range cfg.LLM.Failover.Fallbacks {
-		fallbacks = append(fallbacks, openai.Host(f.BaseURL)+" ("+cmp.Or(f.Model, cfg.model())+")")
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	if path == "" {
-		abs = "(none: defaults and LOADOUT_* variables)"
-	}
-	voiceNotes := "off (set voice.transcription_model to hear them)"
-	if cfg.Voice.Enabled() {
-		voiceNotes = cfg.Voice.TranscriptionModel + ", answers spoken: " + cmp.Or(cfg.Voice.Reply, "never")
-	}
-	attrs := []any{"command", cmd, "config", abs, "model", cfg.model(), "llm_host", host}
-	if len(fallbacks) > 0 {
-		attrs = append(attrs, "llm_fallbacks", strings.Join(fallbacks, ", "))
-	}
-	attrs = append(attrs, "channels", strings.Join(chans, ", "), "google", cfg.Google.Configured(), "voice_notes", voiceNotes, "store", cfg.Store.Path)
-	log.Info("loadout starting", attrs...)
 }
 
 // findCommand matches the longest command name at the start of args and
@@ -296,8 +254,8 @@ func help(args []string, stdout, stderr io.Writer) error {
 }
 
 // newLogger writes cfg.Log's level and format to w, with every secret
-// cfg declares (Config.secrets) and anything shaped like a credential,
+// cfg declares (settings.Config.Secrets) and anything shaped like a credential,
 // the channels' shapes included, taken out.
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.secrets(), channelShapes())
+func newLogger(cfg settings.Config, w io.Writer) *slog.Logger {
+	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.Secrets(), settings.ChannelKinds().Shapes())
 }

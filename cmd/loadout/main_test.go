@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"loadout/chat/chattest"
+	"loadout/settings"
 	"loadout/store"
 	"loadout/tools"
 )
@@ -138,7 +139,7 @@ func TestToolsCommandPrintsTotals(t *testing.T) {
 }
 
 func TestToolReportArithmetic(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/store"
@@ -34,7 +35,7 @@ func replicas(t *testing.T, n int, tg *telegramtest.Server, model *chattest.Mode
 	}
 	var addrs []string
 	for r := range n {
-		addr := freePort(t)
+		addr := bridgetest.FreeAddr(t)
 		addrs = append(addrs, addr)
 		cfg := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  driver: postgres\n  dsn: %q\n  path: %s\n"+
 			"http:\n  listen: %s\n  shutdown_grace: 2s\nlog:\n  level: warn\n"+

@@ -15,6 +15,7 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/chat/chattest"
 	"loadout/chat/openai"
+	"loadout/settings"
 )
 
 // Secrets used below; each must never reach a log line.
@@ -35,8 +36,8 @@ const (
 var allSecrets = []string{tgToken, slackBot, slackApp, signing, llmKey, clientSecret, tokenKey, googleAccess, googleRefr, voiceKey,
 	"AAHk2m9SecretTelegramTokenValue_x1", fallbackKey, uiToken}
 
-func secretConfig() Config {
-	cfg, _ := parseConfig(nil, env(nil))
+func secretConfig() settings.Config {
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.LLM.APIKey = llmKey
 	cfg.Channels["telegram"] = telegram.Config{Token: tgToken}
 	cfg.Channels["slack"] = slack.Config{BotToken: slackBot, AppToken: slackApp, SigningSecret: signing}

@@ -51,7 +51,7 @@ func TestDutiesMoveWhenTheirHolderIsKilledOnPostgres(t *testing.T) {
 			"discord:\n  enabled: true\n  token: %q\n  api_url: %q\n  allowed_users: [%q]\n  send_per_channel_second: -1\n"+
 			"email:\n  enabled: true\n  address: %s\n  password: %s\n  imap_url: imap://%s\n  smtp_url: smtp://%s\n"+
 			"  allowed_senders: [%s]\n  trusted_authserv_id: %s\n",
-			model.URL, filepath.Join(dir, "data", "x.db"), dsn, freePort(t), discordtest.Token, dc.APIURL, ana,
+			model.URL, filepath.Join(dir, "data", "x.db"), dsn, bridgetest.FreeAddr(t), discordtest.Token, dc.APIURL, ana,
 			emailtest.Address, emailtest.Password, mail.IMAPAddr, mail.SMTPAddr, anaMail, emailtest.AuthservID)
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
@@ -91,7 +91,7 @@ func TestDutiesMoveWhenTheirHolderIsKilledOnPostgres(t *testing.T) {
 	two := start("two")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the first process logged:\n%s\nthe second:\n%s", tailOf(one.logs.String(), 3000), tailOf(two.logs.String(), 5000))
+			t.Logf("the first process logged:\n%s\nthe second:\n%s", bridgetest.Tail(one.logs.String(), 3000), bridgetest.Tail(two.logs.String(), 5000))
 		}
 	})
 	bridgetest.Await(t, "the second process to start its channels", func() bool { return strings.Contains(two.logs.String(), "discord channel ready") })
@@ -129,11 +129,4 @@ func TestDutiesMoveWhenTheirHolderIsKilledOnPostgres(t *testing.T) {
 	if !slices.Equal(gotDM, wantDM) || !slices.Equal(gotMail, wantMail) {
 		t.Fatalf("answered on Discord\n%q\nand by mail\n%q\nwant each message once, in order:\n%q\n%q", gotDM, gotMail, wantDM, wantMail)
 	}
-}
-
-func tailOf(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

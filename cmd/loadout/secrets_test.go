@@ -19,6 +19,7 @@ import (
 
 	"loadout/chat/chattest"
 	"loadout/config"
+	"loadout/settings"
 	"loadout/tools/mcp/mcptest"
 )
 
@@ -39,7 +40,7 @@ const (
 
 // urlSecretsConfig is a config whose URLs, DSN and MCP servers carry
 // credentials, with the console on.
-func urlSecretsConfig(t *testing.T, dsn string) Config {
+func urlSecretsConfig(t *testing.T, dsn string) settings.Config {
 	t.Helper()
 	raw := fmt.Sprintf(`ui:
   enabled: true
@@ -64,7 +65,7 @@ mcp:
       env:
         SERVICE_TOKEN: %s
 `, dsn, llmURLPass, fbURLPass, braveKey, mcpQueryKey, mcpHeader, filepath.Join(t.TempDir(), "absent"), mcpArgToken, mcpArgURLPass, mcpEnvToken)
-	cfg, err := parseConfig([]byte(raw), env(nil))
+	cfg, err := settings.Parse([]byte(raw), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,16 +251,16 @@ func (f *filler) fill(v reflect.Value) {
 	}
 }
 
-// filledConfig is a Config, every channel's section included, filled.
-func filledConfig(t *testing.T) Config {
+// filledConfig is a settings.Config, every channel's section included, filled.
+func filledConfig(t *testing.T) settings.Config {
 	t.Helper()
-	cfg, err := parseConfig(nil, env(nil))
+	cfg, err := settings.Parse(nil, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var f filler
 	f.fill(reflect.ValueOf(&cfg).Elem())
-	for _, k := range channelKinds() {
+	for _, k := range settings.ChannelKinds() {
 		s := reflect.New(k.ConfigType()).Elem()
 		f.fill(s)
 		cfg.Channels[k.Name()] = s.Interface()
@@ -276,13 +277,13 @@ func filledConfig(t *testing.T) Config {
 // map's values and the variables tools.custom_secrets names.
 func TestEveryCredentialOfTheConfigIsDeclared(t *testing.T) {
 	cfg := filledConfig(t)
-	for _, miss := range undeclared(cfg.entries()) {
+	for _, miss := range undeclared(cfg.Entries()) {
 		t.Error(miss)
 	}
 	// What fill wrote inside a URL or after a credential flag.
 	carried := regexp.MustCompile(`passw0rd\d+x|qkey\d+xyz|argtok\d+xyz`)
 	var secrets, lines []string
-	for _, e := range cfg.entries() {
+	for _, e := range cfg.Entries() {
 		switch e.Secrecy {
 		case config.Whole:
 			secrets = append(secrets, valuesOf(e.Value)...)
@@ -308,7 +309,7 @@ func TestEveryCredentialOfTheConfigIsDeclared(t *testing.T) {
 		log.Error("calling "+l+" failed", "value", l)
 	}
 	var page strings.Builder
-	for _, s := range cfg.settings() {
+	for _, s := range cfg.Settings() {
 		fmt.Fprintf(&page, "%s=%s\n", s.Key, s.Value)
 	}
 	for _, s := range secrets {
@@ -349,8 +350,8 @@ func valuesOf(v reflect.Value) []string {
 // not declare fails the walk, which names each key.
 func TestAnUndeclaredCredentialIsNamed(t *testing.T) {
 	type leaky struct {
-		Config `yaml:",inline"`
-		Extra  struct {
+		settings.Config `yaml:",inline"`
+		Extra           struct {
 			Name     string            `yaml:"name"`
 			APIToken string            `yaml:"api_token"`
 			HookURL  string            `yaml:"hook_url"`

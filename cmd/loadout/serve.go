@@ -14,6 +14,7 @@ import (
 
 	"loadout/bridge"
 	"loadout/httpd"
+	"loadout/settings"
 	"loadout/store"
 	"loadout/tools"
 
@@ -22,8 +23,8 @@ import (
 
 // serve runs every enabled channel and the HTTP server until ctx is done,
 // then lets in-flight turns finish for http.shutdown_grace.
-func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	if err := cfg.requireLLM(); err != nil {
+func serve(ctx context.Context, cfg settings.Config, log *slog.Logger) error {
+	if err := cfg.RequireLLM(); err != nil {
 		return err
 	}
 	// Start-up's allocations are nearly all garbage once it is over (see
@@ -47,7 +48,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	if len(chans) == 0 {
-		log.Warn(noChannels())
+		log.Warn(settings.NoChannels())
 	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
@@ -70,7 +71,12 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) 
 		return nil
 	})
 	// One process runs the scheduler when several share a database.
-	g.Go(func() error { return quiet(ctx, a.exclusive.Do(ctx, "scheduler", a.scheduler.Run)) })
+	g.Go(func() error {
+		if err := a.exclusive.Do(ctx, "scheduler", a.scheduler.Run); ctx.Err() == nil {
+			return err
+		}
+		return nil // only ctx ending
+	})
 	g.Go(func() error { a.runMCP(ctx)(); return nil })
 	for _, c := range chans {
 		g.Go(func() error {
@@ -84,8 +90,8 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) 
 	}
 	go a.settle(ctx)
 	<-ctx.Done()
-	a.log.Info("shutting down", "grace", a.cfg.grace())
-	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.grace())
+	a.log.Info("shutting down", "grace", a.cfg.Grace())
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.Grace())
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
@@ -138,17 +144,9 @@ func startCollector() (restore func()) {
 // settleWithin bounds settle's wait for the channels to connect.
 const settleWithin = 30 * time.Second
 
-// quiet is err, unless it is only ctx ending.
-func quiet(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
 // printTools prints each group's tool count and schema tokens, the core
 // tools, and the first-turn payload of both routing modes.
-func printTools(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) error {
+func printTools(ctx context.Context, cfg settings.Config, log *slog.Logger, out io.Writer) error {
 	a, err := buildApp(ctx, cfg, log, true)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"loadout/google/googletest"
 	"loadout/google/workspace"
+	"loadout/settings"
 	"loadout/tools"
 )
 
@@ -91,7 +92,7 @@ func workspaceOnFake(t *testing.T) (*googletest.API, *tools.Registry, context.Co
 		api.Handle(m+" /*", fakeGoogleAnswer)
 	}
 	reg := tools.NewRegistry()
-	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
+	for _, build := range workspace.All(settings.GoogleConfig{}, workspace.Deps{Save: func(_ context.Context, name string, _ []byte) (string, error) { return name, nil }}) {
 		g := build.New(api.Client())
 		if err := reg.AddGroup(g.Group, g.Tools...); err != nil {
 			t.Fatal(err)
@@ -328,7 +329,7 @@ func TestEveryConfirmableToolHasItsSummaryChecked(t *testing.T) {
 		"memory":          "tools/memory:TestMemorySummaryShowsTheTextWhole",
 		"scheduled_tasks": "tools/schedule:TestScheduleSummaryShowsThePromptWhole",
 	}
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	cfg.Exec.Enabled, cfg.Exec.Allow = true, []string{"echo"}
 	a, err := newApp(context.Background(), cfg, quietLog())
@@ -337,7 +338,7 @@ func TestEveryConfirmableToolHasItsSummaryChecked(t *testing.T) {
 	}
 	defer a.db.Close()
 	inWorkspace := map[string]bool{}
-	for _, build := range workspace.All(GoogleConfig{}, workspace.Deps{}) {
+	for _, build := range workspace.All(settings.GoogleConfig{}, workspace.Deps{}) {
 		for _, tl := range build.New(workspace.Unconfigured{}).Tools {
 			inWorkspace[tl.Name] = true
 		}

@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"loadout/chat"
+	"loadout/settings"
 )
 
 // With ui.enabled, serve's mux has the console: /login answers, a page
 // sends an anonymous visitor there, /web answers in the console chat
 // with a link, and channels get the console as bridge.Env.Web.
 func TestServeWithUI(t *testing.T) {
-	cfg, err := parseConfig([]byte("ui:\n  enabled: true\n  admin_token: ${TOKEN}\n"), env(map[string]string{"TOKEN": "a-long-operator-token-123"}))
+	cfg, err := settings.Parse([]byte("ui:\n  enabled: true\n  admin_token: ${TOKEN}\n"), env(map[string]string{"TOKEN": "a-long-operator-token-123"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestServeWithUI(t *testing.T) {
 		t.Fatalf("/web: %q", reply.Text)
 	}
 	var settings []string
-	for _, s := range cfg.settings() {
+	for _, s := range cfg.Settings() {
 		settings = append(settings, s.Key+"="+s.Value)
 	}
 	all := strings.Join(settings, "\n")
@@ -77,12 +78,12 @@ func TestServeWithUI(t *testing.T) {
 // ui.enabled without a usable token is an error naming the key.
 func TestUIConfigChecked(t *testing.T) {
 	for _, raw := range []string{"ui:\n  enabled: true\n", "ui:\n  enabled: true\n  admin_token: short\n"} {
-		_, err := parseConfig([]byte(raw), env(nil))
+		_, err := settings.Parse([]byte(raw), env(nil))
 		if err == nil || !strings.Contains(err.Error(), "ui.admin_token") {
 			t.Errorf("%q: %v", raw, err)
 		}
 	}
-	_, err := parseConfig([]byte("ui:\n  enabled: true\n  admin_token: a-long-operator-token-123\n  base_url: not a url\n  session_ttl: 1s\n"), env(nil))
+	_, err := settings.Parse([]byte("ui:\n  enabled: true\n  admin_token: a-long-operator-token-123\n  base_url: not a url\n  session_ttl: 1s\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "ui.base_url") || !strings.Contains(err.Error(), "ui.session_ttl") {
 		t.Errorf("bad base_url and session_ttl: %v", err)
 	}

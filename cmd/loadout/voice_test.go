@@ -8,6 +8,7 @@ import (
 
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/settings"
 	"loadout/voice/voicetest"
 )
 
@@ -60,11 +61,11 @@ func TestVoiceConfigErrorsNameTheKey(t *testing.T) {
 		"voice:\n  transcription_model: w\n  base_url: nope\n":    "voice.base_url",
 		"voice:\n  transcription_model: w\n  keep_audio: maybe\n": "voice.keep_audio",
 	} {
-		if _, err := parseConfig([]byte(in), env(nil)); err == nil || !strings.Contains(err.Error(), key) {
+		if _, err := settings.Parse([]byte(in), env(nil)); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", in, err, key)
 		}
 	}
-	cfg, err := parseConfig(nil, env(map[string]string{"LOADOUT_VOICE_KEEP_AUDIO": "false", "LOADOUT_VOICE_MAX_BYTES": "1000"}))
+	cfg, err := settings.Parse(nil, env(map[string]string{"LOADOUT_VOICE_KEEP_AUDIO": "false", "LOADOUT_VOICE_MAX_BYTES": "1000"}))
 	if err != nil || cfg.Voice.KeepAudio == nil || *cfg.Voice.KeepAudio || cfg.Voice.MaxBytes != 1000 {
 		t.Fatalf("from the environment: %+v, %v", cfg.Voice, err)
 	}

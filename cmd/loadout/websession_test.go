@@ -19,6 +19,7 @@ import (
 	"loadout/bridge/webui"
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/settings"
 )
 
 // webServe runs loadout as serve does, with the console, the browser
@@ -35,7 +36,7 @@ func webServe(t *testing.T, tg *telegramtest.Server, model *chattest.ModelServer
 		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [%s]\n"+
 		"ui:\n  enabled: true\n  admin_token: a-long-operator-token-123\n  base_url: %s\nwebui:\n  enabled: true\n",
 		model.URL, db, telegramtest.Token, tg.Endpoint(), users, base)
-	cfg, err := parseConfig([]byte(raw), env(nil))
+	cfg, err := settings.Parse([]byte(raw), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"loadout/bridge/webui"
 	"loadout/bridge/webui/webuitest"
 	"loadout/chat/chattest"
+	"loadout/settings"
 )
 
 // serve with webui.enabled builds the browser chat from its section,
@@ -26,7 +27,7 @@ func TestTheBrowserChatInServe(t *testing.T) {
 	model := chattest.NewModelServer(t)
 	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  shutdown_grace: 5s\nwebui:\n  enabled: true\n  max_upload_mb: 2\n",
 		model.URL, filepath.Join(t.TempDir(), "loadout.db"))
-	cfg, err := parseConfig([]byte(raw), env(nil))
+	cfg, err := settings.Parse([]byte(raw), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +116,10 @@ func TestTheBrowserChatIsAbsentWhenDisabled(t *testing.T) {
 // the -user example never offers "webui:…" as one; serve's help lists
 // the channel.
 func TestWebuiIsNoUserKeysPrefix(t *testing.T) {
-	if got := exampleUser(); strings.Contains(got, "webui") || !strings.Contains(got, "telegram:…") {
-		t.Fatalf("exampleUser() = %q", got)
+	if got := settings.ChannelKinds().ExampleUser(); strings.Contains(got, "webui") || !strings.Contains(got, "telegram:…") {
+		t.Fatalf("settings.ChannelKinds().ExampleUser() = %q", got)
 	}
-	if got := channelNames("", "and"); !strings.HasSuffix(got, "and webui") {
+	if got := settings.ChannelKinds().Names("", "and"); !strings.HasSuffix(got, "and webui") {
 		t.Fatalf("channelNames = %q", got)
 	}
 }

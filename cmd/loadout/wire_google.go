@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
 
 	"loadout/google"
 	"loadout/google/workspace"
+	"loadout/settings"
 	"loadout/store"
 	"loadout/tools"
 )
@@ -18,12 +18,6 @@ import (
 var (
 	_ google.TokenStore = (*store.DB)(nil)
 	_ google.StateStore = (*store.DB)(nil)
-)
-
-// GoogleConfig is the google section; GmailConfig its gmail part.
-type (
-	GoogleConfig = workspace.Config
-	GmailConfig  = workspace.GmailConfig
 )
 
 // registerGoogle adds the Google Workspace groups when Google is configured
@@ -54,21 +48,17 @@ func (a *app) registerGoogle(ctx context.Context, reg *tools.Registry) error {
 
 // googleLogin runs `loadout google login -user KEY`: the loopback flow
 // for a person on this machine.
-func googleLogin(ctx context.Context, cfg Config, log *slog.Logger, user string, out io.Writer) error {
+func googleLogin(ctx context.Context, cfg settings.Config, log *slog.Logger, user string, out io.Writer) error {
 	if user == "" || !strings.Contains(user, ":") {
-		return errUsage{"google login: -user is required, as channel:id, e.g. console:local (" + exampleUser() + ")"}
+		return errUsage{"google login: -user is required, as channel:id, e.g. console:local (" + settings.ChannelKinds().ExampleUser() + ")"}
 	}
 	if !cfg.Google.Configured() {
-		return errors.New("google: not configured: set google.client_id and google.client_secret (or google.credentials_file)")
+		return workspace.ErrNotConfigured // before a store is made
 	}
 	db, err := cfg.Store.Open()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	acc, err := workspace.Accounts(cfg.Google, db, cfg.HTTP.Listen, log)
-	if err != nil {
-		return err
-	}
-	return workspace.Login(ctx, acc, user, out)
+	return workspace.Login(ctx, cfg.Google, db, cfg.HTTP.Listen, log, user, out)
 }

@@ -19,10 +19,13 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/slack"
+	"loadout/bridge/telegram"
 	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/google/googletest"
 	"loadout/google/workspace"
+	"loadout/settings"
 	"loadout/store"
 )
 
@@ -43,7 +46,7 @@ func TestToolsListsGoogleGroupsWithoutGoogleConfig(t *testing.T) {
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestGoogleGroupsHiddenWhenNotConfigured(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	a, err := newApp(context.Background(), cfg, quietLog())
 	if err != nil {
@@ -62,7 +65,7 @@ func TestGoogleGroupsHiddenWhenNotConfigured(t *testing.T) {
 }
 
 func TestGoogleWithoutTokenKeyRefusesToStart(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	cfg.Google.ClientID = "id.apps.googleusercontent.com"
 	_, err := newApp(context.Background(), cfg, quietLog())
@@ -71,7 +74,7 @@ func TestGoogleWithoutTokenKeyRefusesToStart(t *testing.T) {
 	}
 	// The key may come from the environment instead, under either name.
 	for _, name := range []string{"LOADOUT_TOKEN_KEY", "LOADOUT_GOOGLE_TOKEN_KEY"} {
-		withKey, err := parseConfig(nil, env(map[string]string{name: base64.StdEncoding.EncodeToString(make([]byte, 32))}))
+		withKey, err := settings.Parse(nil, env(map[string]string{name: base64.StdEncoding.EncodeToString(make([]byte, 32))}))
 		if err != nil || withKey.Google.TokenKey == "" {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -124,11 +127,11 @@ func googleApp(t *testing.T, model *chattest.ModelServer, oauth *googletest.OAut
 		t.Fatal(err)
 	}
 	base = "http://" + ln.Addr().String()
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "sk-test"
-	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
-	cfg.Google = GoogleConfig{
+	cfg.HTTP.ShutdownGrace = settings.Duration(5 * time.Second)
+	cfg.Google = settings.GoogleConfig{
 		ClientID: "id.apps.googleusercontent.com", ClientSecret: "GOCSPX-secret",
 		RedirectURL: base + "/oauth/google/callback", Endpoint: srv.URL,
 		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
@@ -328,9 +331,9 @@ func lastToolResult(m *chattest.ModelServer) string {
 
 func TestGoogleLoginCommand(t *testing.T) {
 	oauth := googletest.NewOAuthServer(t, "id.apps.googleusercontent.com")
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
-	cfg.Google = GoogleConfig{
+	cfg.Google = settings.GoogleConfig{
 		ClientID: "id.apps.googleusercontent.com", ClientSecret: "s",
 		TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)),
 		AuthURL:  oauth.AuthURL(), TokenURL: oauth.TokenURL(), RevokeURL: oauth.RevokeURL(),
@@ -388,11 +391,11 @@ func TestGoogleLoginCommand(t *testing.T) {
 // and consent asks only for their scopes; a name that is no group stops
 // start-up naming the key.
 func TestGoogleGroupsChooseGroupsAndScopes(t *testing.T) {
-	if _, err := parseConfig([]byte("google:\n  groups: [google_drive, google_mail]\n"), env(nil)); err == nil ||
+	if _, err := settings.Parse([]byte("google:\n  groups: [google_drive, google_mail]\n"), env(nil)); err == nil ||
 		!strings.Contains(err.Error(), `google.groups: "google_mail" is not a Workspace group`) {
 		t.Fatalf("bad name: %v", err)
 	}
-	cfg, err := parseConfig([]byte("google:\n  groups: [google_drive]\n"), env(nil))
+	cfg, err := settings.Parse([]byte("google:\n  groups: [google_drive]\n"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +405,7 @@ func TestGoogleGroupsChooseGroupsAndScopes(t *testing.T) {
 	if n := len(workspace.Groups(cfg.Google, workspace.Deps{})); n != 1 {
 		t.Fatalf("%d groups", n)
 	}
-	if all := workspace.Scopes(GoogleConfig{}); len(all) < 4 {
+	if all := workspace.Scopes(settings.GoogleConfig{}); len(all) < 4 {
 		t.Fatalf("all scopes = %v", all)
 	}
 }
@@ -476,11 +479,11 @@ func TestCredentialsFileEndpointsAreUsed(t *testing.T) {
 		"auth_uri":%q,"token_uri":%q,"redirect_uris":[%q]}}`, oauth.AuthURL(), oauth.TokenURL(), base+"/oauth/google/callback")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "sk-test"
-	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
-	cfg.Google = GoogleConfig{CredentialsFile: creds, TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)), RevokeURL: oauth.RevokeURL()}
+	cfg.HTTP.ShutdownGrace = settings.Duration(5 * time.Second)
+	cfg.Google = settings.GoogleConfig{CredentialsFile: creds, TokenKey: base64.StdEncoding.EncodeToString(make([]byte, 32)), RevokeURL: oauth.RevokeURL()}
 	a := appWithChannels(t, cfg)
 	startRun(t, a, ln, nil)
 	ana := chat.Inbound{ChatKey: "telegram:42", UserKey: "telegram:42"}
@@ -542,9 +545,9 @@ func (c *recordingChannel) Send(_ context.Context, route any, part string) error
 
 // appWithChannels is the app of cfg with the Telegram and Slack channels
 // built, not run: the hub knows their chats (which are private).
-func appWithChannels(t *testing.T, cfg Config) *app {
+func appWithChannels(t *testing.T, cfg settings.Config) *app {
 	t.Helper()
-	tg, sl := tgOf(cfg), slackOf(cfg)
+	tg, sl := cfg.Section(telegram.Kind()).(telegram.Config), cfg.Section(slack.Kind()).(slack.Config)
 	tg.Enabled, tg.Token = true, "1:test"
 	sl.Enabled, sl.BotToken, sl.AppToken = true, "xoxb-test", "xapp-test"
 	cfg.Channels = map[string]any{"telegram": tg, "slack": sl}

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"loadout/bridge"
 	"loadout/chat"
 	"loadout/google"
+	"loadout/settings"
 	"loadout/store"
 	"loadout/tools/mcp"
 )
@@ -87,24 +88,15 @@ func (a *app) wireMCPSignIns() {
 	}
 }
 
-// loginTimeout bounds `loadout mcp login`.
-const loginTimeout = 10 * time.Minute
-
-// mcpLogin runs `loadout mcp login <server>`: the operator signs in to a
-// server with auth: operator for everyone, through a callback served on
-// a loopback port of this machine; the token is stored sealed with the
-// token key, where `loadout serve` finds it.
-func mcpLogin(ctx context.Context, cfg Config, log *slog.Logger, name string, out io.Writer) error {
-	var srv *mcp.Server
-	for i, s := range cfg.MCP.Servers {
-		if s.Name == name {
-			srv = &cfg.MCP.Servers[i]
-		}
-	}
+// mcpLogin runs `loadout mcp login <server>` (mcp.OperatorLogin): the
+// token is stored sealed with the token key, where `loadout serve` finds
+// it.
+func mcpLogin(ctx context.Context, cfg settings.Config, log *slog.Logger, name string, out io.Writer) error {
+	i := slices.IndexFunc(cfg.MCP.Servers, func(s mcp.Server) bool { return s.Name == name })
 	switch {
-	case srv == nil:
+	case i < 0:
 		return fmt.Errorf("mcp login: no server %q in mcp.servers", name)
-	case srv.Auth != mcp.AuthOperator:
+	case cfg.MCP.Servers[i].Auth != mcp.AuthOperator:
 		return fmt.Errorf("mcp login: the server %q is not signed in by the operator (mcp.servers[].auth: operator)", name)
 	}
 	key, err := google.ParseKey(cfg.Google.TokenKey)
@@ -116,21 +108,5 @@ func mcpLogin(ctx context.Context, cfg Config, log *slog.Logger, name string, ou
 		return err
 	}
 	defer db.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("mcp login: listen for the sign-in's return: %w", err)
-	}
-	s, err := mcp.NewSignIns(mcp.SignInConfig{Key: key, Store: db, RedirectURL: "http://" + ln.Addr().String() + mcp.CallbackPath})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET "+mcp.CallbackPath, s)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	defer hs.Close()
-	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
-	defer cancel()
-	return mcp.New(*srv, mcp.Deps{}, log).Login(ctx, s, out)
+	return mcp.OperatorLogin(ctx, cfg.MCP.Servers[i], key, db, log, out)
 }

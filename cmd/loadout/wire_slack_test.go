@@ -16,6 +16,7 @@ import (
 	"loadout/bridge/slack"
 	"loadout/bridge/slack/slacktest"
 	"loadout/chat/chattest"
+	"loadout/settings"
 )
 
 // slackTestApp builds the app with Slack pointed at a fake workspace.
@@ -23,13 +24,13 @@ func slackTestApp(t *testing.T, mode string) (*app, *slacktest.Server, *chattest
 	t.Helper()
 	fake := slacktest.NewServer(t)
 	model := chattest.NewModelServer(t)
-	cfg := defaults()
+	cfg := settings.Defaults()
 	cfg.Store.Path = filepath.Join(t.TempDir(), "loadout.db")
 	cfg.LLM.BaseURL, cfg.LLM.APIKey = model.URL, "test-key"
-	cfg.HTTP.ShutdownGrace = Duration(5 * time.Second)
+	cfg.HTTP.ShutdownGrace = settings.Duration(5 * time.Second)
 	cfg.Channels = map[string]any{"slack": slack.Config{Enabled: true, BotToken: "xoxb-test", AppToken: "xapp-test", SigningSecret: "s3cret",
 		Mode: mode, APIURL: fake.APIURL, AllowedUsers: []string{"UOWNER"}, Workers: 2}}
-	if err := cfg.validate(nil); err != nil {
+	if err := cfg.Validate(nil); err != nil {
 		t.Fatal(err)
 	}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -137,7 +138,7 @@ func TestSlackChannelEventsModeRegistersRoutes(t *testing.T) {
 }
 
 func TestSlackChannelDisabled(t *testing.T) {
-	a := &app{cfg: defaults()}
+	a := &app{cfg: settings.Defaults()}
 	if c, err := a.channels(context.Background()); c != nil || err != nil {
 		t.Errorf("disabled slack built %v %v", c, err)
 	}

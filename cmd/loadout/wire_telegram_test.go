@@ -17,6 +17,7 @@ import (
 	"loadout/bridge/telegram"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
+	"loadout/settings"
 )
 
 // serveTelegram runs the app with the Telegram channel from yaml against
@@ -32,7 +33,7 @@ func serveTelegramFor(t *testing.T, tg *telegramtest.Server, model *chattest.Mod
 	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  shutdown_grace: 5s\n"+
 		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [%s]\n%s",
 		model.URL, filepath.Join(t.TempDir(), "loadout.db"), telegramtest.Token, tg.Endpoint(), users, extra)
-	cfg, err := parseConfig([]byte(raw), env(nil))
+	cfg, err := settings.Parse([]byte(raw), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestServeMountsTelegramWebhook(t *testing.T) {
 }
 
 func TestTelegramWebhookURLMustBeHTTPS(t *testing.T) {
-	cfg, _ := parseConfig(nil, env(nil))
+	cfg, _ := settings.Parse(nil, env(nil))
 	cfg.Store.Path = filepath.Join(t.TempDir(), "x.db")
 	cfg.Channels["telegram"] = telegram.Config{Enabled: true, Token: "t", Mode: "webhook", WebhookURL: "http://insecure/hook", WebhookSecret: "s", Workers: 1}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))

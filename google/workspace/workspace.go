@@ -279,14 +279,26 @@ func Commands(r *bridge.Router, mux *http.ServeMux, c Config, acc *google.Accoun
 		}})
 }
 
+// ErrNotConfigured is Login's error when the google section names no
+// OAuth client.
+var ErrNotConfigured = errors.New("google: not configured: set google.client_id and google.client_secret (or google.credentials_file)")
+
 // Login runs the loopback flow for a person on this machine (`loadout
-// google login -user KEY`), printing what to open to out.
-func Login(ctx context.Context, acc *google.Accounts, user string, out io.Writer) error {
-	c, err := acc.LoginLoopback(ctx, user, out)
+// google login -user KEY`), printing what to open to out; the accounts
+// are c's, kept in store (Accounts).
+func Login(ctx context.Context, c Config, store google.TokenStore, listen string, log *slog.Logger, user string, out io.Writer) error {
+	if !c.Configured() {
+		return ErrNotConfigured
+	}
+	acc, err := Accounts(c, store, listen, log)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Connected a Google account for %s (%d permissions).\n", c.UserKey, len(c.Scopes))
+	conn, err := acc.LoginLoopback(ctx, user, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Connected a Google account for %s (%d permissions).\n", conn.UserKey, len(conn.Scopes))
 	return nil
 }
 

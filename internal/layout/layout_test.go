@@ -56,9 +56,15 @@ var rules = []rule{
 		},
 	},
 	{
-		says: "only cmd and store import ui: the console is wired in cmd, and store implements what it consumes",
+		says: "only cmd and store import ui: the console is wired in cmd, and store implements what it consumes (settings, config.yaml's sections, names its section's type and nothing else of it)",
 		forbids: func(pkg, imp string) bool {
-			return within(imp, "ui") && !within(pkg, "ui") && !within(pkg, "cmd") && !within(pkg, "store")
+			return within(imp, "ui") && !within(pkg, "ui") && !within(pkg, "cmd") && !within(pkg, "store") && pkg != "settings"
+		},
+	},
+	{
+		says: "only cmd imports settings: config.yaml's sections are read once, by the program, which hands each package its own",
+		forbids: func(pkg, imp string) bool {
+			return imp == "settings" && !within(pkg, "cmd") && pkg != "settings"
 		},
 	},
 	{
@@ -71,10 +77,10 @@ var rules = []rule{
 		},
 	},
 	{
-		says: "google/workspace assembles the Workspace groups and holds the chat commands /connect google and /disconnect google, so it alone of google may import bridge, chat and config, never store or ui; only cmd imports it",
+		says: "google/workspace assembles the Workspace groups and holds the chat commands /connect google and /disconnect google, so it alone of google may import bridge, chat and config, never store or ui; only cmd imports it (and settings, for the google section's type)",
 		forbids: func(pkg, imp string) bool {
 			if within(imp, "google/workspace") {
-				return !within(pkg, "google/workspace") && !within(pkg, "cmd")
+				return !within(pkg, "google/workspace") && !within(pkg, "cmd") && pkg != "settings"
 			}
 			return within(pkg, "google/workspace") && (within(imp, "store") || within(imp, "ui"))
 		},
@@ -103,7 +109,7 @@ func ofModule(imp string) bool {
 	first, _, _ := strings.Cut(imp, "/")
 	switch first {
 	case "backoff", "bridge", "chat", "cluster", "cmd", "config", "google", "httpd", "internal", "logs", "metrics",
-		"proc", "store", "tokens", "tools", "ui", "voice", "worker":
+		"proc", "settings", "store", "tokens", "tools", "ui", "voice", "worker":
 		return true
 	}
 	return false

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -486,38 +485,6 @@ func (c *Client) operatorClient(ctx context.Context) (*http.Client, error) {
 		return nil, fmt.Errorf("not signed in: run `loadout mcp login %s` from a terminal", c.srv.Name)
 	}
 	return c.authClient("", t), nil
-}
-
-// Login is `loadout mcp login <server>` for a server with auth:
-// operator: it prints a sign-in link to out, waits (until ctx ends) for
-// the authorization server to send the browser back to s's callback,
-// which the caller serves at s's redirect URL, and reports when the
-// operator's token is stored.
-func (c *Client) Login(ctx context.Context, s *SignIns, out io.Writer) error {
-	if c.srv.Auth != AuthOperator {
-		return fmt.Errorf("the MCP server %s is not signed in by the operator (auth: operator)", c.srv.Name)
-	}
-	c.deps.SignIns = s
-	link, err := s.start(ctx, c, "", "")
-	if err != nil {
-		return fmt.Errorf("start a sign-in to %s: %w", c.srv.Name, err)
-	}
-	fmt.Fprintf(out, "Open this link in a browser on this machine to sign in to %s for everyone:\n%s\n", c.srv.Name, link)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the sign-in to %s was not finished: %w", c.srv.Name, ctx.Err())
-		case <-tick.C:
-		}
-		if _, ok, err := s.token(ctx, c, ""); err != nil {
-			return err
-		} else if ok {
-			fmt.Fprintf(out, "Signed in to %s.\n", c.srv.Name)
-			return nil
-		}
-	}
 }
 
 // connectAs opens user's session with the server, with their token.

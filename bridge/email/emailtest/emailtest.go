@@ -17,7 +17,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"loadout/bridge/bridgetest"
 	"math/big"
 	"net"
 	"strings"
@@ -32,6 +31,8 @@ import (
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"loadout/bridge/bridgetest"
 )
 
 // The assistant's account on the test servers, and the authserv-id of

@@ -1,25 +1,26 @@
-package main
+package settings
 
 import (
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"loadout/bridge/slack"
+	"loadout/bridge/telegram"
 	"loadout/chat/openai"
 	"loadout/config"
 
 	"gopkg.in/yaml.v3"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 func TestSampleConfigLoads(t *testing.T) {
-	cfg, err := loadConfig("../../config.yaml", env(map[string]string{"OPENAI_API_KEY": "sk-test"}))
+	cfg, err := Load("../config.yaml", env(map[string]string{"OPENAI_API_KEY": "sk-test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,24 +28,24 @@ func TestSampleConfigLoads(t *testing.T) {
 		cfg.Tools.Routing != "groups" || cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.LLM.Timeout != 120*time.Second {
 		t.Fatalf("sample config = %+v", cfg)
 	}
-	if err := cfg.requireLLM(); err != nil {
+	if err := cfg.RequireLLM(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestEmptyConfigGivesDefaults(t *testing.T) {
-	cfg, err := parseConfig([]byte(""), env(nil))
+	cfg, err := Parse([]byte(""), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Left out, a package knob is zero: the package's own default applies.
-	if cfg.LLM.BaseURL != "" || tgOf(cfg).APIEndpoint != "" || cfg.LLM.Engine.MaxToolRounds != 0 {
+	if cfg.LLM.BaseURL != "" || cfg.Section(telegram.Kind()).(telegram.Config).APIEndpoint != "" || cfg.LLM.Engine.MaxToolRounds != 0 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
-	if cfg.model() != openai.DefaultModel || cfg.Store.Path != "data/loadout.db" || cfg.HTTP.Listen != "127.0.0.1:8080" {
+	if cfg.Model() != openai.DefaultModel || cfg.Store.Path != "data/loadout.db" || cfg.HTTP.Listen != "127.0.0.1:8080" {
 		t.Fatalf("own defaults = %+v", cfg)
 	}
-	err = cfg.requireLLM()
+	err = cfg.RequireLLM()
 	if err == nil || !strings.Contains(err.Error(), "llm.api_key") {
 		t.Fatalf("missing key error = %v", err)
 	}
@@ -72,7 +73,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		"tools:\n  custom_secrets: {KEY: [\"https://x\"]}\n":             "tools.custom_secrets.KEY",
 	}
 	for in, key := range cases {
-		_, err := parseConfig([]byte(in), env(nil))
+		_, err := Parse([]byte(in), env(nil))
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", in, err, key)
 		}
@@ -81,33 +82,33 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 
 func TestEnvExpansion(t *testing.T) {
 	raw := "llm:\n  api_key: ${KEY}\n  model: $NOT_EXPANDED\ntelegram:\n  allowed_users: [12345, \"@ana\"]\n"
-	cfg, err := parseConfig([]byte(raw), env(map[string]string{"KEY": "sk-1", "NOT_EXPANDED": "x"}))
+	cfg, err := Parse([]byte(raw), env(map[string]string{"KEY": "sk-1", "NOT_EXPANDED": "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.LLM.APIKey != "sk-1" || cfg.LLM.Engine.Model != "$NOT_EXPANDED" {
 		t.Errorf("expansion: %+v", cfg.LLM)
 	}
-	if tg := tgOf(cfg); len(tg.AllowedUsers) != 2 || tg.AllowedUsers[0] != "12345" {
+	if tg := cfg.Section(telegram.Kind()).(telegram.Config); len(tg.AllowedUsers) != 2 || tg.AllowedUsers[0] != "12345" {
 		t.Errorf("allowed_users = %v", tg.AllowedUsers)
 	}
-	_, err = parseConfig([]byte("telegram:\n  enabled: true\n  token: ${TG}\n"), env(nil))
+	_, err = Parse([]byte("telegram:\n  enabled: true\n  token: ${TG}\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "telegram.token") || !strings.Contains(err.Error(), "TG") {
 		t.Errorf("unset variable not reported: %v", err)
 	}
 }
 
 func TestConfigPathPrecedence(t *testing.T) {
-	if p := configPath("a.yaml", env(map[string]string{"LOADOUT_CONFIG": "b.yaml"})); p != "a.yaml" {
+	if p := Path("a.yaml", env(map[string]string{"LOADOUT_CONFIG": "b.yaml"})); p != "a.yaml" {
 		t.Error("flag should win")
 	}
-	if p := configPath("", env(map[string]string{"LOADOUT_CONFIG": "b.yaml"})); p != "b.yaml" {
+	if p := Path("", env(map[string]string{"LOADOUT_CONFIG": "b.yaml"})); p != "b.yaml" {
 		t.Error("LOADOUT_CONFIG should be used")
 	}
-	if p := configPath("", env(nil)); p != "config.yaml" {
+	if p := Path("", env(nil)); p != "config.yaml" {
 		t.Error("default should be ./config.yaml")
 	}
-	_, err := loadConfig(filepath.Join(t.TempDir(), "missing.yaml"), env(nil))
+	_, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), env(nil))
 	if err == nil || !os.IsNotExist(unwrapAll(err)) {
 		t.Errorf("missing file error = %v", err)
 	}
@@ -124,11 +125,11 @@ func unwrapAll(err error) error {
 }
 
 func TestUnsetVariableIsAnErrorNamingKeyAndVariable(t *testing.T) {
-	_, err := parseConfig([]byte("llm:\n  base_url: ${OPENAI_BASE_URL}\n"), env(nil))
+	_, err := Parse([]byte("llm:\n  base_url: ${OPENAI_BASE_URL}\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "llm.base_url") || !strings.Contains(err.Error(), "OPENAI_BASE_URL") {
 		t.Fatalf("err = %v, want one naming llm.base_url and OPENAI_BASE_URL", err)
 	}
-	_, err = parseConfig([]byte("telegram:\n  allowed_users: [\"1\", \"${SECOND}\"]\n"), env(nil))
+	_, err = Parse([]byte("telegram:\n  allowed_users: [\"1\", \"${SECOND}\"]\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "telegram.allowed_users[1]") {
 		t.Fatalf("err = %v, want one naming telegram.allowed_users[1]", err)
 	}
@@ -137,27 +138,27 @@ func TestUnsetVariableIsAnErrorNamingKeyAndVariable(t *testing.T) {
 func TestVariablesWithDefaultsAndLiteralSecrets(t *testing.T) {
 	raw := "llm:\n  api_key: ${KEY}\n  model: ${MODEL:-small}\n  base_url: ${URL:-http://127.0.0.1:11434/v1}\n" +
 		"  max_tool_rounds: ${ROUNDS}\nslack:\n  signing_secret: \"${SIGN}\"\n  bot_token: '${BOT:-}'\n"
-	cfg, err := parseConfig([]byte(raw), env(map[string]string{
+	cfg, err := Parse([]byte(raw), env(map[string]string{
 		"KEY": "sk-abc #def", "ROUNDS": "7", "SIGN": "*star: colon & ~",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sl := slackOf(cfg); cfg.LLM.APIKey != "sk-abc #def" || sl.SigningSecret != "*star: colon & ~" || sl.BotToken != "" {
+	if sl := cfg.Section(slack.Kind()).(slack.Config); cfg.LLM.APIKey != "sk-abc #def" || sl.SigningSecret != "*star: colon & ~" || sl.BotToken != "" {
 		t.Errorf("secrets = %q, %q, %q; want them literally", cfg.LLM.APIKey, sl.SigningSecret, sl.BotToken)
 	}
 	if cfg.LLM.Engine.Model != "small" || cfg.LLM.BaseURL != "http://127.0.0.1:11434/v1" || cfg.LLM.Engine.MaxToolRounds != 7 {
 		t.Errorf("defaults and numbers: %+v", cfg.LLM)
 	}
 	// A value that looks like YAML null or a number stays a string.
-	cfg, err = parseConfig([]byte("llm:\n  api_key: ${KEY}\n"), env(map[string]string{"KEY": "null"}))
+	cfg, err = Parse([]byte("llm:\n  api_key: ${KEY}\n"), env(map[string]string{"KEY": "null"}))
 	if err != nil || cfg.LLM.APIKey != "null" {
 		t.Errorf("api_key = %q, %v", cfg.LLM.APIKey, err)
 	}
 }
 
 func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
-	cfg, err := parseConfig([]byte("llm:\n  model: from-file\n"), env(map[string]string{
+	cfg, err := Parse([]byte("llm:\n  model: from-file\n"), env(map[string]string{
 		"LOADOUT_LLM_MODEL":              "from-env",
 		"LOADOUT_LLM_BASE_URL":           "http://127.0.0.1:8000/v1",
 		"LOADOUT_LLM_MAX_TOOL_CALLS":     "8",
@@ -171,8 +172,8 @@ func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.LLM.Engine.Model != "from-env" || cfg.LLM.BaseURL != "http://127.0.0.1:8000/v1" || cfg.LLM.Engine.MaxToolCalls != 8 ||
-		cfg.HTTP.ShutdownGrace.Std() != 5*time.Second || !tgOf(cfg).Enabled || tgOf(cfg).Token != "123:abc" ||
-		!slices.Equal(tgOf(cfg).AllowedUsers, []string{"1", "2", "@ana"}) || cfg.Agent.SystemPrompt != "Be brief: always # literally" {
+		cfg.HTTP.ShutdownGrace.Std() != 5*time.Second || !cfg.Section(telegram.Kind()).(telegram.Config).Enabled || cfg.Section(telegram.Kind()).(telegram.Config).Token != "123:abc" ||
+		!slices.Equal(cfg.Section(telegram.Kind()).(telegram.Config).AllowedUsers, []string{"1", "2", "@ana"}) || cfg.Agent.SystemPrompt != "Be brief: always # literally" {
 		t.Fatalf("environment not applied: %+v", cfg)
 	}
 	for name, key := range map[string]string{
@@ -180,7 +181,7 @@ func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
 		"LOADOUT_SLACK_ENABLED":       "slack.enabled",
 		"LOADOUT_HTTP_SHUTDOWN_GRACE": "http.shutdown_grace",
 	} {
-		_, err := parseConfig(nil, env(map[string]string{name: "many"}))
+		_, err := Parse(nil, env(map[string]string{name: "many"}))
 		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=many: err = %v, want one naming %s and the variable", name, err, key)
 		}
@@ -188,7 +189,7 @@ func TestEveryKeyCanComeFromTheEnvironment(t *testing.T) {
 }
 
 func TestUnknownKeyListsOnlyRealKeys(t *testing.T) {
-	_, err := parseConfig([]byte("google:\n  bogus: 1\n"), env(nil))
+	_, err := Parse([]byte("google:\n  bogus: 1\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), `"google.bogus"`) || strings.Contains(err.Error(), "here: ,") ||
 		!strings.Contains(err.Error(), "known keys here: auth_url, client_id,") {
 		t.Fatalf("err = %v", err)
@@ -217,11 +218,11 @@ google:
   token_url: https://idp.example.org/token
   revoke_url: https://idp.example.org/revoke
 `
-	cfg, err := parseConfig([]byte(raw), env(map[string]string{"LOADOUT_TELEGRAM_WORKERS": "3", "LOADOUT_SLACK_ALLOWED_CHANNELS": "C1,C2"}))
+	cfg, err := Parse([]byte(raw), env(map[string]string{"LOADOUT_TELEGRAM_WORKERS": "3", "LOADOUT_SLACK_ALLOWED_CHANNELS": "C1,C2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, tg, sl := cfg.LLM.Engine, tgOf(cfg), slackOf(cfg)
+	e, tg, sl := cfg.LLM.Engine, cfg.Section(telegram.Kind()).(telegram.Config), cfg.Section(slack.Kind()).(slack.Config)
 	if cfg.LLM.Backoff != 2*time.Second || cfg.LLM.MaxBackoff != 20*time.Second || e.HistoryMessages != 300 || e.CachedSessions != -1 || e.RepeatLimit != 5 ||
 		tg.PollTimeout != 50*time.Second || tg.TypingInterval != 5*time.Second || tg.MaxBackoff != 2*time.Minute || tg.Workers != 3 ||
 		sl.Attempts != 3 || sl.Backoff != 500*time.Millisecond || sl.ChunkSize != 2000 || !slices.Equal(sl.AllowedChannels, []string{"C1", "C2"}) ||
@@ -236,7 +237,7 @@ google:
 		"slack:\n  enabled: true\n  bot_token: xoxb-1\n  app_token: xapp-1\n  chunk_size: 5\n": "slack.chunk_size",
 		"telegram:\n  shutdown_grace: 1s\n":                                                    `"telegram.shutdown_grace"`,
 	} {
-		if _, err := parseConfig([]byte(in), env(nil)); err == nil || !strings.Contains(err.Error(), key) {
+		if _, err := Parse([]byte(in), env(nil)); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", in, err, key)
 		}
 	}
@@ -264,7 +265,7 @@ var updateDocs = flag.Bool("update-docs", false, "TestConfigurationDocListsEvery
 // lacks, or the reverse, fails here (go test ./cmd/loadout -run
 // TestConfigurationDocListsEveryKey -update-docs rewrites the list).
 func TestConfigurationDocListsEveryKey(t *testing.T) {
-	const path = "../../docs/configuration.md"
+	const path = "../docs/configuration.md"
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +322,9 @@ func TestConfigurationDocListsEveryKey(t *testing.T) {
 }
 
 // codeKeys are the config's leaf keys, as the code declares them.
-func codeKeys() []string { return config.Keys(fileType(channelKinds())) }
+func codeKeys() []string {
+	return config.Keys(ChannelKinds().File(reflect.TypeFor[Config]()))
+}
 
 type sampleKey struct{ key, def, meaning string }
 
@@ -329,7 +332,7 @@ type sampleKey struct{ key, def, meaning string }
 // and its comment.
 func sampleKeys(t *testing.T) []sampleKey {
 	t.Helper()
-	raw, err := os.ReadFile("../../config.yaml")
+	raw, err := os.ReadFile("../config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,19 +369,19 @@ func sampleKeys(t *testing.T) []sampleKey {
 }
 
 func TestMCPServersConfig(t *testing.T) {
-	_, err := parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n      comand: x\n"), env(nil))
+	_, err := Parse([]byte("mcp:\n  servers:\n    - name: gh\n      comand: x\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), `"mcp.servers[0].comand"`) {
 		t.Fatalf("misspelt key: %v", err)
 	}
-	_, err = parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n"), env(nil))
+	_, err = Parse([]byte("mcp:\n  servers:\n    - name: gh\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "mcp.servers[0].command: give either command") {
 		t.Fatalf("no command or url: %v", err)
 	}
-	_, err = parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n      url: https://h/mcp\n      headers:\n        Authorization: Bearer ${GH}\n"), env(nil))
+	_, err = Parse([]byte("mcp:\n  servers:\n    - name: gh\n      url: https://h/mcp\n      headers:\n        Authorization: Bearer ${GH}\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "mcp.servers[0].headers.Authorization") || !strings.Contains(err.Error(), "GH is not set") {
 		t.Fatalf("unset variable in a header: %v", err)
 	}
-	cfg, err := parseConfig([]byte("mcp:\n  servers:\n    - name: gh\n      url: https://h/mcp\n      timeout: 5s\n      headers:\n        Authorization: Bearer ${GH}\n"), env(map[string]string{"GH": "t0k"}))
+	cfg, err := Parse([]byte("mcp:\n  servers:\n    - name: gh\n      url: https://h/mcp\n      timeout: 5s\n      headers:\n        Authorization: Bearer ${GH}\n"), env(map[string]string{"GH": "t0k"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,27 +392,29 @@ func TestMCPServersConfig(t *testing.T) {
 
 // A negative number of PDF workers or commands is refused by its key's name.
 func TestPDFMaxWorkersIsChecked(t *testing.T) {
-	if _, err := parseConfig([]byte("pdf:\n  max_workers: -1\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "pdf.max_workers: must be 1 or more") {
+	if _, err := Parse([]byte("pdf:\n  max_workers: -1\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "pdf.max_workers: must be 1 or more") {
 		t.Fatalf("pdf.max_workers: -1: %v", err)
 	}
-	if _, err := parseConfig([]byte("exec:\n  max_running: -2\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "exec.max_running: must be 1 or more") {
+	if _, err := Parse([]byte("exec:\n  max_running: -2\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "exec.max_running: must be 1 or more") {
 		t.Fatalf("exec.max_running: -2: %v", err)
 	}
-	cfg, err := parseConfig([]byte("pdf:\n  max_workers: 3\n"), env(nil))
+	cfg, err := Parse([]byte("pdf:\n  max_workers: 3\n"), env(nil))
 	if err != nil || cfg.PDF.MaxWorkers != 3 {
 		t.Fatalf("pdf.max_workers: 3: %v %+v", err, cfg.PDF)
 	}
 }
 
 func TestStoreDriverConfig(t *testing.T) {
-	if _, err := parseConfig([]byte("store:\n  driver: mysql\n"), env(nil)); err == nil || !strings.Contains(err.Error(), `store.driver: must be "sqlite" or "postgres"`) {
+	if _, err := Parse([]byte("store:\n  driver: mysql\n"), env(nil)); err == nil || !strings.Contains(err.Error(), `store.driver: must be "sqlite" or "postgres"`) {
 		t.Fatalf("unknown driver: %v", err)
 	}
-	if _, err := parseConfig([]byte("store:\n  driver: postgres\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "store.dsn: must be set") {
+	if _, err := Parse([]byte("store:\n  driver: postgres\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "store.dsn: must be set") {
 		t.Fatalf("no dsn: %v", err)
 	}
-	cfg, err := parseConfig([]byte("store:\n  driver: postgres\n  dsn: ${DB_URL}\n"), env(map[string]string{"DB_URL": "postgres://u@h/db"}))
+	cfg, err := Parse([]byte("store:\n  driver: postgres\n  dsn: ${DB_URL}\n"), env(map[string]string{"DB_URL": "postgres://u@h/db"}))
 	if err != nil || cfg.Store.DSN != "postgres://u@h/db" {
 		t.Fatalf("dsn from the environment: %+v, %v", cfg.Store, err)
 	}
 }
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

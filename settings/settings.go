@@ -1,4 +1,10 @@
-package main
+// Package settings is config.yaml: the program's sections, each of the
+// type its package declares (a channel's section is its channel's own
+// config type, from the list of channels the program runs), the
+// defaults the program owns, reading the file and the environment, and
+// checking what decodes fine but makes no sense. Every key is documented
+// in the sample config.yaml and docs/configuration.md.
+package settings
 
 import (
 	"errors"
@@ -13,6 +19,7 @@ import (
 	"loadout/chat/openai"
 	"loadout/cluster"
 	"loadout/config"
+	"loadout/google/workspace"
 	"loadout/logs"
 	"loadout/store"
 	"loadout/tools"
@@ -24,14 +31,14 @@ import (
 	"loadout/tools/shell"
 	"loadout/tools/skills"
 	"loadout/tools/web"
+	"loadout/ui"
 	"loadout/voice"
 )
 
 // Config is config.yaml. A key left out takes the default of the package
 // that uses it (the package Configs below carry the yaml tags, so a knob a
 // package has is a key, and its zero value means "the package default");
-// defaults() holds only what this command owns. Every key is documented in
-// the sample config.yaml and docs/configuration.md.
+// Defaults holds only what the program owns.
 type Config struct {
 	Agent     AgentConfig     `yaml:"agent"`
 	LLM       LLMConfig       `yaml:"llm"`
@@ -56,7 +63,7 @@ type Config struct {
 	Limits chat.Limits `yaml:"limits"`
 	UI     UIConfig    `yaml:"ui"`
 	// Channels are the sections of the channels serve runs, by name, each
-	// of its channel's own config type (see channelKinds).
+	// of its channel's own config type (see ChannelKinds).
 	Channels map[string]any `yaml:"-"`
 }
 
@@ -88,10 +95,15 @@ func (c LLMConfig) Check(ch *config.Checker) {
 	c.Failover.Check(ch)
 }
 
-// StoreConfig is the store section; ToolsConfig the tools section.
+// StoreConfig is the store section; ToolsConfig the tools section;
+// GoogleConfig the google section, GmailConfig its gmail part; UIConfig
+// the ui section, the web console.
 type (
-	StoreConfig = store.Config
-	ToolsConfig = tools.Config
+	StoreConfig  = store.Config
+	ToolsConfig  = tools.Config
+	GoogleConfig = workspace.Config
+	GmailConfig  = workspace.GmailConfig
+	UIConfig     = ui.Config
 )
 
 // DeliveryConfig is the delivery pipeline every channel's messages go
@@ -107,9 +119,9 @@ type DeliveryConfig struct {
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 }
 
-// grace is the shutdown grace: delivery.shutdown_grace, else its older
+// Grace is the shutdown grace: delivery.shutdown_grace, else its older
 // name http.shutdown_grace.
-func (c Config) grace() time.Duration {
+func (c Config) Grace() time.Duration {
 	if c.Delivery.ShutdownGrace > 0 {
 		return c.Delivery.ShutdownGrace.Std()
 	}
@@ -128,7 +140,8 @@ type HTTPConfig struct {
 	Pprof bool `yaml:"pprof"`
 }
 
-func defaults() Config {
+// Defaults are what the program owns of the configuration.
+func Defaults() Config {
 	return Config{
 		Agent: AgentConfig{
 			Name:         "loadout",
@@ -140,9 +153,9 @@ func defaults() Config {
 	}
 }
 
-// configPath picks the file: the -config flag, else LOADOUT_CONFIG, else
+// Path picks the file: the -config flag, else LOADOUT_CONFIG, else
 // ./config.yaml.
-func configPath(flagValue string, getenv func(string) string) string {
+func Path(flagValue string, getenv func(string) string) string {
 	if flagValue != "" {
 		return flagValue
 	}
@@ -152,18 +165,19 @@ func configPath(flagValue string, getenv func(string) string) string {
 	return "config.yaml"
 }
 
-// loadConfig reads, expands and checks a config file. Every error names
+// Load reads, expands and checks a config file. Every error names
 // the offending key.
-func loadConfig(path string, getenv func(string) string) (Config, error) {
+func Load(path string, getenv func(string) string) (Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	return parseConfig(raw, getenv)
+	return Parse(raw, getenv)
 }
 
-func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
-	cfg := defaults()
+// Parse reads raw, a config file, as Load does.
+func Parse(raw []byte, getenv func(string) string) (Config, error) {
+	cfg := Defaults()
 	set, err := loadFile(raw, getenv, &cfg)
 	if err != nil {
 		return Config{}, err
@@ -172,16 +186,16 @@ func parseConfig(raw []byte, getenv func(string) string) (Config, error) {
 		// The name the key had before every key got its LOADOUT_ variable.
 		cfg.Google.TokenKey = getenv("LOADOUT_TOKEN_KEY")
 	}
-	return cfg, cfg.validate(set)
+	return cfg, cfg.Validate(set)
 }
 
 // Duration is a time.Duration written as "30s" or "2m" in YAML.
 type Duration = config.Duration
 
-// validate checks values that decode fine but make no sense. set holds
+// Validate checks values that decode fine but make no sense. set holds
 // the keys the file or the environment gave: a knob left out takes its
 // package's default, one given must be usable.
-func (c Config) validate(set config.Set) error {
+func (c Config) Validate(set config.Set) error {
 	sections := map[string]config.Section{
 		"llm": c.LLM, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
 		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
@@ -189,8 +203,8 @@ func (c Config) validate(set config.Set) error {
 		"limits": c.Limits,
 		"ui":     c.UI,
 	}
-	for _, k := range c.enabledChannels() {
-		if s, ok := c.section(k).(config.Section); ok {
+	for _, k := range c.EnabledChannels() {
+		if s, ok := c.Section(k).(config.Section); ok {
 			sections[k.Name()] = s
 		}
 	}
@@ -216,17 +230,17 @@ func (c Config) validate(set config.Set) error {
 	return errors.Join(append(errs, ch.Errors()...)...)
 }
 
-// model is the model requests name: llm.model, else the adapter's default.
-func (c Config) model() string {
+// Model is the model requests name: llm.model, else the adapter's default.
+func (c Config) Model() string {
 	if c.LLM.Engine.Model != "" {
 		return c.LLM.Engine.Model
 	}
 	return openai.DefaultModel
 }
 
-// requireLLM checks what talking to the model needs (openai.Config.Usable),
+// RequireLLM checks what talking to the model needs (openai.Config.Usable),
 // for llm and each of llm.fallbacks.
-func (c Config) requireLLM() error {
+func (c Config) RequireLLM() error {
 	if err := c.LLM.Config.Usable(); err != nil {
 		return err
 	}

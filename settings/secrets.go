@@ -1,0 +1,47 @@
+package settings
+
+import (
+	"os"
+
+	"loadout/config"
+	"loadout/logs"
+	"loadout/ui"
+)
+
+// entries are every key of c and of each channel's section (under the
+// channel's name), each with what it declares secret: the `secret` tags
+// of the sections' types (config.Secrecy), the one declaration of a
+// secret that the logger and the console read.
+func (c Config) Entries() []config.Entry {
+	out := config.Entries("", c)
+	for _, k := range ChannelKinds() {
+		out = append(out, config.Entries(k.Name(), c.Section(k))...)
+	}
+	return out
+}
+
+// secrets are every secret the configuration declares: the values of
+// its secret keys, the channels' included, every value of the maps that
+// hand an environment or headers to another program, the credentials
+// its URLs, DSN and MCP servers' arguments carry, and the values of the
+// variables tools.custom_secrets names (read from the process's
+// environment, as the tools read them). None reaches a log line or the
+// console.
+func (c Config) Secrets() []string {
+	var out []string
+	for _, e := range c.Entries() {
+		out = append(out, e.Secrets(os.Getenv)...)
+	}
+	return out
+}
+
+// settings is the effective configuration, key by key, for the console
+// (ui.SettingOf).
+func (c Config) Settings() []ui.Setting {
+	redact := logs.NewRedactor(c.Secrets(), ChannelKinds().Shapes())
+	var out []ui.Setting
+	for _, e := range c.Entries() {
+		out = append(out, ui.SettingOf(e, redact))
+	}
+	return out
+}
