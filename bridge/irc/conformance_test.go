@@ -67,3 +67,5 @@ func (c *conformance) Approve(t *testing.T, i int) {
 func (c *conformance) Hold(n int) { c.w.hold.Hold(n) }
 
 func (c *conformance) Release() { c.w.hold.Release(c.owner) }
+
+func (c *conformance) Held() int { return c.w.hold.Gate.Waiting(holdKey) }

@@ -21,9 +21,10 @@ import (
 // wanted are the IRCv3 capabilities the bot asks for, those the server
 // offers: who is signed in to which account (account-tag on each
 // message, extended-join and account-notify for the people it shares a
-// channel with), SASL, and message ids.
+// channel with), SASL, message ids, and server-time (to tell a channel's
+// history played back at a join from what is said now).
 func wanted() []string {
-	return []string{"account-tag", "extended-join", "account-notify", "message-tags", "sasl"}
+	return []string{"account-tag", "extended-join", "account-notify", "message-tags", "sasl", "server-time"}
 }
 
 // errRefused is the server or its services refusing the bot's account:
@@ -40,6 +41,8 @@ type conn struct {
 	// nick is the bot's nick; prefix is its nick!user@host as the
 	// server showed it ("" when it did not).
 	nick, prefix string
+	// since is when the connection was registered.
+	since time.Time
 	// nickLen and chanLen are the server's NICKLEN and CHANNELLEN.
 	nickLen, chanLen int
 
@@ -217,6 +220,7 @@ func (c *conn) register(ctx context.Context, cfg Config) error {
 		case "005":
 			c.isupport(m.params)
 		case "376", "422": // end of MOTD, no MOTD: registered
+			c.since = time.Now()
 			return nil
 		case "ERROR":
 			return fmt.Errorf("irc: the server closed the connection: %s", m.param(0))

@@ -18,15 +18,28 @@ import (
 const (
 	pingAfter = 3 * time.Minute
 	pongWait  = time.Minute
+	// regainEvery is how often the bot asks for its nick back.
+	regainEvery = 5 * time.Second
 )
 
 // read handles the server's lines until the connection fails or ctx
 // ends. A silent server is pinged, then given up.
 func (a *Adapter) read(ctx context.Context, c *conn) error {
 	pinged := false
+	regain := time.Now().Add(regainEvery)
 	for {
+		if c.nick != a.cfg.Nick && time.Now().After(regain) {
+			// Registered as nick_, the nick being taken (by the bot's
+			// own connection before a crash, often): take it back.
+			regain = time.Now().Add(regainEvery)
+			if err := c.raw("NICK " + a.cfg.Nick); err != nil {
+				return err
+			}
+		}
 		if pinged {
 			c.nc.SetReadDeadline(time.Now().Add(pongWait))
+		} else if c.nick != a.cfg.Nick {
+			c.nc.SetReadDeadline(time.Now().Add(regainEvery))
 		} else {
 			c.nc.SetReadDeadline(time.Now().Add(pingAfter))
 		}
@@ -69,6 +82,12 @@ func (a *Adapter) handle(ctx context.Context, c *conn, m message) error {
 	case "ACCOUNT":
 		a.heard(m.nick(), m.param(0))
 	case "NICK":
+		if fold(m.nick()) == fold(c.nick) {
+			a.mu.Lock()
+			c.nick = m.param(0)
+			a.mu.Unlock()
+			a.log.Info("irc: the bot's nick is now its own", "nick", c.nick)
+		}
 		a.renamed(m.nick(), m.param(0))
 	case "QUIT":
 		a.heard(m.nick(), "*")
@@ -138,6 +157,12 @@ func (a *Adapter) privmsg(ctx context.Context, c *conn, m message) error {
 	}
 	if strings.HasPrefix(text, "\x01") {
 		return nil // CTCP (ACTION, VERSION …)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, m.tags["time"]); err == nil && t.Before(c.since.Add(-time.Second)) {
+		// A channel's history, played back as the bot joined: who said
+		// it is not known now (no account tag), and it was not said to
+		// this process.
+		return nil
 	}
 	text = strings.TrimSpace(stripFormatting(text))
 	private := !isChannel(target)
