@@ -37,6 +37,7 @@ func TestKillsFromOutsideQuarantineNothing(t *testing.T) {
 		"discord":  killedDiscord,
 		"whatsapp": killedWhatsApp,
 		"email":    killedEmail,
+		"irc":      killedIRC,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -171,12 +171,12 @@ func (n *Network) Close() {
 
 // Log is what the servers wrote (their output, the server's log).
 func (n *Network) Log() string {
-	var b strings.Builder
+	var b []byte
 	for _, f := range []string{"inspircd.out", "anope.out", "ircd.log", "services.log"} {
-		raw, _ := os.ReadFile(filepath.Join(n.dir, f))
-		b.Write(raw)
+		raw, _ := os.ReadFile(filepath.Join(n.dir, f)) // a missing one adds nothing
+		b = append(b, raw...)
 	}
-	return b.String()
+	return string(b)
 }
 
 // Account registers the services account name with password, once

@@ -95,6 +95,8 @@ func (p *Person) loop(account, password string, welcome chan error) {
 			tell(welcome, nil)
 		case cmd == "PRIVMSG" || cmd == "NOTICE":
 			p.Heard.Add(Line{From: from, To: args, Text: trailing, Notice: cmd == "NOTICE"})
+		case cmd == "PONG" || cmd == "401": // a ping's answer; no such nick
+			p.Heard.Add(Line{From: cmd, To: args, Text: trailing})
 		}
 	}
 }
@@ -114,6 +116,9 @@ func (p *Person) send(lines ...string) {
 		fmt.Fprintf(p.c, "%s\r\n", l)
 	}
 }
+
+// Raw sends one line as it is.
+func (p *Person) Raw(line string) { p.send(line) }
 
 // Say sends text to target (a nick or a channel).
 func (p *Person) Say(_ testing.TB, target, text string) { p.send("PRIVMSG " + target + " :" + text) }
