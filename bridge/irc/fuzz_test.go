@@ -51,21 +51,24 @@ func inboxCount(env *storetest.Env) int {
 }
 
 // Reading, parsing and cleaning a line costs linear time: a line of a
-// megabyte of tags, spaces or formatting is read in a moment, and cut.
+// megabyte of tags, spaces or formatting is read in a moment, and cut;
+// an answer of the longest size of such text is flattened and wrapped
+// in a moment too.
 func TestReadingIsLinear(t *testing.T) {
 	for _, line := range []string{
 		"@" + strings.Repeat("a=b;", 1<<18), ":" + strings.Repeat(" ", 1<<20) + "x",
 		"PRIVMSG x :" + strings.Repeat("\x03,", 1<<19), "PRIVMSG #a :" + strings.Repeat("loadoutx", 1<<17),
+		"PRIVMSG #a :" + strings.Repeat("*_[`", 1<<18),
 	} {
 		start := time.Now()
 		got, err := readLine(bufio.NewReader(strings.NewReader(line + "\r\n")))
 		if err != nil || len(got) > maxLine {
 			t.Fatalf("read %d bytes: %v", len(got), err)
 		}
-		m, _ := parse(line)
+		m, _ := parse(got)
 		stripFormatting(m.param(1))
 		addressed(m.param(1), "loadout")
-		wrapLines(flatten(line), 400)
+		wrapLines(flatten(line[:16384]), 400) // an answer is at most irc.max_answer
 		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("a line of %d bytes took %s", len(line), took)
 		}
