@@ -6,8 +6,10 @@ import (
 	"loadout/bridge"
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
+	"loadout/bridge/feishu"
 	"loadout/bridge/irc"
 	"loadout/bridge/matrix"
+	"loadout/bridge/mattermost"
 	"loadout/bridge/slack"
 	"loadout/bridge/telegram"
 	"loadout/bridge/webui"
@@ -27,7 +29,9 @@ func ChannelKinds() bridge.Kinds {
 		slack.Kind(),
 		discord.Kind(),
 		matrix.Kind(),
+		mattermost.Kind(),
 		whatsapp.Kind(),
+		feishu.Kind(),
 		email.Kind(),
 		irc.Kind(),
 		webui.Kind(),

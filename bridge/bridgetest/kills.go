@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,4 +266,24 @@ func Tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// PostUntilTaken delivers an event to a webhook as its platform does:
+// the request try builds (try counts from 0, so a platform that numbers
+// its retries can say so, and one that signs each delivery anew can) is
+// posted again and again, each waiting 3 s for its answer, until one is
+// answered 200, for up to AwaitFor; then it fails the test, naming what.
+func PostUntilTaken(t testing.TB, what string, try func(n int) *http.Request) {
+	client := &http.Client{Timeout: 3 * time.Second}
+	deadline := time.Now().Add(AwaitFor)
+	for n := 0; time.Now().Before(deadline); n++ {
+		if resp, err := client.Do(try(n)); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("%s was never taken", what)
 }

@@ -2,6 +2,7 @@ package bridgetest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -206,4 +207,28 @@ func (g *Gate) count(key string, release <-chan struct{}, d int) {
 func (g *Gate) Pass(ctx context.Context, key string) bool {
 	release, held := g.Held(key)
 	return !held || g.Wait(ctx, key, release)
+}
+
+// Running runs ch as a process does until the test ends or stop is
+// called: stop cancels Run and waits for it to return, failing the test
+// when it does not within Wait, or returns an error other than the
+// cancellation. Calling stop again does nothing.
+func Running(t testing.TB, ch interface{ Run(context.Context) error }) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ch.Run(ctx) }()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("Run returned %v after cancel", err)
+			}
+		case <-time.After(Wait):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	t.Cleanup(stop)
+	return stop
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,4 +137,25 @@ func Idle(t testing.TB, db *store.DB, channel string) bool {
 		t.Fatal(err)
 	}
 	return len(items) == 0
+}
+
+// Dies is a store as a process killed outright leaves it: the process
+// never gives a lease back.
+type Dies struct{ cluster.Store }
+
+func (Dies) ReleaseLease(context.Context, string, string) error { return nil }
+
+// Refusals is a store that counts, in N, the takes of a lease another
+// holds: how often a process found the duty taken.
+type Refusals struct {
+	cluster.Store
+	N *atomic.Int32
+}
+
+func (r Refusals) TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	ok, err := r.Store.TakeLease(ctx, name, holder, ttl)
+	if err == nil && !ok {
+		r.N.Add(1)
+	}
+	return ok, err
 }

@@ -1,12 +1,10 @@
 package discord
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"loadout/bridge"
 	"loadout/bridge/bridgetest"
@@ -62,24 +60,7 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 func run(t testing.TB, dc *discordtest.Server, a *Adapter) (stop func()) {
 	t.Helper()
 	before, _, _, _ := dc.Gateway()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v after cancel", err)
-				}
-			case <-time.After(discordtest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = bridgetest.Running(t, a)
 	dc.WaitFor(t, "a new gateway session", func() bool {
 		n, _, _, _ := dc.Gateway()
 		return n > before && dc.Connected() && a.Ready()
@@ -137,10 +118,10 @@ func (c *conformance) Approve(t *testing.T, i int) {
 
 func (c *conformance) Hold(n int) { c.dc.Hold(n) }
 
-// Release waits until the send the stop abandoned has ended, so it is
-// not let through after the fact, then lets sends through.
 func (c *conformance) Held() int { return c.dc.Waiting() }
 
+// Release waits until the send the stop abandoned has ended, so it is
+// not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
 	c.dc.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.dc.Waiting() == 0 })
 	c.dc.Release()

@@ -1,15 +1,14 @@
 package email
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/email/emailtest"
 	"loadout/chat/chattest"
 	"loadout/store/storetest"
@@ -37,24 +36,7 @@ func testConfig(srv *emailtest.Server) Config {
 // the mailbox.
 func running(t testing.TB, a *Adapter) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v after cancel", err)
-				}
-			case <-time.After(emailtest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = bridgetest.Running(t, a)
 	emailtest.WaitFor(t, "the channel to read the mailbox", a.Ready)
 	return stop
 }

@@ -15,30 +15,12 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"loadout/bridge"
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/matrix/matrixtest"
 	"loadout/chat/chattest"
 	"loadout/cluster"
 	"loadout/store/storetest"
 )
-
-// dies is a process killed outright: it never gives a lease back.
-type dies struct{ cluster.Store }
-
-func (dies) ReleaseLease(context.Context, string, string) error { return nil }
-
-// refusals counts the takes of the sync's lease that another holds.
-type refusals struct {
-	cluster.Store
-	n *atomic.Int32
-}
-
-func (r refusals) TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	ok, err := r.Store.TakeLease(ctx, name, holder, ttl)
-	if err == nil && !ok && name == syncDuty {
-		r.n.Add(1)
-	}
-	return ok, err
-}
 
 // Two processes of the bot on one database (the SQLite file, or
 // PostgreSQL with LOADOUT_TEST_DSN), each with its own client and
@@ -70,9 +52,9 @@ func TestAnotherProcessTakesTheSyncOver(t *testing.T) {
 			Logger:    slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("process", name),
 		})
 	}
-	_, stopA := w.start(t, envA, process("a", dies{envA.Store}))
+	_, stopA := w.start(t, envA, process("a", bridgetest.Dies{Store: envA.Store}))
 	var refused atomic.Int32
-	b, _, bEnded := w.run(t, envB, process("b", refusals{envB.Store, &refused}))
+	b, _, bEnded := w.run(t, envB, process("b", bridgetest.Refusals{Store: envB.Store, N: &refused}))
 	// b has set up its encryption (reading the account) and waits for
 	// the sync.
 	matrixtest.Eventually(t, "b to be refused the sync", func() bool {
@@ -174,7 +156,7 @@ func TestProcessesTakeTurnsWithTheEncryption(t *testing.T) {
 	}
 	a, _ := w.start(t, envA, process("a", envA.Store))
 	var refused atomic.Int32
-	b, _, bEnded := w.run(t, envB, process("b", refusals{envB.Store, &refused}))
+	b, _, bEnded := w.run(t, envB, process("b", bridgetest.Refusals{Store: envB.Store, N: &refused}))
 	matrixtest.Eventually(t, "b to be refused the sync", func() bool {
 		select {
 		case err := <-bEnded:

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -62,9 +61,7 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 		AllowedUsers: []string{owner, "UBEA"}, Backoff: time.Millisecond, SendPerChannelSecond: -1, Stream: b.Stream, Delivery: d},
 		bridge.NewRouter(b.Env.Engine, "loadout"), b.Env.Store)
 	conns := fake.Connections()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	running := bridgetest.Running(t, a)
 	var srv *httptest.Server
 	if c.mode == ModeEvents {
 		mux := http.NewServeMux()
@@ -74,19 +71,11 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 		c.url = srv.URL
 		c.mu.Unlock()
 	}
-	var once sync.Once
 	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(bridgetest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-			if srv != nil {
-				srv.Close()
-			}
-		})
+		running()
+		if srv != nil {
+			srv.Close()
+		}
 	}
 	t.Cleanup(stop)
 	if c.mode == ModeSocket {
@@ -197,10 +186,10 @@ func (c *conformance) Approve(t *testing.T, i int) {
 
 func (c *conformance) Hold(n int) { c.fake.Hold("chat.postMessage", n) }
 
-// Release waits until the post the stop abandoned has ended, so it is
-// not let through after the fact, then lets posts through.
 func (c *conformance) Held() int { return c.fake.Waiting("chat.postMessage") }
 
+// Release waits until the post the stop abandoned has ended, so it is
+// not let through after the fact, then lets posts through.
 func (c *conformance) Release() {
 	c.fake.WaitFor(c.owner, "the abandoned post to end", func() bool { return c.fake.Waiting("chat.postMessage") == 0 })
 	c.fake.Release("chat.postMessage")

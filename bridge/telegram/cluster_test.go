@@ -1,37 +1,18 @@
 package telegram
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"loadout/bridge/bridgetest"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/chat/chattest"
 	"loadout/cluster"
 	"loadout/store/storetest"
 )
-
-// dies is a process killed outright: it never gives its lease back.
-type dies struct{ cluster.Store }
-
-func (dies) ReleaseLease(context.Context, string, string) error { return nil }
-
-// refusals counts the takes of a lease that another holds.
-type refusals struct {
-	cluster.Store
-	n *atomic.Int32
-}
-
-func (r refusals) TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	ok, err := r.Store.TakeLease(ctx, name, holder, ttl)
-	if err == nil && !ok {
-		r.n.Add(1)
-	}
-	return ok, err
-}
 
 // Two processes with one bot on one database: only the lease holder calls
 // getUpdates (Telegram allows one); when it is killed, the other takes
@@ -44,10 +25,10 @@ func TestOnlyOneProcessPolls(t *testing.T) {
 	exclusive := func(h *harness, s cluster.Store, holder string) Config {
 		return h.config(func(c *Config) { c.Exclusive = cluster.Exclusive(s, holder, ttl, quiet) })
 	}
-	_, stopA := a.start(a.env, exclusive(a, dies{a.env.Store}, "a"))
+	_, stopA := a.start(a.env, exclusive(a, bridgetest.Dies{Store: a.env.Store}, "a"))
 	a.tg.WaitFor(t, "a to poll", func() bool { return len(a.tg.Calls("getUpdates")) > 0 })
 	var refused atomic.Int32
-	adB, _ := b.start(b.env, exclusive(b, refusals{b.env.Store, &refused}, "b"))
+	adB, _ := b.start(b.env, exclusive(b, bridgetest.Refusals{Store: b.env.Store, N: &refused}, "b"))
 	chattest.Eventually(t, "b to be ready", adB.Ready)
 	// b has tried for the lease, and been refused it, twice.
 	chattest.Eventually(t, "b to be refused the lease twice", func() bool { return refused.Load() >= 2 })

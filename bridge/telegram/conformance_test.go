@@ -1,13 +1,11 @@
 package telegram
 
 import (
-	"context"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"loadout/bridge"
 	"loadout/bridge/bridgetest"
@@ -51,21 +49,7 @@ func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, fu
 	a := New(Config{Token: telegramtest.Token, APIEndpoint: tg.Endpoint(), AllowedUsers: []string{"42", "@bea"},
 		SendPerSecond: -1, SendPerChatSecond: -1, SendPerGroupMinute: -1, Stream: b.Stream, Delivery: d},
 		bridge.NewRouter(b.Env.Engine, "loadout"), b.Env.Store)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(bridgetest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop := bridgetest.Running(t, a)
 	chattest.Eventually(t, "connected", a.Ready)
 	return a, stop
 }
@@ -138,10 +122,10 @@ func (c *conformance) Approve(t *testing.T, i int) {
 
 func (c *conformance) Hold(n int) { c.tg.Hold("sendMessage", n) }
 
-// Release waits until the send the stop abandoned has ended, so it is
-// not let through after the fact, then lets sends through.
 func (c *conformance) Held() int { return c.tg.Waiting("sendMessage") }
 
+// Release waits until the send the stop abandoned has ended, so it is
+// not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
 	c.tg.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.tg.Waiting("sendMessage") == 0 })
 	c.tg.Resume("sendMessage")

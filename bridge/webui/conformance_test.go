@@ -81,23 +81,10 @@ func startServerAt(t testing.TB, addr string, auth bridge.WebAuth, env bridge.En
 	}
 	srv.Config = httpd.Server(mux, httpd.DefaultLimits, slog.New(slog.DiscardHandler))
 	srv.Start()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ch.Run(ctx) }()
+	t.Cleanup(srv.Close)
+	running := bridgetest.Running(t, ch)
+	stop := func() { running(); srv.Close() }
 	chattest.Eventually(t, "the channel to be ready", ch.(bridge.Readier).Ready)
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(bridgetest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-			srv.Close()
-		})
-	}
-	t.Cleanup(stop)
 	return &server{Chat: ch.(*webui.Chat), URL: srv.URL, stop: stop}
 }
 

@@ -87,25 +87,9 @@ func run(t testing.TB, wa *whatsapptest.Server, a *Adapter) (stop func()) {
 	a.Mount(mux)
 	srv := httptest.NewServer(mux)
 	wa.Webhook(srv.URL + a.cfg.WebhookPath)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v after cancel", err)
-				}
-			case <-time.After(whatsapptest.Wait):
-				t.Error("Run did not return after cancel")
-			}
-			srv.Close()
-		})
-	}
-	t.Cleanup(stop)
+	t.Cleanup(srv.Close)
+	running := bridgetest.Running(t, a)
+	stop = func() { running(); srv.Close() } // a stopped process answers no webhook
 	wa.WaitFor(t, "the channel to be ready", a.Ready)
 	return stop
 }
@@ -148,10 +132,10 @@ func (c *conformance) Approve(t *testing.T, i int) {
 
 func (c *conformance) Hold(n int) { c.wa.Hold(n) }
 
-// Release waits until the send the stop abandoned has ended, so it is
-// not let through after the fact, then lets sends through.
 func (c *conformance) Held() int { return c.wa.Waiting() }
 
+// Release waits until the send the stop abandoned has ended, so it is
+// not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
 	c.wa.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.wa.Waiting() == 0 })
 	c.wa.Release()

@@ -19,7 +19,7 @@ import (
 // handed to the bot just as it was killed, before it was stored, is
 // lost by IRC itself; the person, unanswered, says it again before
 // going on (docs/irc.md: what IRC does not do).
-func killedIRC(t *testing.T) bridgetest.Killed {
+func killedIRC(t testing.TB) bridgetest.Killed {
 	var sh irctest.Shared
 	n := sh.Get(t)
 	t.Cleanup(sh.Close)

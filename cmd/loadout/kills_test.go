@@ -31,18 +31,33 @@ import (
 // order, and nothing is quarantined. (The poison test in bridge shows a
 // message that does end the process is still set aside.)
 func TestKillsFromOutsideQuarantineNothing(t *testing.T) {
-	for name, setup := range map[string]func(t *testing.T) bridgetest.Killed{
-		"telegram": killedTelegram,
-		"slack":    killedSlack,
-		"discord":  killedDiscord,
-		"whatsapp": killedWhatsApp,
-		"email":    killedEmail,
-		"irc":      killedIRC,
-	} {
-		t.Run(name, func(t *testing.T) {
+	for _, k := range killedChannels() {
+		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
-			bridgetest.Kills(t, setup(t), serveConfig)
+			bridgetest.Kills(t, k.setup(t), serveConfig)
 		})
+	}
+}
+
+// killedChannel is a channel's set-up for the kill suite and the cost
+// benchmark: its fake, and the Killed that drives it.
+type killedChannel struct {
+	name  string
+	setup func(t testing.TB) bridgetest.Killed
+}
+
+// killedChannels are the channels the kill suite and the cost benchmark
+// run, each on its platform's fake (IRC's on a real IRC network).
+func killedChannels() []killedChannel {
+	return []killedChannel{
+		{"telegram", killedTelegram},
+		{"slack", killedSlack},
+		{"discord", killedDiscord},
+		{"whatsapp", killedWhatsApp},
+		{"email", killedEmail},
+		{"feishu", killedFeishu},
+		{"mattermost", killedMattermost},
+		{"irc", killedIRC},
 	}
 }
 
@@ -54,7 +69,7 @@ func serveConfig(_ testing.TB, path string) *exec.Cmd {
 	return c
 }
 
-func killedTelegram(t *testing.T) bridgetest.Killed {
+func killedTelegram(t testing.TB) bridgetest.Killed {
 	tg := telegramtest.New(t)
 	users := make([]string, bridgetest.KillChats)
 	for c := range users {
@@ -80,7 +95,7 @@ func killedTelegram(t *testing.T) bridgetest.Killed {
 	}
 }
 
-func killedSlack(t *testing.T) bridgetest.Killed {
+func killedSlack(t testing.TB) bridgetest.Killed {
 	fake := slacktest.NewServer(t)
 	const secret = "signing-secret-for-kills"
 	return bridgetest.Killed{
@@ -95,9 +110,7 @@ func killedSlack(t *testing.T) bridgetest.Killed {
 				t.Error(err)
 				return
 			}
-			client := &http.Client{Timeout: 3 * time.Second} // Slack's own wait
-			deadline := time.Now().Add(2 * time.Minute)
-			for retry := 0; time.Now().Before(deadline); retry++ {
+			bridgetest.PostUntilTaken(t, "event "+strconv.Quote(text), func(retry int) *http.Request {
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/slack/events", bytes.NewReader(body))
 				req.Header = slacktest.Sign(secret, time.Now(), body)
 				req.Header.Set("Content-Type", "application/json")
@@ -105,15 +118,8 @@ func killedSlack(t *testing.T) bridgetest.Killed {
 					req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(retry))
 					req.Header.Set("X-Slack-Retry-Reason", "http_error")
 				}
-				if resp, err := client.Do(req); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						return
-					}
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			t.Errorf("event %q was never taken", text)
+				return req
+			})
 		},
 		Answers: func() [][]string {
 			out := make([][]string, bridgetest.KillChats)
@@ -125,7 +131,7 @@ func killedSlack(t *testing.T) bridgetest.Killed {
 	}
 }
 
-func killedDiscord(t *testing.T) bridgetest.Killed {
+func killedDiscord(t testing.TB) bridgetest.Killed {
 	dc := discordtest.New(t)
 	users := make([]string, bridgetest.KillChats)
 	for c := range users {
@@ -159,7 +165,7 @@ func killedDiscord(t *testing.T) bridgetest.Killed {
 	}
 }
 
-func killedWhatsApp(t *testing.T) bridgetest.Killed {
+func killedWhatsApp(t testing.TB) bridgetest.Killed {
 	wa := whatsapptest.New(t)
 	numbers := make([]string, bridgetest.KillChats)
 	for c := range numbers {
@@ -173,21 +179,12 @@ func killedWhatsApp(t *testing.T) bridgetest.Killed {
 		Send: func(t testing.TB, addr string, c int, text string) {
 			_, body := wa.Body(whatsapptest.Message{From: strings.TrimPrefix(numbers[c], "+"), ID: "wamid." + strings.ReplaceAll(text, " ", ""), Text: text})
 			sig := whatsapptest.Sign(whatsapptest.AppSecret, body)
-			client := &http.Client{Timeout: 3 * time.Second}
-			deadline := time.Now().Add(2 * time.Minute)
-			for time.Now().Before(deadline) {
+			bridgetest.PostUntilTaken(t, "message "+strconv.Quote(text), func(int) *http.Request {
 				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/whatsapp/webhook", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-Hub-Signature-256", sig)
-				if resp, err := client.Do(req); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusOK {
-						return
-					}
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			t.Errorf("message %q was never taken", text)
+				return req
+			})
 		},
 		Answers: func() [][]string {
 			out := make([][]string, bridgetest.KillChats)
@@ -199,7 +196,7 @@ func killedWhatsApp(t *testing.T) bridgetest.Killed {
 	}
 }
 
-func killedEmail(t *testing.T) bridgetest.Killed {
+func killedEmail(t testing.TB) bridgetest.Killed {
 	srv := emailtest.New(t, emailtest.Options{})
 	people := make([]string, bridgetest.KillChats)
 	for c := range people {

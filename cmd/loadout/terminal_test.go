@@ -1,8 +1,6 @@
 package main
 
 import (
-	"loadout/tools/mcp/mcptest"
-
 	"bytes"
 	"io"
 	"os"
@@ -17,6 +15,7 @@ import (
 
 	"loadout/chat/chattest"
 	"loadout/proc"
+	"loadout/tools/mcp/mcptest"
 	"loadout/tools/pdf"
 	"loadout/tools/shell"
 	"loadout/worker"
