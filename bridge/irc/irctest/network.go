@@ -2,11 +2,9 @@
 // InspIRCd 3 with Anope 2 linked to it as services (accounts, SASL,
 // account-tag), on 127.0.0.1 in a temporary directory, as an
 // unprivileged user when the tests run as root; and the people who talk
-// to the bot there, each a small raw IRC client of their own.
-//
-// The binaries come from Debian's packages inspircd and anope
-// (/usr/sbin/inspircd, /usr/sbin/anope); without them the tests that
-// need a network skip, saying how to install them.
+// to the bot there, each a small raw IRC client of their own. The
+// binaries come from Debian's packages inspircd and anope; without
+// them the tests that need a network skip, saying how to install them.
 package irctest
 
 import (
