@@ -353,6 +353,15 @@ func (c *conn) write(ctx context.Context, line string) error {
 	return err
 }
 
+// courtesy writes a line the bot may as well not send (a notice to a
+// stranger, joining again after a kick) when the flood pacing lets it
+// at once, so the reading of the server's lines never waits on it.
+func (c *conn) courtesy(line string) {
+	if c.lim == nil || c.lim.Allow() {
+		c.raw(line)
+	}
+}
+
 // close ends the connection, saying goodbye when it can.
 func (c *conn) close() {
 	c.nc.SetWriteDeadline(time.Now().Add(time.Second))

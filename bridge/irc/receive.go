@@ -97,7 +97,7 @@ func (a *Adapter) handle(ctx context.Context, c *conn, m message) error {
 		if fold(m.param(1)) == fold(c.nick) {
 			a.log.Warn("irc: the bot was kicked from a channel; joining again", "channel", m.param(0), "by", m.nick())
 			for _, l := range joins([]string{m.param(0)}, a.cfg.ChannelKeys) {
-				return c.write(ctx, l)
+				c.courtesy(l)
 			}
 		}
 	case "475", "473", "474", "471", "403":
@@ -177,7 +177,7 @@ func (a *Adapter) privmsg(ctx context.Context, c *conn, m message) error {
 	}
 	account := a.accountOf(c, m)
 	if account == "" || !a.allowed[fold(account)] {
-		a.refuse(ctx, c, from, account, target)
+		a.refuse(c, from, account, target)
 		return nil
 	}
 	acct := fold(account)
@@ -206,7 +206,7 @@ func (a *Adapter) privmsg(ctx context.Context, c *conn, m message) error {
 	if err != nil {
 		// IRC delivers nothing again: the person is told it was lost.
 		a.log.Error("irc: a message could not be stored; its sender is told to send it again", "nick", from, "err", err)
-		c.write(ctx, "NOTICE "+from+" :"+textNotStored)
+		c.courtesy("NOTICE " + from + " :" + textNotStored)
 	}
 	return nil
 }
@@ -214,10 +214,13 @@ func (a *Adapter) privmsg(ctx context.Context, c *conn, m message) error {
 // textNotStored tells a person their message was lost.
 const textNotStored = "Sorry, I could not take your last message just now. Please send it again."
 
+// maxRefused bounds the nicks remembered as told they are refused.
+const maxRefused = 10000
+
 // refuse logs a message from someone not allowed, and tells them once
 // (per nick, while the process runs), by a private notice, which is
 // never stored.
-func (a *Adapter) refuse(ctx context.Context, c *conn, nick, account, where string) {
+func (a *Adapter) refuse(c *conn, nick, account, where string) {
 	if account == "" {
 		a.log.Warn("irc: refused a message from a nick not signed in to a services account: people count by their account; the nick alone proves nothing",
 			"nick", nick, "to", where)
@@ -226,10 +229,13 @@ func (a *Adapter) refuse(ctx context.Context, c *conn, nick, account, where stri
 	}
 	a.mu.Lock()
 	first := !a.refused[fold(nick)]
+	if len(a.refused) >= maxRefused {
+		clear(a.refused) // strangers changing nicks to grow it: told again
+	}
 	a.refused[fold(nick)] = true
 	a.mu.Unlock()
 	if first {
-		c.write(ctx, "NOTICE "+nick+" :"+bridge.TextRefused)
+		c.courtesy("NOTICE " + nick + " :" + bridge.TextRefused)
 	}
 }
 
