@@ -7,6 +7,7 @@ import (
 	"loadout/bridge/discord"
 	"loadout/bridge/email"
 	"loadout/bridge/feishu"
+	"loadout/bridge/irc"
 	"loadout/bridge/matrix"
 	"loadout/bridge/mattermost"
 	"loadout/bridge/signal"
@@ -34,6 +35,7 @@ func ChannelKinds() bridge.Kinds {
 		signal.Kind(),
 		feishu.Kind(),
 		email.Kind(),
+		irc.Kind(),
 		webui.Kind(),
 	}
 }

@@ -58,6 +58,7 @@ func killedChannels() []killedChannel {
 		{"feishu", killedFeishu},
 		{"mattermost", killedMattermost},
 		{"signal", killedSignal},
+		{"irc", killedIRC},
 	}
 }
 
