@@ -35,6 +35,9 @@ func (c Config) Check(ch *config.Checker) {
 	if strings.TrimSpace(c.TrustedAuthservID) == "" {
 		ch.Bad("trusted_authserv_id", "is required when email.enabled is true: the authserv-id your own mail server writes in Authentication-Results (often its host name, such as mx.example.org); without it no sender can be believed")
 	}
+	if c.PerSenderHour < 0 {
+		ch.Bad("per_sender_hour", "must be 1 or more (0: the default, 30), got %d", c.PerSenderHour)
+	}
 	if c.Mailbox != "" && c.Mailbox == c.QuarantineMailbox {
 		ch.Bad("quarantine_mailbox", "must differ from email.mailbox")
 	}

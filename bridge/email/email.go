@@ -78,7 +78,7 @@ type Config struct {
 	// PerSenderHour is how many messages of one sender are answered in
 	// an hour; more are left unanswered (a loop breaker). Default 30.
 	// They are counted in the store, for every process sharing it.
-	PerSenderHour int `yaml:"-"`
+	PerSenderHour int `yaml:"per_sender_hour"`
 	// MaxBackoff caps the wait between tries after a server failed;
 	// default 1m.
 	MaxBackoff time.Duration `yaml:"-"`

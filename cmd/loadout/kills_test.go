@@ -206,7 +206,7 @@ func killedEmail(t testing.TB) bridgetest.Killed {
 	var ids atomic.Int64
 	return bridgetest.Killed{
 		Config: fmt.Sprintf("email:\n  enabled: true\n  address: %s\n  password: %s\n  imap_url: %s\n  smtp_url: %s\n"+
-			"  trusted_authserv_id: %s\n  allowed_senders: [%s]\n", emailtest.Address, emailtest.Password, srv.IMAPURL(), srv.SMTPURL(),
+			"  trusted_authserv_id: %s\n  allowed_senders: [%s]\n  per_sender_hour: 1000\n", emailtest.Address, emailtest.Password, srv.IMAPURL(), srv.SMTPURL(),
 			emailtest.AuthservID, strings.Join(people, ", ")),
 		// The mailbox keeps what arrives while nobody reads it. Each chat
 		// is one thread.
