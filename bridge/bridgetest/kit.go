@@ -232,3 +232,37 @@ func Running(t testing.TB, ch interface{ Run(context.Context) error }) (stop fun
 	t.Cleanup(stop)
 	return stop
 }
+
+// Fakes keeps the platform fake of the suite's current case, for a
+// harness: the suite runs each case as a test of its own, which gets a
+// fake of its own. A harness embeds it; its methods given a test reach
+// the fake with For, the others with Fake.
+type Fakes[S any] struct {
+	mu    sync.Mutex
+	owner *testing.T
+	fake  S
+}
+
+// For is t's fake, made by newFake the first time t asks.
+func (f *Fakes[S]) For(t *testing.T, newFake func(testing.TB) S) S {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owner != t {
+		f.fake, f.owner = newFake(t), t
+	}
+	return f.fake
+}
+
+// Fake is the current case's fake.
+func (f *Fakes[S]) Fake() S {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fake
+}
+
+// Owner is the current case's test.
+func (f *Fakes[S]) Owner() *testing.T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.owner
+}

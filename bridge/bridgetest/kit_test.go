@@ -3,6 +3,7 @@ package bridgetest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -63,4 +64,40 @@ func TestRecorderAndWaitFor(t *testing.T) {
 	if got := r.Filter(func(s string) bool { return s != "b" }); len(got) != 2 || got[1] != "c" {
 		t.Fatalf("filtered %q", got)
 	}
+}
+
+func TestFakesGiveEachTestItsOwn(t *testing.T) {
+	var f Fakes[*int]
+	made := 0
+	newFake := func(testing.TB) *int { made++; n := made; return &n }
+	var first *int
+	t.Run("one", func(t *testing.T) {
+		first = f.For(t, newFake)
+		if f.For(t, newFake) != first || f.Fake() != first || f.Owner() != t {
+			t.Fatal("a test asking again got another fake")
+		}
+	})
+	t.Run("two", func(t *testing.T) {
+		if second := f.For(t, newFake); second == first || *second != 2 {
+			t.Fatalf("the next test got fake %d, want a new one", *second)
+		}
+	})
+}
+
+type runFunc func(context.Context) error
+
+func (r runFunc) Run(ctx context.Context) error { return r(ctx) }
+
+func TestRunningStopsTheChannel(t *testing.T) {
+	var ended atomic.Bool
+	stop := Running(t, runFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		ended.Store(true)
+		return ctx.Err() // a cancellation is no failure
+	}))
+	stop()
+	if !ended.Load() {
+		t.Fatal("stop returned before Run did")
+	}
+	stop() // again: nothing
 }

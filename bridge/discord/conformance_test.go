@@ -3,7 +3,6 @@ package discord
 import (
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"loadout/bridge"
@@ -21,9 +20,7 @@ func TestConformance(t *testing.T) {
 // conformance is the suite's harness: two direct message channels,
 // Ana's and Bea's.
 type conformance struct {
-	mu    sync.Mutex
-	dc    *discordtest.Server
-	owner *testing.T // the test dc serves
+	bridgetest.Fakes[*discordtest.Server]
 }
 
 var (
@@ -37,14 +34,7 @@ func (c *conformance) Caps() bridgetest.Caps {
 }
 
 // server is the test's fake Discord, shared by the processes of a test.
-func (c *conformance) server(t *testing.T) *discordtest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.dc, c.owner = discordtest.New(t), t
-	}
-	return c.dc
-}
+func (c *conformance) server(t *testing.T) *discordtest.Server { return c.For(t, discordtest.New) }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
 	dc := c.server(t)
@@ -68,7 +58,7 @@ func run(t testing.TB, dc *discordtest.Server, a *Adapter) (stop func()) {
 	return stop
 }
 
-func (c *conformance) ChatKey(i int) string { return "discord:@me:" + c.dc.DM(people[i].ID) }
+func (c *conformance) ChatKey(i int) string { return "discord:@me:" + c.Fake().DM(people[i].ID) }
 
 func (c *conformance) Send(t *testing.T, i int, text string) string {
 	dc := c.server(t)
@@ -85,7 +75,7 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 
 func (c *conformance) Answers(i int) []string {
 	var out []string
-	for _, s := range c.dc.Sent(c.dc.DM(people[i].ID)) {
+	for _, s := range c.Fake().Sent(c.Fake().DM(people[i].ID)) {
 		if s.Content != "" {
 			out = append(out, strings.TrimSpace(s.Content))
 		}
@@ -95,7 +85,7 @@ func (c *conformance) Answers(i int) []string {
 
 func (c *conformance) Uploads(i int) map[string][]byte {
 	out := map[string][]byte{}
-	for _, s := range c.dc.Sent(c.dc.DM(people[i].ID)) {
+	for _, s := range c.Fake().Sent(c.Fake().DM(people[i].ID)) {
 		for _, f := range s.Files {
 			out[f.Name] = f.Content
 		}
@@ -104,11 +94,11 @@ func (c *conformance) Uploads(i int) map[string][]byte {
 }
 
 func (c *conformance) Approve(t *testing.T, i int) {
-	sent := c.dc.Sent(c.dc.DM(people[i].ID))
+	sent := c.Fake().Sent(c.Fake().DM(people[i].ID))
 	for k := len(sent) - 1; k >= 0; k-- {
 		for _, b := range sent[k].Buttons {
 			if strings.HasPrefix(b.Label, "Approve") {
-				c.dc.Press(people[i], "", sent[k].ID, b.CustomID)
+				c.Fake().Press(people[i], "", sent[k].ID, b.CustomID)
 				return
 			}
 		}
@@ -116,15 +106,15 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no question with an Approve button")
 }
 
-func (c *conformance) Hold(n int) { c.dc.Hold(n) }
+func (c *conformance) Hold(n int) { c.Fake().Hold(n) }
 
-func (c *conformance) Held() int { return c.dc.Waiting() }
+func (c *conformance) Held() int { return c.Fake().Waiting() }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
-	c.dc.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.dc.Waiting() == 0 })
-	c.dc.Release()
+	c.Fake().WaitFor(c.Owner(), "the abandoned send to end", func() bool { return c.Fake().Waiting() == 0 })
+	c.Fake().Release()
 }
 
 // What the Discord channel can do besides the contract.

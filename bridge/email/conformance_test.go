@@ -20,10 +20,9 @@ func TestConformance(t *testing.T) {
 
 // conformance is the suite's harness: Ana's thread and Bea's.
 type conformance struct {
-	mu    sync.Mutex
-	srv   *emailtest.Server
-	owner *testing.T
-	raw   map[string][]byte // sent messages by Message-ID, to redeliver
+	bridgetest.Fakes[*emailtest.Server]
+	mu  sync.Mutex
+	raw map[string][]byte // sent messages by Message-ID, to redeliver
 }
 
 var people = []string{ana, bea}
@@ -36,12 +35,7 @@ func (c *conformance) Caps() bridgetest.Caps {
 }
 
 func (c *conformance) server(t *testing.T) *emailtest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.srv, c.owner = emailtest.New(t, emailtest.Options{}), t
-	}
-	return c.srv
+	return c.For(t, func(t testing.TB) *emailtest.Server { return emailtest.New(t, emailtest.Options{}) })
 }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
@@ -96,7 +90,7 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 // thread is what was sent in chat i's thread.
 func (c *conformance) thread(i int) []emailtest.Sent {
 	var out []emailtest.Sent
-	for _, s := range sentTo(c.srv, people[i]) {
+	for _, s := range sentTo(c.Fake(), people[i]) {
 		if len(s.References) > 0 && s.References[0] == root(i) {
 			out = append(out, s)
 		}

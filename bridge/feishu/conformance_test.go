@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"loadout/bridge"
@@ -32,23 +31,14 @@ var people = []string{ana, bea}
 
 // conformance is the suite's harness: Ana's and Bea's private chats.
 type conformance struct {
-	mu    sync.Mutex
-	fs    *feishutest.Server
-	owner *testing.T
+	bridgetest.Fakes[*feishutest.Server]
 }
 
 func (c *conformance) Caps() bridgetest.Caps {
 	return bridgetest.Caps{Chats: 2, Redeliver: true, Hold: true, Buttons: true, Stream: true, FilesIn: true, FilesOut: true}
 }
 
-func (c *conformance) server(t *testing.T) *feishutest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.fs, c.owner = feishutest.New(t), t
-	}
-	return c.fs
-}
+func (c *conformance) server(t *testing.T) *feishutest.Server { return c.For(t, feishutest.New) }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
 	fs := c.server(t)
@@ -108,11 +98,11 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 	return fs.Send(t, feishutest.Message{From: people[i], Text: text})
 }
 
-func (c *conformance) Answers(i int) []string { return texts(c.fs, people[i]) }
+func (c *conformance) Answers(i int) []string { return texts(c.Fake(), people[i]) }
 
 func (c *conformance) Uploads(i int) map[string][]byte {
 	out := map[string][]byte{}
-	for _, m := range c.fs.SentTo(people[i]) {
+	for _, m := range c.Fake().SentTo(people[i]) {
 		if m.Type == "file" {
 			out[m.Name] = m.Content
 		}
@@ -121,11 +111,11 @@ func (c *conformance) Uploads(i int) map[string][]byte {
 }
 
 func (c *conformance) Approve(t *testing.T, i int) {
-	sent := c.fs.SentTo(people[i])
+	sent := c.Fake().SentTo(people[i])
 	for k := len(sent) - 1; k >= 0; k-- {
 		for _, b := range sent[k].Buttons {
 			if strings.HasPrefix(b.Label, "Approve") {
-				if code, toast := c.fs.Press(t, people[i], sent[k], b); code != http.StatusOK || !strings.Contains(toast, "success") {
+				if code, toast := c.Fake().Press(t, people[i], sent[k], b); code != http.StatusOK || !strings.Contains(toast, "success") {
 					t.Fatalf("the press was answered %d %s", code, toast)
 				}
 				return
@@ -135,15 +125,15 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no card with an Approve button")
 }
 
-func (c *conformance) Hold(n int) { c.fs.Hold(n) }
+func (c *conformance) Hold(n int) { c.Fake().Hold(n) }
 
-func (c *conformance) Held() int { return c.fs.Waiting() }
+func (c *conformance) Held() int { return c.Fake().Waiting() }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
-	c.fs.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.fs.Waiting() == 0 })
-	c.fs.Release()
+	c.Fake().WaitFor(c.Owner(), "the abandoned send to end", func() bool { return c.Fake().Waiting() == 0 })
+	c.Fake().Release()
 }
 
 // What the Feishu channel can do besides the contract.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"loadout/bridge"
@@ -31,9 +30,7 @@ var (
 // conformance is the suite's harness: two direct message channels,
 // Ana's (allowed by id) and Bea's (by username).
 type conformance struct {
-	mu    sync.Mutex
-	mm    *mattermosttest.Server
-	owner *testing.T
+	bridgetest.Fakes[*mattermosttest.Server]
 }
 
 func (c *conformance) Caps() bridgetest.Caps {
@@ -43,12 +40,7 @@ func (c *conformance) Caps() bridgetest.Caps {
 // server is the test's fake Mattermost, shared by the processes of a
 // test.
 func (c *conformance) server(t *testing.T) *mattermosttest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.mm, c.owner = mattermosttest.New(t), t
-	}
-	return c.mm
+	return c.For(t, mattermosttest.New)
 }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
@@ -75,7 +67,7 @@ func run(t testing.TB, mm *mattermosttest.Server, a *Adapter) (stop func()) {
 	return stop
 }
 
-func (c *conformance) ChatKey(i int) string { return "mattermost:" + c.mm.DM(people[i].ID) }
+func (c *conformance) ChatKey(i int) string { return "mattermost:" + c.Fake().DM(people[i].ID) }
 
 func (c *conformance) Send(t *testing.T, i int, text string) string {
 	mm := c.server(t)
@@ -92,7 +84,7 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 
 func (c *conformance) Answers(i int) []string {
 	var out []string
-	for _, p := range c.mm.Sent(c.mm.DM(people[i].ID)) {
+	for _, p := range c.Fake().Sent(c.Fake().DM(people[i].ID)) {
 		if p.Message != "" {
 			out = append(out, strings.TrimSpace(p.Message))
 		}
@@ -102,7 +94,7 @@ func (c *conformance) Answers(i int) []string {
 
 func (c *conformance) Uploads(i int) map[string][]byte {
 	out := map[string][]byte{}
-	for _, p := range c.mm.Sent(c.mm.DM(people[i].ID)) {
+	for _, p := range c.Fake().Sent(c.Fake().DM(people[i].ID)) {
 		for _, f := range p.Files {
 			out[f.Name] = f.Content
 		}
@@ -111,10 +103,10 @@ func (c *conformance) Uploads(i int) map[string][]byte {
 }
 
 func (c *conformance) Approve(t *testing.T, i int) {
-	sent := c.mm.Sent(c.mm.DM(people[i].ID))
+	sent := c.Fake().Sent(c.Fake().DM(people[i].ID))
 	for k := len(sent) - 1; k >= 0; k-- {
 		if sent[k].Props["attachments"] != nil {
-			if status, text, err := c.mm.Press(people[i], sent[k].ID, verbApprove); err != nil || status != http.StatusOK || text != "" {
+			if status, text, err := c.Fake().Press(people[i], sent[k].ID, verbApprove); err != nil || status != http.StatusOK || text != "" {
 				t.Fatalf("the press was answered %d %q (%v)", status, text, err)
 			}
 			return
@@ -123,16 +115,16 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no question with buttons")
 }
 
-func (c *conformance) Hold(n int) { c.mm.Posts.Hold("", n) }
+func (c *conformance) Hold(n int) { c.Fake().Posts.Hold("", n) }
 
 // Held is how many of the bot's posts the hold holds.
-func (c *conformance) Held() int { return c.mm.Posts.Waiting("") }
+func (c *conformance) Held() int { return c.Fake().Posts.Waiting("") }
 
 // Release waits until the post the stop abandoned has ended, so it is
 // not let through after the fact, then lets posts through.
 func (c *conformance) Release() {
-	c.mm.WaitFor(c.owner, "the abandoned post to end", func() bool { return c.mm.Posts.Waiting("") == 0 })
-	c.mm.Posts.Release("")
+	c.Fake().WaitFor(c.Owner(), "the abandoned post to end", func() bool { return c.Fake().Posts.Waiting("") == 0 })
+	c.Fake().Posts.Release("")
 }
 
 // What the Mattermost channel can do besides the contract.

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,23 +50,14 @@ func shortSleep(ctx context.Context) error {
 
 // conformance is the suite's harness: Ana's and Bea's direct chats.
 type conformance struct {
-	mu    sync.Mutex
-	fake  *signaltest.Server
-	owner *testing.T
+	bridgetest.Fakes[*signaltest.Server]
 }
 
 func (c *conformance) Caps() bridgetest.Caps {
 	return bridgetest.Caps{Chats: 2, Redeliver: true, Hold: true, Buttons: true, FilesIn: true, FilesOut: true}
 }
 
-func (c *conformance) server(t *testing.T) *signaltest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.fake, c.owner = signaltest.New(t), t
-	}
-	return c.fake
-}
+func (c *conformance) server(t *testing.T) *signaltest.Server { return c.For(t, signaltest.New) }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
 	fake := c.server(t)
@@ -103,7 +93,7 @@ func (c *conformance) Send(t *testing.T, i int, text string) string {
 func (c *conformance) Redeliver(t *testing.T, _ int, ref string) {
 	ts, _ := strconv.ParseInt(ref, 10, 64)
 	c.server(t).Redeliver(ts)
-	taken(t, c.fake)
+	taken(t, c.Fake())
 }
 
 func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte, text string) string {
@@ -113,11 +103,11 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 	return strconv.FormatInt(ts, 10)
 }
 
-func (c *conformance) Answers(i int) []string { return signaltest.Texts(c.fake.To(people[i])) }
+func (c *conformance) Answers(i int) []string { return signaltest.Texts(c.Fake().To(people[i])) }
 
 func (c *conformance) Uploads(i int) map[string][]byte {
 	out := map[string][]byte{}
-	for _, m := range c.fake.To(people[i]) {
+	for _, m := range c.Fake().To(people[i]) {
 		for _, f := range m.Files {
 			out[f.Name] = f.Content
 		}
@@ -126,12 +116,12 @@ func (c *conformance) Uploads(i int) map[string][]byte {
 }
 
 func (c *conformance) Approve(t *testing.T, i int) {
-	q, ok := lastQuestion(c.fake.To(people[i]))
+	q, ok := lastQuestion(c.Fake().To(people[i]))
 	if !ok {
 		t.Fatal("no question was sent")
 	}
-	c.fake.React(people[i], "", q.TS, "👍")
-	taken(t, c.fake)
+	c.Fake().React(people[i], "", q.TS, "👍")
+	taken(t, c.Fake())
 }
 
 // lastQuestion is the last message of msgs that asks for a reaction.
@@ -144,15 +134,15 @@ func lastQuestion(msgs []signaltest.Sent) (signaltest.Sent, bool) {
 	return signaltest.Sent{}, false
 }
 
-func (c *conformance) Hold(n int) { c.fake.Hold(n) }
+func (c *conformance) Hold(n int) { c.Fake().Hold(n) }
 
-func (c *conformance) Held() int { return c.fake.Waiting() }
+func (c *conformance) Held() int { return c.Fake().Waiting() }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
-	c.fake.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.fake.Waiting() == 0 })
-	c.fake.Release()
+	c.Fake().WaitFor(c.Owner(), "the abandoned send to end", func() bool { return c.Fake().Waiting() == 0 })
+	c.Fake().Release()
 }
 
 // What the Signal channel can do besides the contract.

@@ -29,13 +29,12 @@ func TestConformance(t *testing.T) {
 // conformance is the suite's harness: the direct messages D1 (the owner)
 // and D2 (Bea).
 type conformance struct {
-	mode  string
-	mu    sync.Mutex
-	owner *testing.T
-	fake  *slacktest.Server
-	url   string // the Events API server, in events mode
-	n     int    // events and envelopes sent
-	sent  map[string][]byte
+	bridgetest.Fakes[*slacktest.Server]
+	mode string
+	mu   sync.Mutex
+	url  string // the Events API server, in events mode
+	n    int    // events and envelopes sent
+	sent map[string][]byte
 }
 
 var dms = []struct{ channel, user string }{{"D1", owner}, {"D2", "UBEA"}}
@@ -45,12 +44,12 @@ func (c *conformance) Caps() bridgetest.Caps {
 }
 
 func (c *conformance) server(t *testing.T) *slacktest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.owner, c.fake, c.sent = t, slacktest.NewServer(t), map[string][]byte{}
-	}
-	return c.fake
+	return c.For(t, func(t testing.TB) *slacktest.Server {
+		c.mu.Lock()
+		c.sent = map[string][]byte{}
+		c.mu.Unlock()
+		return slacktest.NewServer(t)
+	})
 }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
@@ -99,8 +98,8 @@ func (c *conformance) deliver(t *testing.T, typ string, payload any, retry int) 
 	c.mu.Unlock()
 	if c.mode == ModeSocket {
 		id := fmt.Sprintf("env-%d", n)
-		c.fake.Send(t, id, typ, payload, retry)
-		c.fake.WaitAck(t, id)
+		c.Fake().Send(t, id, typ, payload, retry)
+		c.Fake().WaitAck(t, id)
 		return
 	}
 	var body []byte
@@ -161,11 +160,11 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 	return c.event(t, fake.DMWithFile(dms[i].channel, dms[i].user, text, c.ts(), slacktest.File{Name: name, MIME: "text/plain", Content: content}))
 }
 
-func (c *conformance) Answers(i int) []string { return c.fake.Messages(dms[i].channel) }
+func (c *conformance) Answers(i int) []string { return c.Fake().Messages(dms[i].channel) }
 
 func (c *conformance) Uploads(i int) map[string][]byte {
 	out := map[string][]byte{}
-	for _, u := range c.fake.Uploads() {
+	for _, u := range c.Fake().Uploads() {
 		if u.Channel == dms[i].channel {
 			out[u.Title] = u.Content
 		}
@@ -175,24 +174,24 @@ func (c *conformance) Uploads(i int) map[string][]byte {
 
 func (c *conformance) Approve(t *testing.T, i int) {
 	var posts []slacktest.Call
-	for _, p := range c.fake.Calls("chat.postMessage") {
+	for _, p := range c.Fake().Calls("chat.postMessage") {
 		if p.Params["channel"] == dms[i].channel {
 			posts = append(posts, p)
 		}
 	}
-	ts, text, value := question(t, c.fake, posts)
+	ts, text, value := question(t, c.Fake(), posts)
 	c.deliver(t, "interactive", slacktest.BlockAction(dms[i].user, dms[i].channel, "", ts, text, actionApprove, value), 0)
 }
 
-func (c *conformance) Hold(n int) { c.fake.Hold("chat.postMessage", n) }
+func (c *conformance) Hold(n int) { c.Fake().Hold("chat.postMessage", n) }
 
-func (c *conformance) Held() int { return c.fake.Waiting("chat.postMessage") }
+func (c *conformance) Held() int { return c.Fake().Waiting("chat.postMessage") }
 
 // Release waits until the post the stop abandoned has ended, so it is
 // not let through after the fact, then lets posts through.
 func (c *conformance) Release() {
-	c.fake.WaitFor(c.owner, "the abandoned post to end", func() bool { return c.fake.Waiting("chat.postMessage") == 0 })
-	c.fake.Release("chat.postMessage")
+	c.Fake().WaitFor(c.Owner(), "the abandoned post to end", func() bool { return c.Fake().Waiting("chat.postMessage") == 0 })
+	c.Fake().Release("chat.postMessage")
 }
 
 // What the Slack channel can do besides the contract.

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"loadout/bridge"
@@ -21,9 +20,7 @@ func TestConformance(t *testing.T) {
 
 // conformance is the suite's harness: two private chats, Ana's and Bea's.
 type conformance struct {
-	mu    sync.Mutex
-	tg    *telegramtest.Server
-	owner *testing.T // the test tg serves
+	bridgetest.Fakes[*telegramtest.Server]
 }
 
 var people = []telegramtest.User{ana, byName}
@@ -33,14 +30,7 @@ func (c *conformance) Caps() bridgetest.Caps {
 }
 
 // server is the test's fake Bot API, shared by the processes of a test.
-func (c *conformance) server(t *testing.T) *telegramtest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.tg, c.owner = telegramtest.New(t), t
-	}
-	return c.tg
-}
+func (c *conformance) server(t *testing.T) *telegramtest.Server { return c.For(t, telegramtest.New) }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
 	tg := c.server(t)
@@ -81,7 +71,7 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 
 func (c *conformance) Answers(i int) []string {
 	var out []string
-	for _, s := range c.tg.Sent() {
+	for _, s := range c.Fake().Sent() {
 		if s.ChatID != people[i].ID {
 			continue
 		}
@@ -96,7 +86,7 @@ func (c *conformance) Answers(i int) []string {
 
 func (c *conformance) Uploads(i int) map[string][]byte {
 	out := map[string][]byte{}
-	for _, u := range c.tg.Uploads() {
+	for _, u := range c.Fake().Uploads() {
 		if u.ChatID == strconv.FormatInt(people[i].ID, 10) {
 			out[u.Name] = u.Content
 		}
@@ -105,14 +95,14 @@ func (c *conformance) Uploads(i int) map[string][]byte {
 }
 
 func (c *conformance) Approve(t *testing.T, i int) {
-	sent := c.tg.Sent()
+	sent := c.Fake().Sent()
 	for k := len(sent) - 1; k >= 0; k-- {
 		if sent[k].ChatID != people[i].ID {
 			continue
 		}
 		for _, b := range sent[k].Buttons {
 			if strings.HasPrefix(b.Text, "Approve") {
-				c.tg.Click(people[i], people[i].ID, 0, sent[k].MessageID, b.Data)
+				c.Fake().Click(people[i], people[i].ID, 0, sent[k].MessageID, b.Data)
 				return
 			}
 		}
@@ -120,15 +110,15 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no question with an Approve button")
 }
 
-func (c *conformance) Hold(n int) { c.tg.Hold("sendMessage", n) }
+func (c *conformance) Hold(n int) { c.Fake().Hold("sendMessage", n) }
 
-func (c *conformance) Held() int { return c.tg.Waiting("sendMessage") }
+func (c *conformance) Held() int { return c.Fake().Waiting("sendMessage") }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
-	c.tg.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.tg.Waiting("sendMessage") == 0 })
-	c.tg.Resume("sendMessage")
+	c.Fake().WaitFor(c.Owner(), "the abandoned send to end", func() bool { return c.Fake().Waiting("sendMessage") == 0 })
+	c.Fake().Resume("sendMessage")
 }
 
 // What the Telegram channel can do besides the contract.

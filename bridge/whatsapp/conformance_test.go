@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,23 +37,14 @@ var allowed = []string{"+1 555 123-0001", "+15551230002"}
 
 // conformance is the suite's harness: Ana's and Bea's chats.
 type conformance struct {
-	mu    sync.Mutex
-	wa    *whatsapptest.Server
-	owner *testing.T
+	bridgetest.Fakes[*whatsapptest.Server]
 }
 
 func (c *conformance) Caps() bridgetest.Caps {
 	return bridgetest.Caps{Chats: 2, Redeliver: true, Hold: true, Buttons: true, FilesIn: true, FilesOut: true}
 }
 
-func (c *conformance) server(t *testing.T) *whatsapptest.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.owner != t {
-		c.wa, c.owner = whatsapptest.New(t), t
-	}
-	return c.wa
-}
+func (c *conformance) server(t *testing.T) *whatsapptest.Server { return c.For(t, whatsapptest.New) }
 
 func (c *conformance) Start(t *testing.T, b bridgetest.Boot) (bridge.Channel, func()) {
 	wa := c.server(t)
@@ -109,20 +99,20 @@ func (c *conformance) SendFile(t *testing.T, i int, name string, content []byte,
 
 func (c *conformance) Answers(i int) []string {
 	var out []string
-	for _, s := range c.wa.Texts(people[i]) {
+	for _, s := range c.Fake().Texts(people[i]) {
 		out = append(out, strings.TrimSpace(s))
 	}
 	return out
 }
 
-func (c *conformance) Uploads(i int) map[string][]byte { return c.wa.Uploads(people[i]) }
+func (c *conformance) Uploads(i int) map[string][]byte { return c.Fake().Uploads(people[i]) }
 
 func (c *conformance) Approve(t *testing.T, i int) {
-	sent := c.wa.Sent(people[i])
+	sent := c.Fake().Sent(people[i])
 	for k := len(sent) - 1; k >= 0; k-- {
 		for _, b := range sent[k].Buttons {
 			if strings.HasPrefix(b.Title, "Approve") {
-				c.wa.Press(t, people[i], sent[k], b)
+				c.Fake().Press(t, people[i], sent[k], b)
 				return
 			}
 		}
@@ -130,15 +120,15 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no question with an Approve button")
 }
 
-func (c *conformance) Hold(n int) { c.wa.Hold(n) }
+func (c *conformance) Hold(n int) { c.Fake().Hold(n) }
 
-func (c *conformance) Held() int { return c.wa.Waiting() }
+func (c *conformance) Held() int { return c.Fake().Waiting() }
 
 // Release waits until the send the stop abandoned has ended, so it is
 // not let through after the fact, then lets sends through.
 func (c *conformance) Release() {
-	c.wa.WaitFor(c.owner, "the abandoned send to end", func() bool { return c.wa.Waiting() == 0 })
-	c.wa.Release()
+	c.Fake().WaitFor(c.Owner(), "the abandoned send to end", func() bool { return c.Fake().Waiting() == 0 })
+	c.Fake().Release()
 }
 
 // What the WhatsApp channel can do besides the contract.
