@@ -3,6 +3,7 @@ package bridgetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -265,4 +266,37 @@ func (f *Fakes[S]) Owner() *testing.T {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.owner
+}
+
+// Holder is a fake whose gate holds the bot's sends on their way, under
+// one key: Hold holds those after the next n, Waiting counts the held,
+// Release lets them through.
+type Holder interface {
+	Hold(after int)
+	Waiting() int
+	Release()
+}
+
+// holder is the current fake as a Holder; a harness whose fake is none
+// (or holds by method) has Hold, Held and Release of its own.
+func (f *Fakes[S]) holder() Holder {
+	h, ok := any(f.Fake()).(Holder)
+	if !ok {
+		panic(fmt.Sprintf("bridgetest: the fake %T holds no sends: give the harness Hold, Held and Release of its own", f.Fake()))
+	}
+	return h
+}
+
+// Hold is the suite's Hold on a Holder fake.
+func (f *Fakes[S]) Hold(n int) { f.holder().Hold(n) }
+
+// Held is the suite's Held on a Holder fake.
+func (f *Fakes[S]) Held() int { return f.holder().Waiting() }
+
+// Release waits until the send a stop abandoned has ended, so it is not
+// let through after the fact, then lets sends through.
+func (f *Fakes[S]) Release() {
+	h := f.holder()
+	WaitFor(f.Owner(), "the abandoned send to end", nil, func() bool { return h.Waiting() == 0 })
+	h.Release()
 }

@@ -125,17 +125,6 @@ func (c *conformance) Approve(t *testing.T, i int) {
 	t.Fatal("no card with an Approve button")
 }
 
-func (c *conformance) Hold(n int) { c.Fake().Hold(n) }
-
-func (c *conformance) Held() int { return c.Fake().Waiting() }
-
-// Release waits until the send the stop abandoned has ended, so it is
-// not let through after the fact, then lets sends through.
-func (c *conformance) Release() {
-	c.Fake().WaitFor(c.Owner(), "the abandoned send to end", func() bool { return c.Fake().Waiting() == 0 })
-	c.Fake().Release()
-}
-
 // What the Feishu channel can do besides the contract.
 var (
 	_ bridge.Readier    = (*Adapter)(nil)

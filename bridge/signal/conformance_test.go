@@ -134,17 +134,6 @@ func lastQuestion(msgs []signaltest.Sent) (signaltest.Sent, bool) {
 	return signaltest.Sent{}, false
 }
 
-func (c *conformance) Hold(n int) { c.Fake().Hold(n) }
-
-func (c *conformance) Held() int { return c.Fake().Waiting() }
-
-// Release waits until the send the stop abandoned has ended, so it is
-// not let through after the fact, then lets sends through.
-func (c *conformance) Release() {
-	c.Fake().WaitFor(c.Owner(), "the abandoned send to end", func() bool { return c.Fake().Waiting() == 0 })
-	c.Fake().Release()
-}
-
 // What the Signal channel can do besides the contract.
 var (
 	_ bridge.Readier    = (*Adapter)(nil)
