@@ -44,6 +44,21 @@ type Delivery struct {
 	Observer Observer
 }
 
+// Fill gives what the process left unset its default: the default
+// logger, an observer that records nothing, and client (when not nil)
+// as the HTTP client. A channel's New calls it on its Config's Delivery.
+func (d *Delivery) Fill(client *http.Client) {
+	if d.HTTPClient == nil {
+		d.HTTPClient = client
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Observer == nil {
+		d.Observer = NopObserver{}
+	}
+}
+
 // Pipeline is pc with the shared parts of d filled in.
 func (d Delivery) Pipeline(pc PipelineConfig) PipelineConfig {
 	pc.ShutdownGrace, pc.MaxStarts, pc.Journal, pc.Gate = d.ShutdownGrace, d.MaxStarts, d.Journal, d.Gate

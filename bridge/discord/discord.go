@@ -174,20 +174,12 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	if !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
-	}
+	cfg.Delivery.Fill(&http.Client{Timeout: 60 * time.Second})
 	if cfg.TypingInterval <= 0 {
 		cfg.TypingInterval = 8 * time.Second
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = time.Minute
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
 	}
 	if cfg.sleep == nil {
 		cfg.sleep = backoff.Sleep

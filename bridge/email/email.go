@@ -179,12 +179,7 @@ func New(cfg Config, router *bridge.Router, st Store) (*Adapter, error) {
 		var d net.Dialer
 		cfg.Dial = d.DialContext
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
+	cfg.Delivery.Fill(nil)
 	self, err := addressOf(cfg.Address)
 	if err != nil {
 		return nil, fmt.Errorf("email.address: %w", err)

@@ -155,15 +155,7 @@ type Adapter struct {
 func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	cfg.APIURL = strings.TrimSuffix(cmp.Or(cfg.APIURL, DefaultAPIURL), "/")
 	cfg.CallbackPath = cmp.Or(cfg.CallbackPath, DefaultCallbackPath)
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
+	cfg.Delivery.Fill(&http.Client{Timeout: 60 * time.Second})
 	if cfg.sleep == nil {
 		cfg.sleep = backoff.Sleep
 	}

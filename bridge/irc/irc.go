@@ -141,12 +141,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = time.Minute
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
+	cfg.Delivery.Fill(nil)
 	a := &Adapter{
 		cfg: cfg, router: router, allowed: map[string]bool{}, log: cfg.Logger.With("channel", "irc"),
 		up: make(chan struct{}), refused: map[string]bool{}, accounts: map[string]string{}, nicks: map[string]string{},

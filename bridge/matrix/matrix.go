@@ -156,15 +156,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store, db bridge.SQL) (*Ad
 	if cfg.MaxFile <= 0 {
 		cfg.MaxFile = 50 << 20
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
+	cfg.Delivery.Fill(&http.Client{})
 	cli, err := mautrix.NewClient(cfg.HomeserverURL, id.UserID(cfg.UserID), "")
 	if err != nil {
 		return nil, fmt.Errorf("matrix.homeserver_url: %w", err)

@@ -154,9 +154,7 @@ type named struct {
 // inbox and cursors in st. It makes no connection: Run does.
 func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
-	}
+	cfg.Delivery.Fill(&http.Client{Timeout: 60 * time.Second})
 	if cfg.TypingInterval <= 0 {
 		cfg.TypingInterval = 4 * time.Second
 	}
@@ -164,12 +162,6 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 		cfg.MaxBackoff = time.Minute
 	}
 	cfg.MaxMessage = cmp.Or(max(cfg.MaxMessage, 0), DefaultMaxMessage)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
 	if cfg.sleep == nil {
 		cfg.sleep = backoff.Sleep
 	}

@@ -139,15 +139,7 @@ func New(cfg Config, router *bridge.Router, st bridge.Store) *Adapter {
 	if cfg.TypingInterval <= 0 {
 		cfg.TypingInterval = 10 * time.Second
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
+	cfg.Delivery.Fill(&http.Client{})
 	if cfg.sleep == nil {
 		cfg.sleep = backoff.Sleep
 	}

@@ -117,15 +117,7 @@ func New(cfg Config, router *bridge.Router, inbox bridge.Inbox) *Adapter {
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = 3500
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
+	cfg.Delivery.Fill(http.DefaultClient)
 	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL), slackapi.OptionHTTPClient(cfg.HTTPClient)}
 	if cfg.AppToken != "" {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken))

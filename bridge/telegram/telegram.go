@@ -126,9 +126,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 			cfg.FileEndpoint = base + "/file/bot%s/%s"
 		}
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
+	cfg.Delivery.Fill(&http.Client{})
 	if cfg.Mode == "" {
 		cfg.Mode = ModePolling
 	}
@@ -141,13 +139,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = time.Minute
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	cfg.Logger = cfg.Logger.With("channel", "telegram")
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
 	a := &Adapter{
 		cfg: cfg, router: router, store: st, allow: bridge.NewAllowlist(cfg.AllowedUsers).Keep(st, "telegram"),
 		log: cfg.Logger, sleep: backoff.Sleep,

@@ -166,15 +166,7 @@ func New(cfg Config, router *bridge.Router, st Store) *Adapter {
 		cfg.APIURL += "/"
 	}
 	cfg.WebhookPath = cmp.Or(cfg.WebhookPath, DefaultWebhookPath)
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = bridge.NopObserver{}
-	}
+	cfg.Delivery.Fill(&http.Client{Timeout: 60 * time.Second})
 	if cfg.sleep == nil {
 		cfg.sleep = backoff.Sleep
 	}
