@@ -75,10 +75,24 @@ func run(t testing.TB, fake *signaltest.Server, a *Adapter) (stop func()) {
 	return stop
 }
 
-// taken waits until signal-cli has handed over every message queued.
+// taken waits until signal-cli has handed over every message queued and
+// the channel has handled each.
 func taken(t testing.TB, fake *signaltest.Server) {
 	t.Helper()
-	bridgetest.WaitFor(t, "the messages to be taken", nil, func() bool { return fake.Queued() == 0 })
+	// The channel asks for the next message only once it has handled the
+	// last one (stored it, or refused its sender): a receive call begun
+	// after the queue ran dry says the last one was handled.
+	calls := -1
+	bridgetest.WaitFor(t, "the messages to be taken and handled", nil, func() bool {
+		switch {
+		case fake.Queued() > 0:
+			return false
+		case calls < 0:
+			calls = len(fake.Calls("receive"))
+			return false
+		}
+		return len(fake.Calls("receive")) > calls
+	})
 }
 
 func (c *conformance) ChatKey(i int) string { return "signal:" + people[i].UUID }
