@@ -331,6 +331,7 @@ func Tail(s string, n int) string {
 // posted again and again, each waiting 3 s for its answer, until one is
 // answered 200, for up to AwaitFor; then it fails the test, naming what.
 func PostUntilTaken(t testing.TB, what string, try func(n int) *http.Request) {
+	t.Helper()
 	client := &http.Client{Timeout: 3 * time.Second}
 	deadline := time.Now().Add(AwaitFor)
 	for n := 0; time.Now().Before(deadline); n++ {

@@ -99,7 +99,7 @@ func Kind() bridge.Kind {
 	return bridge.Declare(bridge.Declaration[Config]{
 		Name:    "signal",
 		Enabled: func(c Config) bool { return c.Enabled },
-		Allowed: func(c Config) []string { return append(slices.Clone(c.AllowedNumbers), c.AllowedUUIDs...) },
+		Allowed: func(c Config) []string { return slices.Concat(c.AllowedNumbers, c.AllowedUUIDs) },
 		Describe: func(c Config) string {
 			return "signal (signal-cli JSON-RPC)"
 		},

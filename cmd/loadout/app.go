@@ -59,8 +59,10 @@ type app struct {
 	// web is the web console, which tells the web channels who is
 	// signed in; nil while it is off (ui.enabled).
 	web bridge.WebAuth
-	// hub holds the channels and reaches any chat through its own.
-	hub bridge.Hub
+	// hub holds the channels and reaches any chat through its own;
+	// allowed is each built channel's allow-list, by name.
+	hub     bridge.Hub
+	allowed map[string][]string
 	// google is the Google accounts store, when Google is configured.
 	google *google.Accounts
 	// limits replaces the HTTP server's limits; zero means the defaults.

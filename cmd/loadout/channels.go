@@ -30,6 +30,10 @@ func (a *app) channels(ctx context.Context) ([]bridge.Channel, error) {
 			return nil, err
 		}
 		a.hub.Add(c, a.mux)
+		if a.allowed == nil {
+			a.allowed = map[string][]string{}
+		}
+		a.allowed[c.Name()] = k.Allowed(a.cfg.Section(k))
 		out = append(out, c)
 	}
 	return out, nil

@@ -7,7 +7,6 @@ import (
 
 	"loadout/bridge"
 	"loadout/chat"
-	"loadout/settings"
 	"loadout/ui"
 )
 
@@ -72,11 +71,7 @@ func (a *app) status(ctx context.Context) ui.Status {
 		if r, ok := c.(bridge.Readier); ok {
 			cs.Ready = r.Ready()
 		}
-		for _, k := range settings.ChannelKinds() {
-			if k.Name() == c.Name() {
-				cs.Allowed = k.Allowed(a.cfg.Section(k))
-			}
-		}
+		cs.Allowed = a.allowed[c.Name()]
 		st.Channels = append(st.Channels, cs)
 	}
 	for _, m := range a.mcp {
