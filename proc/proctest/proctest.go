@@ -43,17 +43,31 @@ func Left(marker string, wait time.Duration) int {
 
 // Children lists this process's children whose environment holds
 // variable (a "NAME=" prefix), from /proc: the workers, keepers or
-// commands a test started, alive now.
+// commands a test started, alive at one moment.
+//
+// Each thread lists the children it started, so the list is read file by
+// file: a child seen in an early file may end, and another start, before
+// a later file is read, and the two were never alive together. So every
+// child seen is looked at again once the reading is done, and only those
+// still alive are listed: each was alive when it was read, before the
+// first of these second looks, and alive at its own look, after it, so
+// all of them were alive together at the first look.
 func Children(variable string) []int {
 	tasks, _ := filepath.Glob("/proc/self/task/*/children")
-	var out []int
+	var seen []string
 	for _, task := range tasks {
 		b, _ := os.ReadFile(task)
 		for _, f := range strings.Fields(string(b)) {
 			if env, _ := os.ReadFile(filepath.Join("/proc", f, "environ")); strings.Contains(string(env), variable+"=") {
-				pid, _ := strconv.Atoi(f)
-				out = append(out, pid)
+				seen = append(seen, f)
 			}
+		}
+	}
+	var out []int
+	for _, f := range seen {
+		if st, err := os.ReadFile(filepath.Join("/proc", f, "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
+			pid, _ := strconv.Atoi(f)
+			out = append(out, pid)
 		}
 	}
 	return out
