@@ -271,6 +271,9 @@ func (r *Router) status(ctx context.Context, in chat.Inbound, _ string) (string,
 		return "", err
 	}
 	waiting += spend
+	for _, task := range s.Delegates {
+		waiting += "\nSub-agent running: " + task
+	}
 	for _, a := range s.Approvals {
 		// Only the asker's own: in a group, others' requests are
 		// theirs to see.

@@ -233,6 +233,10 @@ type Approval struct {
 	// Unknown says what the call may reach that could not be accounted
 	// for (tools.Reach.Unknown), which the question shows.
 	Unknown []string
+	// Delegate is, for a sub-agent's call, the sub-agent (its Delegation
+	// as JSON): the approval is asked in the person's chat, and its
+	// answer carries the sub-agent's turn on. "" for the chat's own turn.
+	Delegate string
 }
 
 // Decisions of the audit trail.
@@ -307,8 +311,25 @@ type Inbound struct {
 	Unattended bool
 	// Tainted starts the turn as having read untrusted content: the
 	// turn an approval's answer carries on, when the turn that asked
-	// had.
+	// had; a trigger's, whose request body is outside text.
 	Tainted bool
+	// Groups are loaded before the turn's first model call, each by a
+	// load_tool_group call recorded in the session as the model's would
+	// be (so within the operator's policy, and kept for the session):
+	// a trigger's groups, a sub-agent's.
+	Groups []string
+	// Delegation, when set, makes the turn a sub-agent's (see
+	// Engine.Delegate): ChatKey names its own session, and the person's
+	// chat is Delegation.Chat.
+	Delegation *Delegation
+}
+
+// chat is the person's chat: ChatKey, or a sub-agent's Delegation.Chat.
+func (in Inbound) chat() string {
+	if in.Delegation != nil {
+		return in.Delegation.Chat
+	}
+	return in.ChatKey
 }
 
 // Errors a Store wraps its failures in, so callers can tell them apart
@@ -343,6 +364,8 @@ type Reply struct {
 	Asks []Asked
 	// Usage is what the turn's model calls cost.
 	Usage Usage
+	// Tainted: the turn read untrusted content.
+	Tainted bool
 }
 
 // Asked is one approval a reply asks for.

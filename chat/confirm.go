@@ -41,7 +41,7 @@ func (t *turn) holdRound(results []tools.Result) []Approval {
 			continue
 		}
 		a := Approval{
-			ID: newApprovalID(), ChatKey: t.in.ChatKey, SessionID: t.sess.ID, UserKey: t.in.UserKey,
+			ID: newApprovalID(), ChatKey: t.in.chat(), SessionID: t.sess.ID, UserKey: t.in.UserKey, Delegate: t.delegation(),
 			CallID: r.CallID, Tool: r.Name, Arguments: r.Input, Summary: r.Content, Tainted: t.tainted,
 			Status: ApprovalPending, ExpiresAt: time.Now().Add(ttl), Offer: r.Offer,
 		}
@@ -348,6 +348,10 @@ func (e *Engine) carryOn(ctx context.Context, in Inbound, a Approval, untrusted 
 	}
 	note := Inbound{ChatKey: in.ChatKey, UserKey: in.UserKey, ID: in.ID, Resume: in.Resume, OnText: in.OnText,
 		Text: "(" + strings.Join(said, "; ") + ")", Tainted: tainted}
+	if a.Delegate != "" {
+		// A sub-agent's call: its turn carries on, not the chat's.
+		return e.carryOnDelegate(ctx, in, a, note)
+	}
 	return e.Handle(ctx, note)
 }
 

@@ -107,6 +107,9 @@ type Config struct {
 	// Charged, when set, is told each charge once the ledger holds it
 	// (the spend metrics).
 	Charged func(Charge) `yaml:"-"`
+	// Delegation bounds sub-agents (the agent section's keys); the
+	// process adds the delegate tool (DelegateTool) to the registry.
+	Delegation DelegateConfig `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {
@@ -149,6 +152,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Delegation.setDefaults()
 }
 
 // Engine handles messages. It is safe for concurrent use across chats;
@@ -173,6 +177,8 @@ type Engine struct {
 	// prompt rarely changes between turns and chats, and counting it
 	// was a twentieth of a turn's processor time.
 	system atomic.Pointer[counted]
+	// running are the sub-agents running now, for /status.
+	running runningDelegates
 }
 
 // counted is a text and its token count.
@@ -257,7 +263,9 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		}
 		if current >= 0 {
 			if last, done := answered(history[current+1:]); done {
-				return e.answeredReply(ctx, in, last)
+				r, err := e.answeredReply(ctx, in, last)
+				r.Tainted = in.Tainted || e.readUntrusted(history[current+1:])
+				return r, err
 			}
 		}
 	}
@@ -289,7 +297,7 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 			return Reply{}, fmt.Errorf("read loaded groups of session %d: %w", sess.ID, err)
 		}
 	}
-	settings, err := e.settings(ctx, in.ChatKey)
+	settings, err := e.settings(ctx, in.chat())
 	if err != nil {
 		return Reply{}, err
 	}
@@ -309,10 +317,12 @@ func (e *Engine) Handle(ctx context.Context, in Inbound) (Reply, error) {
 		// a resumed turn, what it had read before it was cut.
 		tainted: in.Tainted || len(in.Images) > 0 || e.readUntrusted(history[current+1:]),
 	}
-	if t.allow, err = e.allowance(ctx, in.UserKey, in.ChatKey, &t.period); err != nil {
+	if t.allow, err = e.allowance(ctx, in.UserKey, in.chat(), &t.period); err != nil {
 		return Reply{}, err
 	}
 	reply, err := t.run(ctx)
+	reply.Tainted = t.tainted
+	reply.Asks = append(reply.Asks, t.relayed...)
 	// Pictures go with their own turn only: the history keeps the text.
 	if t.current >= 0 && t.current < len(t.history) {
 		for i := t.current; i < len(t.history); i++ {
@@ -361,7 +371,7 @@ func (e *Engine) answeredReply(ctx context.Context, in Inbound, last Message) (R
 	if id == "" {
 		return Reply{Text: last.Text}, nil
 	}
-	asks, err := e.store.Batch(ctx, in.ChatKey, id)
+	asks, err := e.store.Batch(ctx, in.chat(), id)
 	if err != nil {
 		return Reply{}, fmt.Errorf("read the approvals asked with %s: %w", id, err)
 	}
@@ -466,7 +476,7 @@ func (e *Engine) images(ctx context.Context, in Inbound) []Image {
 	}
 	var out []Image
 	for _, name := range in.Images {
-		img, err := e.cfg.Images(ctx, in.ChatKey, name)
+		img, err := e.cfg.Images(ctx, in.chat(), name)
 		if err != nil {
 			e.cfg.Logger.Warn("a picture the person sent could not be read for the model", "name", name, "err", err)
 			continue

@@ -48,6 +48,8 @@ type Status struct {
 	Routing   string
 	// Approvals are the calls waiting for the person's answer.
 	Approvals []Approval
+	// Delegates are the tasks of the sub-agents running for the chat.
+	Delegates []string
 }
 
 // GroupCost is a loaded group's share of a request.
@@ -89,6 +91,7 @@ func (e *Engine) Status(ctx context.Context, chatKey string) (Status, error) {
 	if s.Approvals, err = e.store.PendingApprovals(ctx, chatKey); err != nil {
 		return Status{}, fmt.Errorf("read approvals of %s: %w", chatKey, err)
 	}
+	s.Delegates = e.running.of(chatKey)
 	if e.cfg.Routing != RoutingAll {
 		for _, g := range cat.Loaded() {
 			defs := e.reg.GroupTools(g, settings.Disabled)

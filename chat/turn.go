@@ -3,6 +3,7 @@ package chat
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -44,6 +45,55 @@ type turn struct {
 	// charge is the last model call's, until the round's record
 	// carries it into the ledger (Engine.charging).
 	charge *Charge
+	// delegating is what the turn's delegate calls share; relayed are
+	// its sub-agents' questions, asked with its answer.
+	delegating *delegating
+	relayed    []Asked
+}
+
+// maxRounds bounds the turn's model calls: a sub-agent's steps.
+func (t *turn) maxRounds() int {
+	if d := t.in.Delegation; d != nil && d.Steps > 0 {
+		return min(d.Steps, t.e.cfg.MaxToolRounds)
+	}
+	return t.e.cfg.MaxToolRounds
+}
+
+// disabled are the tools the turn may not call: the chat's, and
+// delegate past the depth sub-agents may reach.
+func (t *turn) disabled() map[string]bool {
+	depth := 0
+	if t.in.Delegation != nil {
+		depth = t.in.Delegation.Depth
+	}
+	if depth < t.e.cfg.Delegation.MaxDepth {
+		return t.settings.Disabled
+	}
+	out := map[string]bool{DelegateName: true}
+	for k, v := range t.settings.Disabled {
+		out[k] = v
+	}
+	return out
+}
+
+// preload loads the groups the turn starts with (Inbound.Groups) that
+// are not loaded yet, with load_tool_group calls recorded as the
+// model's would be: the operator's policy applies to them, and the
+// session keeps them.
+func (t *turn) preload(ctx context.Context) error {
+	var calls []ToolCall
+	for i, g := range t.in.Groups {
+		if slices.Contains(t.loaded, g) || slices.ContainsFunc(calls, func(c ToolCall) bool { return strings.Contains(c.Arguments, `"`+g+`"`) }) {
+			continue
+		}
+		args, _ := json.Marshal(map[string]string{"group_name": g})
+		calls = append(calls, ToolCall{ID: fmt.Sprintf("preload_%d_%d", len(t.history), i), Name: tools.LoadGroupName, Arguments: string(args)})
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	_, err := t.runTools(ctx, t.e.catalog(t.loaded, t.disabled()), t.disabled(), Response{ToolCalls: calls})
+	return err
 }
 
 // record persists msgs (after the person's message, if that is not
@@ -95,12 +145,15 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		// Past a cap, the message never reaches the model.
 		return t.finish(ctx, t.allow.Refusal(c))
 	}
+	if err := t.preload(ctx); err != nil {
+		return Reply{}, err
+	}
 	for round := 0; ; round++ {
-		if round >= e.cfg.MaxToolRounds {
+		if round >= t.maxRounds() {
 			return t.finish(ctx, fmt.Sprintf(
 				"I stopped after %d rounds of tool calls without reaching an answer. Tell me how you'd like to continue, or narrow the request.", round))
 		}
-		cat := e.catalog(t.loaded, t.settings.Disabled)
+		cat := e.catalog(t.loaded, t.disabled())
 		req := Request{
 			Model:  firstNonEmpty(t.settings.Model, e.cfg.Model),
 			Tools:  cat.Definitions(),
@@ -140,7 +193,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 		e.observe(ctx, answered, estimated, resp.Usage.PromptTokens)
 		t.usage = t.usage.Add(resp.Usage)
 		if e.cfg.Ledger != nil {
-			c := Charge{UserKey: t.in.UserKey, ChatKey: t.in.ChatKey, Day: t.period.day, Spend: e.spend(answered, e.spent(ctx, answered, estimated, resp))}
+			c := Charge{UserKey: t.in.UserKey, ChatKey: t.in.chat(), Day: t.period.day, Spend: e.spend(answered, e.spent(ctx, answered, estimated, resp))}
 			if e.charging != nil {
 				// Written with the round's record, which follows every
 				// answer: one transaction for both.
@@ -160,7 +213,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			return t.finishWith(ctx, text, resp.Usage)
 		}
 
-		stop, err := t.runTools(ctx, cat, t.settings.Disabled, resp)
+		stop, err := t.runTools(ctx, cat, t.disabled(), resp)
 		if err != nil {
 			return Reply{}, err
 		}
@@ -178,7 +231,7 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			// Read again, now that the round's charge is written: the
 			// person's turns in other chats, and this round's tools (an
 			// MCP server's sampling), spend from the same caps.
-			if t.allow, err = e.allowance(ctx, t.in.UserKey, t.in.ChatKey, &t.period); err != nil {
+			if t.allow, err = e.allowance(ctx, t.in.UserKey, t.in.chat(), &t.period); err != nil {
 				return Reply{}, err
 			}
 		}
@@ -187,6 +240,21 @@ func (t *turn) run(ctx context.Context) (Reply, error) {
 			return t.finish(ctx, t.allow.Stopped(c))
 		}
 	}
+}
+
+// delegates is what the turn gives its delegate calls.
+func (t *turn) delegates() *delegating {
+	d := &delegating{chat: t.in.chat(), session: t.sess.ID, message: t.in.ID,
+		places: make(chan struct{}, t.e.cfg.Delegation.MaxParallel)}
+	if t.in.Delegation != nil {
+		d.depth = t.in.Delegation.Depth
+	}
+	if d.message == "" {
+		// A message without an id is never run again: its sub-agents
+		// need only differ from other turns'.
+		d.message = "turn:" + tools.RandomCode(12)
+	}
+	return d
 }
 
 // reached returns the first cap the person has used up, if any.
@@ -232,8 +300,13 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		calls[i] = tools.Call{ID: resp.ToolCalls[i].ID, Name: c.Name, Arguments: c.Arguments}
 	}
-	tctx := tools.WithCaller(context.WithValue(e.withRules(ctx, t.in.UserKey), auditKey{}, &t.decided), tools.Caller{
-		ChatKey: t.in.ChatKey, UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
+	if t.delegating == nil {
+		t.delegating = t.delegates()
+	}
+	t.delegating.tainted = t.tainted
+	tctx := context.WithValue(ctx, delegatingKey{}, t.delegating)
+	tctx = tools.WithCaller(context.WithValue(e.withRules(tctx, t.in.UserKey), auditKey{}, &t.decided), tools.Caller{
+		ChatKey: t.in.chat(), UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
 		Loaded: slices.Clone(t.loaded), Tainted: t.tainted,
 	})
 	run := calls[:min(len(calls), e.cfg.MaxToolCalls)]
@@ -243,6 +316,10 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			t.tainted = true
 		}
 	}
+	t.delegating.mu.Lock()
+	t.relayed = append(t.relayed, t.delegating.asked...)
+	t.delegating.asked = nil
+	t.delegating.mu.Unlock()
 	asks := t.holdRound(results)
 	t.audit = append(t.audit, t.decided.take()...)
 
@@ -309,7 +386,7 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 	}
 	t.history = append(t.history, msgs...)
 	if settingsChanged {
-		s, err := e.settings(context.WithoutCancel(ctx), t.in.ChatKey)
+		s, err := e.settings(context.WithoutCancel(ctx), t.in.chat())
 		if err != nil {
 			return "", err
 		}

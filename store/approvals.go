@@ -35,6 +35,9 @@ type approvalRow struct {
 	Offer string `gorm:"not null;default:''"`
 	// Reach is what the call reaches (tools.Reach.String).
 	Reach string `gorm:"not null;default:''"`
+	// Delegate is the sub-agent whose call it is (chat.Approval.Delegate);
+	// "" for the chat's own turn.
+	Delegate string `gorm:"not null;default:''"`
 }
 
 func (approvalRow) TableName() string { return "approvals" }
@@ -42,7 +45,7 @@ func (approvalRow) TableName() string { return "approvals" }
 func (r approvalRow) domain() chat.Approval {
 	a := chat.Approval{ID: r.ID, ChatKey: r.ChatKey, SessionID: r.SessionID, UserKey: r.UserKey, CallID: r.CallID,
 		Tool: r.ToolName, Arguments: r.Arguments, Summary: r.Summary, Tainted: r.Tainted, Status: r.Status, DecidedBy: r.DecidedBy,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Batch: r.Batch, Reach: r.Reach}
+		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Batch: r.Batch, Reach: r.Reach, Delegate: r.Delegate}
 	if r.Offer != "" {
 		var s tools.Scope
 		if json.Unmarshal([]byte(r.Offer), &s) == nil {
@@ -60,7 +63,7 @@ func (d *DB) Hold(ctx context.Context, sessionID int64, msgs []chat.Message, usa
 	for i, a := range asks {
 		rows[i] = approvalRow{ID: a.ID, ChatKey: a.ChatKey, SessionID: sessionID, UserKey: a.UserKey, CallID: a.CallID,
 			ToolName: a.Tool, Arguments: a.Arguments, Summary: a.Summary, Tainted: a.Tainted, Status: chat.ApprovalPending,
-			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), ExpiresAt: a.ExpiresAt, Batch: a.Batch, Reach: a.Reach}
+			CreatedAt: now.Add(time.Duration(i) * time.Microsecond), ExpiresAt: a.ExpiresAt, Batch: a.Batch, Reach: a.Reach, Delegate: a.Delegate}
 		if a.Offer != nil {
 			b, err := json.Marshal(a.Offer)
 			if err != nil {
