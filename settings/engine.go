@@ -16,6 +16,7 @@ func (c Config) Engine() (chat.Config, error) {
 	ec := c.LLM.Engine
 	ec.Name, ec.SystemPrompt, ec.Routing = c.Agent.Name, c.Agent.SystemPrompt, c.Tools.Routing
 	ec.CatalogBudget = c.Tools.CatalogBudget
+	ec.Delegation = c.Agent.Delegation
 	ec.Confirm = c.Tools.Policy()
 	rules, err := tools.OperatorRules(c.Tools.Rules)
 	if err != nil {

@@ -73,6 +73,9 @@ type AgentConfig struct {
 	SystemPrompt string `yaml:"system_prompt"`
 	// TimeZone is the people's time zone unless a task says another.
 	TimeZone string `yaml:"time_zone"`
+	// Delegation bounds sub-agents: max_delegation_depth,
+	// max_parallel_delegates, delegate_steps, delegate_timeout.
+	Delegation chat.DelegateConfig `yaml:",inline"`
 }
 
 // LLMConfig is the OpenAI-compatible model service and the engine's
@@ -209,6 +212,9 @@ func (c Config) Validate(set config.Set) error {
 		}
 	}
 	errs := config.Check(set, sections)
+	agent := &config.Checker{Set: set, Section: "agent"}
+	c.Agent.Delegation.Check(agent)
+	errs = append(errs, agent.Errors()...)
 	// What this command owns.
 	ch := &config.Checker{Set: set}
 	if z := c.Agent.TimeZone; z != "" {

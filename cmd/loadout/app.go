@@ -220,6 +220,12 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := reg.Add(tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindTools(reg), clock.Tool(nil)); err != nil {
 		return nil, err
 	}
+	if a.cfg.Agent.Delegation.MaxDepth >= 0 {
+		// The engine is built after the registry, before any call runs.
+		if err := reg.Add(chat.DelegateTool(a.cfg.Agent.Delegation, func() *chat.Engine { return a.engine })); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.registerFiles(reg); err != nil {
 		return nil, err
 	}
