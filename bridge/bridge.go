@@ -60,6 +60,8 @@ type Router struct {
 	now      func() time.Time
 	commands map[string]Command
 	order    []string
+	// connectors are the accounts /connect and /disconnect name.
+	connectors []Connector
 	// statuses add lines to /status (the connected Google account).
 	statuses []func(ctx context.Context, in chat.Inbound) (string, error)
 }

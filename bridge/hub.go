@@ -98,13 +98,22 @@ func (h *Hub) Notify(ctx context.Context, chatKey, text string) error {
 // with the chat's messages, unattended (nobody is asked to approve
 // anything), and answered once.
 func (h *Hub) Submit(ctx context.Context, chatKey, userKey, id, text string) error {
-	c, route, err := h.owner(chatKey)
-	if err != nil {
-		return err
-	}
-	_, err = c.Pipeline().Accept(ctx, Pending{ID: id, Route: route, Unattended: true,
-		Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}})
+	_, err := h.Start(ctx, Pending{ID: id, Unattended: true, Inbound: chat.Inbound{ChatKey: chatKey, UserKey: userKey, Text: text}})
 	return err
+}
+
+// Start hands an event that did not come from the chat's platform (a
+// scheduled task's run, a trigger's request) to the channel of
+// p.Inbound.ChatKey: stored in its inbox under p.ID, run in order with
+// the chat's messages, and answered in the chat. It reports false when
+// the channel already has p.ID (a delivery made again).
+func (h *Hub) Start(ctx context.Context, p Pending) (bool, error) {
+	c, route, err := h.owner(p.Inbound.ChatKey)
+	if err != nil {
+		return false, err
+	}
+	p.Route = route
+	return c.Pipeline().Accept(ctx, p)
 }
 
 // Tell hands a person's message to a chat as if they had sent it there

@@ -3,6 +3,7 @@ package settings
 import (
 	"os"
 
+	"loadout/bridge/triggers"
 	"loadout/config"
 	"loadout/logs"
 	"loadout/ui"
@@ -35,10 +36,17 @@ func (c Config) Secrets() []string {
 	return out
 }
 
+// Shapes are the forms of the credentials the program makes or takes
+// that the config does not hold: the channels' tokens, the secrets of
+// the triggers people make.
+func Shapes() []string {
+	return append(ChannelKinds().Shapes(), triggers.Shape)
+}
+
 // settings is the effective configuration, key by key, for the console
 // (ui.SettingOf).
 func (c Config) Settings() []ui.Setting {
-	redact := logs.NewRedactor(c.Secrets(), ChannelKinds().Shapes())
+	redact := logs.NewRedactor(c.Secrets(), Shapes())
 	var out []ui.Setting
 	for _, e := range c.Entries() {
 		out = append(out, ui.SettingOf(e, redact))

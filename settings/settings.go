@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/triggers"
 	"loadout/bridge/console"
 	"loadout/chat"
 	"loadout/chat/openai"
@@ -59,6 +60,9 @@ type Config struct {
 	Console   console.Config  `yaml:"console"`
 	Google    GoogleConfig    `yaml:"google"`
 	Voice     voice.Config    `yaml:"voice"`
+	// Triggers are the URLs that start turns in people's chats
+	// (POST /hooks/<name>).
+	Triggers []triggers.Trigger `yaml:"triggers"`
 	// Limits are the spend caps.
 	Limits chat.Limits `yaml:"limits"`
 	UI     UIConfig    `yaml:"ui"`
@@ -230,6 +234,11 @@ func (c Config) Validate(set config.Set) error {
 	if c.Limits.Costly() && len(c.LLM.Engine.Prices) == 0 {
 		ch.Bad("limits", "a cap in money (daily_cost_per_person, daily_cost_per_chat, monthly_cost_per_person) needs llm.prices, the price of each model")
 	}
+	var enabled []string
+	for _, k := range c.EnabledChannels() {
+		enabled = append(enabled, k.Name())
+	}
+	triggers.Check(ch, c.Triggers, enabled)
 	if c.Delivery.MaxAttempts < 0 {
 		ch.Bad("delivery.max_attempts", "must be 1 or more (0: the default, 3), got %d", c.Delivery.MaxAttempts)
 	}

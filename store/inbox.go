@@ -52,6 +52,11 @@ type inboxItem struct {
 	Ask string
 	// Unattended marks a scheduled task's run (bridge.Pending).
 	Unattended bool `gorm:"not null;default:false"`
+	// Tainted marks an event whose text carries outside content (a
+	// trigger's request body), and Groups the groups its turn starts
+	// with, a JSON array (chat.Inbound).
+	Tainted bool   `gorm:"not null;default:false"`
+	Groups  string `gorm:"not null;default:''"`
 	CreatedAt  time.Time
 	UpdatedAt  time.Time `gorm:"index"`
 }
@@ -111,6 +116,11 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 		b, _ := json.Marshal(p.Inbound.Images) // strings always encode
 		row.Images = string(b)
 	}
+	if len(p.Inbound.Groups) > 0 {
+		b, _ := json.Marshal(p.Inbound.Groups) // strings always encode
+		row.Groups = string(b)
+	}
+	row.Tainted = p.Inbound.Tainted
 	if p.Voice != nil {
 		b, _ := json.Marshal(p.Voice) // strings, an int and a bool always encode
 		row.Voice = string(b)
@@ -124,10 +134,10 @@ func (d *DB) Accept(ctx context.Context, channel string, p bridge.Pending, parts
 	}
 	// Plain SQL: this runs for every event.
 	err := d.hotRow(ctx, nil, `INSERT INTO inbox_items (channel, event_id, chat_key, user_key, text, route,
-			parts, sent, state, draft, images, voice, speech, ask, unattended, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, '', '', ?, ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
+			parts, sent, state, draft, images, voice, speech, ask, unattended, tainted, groups, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, '', '', ?, ?, ?, ?, ?) ON CONFLICT (channel, event_id) DO NOTHING RETURNING seq`,
 		row.Channel, row.EventID, row.ChatKey, row.UserKey, row.Text, row.Route, row.Parts, row.State, row.Images, row.Voice,
-		row.Unattended, row.CreatedAt, row.UpdatedAt).Scan(&row.Seq)
+		row.Unattended, row.Tainted, row.Groups, row.CreatedAt, row.UpdatedAt).Scan(&row.Seq)
 	if err == nil {
 		return row.item(), true, nil
 	}
@@ -157,6 +167,10 @@ func (r inboxItem) item() bridge.Item {
 	if r.Images != "" {
 		_ = json.Unmarshal([]byte(r.Images), &it.Inbound.Images)
 	}
+	if r.Groups != "" {
+		_ = json.Unmarshal([]byte(r.Groups), &it.Inbound.Groups)
+	}
+	it.Inbound.Tainted = r.Tainted
 	if r.Voice != "" {
 		var v bridge.VoiceNote
 		if json.Unmarshal([]byte(r.Voice), &v) == nil {

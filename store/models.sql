@@ -6,7 +6,7 @@ CREATE TABLE `custom_tools` (`name` text,`spec` text NOT NULL,`created_by` text,
 CREATE TABLE `google_states` (`state` text,`sealed` blob NOT NULL,`expires` integer NOT NULL,PRIMARY KEY (`state`));
 CREATE TABLE `google_tokens` (`user_key` text,`sealed` blob NOT NULL,`updated_at` integer,PRIMARY KEY (`user_key`));
 CREATE TABLE `held_messages` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat` text NOT NULL,`taken_by` text NOT NULL DEFAULT "",`text` text NOT NULL,`dropped` integer NOT NULL DEFAULT 0,`created_at` datetime);
-CREATE TABLE `inbox_items` (`seq` integer PRIMARY KEY AUTOINCREMENT,`channel` text NOT NULL,`event_id` text NOT NULL,`chat_key` text NOT NULL,`user_key` text,`text` text,`route` blob,`parts` text,`sent` integer,`starts` integer NOT NULL DEFAULT 0,`alone_starts` integer NOT NULL DEFAULT 0,`state` text NOT NULL,`draft` blob,`images` text,`voice` text,`speech` text,`ask` text,`unattended` numeric NOT NULL DEFAULT false,`created_at` datetime,`updated_at` datetime);
+CREATE TABLE `inbox_items` (`seq` integer PRIMARY KEY AUTOINCREMENT,`channel` text NOT NULL,`event_id` text NOT NULL,`chat_key` text NOT NULL,`user_key` text,`text` text,`route` blob,`parts` text,`sent` integer,`starts` integer NOT NULL DEFAULT 0,`alone_starts` integer NOT NULL DEFAULT 0,`state` text NOT NULL,`draft` blob,`images` text,`voice` text,`speech` text,`ask` text,`unattended` numeric NOT NULL DEFAULT false,`tainted` numeric NOT NULL DEFAULT false,`groups` text NOT NULL DEFAULT "",`created_at` datetime,`updated_at` datetime);
 CREATE TABLE `leases` (`name` text,`holder` text NOT NULL,`expires_at` integer NOT NULL,PRIMARY KEY (`name`));
 CREATE TABLE `mcp_sign_ins` (`id` text,`sealed` blob NOT NULL,`expires` integer NOT NULL,PRIMARY KEY (`id`));
 CREATE TABLE `mcp_tokens` (`server` text,`user_key` text,`sealed` blob NOT NULL,`updated_at` integer,PRIMARY KEY (`server`,`user_key`));
@@ -21,6 +21,7 @@ CREATE TABLE `states` (`key` text,`value` text,`updated_at` datetime,PRIMARY KEY
 CREATE TABLE `task_runs` (`id` integer PRIMARY KEY AUTOINCREMENT,`task_id` integer NOT NULL,`due` datetime NOT NULL,`outcome` text,`started_at` datetime,`finished_at` datetime);
 CREATE TABLE `tasks` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat_key` text NOT NULL,`user_key` text,`prompt` text NOT NULL,`kind` text NOT NULL,`at` datetime,`interval` integer,`cron` text,`time_zone` text,`next_run` datetime,`last_run` datetime,`last_outcome` text,`created_at` datetime);
 CREATE TABLE `traffic_hours` (`hour` integer,`channel` text,`messages` integer NOT NULL DEFAULT 0,`tokens` integer NOT NULL DEFAULT 0,PRIMARY KEY (`hour`,`channel`));
+CREATE TABLE `triggers` (`name` text,`chat_key` text NOT NULL,`user_key` text NOT NULL,`secret` text NOT NULL,`prompt` text NOT NULL,`groups` text NOT NULL DEFAULT "",`created_at` datetime,PRIMARY KEY (`name`));
 CREATE TABLE `voice_usages` (`chat_key` text,`notes` integer NOT NULL DEFAULT 0,`seconds` integer NOT NULL DEFAULT 0,`chars` integer NOT NULL DEFAULT 0,`updated_at` datetime,PRIMARY KEY (`chat_key`));
 CREATE TABLE `web_links` (`id` text,`user_key` text NOT NULL,`expires_at` datetime,PRIMARY KEY (`id`));
 CREATE TABLE `web_people` (`user_key` text,`messages` integer NOT NULL DEFAULT 0,`last_seen` datetime,PRIMARY KEY (`user_key`));
@@ -47,6 +48,7 @@ CREATE INDEX `idx_spends_chat` ON `spends`(`chat_key`,`day`);
 CREATE UNIQUE INDEX `idx_task_runs_due` ON `task_runs`(`task_id`,`due`);
 CREATE INDEX `idx_tasks_chat_key` ON `tasks`(`chat_key`);
 CREATE INDEX `idx_tasks_next_run` ON `tasks`(`next_run`);
+CREATE INDEX `idx_triggers_user` ON `triggers`(`user_key`);
 CREATE INDEX `idx_web_people_last_seen` ON `web_people`(`last_seen`);
 CREATE INDEX `idx_web_sessions_expires_at` ON `web_sessions`(`expires_at`);
 CREATE INDEX `idx_web_sessions_user_key` ON `web_sessions`(`user_key`);

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"loadout/bridge"
+	"loadout/bridge/triggers"
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/cluster"
@@ -182,6 +183,11 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	a.voice = voice.Setup(cfg.Voice, cmp.Or(cfg.LLM.BaseURL, openai.DefaultBaseURL), cfg.LLM.APIKey,
 		voice.Options{Workspace: a.workspaces, Meter: a.metrics, HTTPClient: a.api, Logger: log.With("part", "voice")}, db, a.router)
 	workspace.Commands(a.router, a.mux, cfg.Google, a.google, &a.hub, a.log)
+	// Triggers: the config's and the people's, into their chats'
+	// channels.
+	hooks := triggers.New(cfg.Triggers, db, &a.hub, log.With("part", "triggers"))
+	hooks.Mount(a.mux)
+	hooks.Commands(a.router, &a.hub, cfg.UI.BaseURL)
 	a.wireMCPSignIns()
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")

@@ -257,5 +257,5 @@ func help(args []string, stdout, stderr io.Writer) error {
 // cfg declares (settings.Config.Secrets) and anything shaped like a credential,
 // the channels' shapes included, taken out.
 func newLogger(cfg settings.Config, w io.Writer) *slog.Logger {
-	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.Secrets(), settings.ChannelKinds().Shapes())
+	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.Secrets(), settings.Shapes())
 }

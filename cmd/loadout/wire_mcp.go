@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"loadout/bridge"
@@ -53,38 +52,18 @@ func (a *app) wireMCPSignIns() {
 		path = u.Path
 	}
 	a.mux.Handle("GET "+path, a.signIns)
-	servers := map[string]*mcp.Client{}
-	var names []string
 	for _, c := range a.mcp {
 		for _, s := range a.cfg.MCP.Servers {
 			if s.Name == c.Name() && s.Auth == mcp.AuthPerson {
-				servers[c.Name()] = c
-				names = append(names, c.Name())
+				a.router.AddConnector(bridge.Connector{Name: c.Name(), Help: "your account at an MCP service",
+					Connect: func(ctx context.Context, in chat.Inbound) (string, error) {
+						ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+						defer cancel()
+						return c.Connect(ctx, in.UserKey, in.ChatKey)
+					},
+					Disconnect: func(ctx context.Context, in chat.Inbound) (string, error) { return c.Disconnect(ctx, in.UserKey) }})
 			}
 		}
-	}
-	prev := map[string]bridge.Command{}
-	for _, c := range a.router.Commands() {
-		prev[c.Name] = c
-	}
-	for _, name := range []string{"connect", "disconnect"} {
-		before := prev[name]
-		args := strings.Join(append([]string{"google"}, names...), "|")
-		a.router.Register(bridge.Command{Name: name, Args: args, Help: name + " your Google account or your account at an MCP service",
-			Run: func(ctx context.Context, in chat.Inbound, arg string) (string, error) {
-				c, ok := servers[strings.ToLower(strings.TrimSpace(arg))]
-				switch {
-				case ok && name == "connect":
-					ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					defer cancel()
-					return c.Connect(ctx, in.UserKey, in.ChatKey)
-				case ok:
-					return c.Disconnect(ctx, in.UserKey)
-				case before.Run != nil:
-					return before.Run(ctx, in, arg)
-				}
-				return fmt.Sprintf("Usage: /%s %s", name, args), nil
-			}})
 	}
 }
 

@@ -215,9 +215,8 @@ const TextNotSetUp = "Google isn't set up on this server. The owner needs to add
 // adds hidden commands that say so.
 func Commands(r *bridge.Router, mux *http.ServeMux, c Config, acc *google.Accounts, chats Chats, log *slog.Logger) {
 	if acc == nil {
-		notSetUp := func(context.Context, chat.Inbound, string) (string, error) { return TextNotSetUp, nil }
-		r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account", Hidden: true, Run: notSetUp})
-		r.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account", Hidden: true, Run: notSetUp})
+		notSetUp := func(context.Context, chat.Inbound) (string, error) { return TextNotSetUp, nil }
+		r.AddConnector(bridge.Connector{Name: "google", Help: "your Google account", Hidden: true, Connect: notSetUp, Disconnect: notSetUp})
 		return
 	}
 	path := CallbackPath
@@ -225,28 +224,24 @@ func Commands(r *bridge.Router, mux *http.ServeMux, c Config, acc *google.Accoun
 		path = u.Path
 	}
 	mux.Handle("GET "+path, acc.CallbackHandler(chats))
-	r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account",
-		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {
-			if !strings.EqualFold(strings.TrimSpace(args), "google") {
-				return "Usage: /connect google", nil
-			}
-			if !chats.Private(in.ChatKey) {
-				// Whoever opens a link consents for the person who asked:
-				// it never goes where others can open it.
-				return "To keep your account safe, I only send Google sign-in links in a private chat: anyone who opened one here could connect their own account in your name. " +
-					chats.Invite(in.ChatKey, "connect google"), nil
-			}
-			link, err := acc.AuthURL(in.UserKey, in.ChatKey)
-			if err != nil {
-				log.Error("google: connect link", "err", err)
-				return "Sorry, I couldn't make a Google sign-in link right now.", nil
-			}
-			text := "Open this link to connect your Google account. It works once, for the next 10 minutes, and only for you — don't share it:\n" + link
-			if strings.HasPrefix(in.UserKey, "console:") {
-				text = "In `loadout chat` nothing listens for Google's answer; run `loadout google login -user " + in.UserKey + "` in another terminal instead. With `loadout serve` running, this link works too:\n" + link
-			}
-			return text, nil
-		}})
+	connect := func(ctx context.Context, in chat.Inbound) (string, error) {
+		if !chats.Private(in.ChatKey) {
+			// Whoever opens a link consents for the person who asked:
+			// it never goes where others can open it.
+			return "To keep your account safe, I only send Google sign-in links in a private chat: anyone who opened one here could connect their own account in your name. " +
+				chats.Invite(in.ChatKey, "connect google"), nil
+		}
+		link, err := acc.AuthURL(in.UserKey, in.ChatKey)
+		if err != nil {
+			log.Error("google: connect link", "err", err)
+			return "Sorry, I couldn't make a Google sign-in link right now.", nil
+		}
+		text := "Open this link to connect your Google account. It works once, for the next 10 minutes, and only for you — don't share it:\n" + link
+		if strings.HasPrefix(in.UserKey, "console:") {
+			text = "In `loadout chat` nothing listens for Google's answer; run `loadout google login -user " + in.UserKey + "` in another terminal instead. With `loadout serve` running, this link works too:\n" + link
+		}
+		return text, nil
+	}
 	r.AddStatus(func(ctx context.Context, in chat.Inbound) (string, error) {
 		email, ok, at, err := acc.Account(ctx, in.UserKey)
 		switch {
@@ -260,23 +255,20 @@ func Commands(r *bridge.Router, mux *http.ServeMux, c Config, acc *google.Accoun
 		}
 		return "Google account: " + email + " (connected on " + at.Format("2006-01-02") + ")", nil
 	})
-	r.Register(bridge.Command{Name: "disconnect", Args: "google", Help: "disconnect your Google account",
-		Run: func(ctx context.Context, in chat.Inbound, args string) (string, error) {
-			if !strings.EqualFold(strings.TrimSpace(args), "google") {
-				return "Usage: /disconnect google", nil
-			}
-			err := acc.Disconnect(ctx, in.UserKey)
-			switch {
-			case errors.Is(err, google.ErrNotConnected):
-				return "No Google account is connected for you.", nil
-			case errors.Is(err, google.ErrRevokeFailed):
-				log.Warn("google: revoke failed", "user", in.UserKey, "err", err)
-				return "I've forgotten your Google account, but Google could not be reached to revoke my access. You can remove it at https://myaccount.google.com/permissions.", nil
-			case err != nil:
-				return "", err
-			}
-			return "Your Google account is disconnected and my access to it is revoked.", nil
-		}})
+	disconnect := func(ctx context.Context, in chat.Inbound) (string, error) {
+		err := acc.Disconnect(ctx, in.UserKey)
+		switch {
+		case errors.Is(err, google.ErrNotConnected):
+			return "No Google account is connected for you.", nil
+		case errors.Is(err, google.ErrRevokeFailed):
+			log.Warn("google: revoke failed", "user", in.UserKey, "err", err)
+			return "I've forgotten your Google account, but Google could not be reached to revoke my access. You can remove it at https://myaccount.google.com/permissions.", nil
+		case err != nil:
+			return "", err
+		}
+		return "Your Google account is disconnected and my access to it is revoked.", nil
+	}
+	r.AddConnector(bridge.Connector{Name: "google", Help: "your Google account", Connect: connect, Disconnect: disconnect})
 }
 
 // ErrNotConfigured is Login's error when the google section names no
