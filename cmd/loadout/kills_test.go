@@ -59,6 +59,7 @@ func killedChannels() []killedChannel {
 		{"mattermost", killedMattermost},
 		{"signal", killedSignal},
 		{"irc", killedIRC},
+		{"triggers", killedTriggers},
 	}
 }
 
