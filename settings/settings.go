@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"loadout/bridge"
-	"loadout/bridge/triggers"
 	"loadout/bridge/console"
+	"loadout/bridge/triggers"
 	"loadout/chat"
 	"loadout/chat/openai"
 	"loadout/cluster"

@@ -55,10 +55,10 @@ type inboxItem struct {
 	// Tainted marks an event whose text carries outside content (a
 	// trigger's request body), and Groups the groups its turn starts
 	// with, a JSON array (chat.Inbound).
-	Tainted bool   `gorm:"not null;default:false"`
-	Groups  string `gorm:"not null;default:''"`
-	CreatedAt  time.Time
-	UpdatedAt  time.Time `gorm:"index"`
+	Tainted   bool   `gorm:"not null;default:false"`
+	Groups    string `gorm:"not null;default:''"`
+	CreatedAt time.Time
+	UpdatedAt time.Time `gorm:"index"`
 }
 
 // migrateInbox creates the inbox's partial index, moves the unfinished
