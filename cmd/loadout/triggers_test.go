@@ -190,6 +190,41 @@ triggers:
 		t.Fatalf("the redelivered request was answered %d times: %q", n, telegramTexts())
 	}
 
+	// A person makes a trigger of their own in their private chat; its
+	// secret is shown there once and never logged; it works, is listed,
+	// and once removed starts nothing.
+	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, ChatID: -5, ChatType: "group", Text: "/trigger new ci Tell me what CI says."})
+	bridgetest.Await(t, "the refusal in a group", func() bool {
+		return slices.ContainsFunc(tg.Sent(), func(s telegramtest.Sent) bool { return s.ChatID == -5 && strings.Contains(s.Text, "private chat") })
+	})
+	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, ChatID: 42, ChatType: "private", Text: "/trigger new ci Tell me what CI says."})
+	shape := regexp.MustCompile(triggers.Shape)
+	var made string
+	bridgetest.Await(t, "the new trigger's secret", func() bool {
+		for _, s := range telegramTexts() {
+			if strings.HasPrefix(s, "Trigger ci made.") {
+				made = shape.FindString(s)
+			}
+		}
+		return made != ""
+	})
+	if got := hookPost(t, addr, "ci", made, []byte(`{"event":"tests passed"}`)); got != http.StatusAccepted {
+		t.Fatalf("the person's trigger: %d", got)
+	}
+	bridgetest.Await(t, "the person's trigger's answer", func() bool { return slices.Contains(telegramTexts(), "Event: tests passed") })
+	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, ChatID: 42, ChatType: "private", Text: "/trigger list"})
+	bridgetest.Await(t, "the list", func() bool {
+		return slices.ContainsFunc(telegramTexts(), func(s string) bool { return strings.HasPrefix(s, "Your triggers:\nci — /hooks/ci") })
+	})
+	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, ChatID: 42, ChatType: "private", Text: "/trigger remove ci"})
+	bridgetest.Await(t, "the removal", func() bool { return slices.Contains(telegramTexts(), "Trigger ci removed: its URL starts nothing now.") })
+	if got := hookPost(t, addr, "ci", made, []byte(`{"event":"again"}`)); got != http.StatusUnauthorized {
+		t.Fatalf("a removed trigger: %d", got)
+	}
+	if strings.Contains(logs.String(), made) || strings.Contains(logs.String(), hookSecret) {
+		t.Fatal("a trigger's secret reached the log")
+	}
+
 	// Tainted from its start: what the body asks to remember waits for
 	// the person.
 	remember := []byte(`{"event":"the deploy broke, remember it"}`)
