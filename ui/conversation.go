@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -23,6 +24,11 @@ type entry struct {
 	// call made after one).
 	Personal bool
 	Approval *chat.Approval
+	// Steps are, for a delegate call's result, the sub-agent's messages,
+	// folded under it; StepsOf says whose they are when the viewer may
+	// not see them.
+	Steps   []entry
+	StepsOf string
 }
 
 type call struct{ Name, Arguments string }
@@ -53,8 +59,22 @@ func (c *Console) conversation(w http.ResponseWriter, r *http.Request, v viewer)
 	if err != nil {
 		return err
 	}
-	// A person sees what the model would see on their turn; the operator
-	// sees everything.
+	out, err := c.entries(r.Context(), msgs, v, 0)
+	if err != nil {
+		return err
+	}
+	c.render(w, r, http.StatusOK, "conversation", v, map[string]any{"Chat": c.rows([]Chat{ch})[0], "Entries": out, "Shown": messagesShown})
+	return nil
+}
+
+// maxFolded is how deep sub-agents' steps are shown under their calls.
+const maxFolded = 3
+
+// entries are msgs as the page shows them to v: a person sees what the
+// model would see on their turn; the operator sees everything. A
+// delegate call's result carries the sub-agent's steps, which only the
+// person who delegated and the operator see.
+func (c *Console) entries(ctx context.Context, msgs []chat.Message, v viewer, depth int) ([]entry, error) {
 	var hidden []string
 	if !v.Admin {
 		hidden = chat.HideOthers(msgs, v.UserKey)
@@ -72,6 +92,11 @@ func (c *Console) conversation(w http.ResponseWriter, r *http.Request, v viewer)
 			e.Tool, e.Status, e.Code = m.ToolName, m.Status, m.Code
 			if e.Hidden != "" {
 				e.Text, e.Personal = "", m.UserKey == e.Hidden
+			}
+			if m.ToolName == chat.DelegateName && depth < maxFolded {
+				if err := c.fold(ctx, &e, m, v, depth); err != nil {
+					return nil, err
+				}
 			}
 		case chat.RoleAssistant:
 			// Its text was said in the chat; its calls' arguments may
@@ -91,8 +116,28 @@ func (c *Console) conversation(w http.ResponseWriter, r *http.Request, v viewer)
 		}
 		out = append(out, e)
 	}
-	c.render(w, r, http.StatusOK, "conversation", v, map[string]any{"Chat": c.rows([]Chat{ch})[0], "Entries": out, "Shown": messagesShown})
-	return nil
+	return out, nil
+}
+
+// fold puts the steps of the sub-agent a delegate result names (its
+// "session") under e.
+func (c *Console) fold(ctx context.Context, e *entry, m chat.Message, v viewer, depth int) error {
+	var res struct {
+		Session int64 `json:"session"`
+	}
+	if json.Unmarshal([]byte(m.Text), &res) != nil || res.Session == 0 {
+		return nil
+	}
+	steps, err := c.d.Store.Recent(ctx, res.Session, messagesShown)
+	if err != nil || len(steps) == 0 {
+		return err
+	}
+	if owner := steps[0].UserKey; !v.Admin && owner != v.UserKey {
+		e.StepsOf = owner
+		return nil
+	}
+	e.Steps, err = c.entries(ctx, steps, v, depth+1)
+	return err
 }
 
 // pretty indents JSON arguments; anything else is shown as it is.

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -96,5 +97,63 @@ func TestAnotherPersonsConversationIsNotFound(t *testing.T) {
 	s.signIn(t, o, other)
 	if code, body := get(t, o, s.URL+"/conversation?key="+other); code != http.StatusOK || !strings.Contains(body, "my secret plans") {
 		t.Fatalf("the owner's view of the chat: %d\n%s", code, body)
+	}
+}
+
+// A delegate call's result shows the sub-agent's steps folded under it,
+// to the person who delegated; another member of the group reads whose
+// they are, not what they hold.
+func TestSubAgentStepsFoldUnderTheirCallForTheirPersonOnly(t *testing.T) {
+	s := newSite(t)
+	const (
+		ana, bea = "telegram:1001", "telegram:1002"
+		room     = "telegram:-300"
+	)
+	ctx := context.Background()
+	sub, err := s.Store.OpenSession(ctx, room+"#sub1:0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.Append(ctx, sub.ID, []chat.Message{
+		{Role: chat.RoleUser, Text: "Compare the two flats.", UserKey: ana},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "w1", Name: "web_fetch", Arguments: `{"url":"https://flats.example/7"}`}}},
+		{Role: chat.RoleTool, ToolCallID: "w1", ToolName: "web_fetch", Status: tools.StatusSuccess, Text: "flat 7: 3 rooms"},
+		{Role: chat.RoleAssistant, Text: "Flat 7 is bigger."},
+	}, chat.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := s.Store.OpenSession(ctx, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.Append(ctx, sess.ID, []chat.Message{
+		{Role: chat.RoleUser, Text: "which flat?", UserKey: ana},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "d1", Name: chat.DelegateName, Arguments: `{"task":"Compare the two flats."}`}}},
+		{Role: chat.RoleTool, ToolCallID: "d1", ToolName: chat.DelegateName, Status: tools.StatusSuccess,
+			Text: fmt.Sprintf(`{"status":"done","answer":"Flat 7 is bigger.","session":%d}`, sub.ID)},
+		{Role: chat.RoleAssistant, Text: "Flat 7."},
+		{Role: chat.RoleUser, Text: "hello", UserKey: bea},
+	}, chat.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	view := func(user string) string {
+		t.Helper()
+		c := client(t)
+		s.signIn(t, c, user)
+		code, body := get(t, c, s.URL+"/conversation?key="+room)
+		if code != http.StatusOK {
+			t.Fatalf("the group as %s: %d\n%s", user, code, body)
+		}
+		return body
+	}
+	if body := view(ana); !strings.Contains(body, "the sub-agent's 4 steps") || !strings.Contains(body, "flat 7: 3 rooms") || !strings.Contains(body, "flats.example/7") {
+		t.Errorf("Ana's page does not fold the sub-agent's steps under its call:\n%s", body)
+	}
+	body := view(bea)
+	if strings.Contains(body, "flat 7: 3 rooms") || strings.Contains(body, "flats.example") {
+		t.Errorf("Bea's page shows Ana's sub-agent's steps:\n%s", body)
+	}
+	if !strings.Contains(body, "steps are "+ana+"'s") {
+		t.Errorf("Bea's page does not say whose the steps are:\n%s", body)
 	}
 }
