@@ -92,7 +92,10 @@ func NewRouter(engine *chat.Engine, name string) *Router {
 	// Pipeline); these answer when none waits.
 	none := func(context.Context, chat.Inbound, string) (string, error) { return textNoQuestion, nil }
 	r.Register(Command{Name: "answer", Hidden: true, Run: none})
-	r.Register(Command{Name: "cancel", Hidden: true, Run: none})
+	// A /cancel of the turn running in the chat is taken as it arrives
+	// (Pipeline); this answers one that found nothing to stop.
+	r.Register(Command{Name: "cancel", Help: "stop what I am doing here (sub-agents included), or a question I asked",
+		Run: func(context.Context, chat.Inbound, string) (string, error) { return textNothingToCancel, nil }})
 	return r
 }
 

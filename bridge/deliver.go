@@ -147,6 +147,7 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		p.mu.Lock()
 		p.turns[it.ID] = tcancel
+		p.running[it.Inbound.ChatKey] = runningTurn{event: it.ID, user: it.Inbound.UserKey}
 		if j.resume {
 			p.resumes[it.Inbound.ChatKey]++
 		}
@@ -161,6 +162,9 @@ func (p *Pipeline) run(ctx context.Context, out Outlet, j job) (err error) {
 		}
 		p.mu.Lock()
 		delete(p.turns, it.ID)
+		if p.running[it.Inbound.ChatKey].event == it.ID {
+			delete(p.running, it.Inbound.ChatKey)
+		}
 		if j.resume {
 			p.unresume(it.Inbound.ChatKey)
 		}

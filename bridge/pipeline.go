@@ -183,6 +183,9 @@ type Pipeline struct {
 	// those CancelTurn stopped.
 	turns     map[string]context.CancelFunc
 	cancelled map[string]bool
+	// running are the turns running now by chat: their event and person,
+	// for /cancel.
+	running map[string]runningTurn
 	// voiceOff are the chats told that voice notes are not set up.
 	voiceOff map[string]bool
 	// questions keeps the questions turns ask, when the Inbox does;
@@ -254,7 +257,7 @@ func NewPipeline(cfg PipelineConfig) *Pipeline {
 		cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, out: cfg.Outlet, pace: newPacer(cfg.Pacing),
 		sem: make(chan struct{}, cfg.Workers), quit: make(chan struct{}),
 		queues: map[string][]job{}, active: map[int64]bool{}, attempts: map[int64]int{}, waiters: map[int64][]chan error{},
-		turns: map[string]context.CancelFunc{}, cancelled: map[string]bool{}, voiceOff: map[string]bool{},
+		turns: map[string]context.CancelFunc{}, cancelled: map[string]bool{}, running: map[string]runningTurn{}, voiceOff: map[string]bool{},
 		asking: map[string]chan struct{}{}, askingIn: map[string]int{}, resumes: map[string]int{},
 	}
 	p.questions, _ = cfg.Inbox.(Questions)
@@ -386,6 +389,30 @@ func (p *Pipeline) CancelTurn(id string) bool {
 	return ok
 }
 
+// runningTurn is a turn running in a chat: its event and its person.
+type runningTurn struct{ event, user string }
+
+// TextStopped answers a /cancel that stopped a turn.
+const TextStopped = "Stopped: I left what I was doing, sub-agents included. What was done before is kept."
+
+// stopFor stops the turn running in in's chat when in is its person's
+// /cancel, and no question of the turn waits (a /cancel then answers the
+// question): the turn's context ends, its sub-agents with it, and it is
+// finished without an answer. It reports whether it stopped one.
+func (p *Pipeline) stopFor(in chat.Inbound) bool {
+	if name, _, ok := ParseCommand(in.Text); !ok || name != "cancel" {
+		return false
+	}
+	p.mu.Lock()
+	r, ok := p.running[in.ChatKey]
+	asking := p.mayAsk(in.ChatKey)
+	p.mu.Unlock()
+	if !ok || asking || r.user != in.UserKey {
+		return false
+	}
+	return p.CancelTurn(r.event)
+}
+
 // Notify sends text to a chat outside a turn, in the chat's order with
 // its turns, and waits until it is sent.
 func (p *Pipeline) Notify(ctx context.Context, chatKey string, route []byte, text string) error {
@@ -401,6 +428,9 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 	}
 	if pend.ID == "" {
 		return false, nil, errors.New("bridge: an event needs an id")
+	}
+	if pend.Reply == "" && p.stopFor(pend.Inbound) {
+		pend.Reply = TextStopped
 	}
 	var parts []string
 	if pend.Reply != "" {

@@ -1005,3 +1005,38 @@ func TestIdleWaitsForWhatWasTakenOn(t *testing.T) {
 		t.Fatalf("Idle returned with %q sent, want both answers", got)
 	}
 }
+
+// The person's /cancel stops their turn running in the chat (and what
+// runs under its context, such as sub-agents), and is answered that it
+// did; another person's /cancel stops nothing.
+func TestCancelStopsThePersonsRunningTurn(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	started := make(chan struct{}, 1)
+	var stopped atomic.Bool
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		if in.Text != "long work" {
+			return "answer to " + in.Text, nil
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		stopped.Store(true)
+		return "", ctx.Err()
+	})})
+	accept(t, p, pending("1", "c", "long work"))
+	<-started
+	other := pending("2", "c", "/cancel")
+	other.Inbound.UserKey = "someone else"
+	accept(t, p, other)
+	accept(t, p, pending("3", "c", "/cancel"))
+	sent := out.waitFor(t, 2)
+	if !stopped.Load() {
+		t.Fatal("the turn was not stopped")
+	}
+	if !slices.Contains(sent, "c:"+bridge.TextStopped) {
+		t.Fatalf("sent %q, want the person's /cancel answered %q", sent, bridge.TextStopped)
+	}
+	if !slices.Contains(sent, "c:answer to /cancel") {
+		t.Fatalf("sent %q: another person's /cancel must be handled as their own message", sent)
+	}
+}

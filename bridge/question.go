@@ -40,6 +40,8 @@ const DefaultQuestionTTL = 10 * time.Minute
 // Sentences of questions.
 const (
 	textNoQuestion = "There is no question of mine waiting for your answer here."
+	// textNothingToCancel answers a /cancel with nothing to stop.
+	textNothingToCancel = "Nothing of mine is running or waiting for your answer here."
 	// TextNoQuestion refuses a press of a question's choice that cannot
 	// count: someone else's, or a question no longer waiting.
 	TextNoQuestion  = "This question is not waiting for your answer."
