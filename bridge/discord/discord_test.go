@@ -243,7 +243,7 @@ func TestEmptyAllowlistsAllowNobody(t *testing.T) {
 // The slash commands are registered globally, or in each server of
 // discord.guilds; they are the router's, connect included when present.
 func TestSlashCommandsRegistered(t *testing.T) {
-	want := []string{"help", "clear", "status", "approve", "deny", "always", "rules", "audit", "connect"}
+	want := []string{"help", "clear", "status", "approve", "deny", "always", "rules", "audit", "cancel", "connect"}
 	withConnect := func(r *bridge.Router) {
 		r.Register(bridge.Command{Name: "connect", Args: "google", Help: "connect your Google account",
 			Run: func(context.Context, chat.Inbound, string) (string, error) { return "a link", nil }})
