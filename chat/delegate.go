@@ -77,9 +77,9 @@ func (c *DelegateConfig) setDefaults() {
 
 // delegateInput is a delegate call's arguments.
 type delegateInput struct {
-	Task   string   `json:"task" desc:"the instruction, complete on its own: the sub-agent sees nothing of this conversation"`
-	Groups []string `json:"groups,omitempty" desc:"tool groups the sub-agent starts with"`
-	Steps  int      `json:"steps,omitempty" desc:"at most this many model calls"`
+	Task   string   `json:"task" desc:"complete instruction; it sees nothing of this chat"`
+	Groups []string `json:"groups,omitempty"`
+	Steps  int      `json:"steps,omitempty" desc:"most model calls"`
 	// state is what the call learned as it ran, read by UntrustedFor.
 	state *delegateState
 }
@@ -102,8 +102,7 @@ func DelegateTool(cfg DelegateConfig, engine func() *Engine) tools.Tool {
 	cfg.setDefaults()
 	t := tools.New(tools.Definition{
 		Name: DelegateName,
-		Description: "Hand a self-contained task to a sub-agent that works on it with the tool groups you name and returns its final answer. " +
-			"Use it for research or multi-step work whose steps you need not see; several delegate calls in one answer run in parallel.",
+		Description: "Have a sub-agent do a self-contained task with the tool groups named; returns its answer. Calls in one answer run in parallel.",
 		// What it does is what the sub-agent's calls do, each through
 		// the gate as the person's own would be.
 		ReadOnly: true,

@@ -27,7 +27,7 @@ type delegateEnv struct {
 	marks atomic.Int32
 }
 
-func newDelegateEnv(t *testing.T, cfg chat.Config, script func(req goopenai.ChatCompletionRequest) chattest.Step) *delegateEnv {
+func newDelegateEnv(t testing.TB, cfg chat.Config, script func(req goopenai.ChatCompletionRequest) chattest.Step) *delegateEnv {
 	t.Helper()
 	d := &delegateEnv{}
 	model := chattest.NewModelServer(t)
@@ -350,4 +350,71 @@ func TestSubAgentApprovalIsAskedInTheParentChat(t *testing.T) {
 	if last := msgs[len(msgs)-1]; !strings.Contains(last.Text, "Mailed it.") {
 		t.Fatalf("the chat's session ends with %q, not the sub-agent's answer", last.Text)
 	}
+}
+
+// /status shows the sub-agents running for the chat while they run.
+func TestStatusShowsRunningSubAgents(t *testing.T) {
+	inside, release := make(chan struct{}), make(chan struct{})
+	env := newDelegateEnv(t, chat.Config{}, func(req goopenai.ChatCompletionRequest) chattest.Step {
+		if firstUser(req) == "go" {
+			if !called(req, "delegate") {
+				return calls("delegate", delegateArgs("Count the stars."))
+			}
+			return chattest.Step{Text: "done"}
+		}
+		close(inside)
+		<-release
+		return chattest.Step{Text: "many"}
+	})
+	done := make(chan chat.Reply)
+	go func() { done <- send(t, env.Env, "c1", "go") }()
+	<-inside
+	s, err := env.Engine.Status(context.Background(), "c1")
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Delegates, []string{"Count the stars."}) {
+		t.Fatalf("running sub-agents %q", s.Delegates)
+	}
+	<-done
+	if s, _ := env.Engine.Status(context.Background(), "c1"); len(s.Delegates) != 0 {
+		t.Fatalf("sub-agents still shown after the turn: %q", s.Delegates)
+	}
+}
+
+// BenchmarkDelegateOverhead measures what a delegate call costs beyond
+// the sub-agent's own work: the model requests it adds to the parent's
+// turn, and the tokens of what the parent and the sub-agent send that
+// doing the task in the turn itself would not (the sub-agent's system
+// prompt and tool schemas, the call and its result in the parent's
+// history, the delegate tool's schema on each request).
+func BenchmarkDelegateOverhead(b *testing.B) {
+	count := func(s string) int { return (len(s) + 3) / 4 }
+	var parentReqs, subReqs, parentTokens, subFirst atomic.Int64
+	env := newDelegateEnv(b, chat.Config{}, func(req goopenai.ChatCompletionRequest) chattest.Step {
+		body, _ := json.Marshal(req)
+		if firstUser(req) == "research it" {
+			parentReqs.Add(1)
+			parentTokens.Add(int64(count(string(body))))
+			if !called(req, "delegate") {
+				return calls("delegate", delegateArgs("Find the opening hours of the museum."))
+			}
+			return chattest.Step{Text: "It opens at 10."}
+		}
+		if subReqs.Add(1) == 1 {
+			subFirst.Store(int64(count(string(body))))
+		}
+		return chattest.Step{Text: "10:00 to 18:00."}
+	})
+	for i := 0; b.Loop(); i++ {
+		if _, err := env.Engine.Handle(context.Background(), chat.Inbound{ChatKey: fmt.Sprint("c", i), UserKey: "u", Text: "research it"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(parentReqs.Load())/n-1, "extra-requests/op")
+	b.ReportMetric(float64(subReqs.Load())/n, "sub-requests/op")
+	b.ReportMetric(float64(parentTokens.Load())/n, "parent-tokens/op")
+	b.ReportMetric(float64(subFirst.Load()), "sub-first-request-tokens")
 }
