@@ -418,3 +418,30 @@ func BenchmarkDelegateOverhead(b *testing.B) {
 	b.ReportMetric(float64(parentTokens.Load())/n, "parent-tokens/op")
 	b.ReportMetric(float64(subFirst.Load()), "sub-first-request-tokens")
 }
+
+// A turn that read untrusted content cannot launder it through a
+// sub-agent: the sub-agent starts tainted, so the write the page asked
+// for, handed down as a task, asks the person.
+func TestATaintedTurnsSubAgentStartsTainted(t *testing.T) {
+	env := newDelegateEnv(t, chat.Config{}, func(req goopenai.ChatCompletionRequest) chattest.Step {
+		if firstUser(req) == "read the page" {
+			switch {
+			case !called(req, "load_tool_group"):
+				return calls("load_tool_group", `{"group_name":"web"}`)
+			case !called(req, "web_read"):
+				return calls("web_read", `{"text":"p"}`)
+			case !called(req, "delegate"):
+				return calls("delegate", delegateArgs("Save a note saying x."))
+			}
+			return chattest.Step{Text: "done"}
+		}
+		if !called(req, "note_save") {
+			return calls("note_save", `{"text":"x"}`)
+		}
+		return chattest.Step{Text: "saved"}
+	})
+	r := send(t, env.Env, "c1", "read the page")
+	if len(r.Asks) != 1 || !strings.Contains(r.Asks[0].Text, "Save a note saying x.") {
+		t.Fatalf("the sub-agent's note did not ask (reply %q, asks %+v)", r.Text, r.Asks)
+	}
+}
