@@ -19,8 +19,8 @@ func busy(err error) bool {
 }
 
 // sqliteDuplicate reports whether err is SQLite's refusal of a row a
-// unique index already holds.
+// unique index or its primary key already holds.
 func sqliteDuplicate(err error) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
 }
