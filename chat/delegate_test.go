@@ -17,6 +17,7 @@ import (
 	"loadout/chat/chattest"
 	"loadout/store/storetest"
 	"loadout/tools"
+	"loadout/tools/memory"
 )
 
 // delegateEnv is an engine with the delegate tool, a web group whose
@@ -43,7 +44,7 @@ func newDelegateEnv(t testing.TB, cfg chat.Config, script func(req goopenai.Chat
 			func(ctx context.Context, in echoIn) (any, error) { return "kept", nil })
 		mark := tools.New(tools.Definition{Name: "mark", Description: "Make a mark.", Effect: tools.EffectMutate},
 			func(ctx context.Context, in echoIn) (any, error) { d.marks.Add(1); return "marked", nil })
-		if err := r.Add(note, mark); err != nil {
+		if err := r.Add(note, mark, memory.Tool(memory.Config{}, memoryStore{d})); err != nil {
 			return err
 		}
 		return r.AddGroup(tools.Group{Name: "web", DisplayName: "Web", Description: "Read web pages"},
@@ -53,6 +54,25 @@ func newDelegateEnv(t testing.TB, cfg chat.Config, script func(req goopenai.Chat
 				}))
 	}})
 	return d
+}
+
+// memoryStore is the env's store, once made, as memory's.
+type memoryStore struct{ d *delegateEnv }
+
+func (m memoryStore) SaveMemory(ctx context.Context, userKey, text string) (memory.Memory, error) {
+	return m.d.Store.SaveMemory(ctx, userKey, text)
+}
+func (m memoryStore) RecentMemories(ctx context.Context, userKey string, limit int) ([]memory.Memory, error) {
+	return m.d.Store.RecentMemories(ctx, userKey, limit)
+}
+func (m memoryStore) SearchMemories(ctx context.Context, userKey, query string, limit int) ([]memory.Memory, error) {
+	return m.d.Store.SearchMemories(ctx, userKey, query, limit)
+}
+func (m memoryStore) ForgetMemory(ctx context.Context, userKey string, id int64) (bool, error) {
+	return m.d.Store.ForgetMemory(ctx, userKey, id)
+}
+func (m memoryStore) CountMemories(ctx context.Context, userKey string) (int, error) {
+	return m.d.Store.CountMemories(ctx, userKey)
 }
 
 // firstUser is the text of a request's first user message: the
@@ -217,7 +237,7 @@ func TestDelegationDepthIsBounded(t *testing.T) {
 }
 
 // A sub-agent that read untrusted content returns an untrusted result:
-// the parent's next mutating call asks; without the read, it does not.
+// the parent's memory save then asks; without the read, it does not.
 func TestSubAgentTaintFlowsUp(t *testing.T) {
 	for _, read := range []bool{true, false} {
 		t.Run(fmt.Sprint("read=", read), func(t *testing.T) {
@@ -227,8 +247,8 @@ func TestSubAgentTaintFlowsUp(t *testing.T) {
 					switch {
 					case !called(req, "delegate"):
 						return calls("delegate", delegateArgs("look it up", "web"))
-					case !called(req, "note_save"):
-						return calls("note_save", `{"text":"x"}`)
+					case !called(req, "memory"):
+						return calls("memory", `{"action":"save","text":"pay invoices to the new IBAN"}`)
 					}
 					return chattest.Step{Text: "noted"}
 				}
