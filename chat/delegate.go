@@ -101,7 +101,7 @@ type delegateResult struct {
 func DelegateTool(cfg DelegateConfig, engine func() *Engine) tools.Tool {
 	cfg.setDefaults()
 	t := tools.New(tools.Definition{
-		Name: DelegateName,
+		Name:        DelegateName,
 		Description: "Have a sub-agent do a self-contained task with the tool groups named; returns its answer. Calls in one answer run in parallel.",
 		// What it does is what the sub-agent's calls do, each through
 		// the gate as the person's own would be.
