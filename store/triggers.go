@@ -10,8 +10,8 @@ import (
 
 var _ triggers.Store = (*DB)(nil)
 
-// triggerRow is a trigger a person made (/trigger new).
-type triggerRow struct {
+// trigger is a trigger a person made (/trigger new).
+type trigger struct {
 	Name    string `gorm:"primaryKey"`
 	ChatKey string `gorm:"not null"`
 	UserKey string `gorm:"not null;index:idx_triggers_user"`
@@ -24,9 +24,9 @@ type triggerRow struct {
 	CreatedAt time.Time
 }
 
-func (triggerRow) TableName() string { return "triggers" }
+func (trigger) TableName() string { return "triggers" }
 
-func (r triggerRow) trigger() triggers.Trigger {
+func (r trigger) trigger() triggers.Trigger {
 	t := triggers.Trigger{Name: r.Name, Secret: r.Secret, Chat: r.ChatKey, User: r.UserKey, Prompt: r.Prompt, Made: r.CreatedAt}
 	if r.Groups != "" {
 		_ = json.Unmarshal([]byte(r.Groups), &t.Groups) // a row this package wrote
@@ -37,7 +37,7 @@ func (r triggerRow) trigger() triggers.Trigger {
 // SaveTrigger keeps a trigger a person made; triggers.ErrTaken when the
 // name is another's.
 func (d *DB) SaveTrigger(ctx context.Context, t triggers.Trigger) error {
-	row := triggerRow{Name: t.Name, ChatKey: t.Chat, UserKey: t.User, Secret: t.Secret, Prompt: t.Prompt, CreatedAt: d.now()}
+	row := trigger{Name: t.Name, ChatKey: t.Chat, UserKey: t.User, Secret: t.Secret, Prompt: t.Prompt, CreatedAt: d.now()}
 	if len(t.Groups) > 0 {
 		b, _ := json.Marshal(t.Groups) // strings always encode
 		row.Groups = string(b)
@@ -51,7 +51,7 @@ func (d *DB) SaveTrigger(ctx context.Context, t triggers.Trigger) error {
 
 // Trigger returns the trigger named name.
 func (d *DB) Trigger(ctx context.Context, name string) (triggers.Trigger, error) {
-	var r triggerRow
+	var r trigger
 	if err := d.db.WithContext(ctx).Where("name = ?", name).Take(&r).Error; err != nil {
 		return triggers.Trigger{}, kind(err)
 	}
@@ -60,7 +60,7 @@ func (d *DB) Trigger(ctx context.Context, name string) (triggers.Trigger, error)
 
 // Triggers returns the triggers userKey made, by name.
 func (d *DB) Triggers(ctx context.Context, userKey string) ([]triggers.Trigger, error) {
-	var rows []triggerRow
+	var rows []trigger
 	if err := d.db.WithContext(ctx).Where("user_key = ?", userKey).Order("name").Find(&rows).Error; err != nil {
 		return nil, kind(err)
 	}
@@ -73,6 +73,6 @@ func (d *DB) Triggers(ctx context.Context, userKey string) ([]triggers.Trigger, 
 
 // RemoveTrigger removes userKey's trigger named name.
 func (d *DB) RemoveTrigger(ctx context.Context, userKey, name string) (bool, error) {
-	res := d.db.WithContext(ctx).Where("name = ? AND user_key = ?", name, userKey).Delete(&triggerRow{})
+	res := d.db.WithContext(ctx).Where("name = ? AND user_key = ?", name, userKey).Delete(&trigger{})
 	return res.RowsAffected > 0, kind(res.Error)
 }
