@@ -413,6 +413,25 @@ func (p *Pipeline) stopFor(in chat.Inbound) bool {
 	return p.CancelTurn(r.event)
 }
 
+// statusNow answers /status in a chat where a turn runs now, without
+// waiting for it; "" when in is not that.
+func (p *Pipeline) statusNow(ctx context.Context, in chat.Inbound) string {
+	if name, _, ok := ParseCommand(in.Text); !ok || name != "status" {
+		return ""
+	}
+	p.mu.Lock()
+	_, running := p.running[in.ChatKey]
+	p.mu.Unlock()
+	if !running {
+		return ""
+	}
+	r, err := p.cfg.Handler.Handle(ctx, in)
+	if err != nil {
+		return ""
+	}
+	return r.Text
+}
+
 // Notify sends text to a chat outside a turn, in the chat's order with
 // its turns, and waits until it is sent.
 func (p *Pipeline) Notify(ctx context.Context, chatKey string, route []byte, text string) error {
@@ -431,6 +450,14 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 	}
 	if pend.Reply == "" && p.stopFor(pend.Inbound) {
 		pend.Reply = TextStopped
+	}
+	aside := false
+	if pend.Reply == "" {
+		// /status while a turn runs in the chat answers at once, beside
+		// the chat's queue: it reads, and what it shows (the sub-agents
+		// running) is of now.
+		pend.Reply = p.statusNow(ctx, pend.Inbound)
+		aside = pend.Reply != ""
 	}
 	var parts []string
 	if pend.Reply != "" {
@@ -476,7 +503,7 @@ func (p *Pipeline) accept(ctx context.Context, pend Pending, wait bool) (bool, <
 			done <- nil
 		}
 	case !p.stopped:
-		p.enqueue(job{it: it, checked: busy})
+		p.enqueue(job{it: it, checked: busy, aside: aside})
 	}
 	return true, done, nil
 }

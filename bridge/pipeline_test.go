@@ -1040,3 +1040,29 @@ func TestCancelStopsThePersonsRunningTurn(t *testing.T) {
 		t.Fatalf("sent %q: another person's /cancel must be handled as their own message", sent)
 	}
 }
+
+// /status while a turn runs in the chat is answered at once, not after
+// the turn: what it shows is of now.
+func TestStatusAnswersWhileATurnRuns(t *testing.T) {
+	db, _ := openStore(t)
+	out := &outlet{}
+	started, release := make(chan struct{}), make(chan struct{})
+	p := newPipeline(t, bridge.PipelineConfig{Inbox: db, Outlet: out, Handler: handlerFunc(func(ctx context.Context, in chat.Inbound) (string, error) {
+		if in.Text == "/status" {
+			return "status: busy", nil
+		}
+		close(started)
+		<-release
+		return "finished", nil
+	})})
+	accept(t, p, pending("1", "c", "long work"))
+	<-started
+	accept(t, p, pending("2", "c", "/status"))
+	if sent := out.waitFor(t, 1); sent[0] != "c:status: busy" {
+		t.Fatalf("sent %q before the turn finished", sent)
+	}
+	close(release)
+	if sent := out.waitFor(t, 2); sent[1] != "c:finished" {
+		t.Fatalf("sent %q", sent)
+	}
+}

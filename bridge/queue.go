@@ -14,6 +14,9 @@ type job struct {
 	resume bool
 	// checked: whether the event answers a question was asked already.
 	checked bool
+	// aside: an answer to send now, beside the chat's queue (a /status
+	// while a turn runs), not after what waits there.
+	aside bool
 }
 
 // fresh reports whether j is a new event not yet checked as an answer.
@@ -27,6 +30,9 @@ func (p *Pipeline) enqueue(j job) {
 	p.active[j.it.Seq] = true
 	p.wg.Add(1)
 	key := j.it.Inbound.ChatKey
+	if j.aside {
+		key += "\x00aside"
+	}
 	if j.resume {
 		p.resumes[key]++
 	}
