@@ -341,15 +341,15 @@ func (m *Manager) endLocked(s *session) {
 	}
 	s.ended = true
 	s.timer.Stop()
+	s.inst.close()
+	if err := os.RemoveAll(s.dir); err != nil {
+		m.log.Warn("browser: a profile was not deleted", "dir", s.dir, "err", err)
+	}
 	m.mu.Lock()
 	if m.sessions[s.chat] == s {
 		delete(m.sessions, s.chat)
 	}
 	m.mu.Unlock()
-	s.inst.close()
-	if err := os.RemoveAll(s.dir); err != nil {
-		m.log.Warn("browser: a profile was not deleted", "dir", s.dir, "err", err)
-	}
 	m.cfg.Slots.Give()
 }
 

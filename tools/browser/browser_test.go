@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,21 +10,48 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"loadout/proc"
+	"loadout/proc/proctest"
 	"loadout/tools"
 	"loadout/tools/guard"
 )
 
 func TestMain(m *testing.M) {
 	proc.Serve()
+	if dir := os.Getenv("LOADOUT_TEST_BROWSER_PARENT"); dir != "" {
+		os.Exit(keepABrowser(dir))
+	}
 	os.Exit(m.Run())
+}
+
+// keepABrowser is a loadout that opens a page in a browser whose
+// profiles are in dir, says "started", and waits to be killed.
+func keepABrowser(dir string) int {
+	srv := httptest.NewServer(html(`<p>kept</p>`))
+	defer srv.Close()
+	g, _ := guard.New(guard.Config{AllowHosts: []string{"127.0.0.1"}})
+	m, err := New(Config{Dir: dir, Guard: g}, Deps{})
+	if err != nil {
+		return 1
+	}
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "test:kept"})
+	b, _ := json.Marshal(map[string]string{"action": "open", "url": srv.URL})
+	if _, err := m.Tool().Call(ctx, b); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("started")
+	select {}
 }
 
 // site is a server the test serves pages from, on 127.0.0.1, counting
@@ -160,4 +188,311 @@ func reachable(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// waitFor polls cond until it holds or a while passed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// refused is how many requests chat's browser's proxy refused.
+func refused(m *Manager, chat string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.sessions[chat]; s != nil {
+		return s.inst.proxy.refused.Load()
+	}
+	return -1
+}
+
+// The SSRF matrix: a page on an allowed host asks, in every way a page
+// can, for a host the web tools may not reach (a name resolving to
+// loopback at dial time, and a loopback address written out); the
+// browser is refused each time and nothing arrives there, while the
+// allowed host's own picture loads.
+func TestPageReachesOnlyWhatTheWebToolsMay(t *testing.T) {
+	evil := serve(t, html(`<p>secret</p>`))
+	ep := evil.port()
+	var good *site
+	good = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, "http://evil.test:"+ep+"/redirected", http.StatusFound)
+		case "/ok.png":
+			w.Header().Set("Content-Type", "image/gif")
+			w.Write([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))
+		default:
+			html(`<!doctype html><title>Matrix</title><body><p>start</p>
+<img src="http://evil.test:`+ep+`/img"><img src="/ok.png"><img src="/redirect">
+<img src="http://rebind.test:`+ep+`/rebind">
+<iframe src="http://evil.test:`+ep+`/frame"></iframe><iframe src="http://127.0.0.1:`+ep+`/literal"></iframe>
+<script>
+const note = s => { const p = document.createElement('p'); p.textContent = s; document.body.appendChild(p); };
+fetch('http://evil.test:`+ep+`/fetch', {mode: 'no-cors'}).then(() => note('fetch answered'), () => note('fetch refused'));
+const ws = new WebSocket('ws://evil.test:`+ep+`/ws');
+ws.onopen = () => note('ws reached'); ws.onerror = () => note('ws refused');
+</script>`).ServeHTTP(w, r)
+		}
+	}))
+	m := manager(t, Config{})
+	out, err := call(t, m, "test:ssrf", map[string]any{"action": "open", "url": "http://good.test:" + good.port() + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "start") {
+		t.Fatalf("the page did not load:\n%s", out)
+	}
+	// img, redirect target, rebind, two iframes, fetch, WebSocket.
+	waitFor(t, "the browser's requests to be refused", func() bool { return refused(m, "test:ssrf") >= 7 })
+	out, err = call(t, m, "test:ssrf", map[string]any{"action": "scroll"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fetch got loadout's refusal (an opaque answer in no-cors mode);
+	// the WebSocket's tunnel was refused.
+	for _, want := range []string{"fetch answered", "ws refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the page lacks %q:\n%s", want, out)
+		}
+	}
+	if n := evil.hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the host that is not allowed: %v", n, evil.requests())
+	}
+	if got := good.requests(); !slices.Contains(got, "GET /ok.png") || !slices.Contains(got, "GET /redirect") {
+		t.Errorf("the allowed host's own requests did not arrive: %v", got)
+	}
+	// The document itself, by name and by address.
+	out, err = call(t, m, "test:ssrf", map[string]any{"action": "open", "url": "http://evil.test:" + ep + "/"})
+	if err != nil || !strings.Contains(out, "refused by loadout") || strings.Contains(out, "secret") {
+		t.Errorf("opening the host that is not allowed: %v\n%s", err, out)
+	}
+	if _, err = call(t, m, "test:ssrf", map[string]any{"action": "open", "url": "http://127.0.0.1:" + ep + "/"}); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("opening a loopback address: %v", err)
+	}
+	for _, u := range []string{"file:///etc/passwd", "data:text/html,<p>x</p>", "chrome://version"} {
+		if _, err = call(t, m, "test:ssrf", map[string]any{"action": "open", "url": u}); err == nil {
+			t.Errorf("opening %s was not refused", u)
+		}
+	}
+	if n := evil.hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the host that is not allowed: %v", n, evil.requests())
+	}
+}
+
+// effectOf and summaryOf are what the executor's gate reads of a call.
+func effectOf(t *testing.T, m *Manager, chat string, args map[string]any) (tools.Effect, string) {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	tl := m.Tool()
+	in, err := tl.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: chat})
+	return tools.EffectOf(ctx, tl.Definition, in), tl.Summarize(ctx, in)
+}
+
+// ref finds the number the page gave the element described.
+func ref(t *testing.T, page, element string) int {
+	t.Helper()
+	for _, line := range strings.Split(page, "\n") {
+		var n int
+		if _, err := fmt.Sscanf(line, "[%d]", &n); err == nil && strings.Contains(line, element) {
+			return n
+		}
+	}
+	t.Fatalf("no element %q on the page:\n%s", element, page)
+	return 0
+}
+
+// A form: typing is read-only, its submit button is mutating and the
+// question names the host and the fields and values sent; a payment
+// form's is destructive, and is not sent unless the call was approved.
+func TestFormSubmitIsMutatingAndPaymentAsks(t *testing.T) {
+	var mu sync.Mutex
+	var posted []string
+	good := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/order", "/pay":
+			r.ParseForm()
+			mu.Lock()
+			posted = append(posted, r.URL.Path+" "+r.PostForm.Encode())
+			mu.Unlock()
+			html(`<title>Done</title><p>Thanks `+r.PostForm.Get("name")+`</p>`).ServeHTTP(w, r)
+		case "/checkout":
+			html(`<title>Pay</title><form method=post action=/pay><label>Card number <input name=card autocomplete=cc-number></label>
+<label>Name <input name=name></label><button>Pay now</button></form>`).ServeHTTP(w, r)
+		default:
+			html(`<title>Order</title><form method=post action=/order><label>Name <input name=name></label>
+<label>Size <select name=size><option>S</option><option>M</option></select></label><button>Send order</button></form>`).ServeHTTP(w, r)
+		}
+	}))
+	m := manager(t, Config{})
+	const chat = "test:form"
+	base := "http://good.test:" + good.port()
+	page, err := call(t, m, chat, map[string]any{"action": "open", "url": base + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, size, send := ref(t, page, `"Name"`), ref(t, page, `list "Size"`), ref(t, page, `"Send order"`)
+	if e, _ := effectOf(t, m, chat, map[string]any{"action": "type", "ref": name, "text": "Ana"}); e != tools.EffectRead {
+		t.Errorf("typing is %v", e)
+	}
+	if _, err := call(t, m, chat, map[string]any{"action": "type", "ref": name, "text": "Ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, m, chat, map[string]any{"action": "select", "ref": size, "option": "M"}); err != nil {
+		t.Fatal(err)
+	}
+	e, sum := effectOf(t, m, chat, map[string]any{"action": "click", "ref": send})
+	if e != tools.EffectMutate || !strings.Contains(sum, "good.test") || !strings.Contains(sum, `name="Ana"`) || !strings.Contains(sum, `size="M"`) {
+		t.Errorf("the submit button: %v, %q", e, sum)
+	}
+	if e, sum := effectOf(t, m, chat, map[string]any{"action": "type", "ref": name, "text": "Bo", "submit": true}); e != tools.EffectMutate || !strings.Contains(sum, `name="Bo"`) {
+		t.Errorf("typing with Enter: %v, %q", e, sum)
+	}
+	out, err := call(t, m, chat, map[string]any{"action": "click", "ref": send})
+	if err != nil || !strings.Contains(out, "Thanks Ana") {
+		t.Fatalf("submitting: %v\n%s", err, out)
+	}
+
+	page, err = call(t, m, chat, map[string]any{"action": "open", "url": base + "/checkout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, pay := ref(t, page, `"Card number"`), ref(t, page, `"Pay now"`)
+	if _, err := call(t, m, chat, map[string]any{"action": "type", "ref": card, "text": "4242424242424242"}); err != nil {
+		t.Fatal(err)
+	}
+	e, sum = effectOf(t, m, chat, map[string]any{"action": "click", "ref": pay})
+	if e != tools.EffectDestructive || !strings.Contains(sum, "PAYMENT") || strings.Contains(sum, "4242424242424242") || !strings.Contains(sum, "4242") {
+		t.Errorf("the pay button: %v, %q", e, sum)
+	}
+	if _, err := call(t, m, chat, map[string]any{"action": "click", "ref": pay}); err == nil || !strings.Contains(err.Error(), "payment") {
+		t.Errorf("an unapproved payment: %v", err)
+	}
+	mu.Lock()
+	if len(posted) != 1 || posted[0] != "/order name=Ana&size=M" {
+		t.Errorf("posted: %q", posted)
+	}
+	mu.Unlock()
+	// The call the person approved is sent.
+	b, _ := json.Marshal(map[string]any{"action": "click", "ref": pay})
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: chat, Approved: "call-1"})
+	if out, err := m.Tool().Call(ctx, b); err != nil || !strings.Contains(fmt.Sprint(out), "Thanks") {
+		t.Errorf("the approved payment: %v %v", err, out)
+	}
+	mu.Lock()
+	if len(posted) != 2 || posted[1] != "/pay card=4242424242424242&name=" {
+		t.Errorf("posted: %q", posted)
+	}
+	mu.Unlock()
+}
+
+// A page that eats memory crashes its renderer, and one that never
+// stops running script hangs: each call comes back with a clear result
+// within its time, and the chat's browser is closed.
+func TestMemoryBombAndHangingPage(t *testing.T) {
+	good := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/bomb":
+			html(`<script>const a = []; for (;;) a.push(new Array(1e6).fill(Math.random()));</script>`).ServeHTTP(w, r)
+		case "/hang":
+			html(`<p>before</p><script>for (;;) {}</script>`).ServeHTTP(w, r)
+		default:
+			html(`<p>fine</p>`).ServeHTTP(w, r)
+		}
+	}))
+	m := manager(t, Config{MemoryMB: 64, PageTimeout: 5 * time.Second})
+	base := "http://good.test:" + good.port()
+	start := time.Now()
+	_, err := call(t, m, "test:bomb", map[string]any{"action": "open", "url": base + "/bomb"})
+	if err == nil || !strings.Contains(err.Error(), "crashed") {
+		t.Errorf("the memory bomb: %v", err)
+	}
+	_, err = call(t, m, "test:hang", map[string]any{"action": "open", "url": base + "/hang"})
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 5s") {
+		t.Errorf("the hanging page: %v", err)
+	}
+	if d := time.Since(start); d > 40*time.Second {
+		t.Errorf("the two calls took %s", d)
+	}
+	if n := m.Running(); n != 0 {
+		t.Errorf("%d browsers still run", n)
+	}
+	if out, err := call(t, m, "test:hang", map[string]any{"action": "open", "url": base + "/"}); err != nil || !strings.Contains(out, "fine") {
+		t.Errorf("a page after: %v\n%s", err, out)
+	}
+}
+
+// /clear and close end the chat's browser: its processes are gone and
+// its profile deleted; idle expiry does the same.
+func TestProfileDeletedAtClearCloseAndIdle(t *testing.T) {
+	good := serve(t, html(`<p>hello</p>`))
+	m := manager(t, Config{Idle: time.Second})
+	url := "http://good.test:" + good.port() + "/"
+	for _, end := range []string{"clear", "close", "idle"} {
+		chat := "test:" + end
+		if _, err := call(t, m, chat, map[string]any{"action": "open", "url": url}); err != nil {
+			t.Fatal(err)
+		}
+		dir := m.Profile(chat)
+		if _, err := os.Stat(filepath.Join(dir, "Default")); err != nil || proctest.Running(dir) == 0 {
+			t.Fatalf("%s: no profile or browser running: %v", end, err)
+		}
+		switch end {
+		case "clear":
+			m.Clear(context.Background(), chat)
+		case "close":
+			if out, err := call(t, m, chat, map[string]any{"action": "close"}); err != nil || !strings.Contains(out, "Closed") {
+				t.Fatalf("close: %v %s", err, out)
+			}
+		case "idle":
+			waitFor(t, "the idle browser to end", func() bool { return m.Profile(chat) == "" })
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: the profile is still there: %v", end, err)
+		}
+		if n := proctest.Left(dir, 10*time.Second); n != 0 {
+			t.Errorf("%s: %d of chromium's processes outlived it", end, n)
+		}
+	}
+	if _, err := call(t, m, "test:clear", map[string]any{"action": "click", "ref": 1}); err == nil || !strings.Contains(err.Error(), "no page") {
+		t.Errorf("a click after clear: %v", err)
+	}
+}
+
+// Killing loadout with SIGKILL leaves nothing of its browser running:
+// the keeper kills chromium's whole group.
+func TestBrowserDiesWithLoadout(t *testing.T) {
+	if Find() == "" {
+		t.Skip("no chromium on this machine: apt-get install chromium (CI installs it)")
+	}
+	dir := reachable(t)
+	parent := exec.Command(os.Args[0], "-test.run=^$")
+	parent.Env = append(os.Environ(), "LOADOUT_TEST_BROWSER_PARENT="+dir)
+	out, _ := parent.StdoutPipe()
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "started\n" {
+		parent.Process.Kill()
+		t.Fatalf("the loadout said %q, %v", line, err)
+	}
+	if n := proctest.Running(dir); n < 2 {
+		t.Fatalf("only %d of chromium's processes run", n)
+	}
+	parent.Process.Signal(syscall.SIGKILL)
+	parent.Wait()
+	if n := proctest.Left(dir, 10*time.Second); n != 0 {
+		t.Fatalf("%d of chromium's processes outlived loadout's SIGKILL", n)
+	}
 }

@@ -29,7 +29,11 @@ const snapshotJS = `(async () => {
     const tag = e.tagName.toLowerCase();
     const type = (e.getAttribute('type') || '').toLowerCase();
     let label = e.getAttribute('aria-label') || '';
-    if (!label && e.labels && e.labels.length) label = e.labels[0].innerText;
+    if (!label && e.labels && e.labels.length) {
+      const l = e.labels[0].cloneNode(true);
+      l.querySelectorAll('input, select, textarea, button').forEach(x => x.remove());
+      label = l.textContent;
+    }
     if (!label) label = e.innerText || e.getAttribute('placeholder') || e.getAttribute('title') || e.getAttribute('alt') || e.value || e.getAttribute('name') || '';
     const r = {ref: n, tag: tag, type: type, label: clip(label, 80), name: e.getAttribute('name') || ''};
     if (tag === 'a') r.href = clip(e.href, 200);
