@@ -107,6 +107,10 @@ type Config struct {
 	// Charged, when set, is told each charge once the ledger holds it
 	// (the spend metrics).
 	Charged func(Charge) `yaml:"-"`
+	// OnClear are told, in order, of each chat cleared (Clear), once its
+	// session is closed: what a tool holds for the chat (a browser and
+	// its profile) ends with it.
+	OnClear []func(ctx context.Context, chatKey string) `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {

@@ -28,6 +28,7 @@ import (
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
+	"loadout/tools/browser"
 	"loadout/tools/clock"
 	"loadout/tools/config"
 	"loadout/tools/custom"
@@ -75,6 +76,9 @@ type app struct {
 	skills *skills.Set
 	// workspaces are the chats' files.
 	workspaces *files.Workspaces
+	// browser holds the chats' browsers; nil while browser.enabled is
+	// off.
+	browser *browser.Manager
 	// voice hears voice notes and speaks answers; nil when voice is off.
 	voice bridge.Voice
 	// scheduler runs the scheduled tasks, in the chats' channels.
@@ -163,6 +167,10 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	if cfg.LLM.Vision {
 		ec.Images = a.image
 	}
+	if a.browser != nil {
+		// /clear ends the chat's browser and deletes its profile.
+		ec.OnClear = append(ec.OnClear, a.browser.Clear)
+	}
 	ec.Sections = append(ec.Sections, func(ctx context.Context, in chat.Inbound) string {
 		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
 	})
@@ -248,6 +256,11 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	wc := a.cfg.Web
 	wc.Guard, wc.PDF = g, a.cfg.PDF.Limits
 	if err := web.Register(reg, wc); err != nil {
+		return nil, err
+	}
+	bc := a.cfg.Browser
+	bc.Guard, bc.Logger = g, a.log
+	if a.browser, err = browser.Register(reg, bc, browser.Deps{Save: a.workspaces.SaveForCaller}); err != nil {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)

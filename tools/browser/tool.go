@@ -214,7 +214,7 @@ func (m *Manager) act(ctx context.Context, s *session, in input) (any, error) {
 	defer stop()
 	s.nav.arm(cancel)
 	defer s.nav.arm(nil)
-	out, err := m.do(c, s, in)
+	out, err := m.do(c, ctx, s, in)
 	if err == nil {
 		return out, nil
 	}
@@ -245,8 +245,8 @@ func (m *Manager) act(ctx context.Context, s *session, in input) (any, error) {
 	return nil, err
 }
 
-// do is act's work.
-func (m *Manager) do(ctx context.Context, s *session, in input) (any, error) {
+// do is act's work, on the page's context ctx, for the call's call.
+func (m *Manager) do(ctx, call context.Context, s *session, in input) (any, error) {
 	switch in.Action {
 	case "open":
 		if err := s.nav.navigate(ctx, in.URL); err != nil {
@@ -272,11 +272,11 @@ func (m *Manager) do(ctx context.Context, s *session, in input) (any, error) {
 		}
 		return m.read(ctx, s, "")
 	case "screenshot":
-		return m.screenshot(ctx, s)
+		return m.screenshot(ctx, call)
 	}
 	// click, type, select
 	f := m.formOf(s, in)
-	if f.sends() && f.Payment && tools.CallerFrom(ctx).Approved == "" {
+	if f.sends() && f.Payment && tools.CallerFrom(call).Approved == "" {
 		return nil, &tools.Error{Code: tools.CodePermission,
 			Message: "this page asks for payment: its form is sent only once the person approves the call, and this one was not approved (tools.confirm_tools can make browser always ask)"}
 	}
@@ -387,7 +387,7 @@ func (m *Manager) read(ctx context.Context, s *session, note string) (string, er
 
 // screenshot saves a PNG of what the page shows to the chat's files, and
 // gives it to a model that reads images.
-func (m *Manager) screenshot(ctx context.Context, s *session) (any, error) {
+func (m *Manager) screenshot(ctx, call context.Context) (any, error) {
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		return nil, err
@@ -397,7 +397,7 @@ func (m *Manager) screenshot(ctx context.Context, s *session) (any, error) {
 	if m.deps.Save == nil {
 		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: "screenshots are not kept here"}
 	}
-	saved, err := m.deps.Save(ctx, name, png)
+	saved, err := m.deps.Save(call, name, png)
 	if err != nil {
 		return nil, err
 	}
