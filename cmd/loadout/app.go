@@ -28,7 +28,7 @@ import (
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
-	"loadout/tools/browser"
+	browsertool "loadout/tools/browser"
 	"loadout/tools/clock"
 	"loadout/tools/config"
 	"loadout/tools/custom"
@@ -78,7 +78,7 @@ type app struct {
 	workspaces *files.Workspaces
 	// browser holds the chats' browsers; nil while browser.enabled is
 	// off.
-	browser *browser.Manager
+	browser *browsertool.Manager
 	// voice hears voice notes and speaks answers; nil when voice is off.
 	voice bridge.Voice
 	// scheduler runs the scheduled tasks, in the chats' channels.
@@ -260,7 +260,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	}
 	bc := a.cfg.Browser
 	bc.Guard, bc.Logger = g, a.log
-	if a.browser, err = browser.Register(reg, bc, browser.Deps{Save: a.workspaces.SaveForCaller}); err != nil {
+	if a.browser, err = browsertool.Register(reg, bc, browsertool.Deps{Save: a.workspaces.SaveForCaller}); err != nil {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)
