@@ -76,8 +76,7 @@ type app struct {
 	skills *skills.Set
 	// workspaces are the chats' files.
 	workspaces *files.Workspaces
-	// browser holds the chats' browsers; nil while browser.enabled is
-	// off.
+	// browser holds the chats' browsers; nil while browser.enabled is off.
 	browser *browsertool.Manager
 	// voice hears voice notes and speaks answers; nil when voice is off.
 	voice bridge.Voice
@@ -167,10 +166,7 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	if cfg.LLM.Vision {
 		ec.Images = a.image
 	}
-	if a.browser != nil {
-		// /clear ends the chat's browser and deletes its profile.
-		ec.OnClear = append(ec.OnClear, a.browser.Clear)
-	}
+	ec.OnClear = append(ec.OnClear, a.browser.Clear) // /clear ends the chat's browser and its profile
 	ec.Sections = append(ec.Sections, func(ctx context.Context, in chat.Inbound) string {
 		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
 	})
@@ -258,9 +254,7 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	if err := web.Register(reg, wc); err != nil {
 		return nil, err
 	}
-	bc := a.cfg.Browser
-	bc.Guard, bc.Logger = g, a.log
-	if a.browser, err = browsertool.Register(reg, bc, browsertool.Deps{Save: a.workspaces.SaveForCaller}); err != nil {
+	if a.browser, err = browsertool.Register(reg, a.cfg.Browser, browsertool.Deps{Guard: g, Logger: a.log, Save: a.workspaces.SaveForCaller}); err != nil {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)

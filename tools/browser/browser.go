@@ -65,13 +65,8 @@ type Config struct {
 	// namespaces, as in a container under the default seccomp profile),
 	// chromium is started without it and a warning is logged.
 	NoSandbox bool `yaml:"no_sandbox"`
-	// Guard checks every request a page makes; loadout gives the web
-	// tools' (web.allow_hosts).
-	Guard *guard.Guard `yaml:"-"`
 	// Slots bound the browsers at once; default MaxBrowsers of them.
 	Slots *proc.Slots `yaml:"-"`
-	// Logger defaults to slog.Default().
-	Logger *slog.Logger `yaml:"-"`
 	// Sandbox is whether chromium's sandbox is asked for; set from
 	// NoSandbox, then off once the kernel refused it.
 	Sandbox bool `yaml:"-"`
@@ -120,18 +115,8 @@ func (c *Config) setDefaults() error {
 	if c.Dir == "" {
 		c.Dir = filepath.Join(os.TempDir(), "loadout-browser")
 	}
-	if c.Guard == nil {
-		g, err := guard.New(guard.Config{})
-		if err != nil {
-			return err
-		}
-		c.Guard = g
-	}
 	if c.Slots == nil {
 		c.Slots = proc.NewSlots(c.MaxBrowsers)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	c.Sandbox = !c.NoSandbox
 	return nil
@@ -139,6 +124,11 @@ func (c *Config) setDefaults() error {
 
 // Deps are what the browser takes from the rest of loadout.
 type Deps struct {
+	// Guard checks every request a page makes; loadout gives the web
+	// tools' (web.allow_hosts). Default a guard with no allowlist.
+	Guard *guard.Guard
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
 	// Save keeps a screenshot in the calling chat's files and returns
 	// the name it got (files.Workspaces.SaveForCaller).
 	Save func(ctx context.Context, name string, data []byte) (string, error)
@@ -163,11 +153,21 @@ func New(cfg Config, deps Deps) (*Manager, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	if deps.Guard == nil {
+		g, err := guard.New(guard.Config{})
+		if err != nil {
+			return nil, err
+		}
+		deps.Guard = g
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
 	path := cfg.Path
 	if path == "" {
 		path = Find()
 	}
-	return &Manager{cfg: cfg, deps: deps, path: path, log: cfg.Logger, sessions: map[string]*session{}}, nil
+	return &Manager{cfg: cfg, deps: deps, path: path, log: deps.Logger, sessions: map[string]*session{}}, nil
 }
 
 // Available reports whether chromium is installed.
@@ -354,8 +354,12 @@ func (m *Manager) endLocked(s *session) {
 }
 
 // Clear ends chatKey's browser and deletes its profile: the chat was
-// cleared (/clear). It waits for a call of the chat's browser to end.
+// cleared (/clear). It waits for a call of the chat's browser to end. A
+// nil Manager (the group off) has nothing to clear.
 func (m *Manager) Clear(_ context.Context, chatKey string) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	s := m.sessions[chatKey]
 	m.mu.Unlock()
@@ -364,8 +368,12 @@ func (m *Manager) Clear(_ context.Context, chatKey string) {
 	}
 }
 
-// Close ends every browser; for loadout's shutdown.
+// Close ends every browser; for loadout's shutdown. A nil Manager has
+// none.
 func (m *Manager) Close() {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	all := make([]*session, 0, len(m.sessions))
 	for _, s := range m.sessions {

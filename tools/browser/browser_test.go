@@ -40,7 +40,7 @@ func keepABrowser(dir string) int {
 	srv := httptest.NewServer(html(`<p>kept</p>`))
 	defer srv.Close()
 	g, _ := guard.New(guard.Config{AllowHosts: []string{"127.0.0.1"}})
-	m, err := New(Config{Dir: dir, Guard: g}, Deps{})
+	m, err := New(Config{Dir: dir}, Deps{Guard: g})
 	if err != nil {
 		return 1
 	}
@@ -114,17 +114,14 @@ func manager(t *testing.T, cfg Config) *Manager {
 	if Find() == "" {
 		t.Skip("no chromium on this machine: apt-get install chromium (CI installs it)")
 	}
-	if cfg.Guard == nil {
-		n := &names{}
-		g, err := guard.New(guard.Config{AllowHosts: []string{"good.test"}, LookupIP: n.lookup})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Guard = g
+	n := &names{}
+	g, err := guard.New(guard.Config{AllowHosts: []string{"good.test"}, LookupIP: n.lookup})
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg.Dir = reachable(t)
 	cfg.Enabled = true
-	m, err := New(cfg, Deps{})
+	m, err := New(cfg, Deps{Guard: g})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ type instance struct {
 // launch starts chromium under the kill-on-death keeper, as nobody when
 // loadout runs as root, with its profile in dir (made nobody's).
 func (m *Manager) launch(dir string) (*instance, error) {
-	px, err := startProxy(m.cfg.Guard, m.log)
+	px, err := startProxy(m.deps.Guard, m.log)
 	if err != nil {
 		return nil, err
 	}

@@ -175,7 +175,7 @@ func (m *Manager) run(ctx context.Context, in input) (any, error) {
 		if err != nil || in.URL == "" {
 			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: "open needs url, an http or https address"}
 		}
-		if err := m.cfg.Guard.CheckURL(u); err != nil {
+		if err := m.deps.Guard.CheckURL(u); err != nil {
 			return nil, &tools.Error{Code: tools.CodePermission, Message: err.Error()}
 		}
 	case "close":
