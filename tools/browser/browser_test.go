@@ -2,6 +2,7 @@ package browser
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -491,5 +492,57 @@ func TestBrowserDiesWithLoadout(t *testing.T) {
 	parent.Wait()
 	if n := proctest.Left(dir, 10*time.Second); n != 0 {
 		t.Fatalf("%d of chromium's processes outlived loadout's SIGKILL", n)
+	}
+}
+
+// Without chromium, the group is listed saying what to install, and
+// loading it says so; off, it is not registered at all.
+func TestWithoutChromiumTheGroupSaysWhatToInstall(t *testing.T) {
+	reg := tools.NewRegistry()
+	if err := reg.Add(tools.LoadGroup(reg)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Register(reg, Config{}, Deps{})
+	if m != nil || err != nil || strings.Contains(reg.Listing(nil), "browser") {
+		t.Fatalf("off: %v %v\n%s", m, err, reg.Listing(nil))
+	}
+	if _, err := Register(reg, Config{Enabled: true, Path: filepath.Join(t.TempDir(), "no-chromium")}, Deps{}); err != nil {
+		t.Fatal(err)
+	}
+	if l := reg.Listing(nil); !strings.Contains(l, "apt-get install chromium") {
+		t.Errorf("the listing: %s", l)
+	}
+	load, _ := reg.Tool("load_tool_group")
+	out, err := load.Call(context.Background(), json.RawMessage(`{"group_name":"browser"}`))
+	if !strings.Contains(fmt.Sprint(out, err), "apt-get install chromium") {
+		t.Errorf("the load: %v %v", out, err)
+	}
+}
+
+// A screenshot is a PNG kept in the chat's files and given to a model
+// that reads images.
+func TestScreenshotIsSavedAndShown(t *testing.T) {
+	good := serve(t, html(`<body style="background:#c00"><h1>Red</h1>`))
+	m := manager(t, Config{})
+	var saved []byte
+	var savedFor string
+	m.deps.Save = func(ctx context.Context, name string, data []byte) (string, error) {
+		saved, savedFor = data, tools.CallerFrom(ctx).ChatKey
+		return name, nil
+	}
+	if _, err := call(t, m, "test:shot", map[string]any{"action": "open", "url": "http://good.test:" + good.port() + "/"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"action": "screenshot"})
+	out, err := m.Tool().Call(tools.WithCaller(context.Background(), tools.Caller{ChatKey: "test:shot"}), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	media, ok := out.(tools.Media)
+	if !ok || len(media.Images) != 1 || media.Images[0].MIME != "image/png" || !strings.Contains(media.Text, "screenshot-good.test-") {
+		t.Fatalf("got %#v", out)
+	}
+	if !bytes.HasPrefix(saved, []byte("\x89PNG")) || !bytes.Equal(saved, media.Images[0].Data) || savedFor != "test:shot" {
+		t.Errorf("saved %d bytes for %q", len(saved), savedFor)
 	}
 }
