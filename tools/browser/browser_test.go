@@ -64,7 +64,7 @@ type site struct {
 	got  []string
 }
 
-func serve(t *testing.T, h http.Handler) *site {
+func serve(t testing.TB, h http.Handler) *site {
 	t.Helper()
 	s := &site{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -110,7 +110,7 @@ func (n *names) lookup(_ context.Context, host string) ([]netip.Addr, error) {
 
 // manager starts a manager over chromium, skipping only when chromium is
 // not installed (CI installs it).
-func manager(t *testing.T, cfg Config) *Manager {
+func manager(t testing.TB, cfg Config) *Manager {
 	t.Helper()
 	if Find() == "" {
 		t.Skip("no chromium on this machine: apt-get install chromium (CI installs it)")
@@ -132,7 +132,7 @@ func manager(t *testing.T, cfg Config) *Manager {
 
 // call runs the browser tool for chat as the executor would, without
 // its gate.
-func call(t *testing.T, m *Manager, chat string, args any) (string, error) {
+func call(t testing.TB, m *Manager, chat string, args any) (string, error) {
 	t.Helper()
 	b, _ := json.Marshal(args)
 	ctx, cancel := context.WithTimeout(tools.WithCaller(context.Background(), tools.Caller{ChatKey: chat}), 90*time.Second)
@@ -178,7 +178,7 @@ func TestScriptRenderedPage(t *testing.T) {
 // reachable is a temporary folder the user chromium runs as (nobody,
 // when the tests run as root) can reach: t.TempDir and its parent are
 // loadout's alone.
-func reachable(t *testing.T) string {
+func reachable(t testing.TB) string {
 	dir := t.TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o711); err != nil {
