@@ -546,3 +546,74 @@ func TestScreenshotIsSavedAndShown(t *testing.T) {
 		t.Errorf("saved %d bytes for %q", len(saved), savedFor)
 	}
 }
+
+// WebRTC sends no UDP around the proxy, and a download is refused:
+// nothing of it is written anywhere in the browser's folders.
+func TestNoUDPAndNoDownloads(t *testing.T) {
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	good := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/file" {
+			w.Header().Set("Content-Disposition", `attachment; filename="loadout-download-marker.txt"`)
+			w.Header().Set("Content-Type", "application/octet-stream")
+			fmt.Fprint(w, "downloaded")
+			return
+		}
+		html(`<p>rtc</p><a href="/file" download>get the file</a><script>
+const pc = new RTCPeerConnection({iceServers: [{urls: 'stun:` + udp.LocalAddr().String() + `'}]});
+pc.createDataChannel('x');
+pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') document.body.append('gathering complete'); };
+pc.createOffer().then(o => pc.setLocalDescription(o));
+</script>`).ServeHTTP(w, r)
+	}))
+	m := manager(t, Config{})
+	const chat = "test:udp"
+	page, err := call(t, m, chat, map[string]any{"action": "open", "url": "http://good.test:" + good.port() + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ICE gathering to complete", func() bool {
+		out, err := call(t, m, chat, map[string]any{"action": "scroll"})
+		return err == nil && strings.Contains(out, "gathering complete")
+	})
+	udp.SetReadDeadline(time.Now())
+	if n, _, err := udp.ReadFrom(make([]byte, 1500)); err == nil {
+		t.Errorf("a %d-byte UDP packet left the browser", n)
+	}
+	call(t, m, chat, map[string]any{"action": "click", "ref": ref(t, page, "get the file")})
+	waitFor(t, "the download's request", func() bool { return slices.Contains(good.requests(), "GET /file") })
+	// The browser is asked something after the refusal, so the download,
+	// were it written, would be.
+	call(t, m, chat, map[string]any{"action": "scroll"})
+	for _, root := range []string{m.Profile(chat), os.TempDir()} {
+		filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && strings.Contains(d.Name(), "loadout-download-marker") {
+				t.Errorf("the download was written: %s", path)
+			}
+			return nil
+		})
+	}
+}
+
+// browser.max_browsers bounds the browsers at once: another chat waits
+// for a place within its call, then is told to try later.
+func TestMaxBrowsers(t *testing.T) {
+	good := serve(t, html(`<p>one</p>`))
+	m := manager(t, Config{MaxBrowsers: 1, PageTimeout: 2 * time.Second})
+	url := "http://good.test:" + good.port() + "/"
+	if _, err := call(t, m, "test:a", map[string]any{"action": "open", "url": url}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, m, "test:b", map[string]any{"action": "open", "url": url}); err == nil || !strings.Contains(err.Error(), "browser.max_browsers") {
+		t.Errorf("a second chat's browser: %v", err)
+	}
+	if _, err := call(t, m, "test:a", map[string]any{"action": "close"}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := call(t, m, "test:b", map[string]any{"action": "open", "url": url}); err != nil || !strings.Contains(out, "one") {
+		t.Errorf("once a place came free: %v %s", err, out)
+	}
+}
