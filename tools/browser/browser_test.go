@@ -617,3 +617,23 @@ func TestMaxBrowsers(t *testing.T) {
 		t.Errorf("once a place came free: %v %s", err, out)
 	}
 }
+
+// As root, a browser.dir that nobody cannot pass through is an error
+// naming the key and the fix, not chromium's own failure.
+func TestUnreachableDirIsNamed(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chromium runs as loadout's own user when it is not root")
+	}
+	if Find() == "" {
+		t.Skip("no chromium on this machine: apt-get install chromium (CI installs it)")
+	}
+	m, err := New(Config{Dir: t.TempDir()}, Deps{}) // 0700, root's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = call(t, m, "test:dir", map[string]any{"action": "open", "url": "http://example.com/"})
+	if err == nil || !strings.Contains(err.Error(), "browser.dir") || !strings.Contains(err.Error(), "chmod o+x") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -88,7 +89,10 @@ func (m *Manager) launch(dir string) (*instance, error) {
 	args := flags(m.cfg, px.addr(), dir, m.cfg.Sandbox)
 	name := m.path
 	if os.Geteuid() == 0 && !m.cfg.keepUser {
-		if err := chownTree(dir, nobody); err != nil {
+		if err := searchable(filepath.Dir(dir)); err != nil {
+			return fail(err)
+		}
+		if err := os.Chown(dir, nobody, nobody); err != nil {
 			return fail(err)
 		}
 		args = append([]string{"--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--", m.path}, args...)
@@ -172,9 +176,21 @@ func (a *pipeAllocator) Allocate(ctx context.Context, opts ...chromedp.BrowserOp
 
 func (a *pipeAllocator) Wait() {}
 
-// chownTree gives dir and everything in it to uid.
-func chownTree(dir string, uid int) error {
-	return os.Chown(dir, uid, uid)
+// searchable reports, naming the key, a folder on the way to the
+// profiles that nobody, the user chromium runs as, cannot pass through.
+func searchable(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("browser.dir: %w", err)
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("browser.dir: chromium runs as nobody (uid %d) and cannot pass through %s: make it searchable (chmod o+x %s) or choose another browser.dir", nobody, d, d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -236,7 +236,10 @@ func (m *Manager) act(ctx context.Context, s *session, in input) (any, error) {
 	case ctx.Err() != nil:
 		m.endLocked(s)
 		return nil, ctx.Err()
-	case c.Err() != nil, s.inst.gone():
+	case s.inst.gone():
+		m.endLocked(s)
+		return nil, &tools.Error{Code: tools.CodeUnavailable, Message: "the chat's browser ended unexpectedly; the next open starts a new one"}
+	case c.Err() != nil:
 		m.endLocked(s)
 		return nil, &tools.Error{Code: tools.CodeTimeout,
 			Message:    fmt.Sprintf("the page did not answer within %s (browser.page_timeout); the chat's browser was closed", m.cfg.PageTimeout),
