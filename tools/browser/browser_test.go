@@ -563,7 +563,7 @@ func TestNoUDPAndNoDownloads(t *testing.T) {
 			return
 		}
 		html(`<p>rtc</p><a href="/file" download>get the file</a><script>
-const pc = new RTCPeerConnection({iceServers: [{urls: 'stun:` + udp.LocalAddr().String() + `'}]});
+const pc = new RTCPeerConnection({iceServers: [{urls: 'stun:`+udp.LocalAddr().String()+`'}]});
 pc.createDataChannel('x');
 pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') document.body.append('gathering complete'); };
 pc.createOffer().then(o => pc.setLocalDescription(o));
