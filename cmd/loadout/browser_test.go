@@ -116,3 +116,55 @@ func TestBrowserFormAsksBeforeSending(t *testing.T) {
 		t.Errorf("profiles left: %v", left)
 	}
 }
+
+// A screenshot is saved in the chat's files and reaches a model that
+// reads images (llm.vision) as an image part; without vision the model
+// reads only the text naming the file.
+func TestBrowserScreenshotReachesAVisionModel(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>Chart</title><body style="background:#0a0"><h1>Sales</h1>`)
+	}))
+	defer site.Close()
+	extra, _ := browserConfig(t)
+	for _, vision := range []bool{true, false} {
+		model := chattest.NewModelServer(t)
+		cfgPath, dbPath := writeConfig(t, model.URL, extra)
+		raw, err := os.ReadFile(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := strings.Replace(string(raw), "llm:\n", fmt.Sprintf("llm:\n  vision: %v\n", vision), 1)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		model.Call("load_tool_group", `{"group_name":"browser"}`)
+		model.Call("browser", fmt.Sprintf(`{"action":"open","url":%q}`, site.URL+"/"))
+		model.Call("browser", `{"action":"screenshot"}`)
+		model.Text("A green page.")
+		out, err := runCLI(t, "show me the page\n", "-config", cfgPath, "chat")
+		if err != nil || !strings.Contains(out, "A green page.") {
+			t.Fatalf("vision %v: %v\n%s", vision, err, out)
+		}
+		reqs := model.Requests()
+		var tool string
+		var image bool
+		for _, m := range reqs[len(reqs)-1].Messages {
+			if m.Role == "tool" && strings.Contains(m.Content, "Saved a screenshot") {
+				tool = m.Content
+			}
+			for _, p := range m.MultiContent {
+				if p.ImageURL != nil && strings.HasPrefix(p.ImageURL.URL, "data:image/png;base64,iVBOR") {
+					image = true
+				}
+			}
+		}
+		shots, _ := filepath.Glob(filepath.Join(filepath.Dir(dbPath), "files", "*", "screenshot-127.0.0.1-*.png"))
+		if len(shots) != 1 || !strings.Contains(tool, filepath.Base(shots[0])) {
+			t.Fatalf("vision %v: saved %v, the tool's result = %q", vision, shots, tool)
+		}
+		if image != vision {
+			t.Errorf("vision %v: image part sent = %v", vision, image)
+		}
+	}
+}
