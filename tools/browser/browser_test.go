@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -635,5 +636,33 @@ func TestUnreachableDirIsNamed(t *testing.T) {
 	_, err = call(t, m, "test:dir", map[string]any{"action": "open", "url": "http://example.com/"})
 	if err == nil || !strings.Contains(err.Error(), "browser.dir") || !strings.Contains(err.Error(), "chmod o+x") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// Another process on the machine cannot use a running browser's proxy
+// to reach what the browser may: the proxy takes connections only from
+// chromium's own processes.
+func TestProxyServesOnlyItsBrowser(t *testing.T) {
+	good := serve(t, html(`<p>mine</p>`))
+	m := manager(t, Config{})
+	url := "http://good.test:" + good.port() + "/"
+	if _, err := call(t, m, "test:proxy", map[string]any{"action": "open", "url": url}); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	px := m.sessions["test:proxy"].inst.proxy
+	m.mu.Unlock()
+	before := good.hits.Load()
+	proxyURL, _ := neturl.Parse("http://" + px.addr())
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}, Timeout: 10 * time.Second}
+	if resp, err := client.Get(url); err == nil {
+		resp.Body.Close()
+		t.Errorf("a stranger's request through the proxy got %s", resp.Status)
+	}
+	if got := good.hits.Load(); got != before {
+		t.Errorf("%d requests of a stranger arrived", got-before)
+	}
+	if px.strangers.Load() == 0 {
+		t.Error("the proxy counted no stranger")
 	}
 }

@@ -125,6 +125,7 @@ func (m *Manager) launch(dir string) (*instance, error) {
 	}
 	cmdR.Close()
 	resW.Close()
+	px.own(cmd.Process.Pid)
 	inst.cmd = cmd
 	go func() {
 		cmd.Wait()

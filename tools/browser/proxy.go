@@ -27,22 +27,26 @@ import (
 type proxy struct {
 	guard *guard.Guard
 	log   *slog.Logger
-	ln    net.Listener
+	ln    *ownListener
 	srv   *http.Server
 	rp    *httputil.ReverseProxy
-	// refused counts the requests refused, for the tests and the log.
-	refused atomic.Int64
+	// refused counts the requests refused, strangers the connections
+	// from other processes; for the tests and the log.
+	refused, strangers atomic.Int64
 	mu      sync.Mutex
 	tunnels map[net.Conn]struct{}
 }
 
-// startProxy listens on 127.0.0.1 and serves until close.
+// startProxy listens on 127.0.0.1 and serves until close. It takes
+// connections only from the browser's processes, once own names them.
 func startProxy(g *guard.Guard, log *slog.Logger) (*proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
+	ln := &ownListener{Listener: l}
 	p := &proxy{guard: g, log: log, ln: ln, tunnels: map[net.Conn]struct{}{}}
+	ln.strangers = &p.strangers
 	tr := g.Transport()
 	tr.ForceAttemptHTTP2 = false
 	p.rp = &httputil.ReverseProxy{
@@ -60,6 +64,34 @@ func startProxy(g *guard.Guard, log *slog.Logger) (*proxy, error) {
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	go p.srv.Serve(ln)
 	return p, nil
+}
+
+// own takes connections from the process tree rooted at pid (the
+// browser's keeper) alone.
+func (p *proxy) own(pid int) { p.ln.root.Store(int64(pid)) }
+
+// ownListener accepts only connections made by the processes of the
+// tree rooted at root: another local process cannot use the proxy to
+// reach what the browser may (web.allow_hosts). Until root is set it
+// accepts none.
+type ownListener struct {
+	net.Listener
+	root      atomic.Int64
+	strangers *atomic.Int64
+}
+
+func (l *ownListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if peerIsTree(c, int(l.root.Load())) {
+			return c, nil
+		}
+		l.strangers.Add(1)
+		c.Close()
+	}
 }
 
 // addr is the proxy's address, host:port.
