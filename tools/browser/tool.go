@@ -252,7 +252,20 @@ func (m *Manager) act(ctx context.Context, s *session, in input) (any, error) {
 func (m *Manager) do(ctx, call context.Context, s *session, in input) (any, error) {
 	switch in.Action {
 	case "open":
-		if err := s.nav.navigate(ctx, in.URL); err != nil {
+		err := s.nav.navigate(ctx, in.URL)
+		if err != nil && ctx.Err() != nil && call.Err() == nil && !s.nav.hasCrashed() {
+			// Still loading (a picture that never comes): what the page
+			// shows may be enough. A page whose script hangs does not
+			// answer this either.
+			late, cancel := context.WithTimeout(s.inst.tab, 5*time.Second)
+			defer cancel()
+			s.nav.arm(cancel)
+			chromedp.Do(late, chromedp.Stop())
+			if out, rerr := m.read(late, s, fmt.Sprintf("(The page had not finished loading within %s; this is what it showed.)", m.cfg.PageTimeout)); rerr == nil {
+				return out, nil
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
 		return m.read(ctx, s, "")
