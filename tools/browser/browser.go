@@ -192,6 +192,8 @@ type session struct {
 	timer *time.Timer
 	nav   *navWatch
 	ended bool
+	// used is when the last call let go of it.
+	used time.Time
 }
 
 // Running is how many chats have a browser now.
@@ -305,7 +307,7 @@ func (m *Manager) start(chatKey string) (*session, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &session{chat: chatKey, inst: inst, dir: dir}
+	s := &session{chat: chatKey, inst: inst, dir: dir, used: time.Now()}
 	s.nav = watch(inst.tab)
 	s.timer = time.AfterFunc(m.cfg.Idle, func() { m.expire(s) })
 	return s, nil
@@ -314,15 +316,20 @@ func (m *Manager) start(chatKey string) (*session, error) {
 // release unlocks s after a call and restarts its idle clock.
 func (m *Manager) release(s *session) {
 	if !s.ended {
+		s.used = time.Now()
 		s.timer.Reset(m.cfg.Idle)
 	}
 	s.mu.Unlock()
 }
 
-// expire ends s once it has been idle for browser.idle.
+// expire ends s once it has been idle for browser.idle; a call that held
+// it as the timer fired has set the timer again.
 func (m *Manager) expire(s *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if time.Since(s.used) < m.cfg.Idle {
+		return
+	}
 	m.endLocked(s)
 }
 
