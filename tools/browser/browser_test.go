@@ -367,7 +367,17 @@ func TestFormSubmitIsMutatingAndPaymentAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	card, pay := ref(t, page, `"Card number"`), ref(t, page, `"Pay now"`)
-	if _, err := call(t, m, chat, map[string]any{"action": "type", "ref": card, "text": "4242424242424242"}); err != nil {
+	// Typing a card number gives it to the page's script: it asks too.
+	e, sum = effectOf(t, m, chat, map[string]any{"action": "type", "ref": card, "text": "4242424242424242"})
+	if e != tools.EffectDestructive || !strings.Contains(sum, "PAYMENT") || strings.Contains(sum, "42424242") || !strings.Contains(sum, "•••• 4242") {
+		t.Errorf("typing a card number: %v, %q", e, sum)
+	}
+	if _, err := call(t, m, chat, map[string]any{"action": "type", "ref": card, "text": "4242424242424242"}); err == nil {
+		t.Error("a card number was typed unapproved")
+	}
+	b, _ := json.Marshal(map[string]any{"action": "type", "ref": card, "text": "4242424242424242"})
+	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: chat, Approved: "call-0"})
+	if _, err := m.Tool().Call(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	e, sum = effectOf(t, m, chat, map[string]any{"action": "click", "ref": pay})
@@ -383,8 +393,8 @@ func TestFormSubmitIsMutatingAndPaymentAsks(t *testing.T) {
 	}
 	mu.Unlock()
 	// The call the person approved is sent.
-	b, _ := json.Marshal(map[string]any{"action": "click", "ref": pay})
-	ctx := tools.WithCaller(context.Background(), tools.Caller{ChatKey: chat, Approved: "call-1"})
+	b, _ = json.Marshal(map[string]any{"action": "click", "ref": pay})
+	ctx = tools.WithCaller(context.Background(), tools.Caller{ChatKey: chat, Approved: "call-1"})
 	if out, err := m.Tool().Call(ctx, b); err != nil || !strings.Contains(fmt.Sprint(out), "Thanks") {
 		t.Errorf("the approved payment: %v %v", err, out)
 	}

@@ -73,7 +73,7 @@ const formJS = `(() => {
   };
   const scope = form || document;
   const payment = Array.from(scope.querySelectorAll('input, select')).some(payField);
-  const out = {found: true, tag: tag, submits: submits, risky: risky, payment: payment, label: label, host: location.hostname};
+  const out = {found: true, tag: tag, submits: submits, risky: risky, payment: payment, payField: payField(el), label: label, host: location.hostname};
   if (form) {
     out.method = (form.getAttribute('method') || 'get').toUpperCase();
     let action = form.action || location.href;

@@ -51,6 +51,7 @@ type form struct {
 	Submits    bool       `json:"submits"`
 	Risky      bool       `json:"risky"`
 	Payment    bool       `json:"payment"`
+	PayField   bool       `json:"payField"`
 	Label      string     `json:"label"`
 	Host       string     `json:"host"`
 	Method     string     `json:"method"`
@@ -62,6 +63,13 @@ type form struct {
 // sends reports whether acting on the element sends something: a form's
 // data, or a press of a button that reads like buying.
 func (f form) sends() bool { return f.Found && (f.Submits || f.Risky) }
+
+// pays reports whether acting on the element pays or gives payment
+// details: it sends a form with payment fields, or types into one (a
+// page's script may read a field as it is typed).
+func (f form) pays(in input) bool {
+	return f.Found && (f.sends() && f.Payment || in.Action == "type" && f.PayField)
+}
 
 // inspect reads what in would act on, on the chat's page; the zero form
 // when the call acts on no element or there is no page.
@@ -111,7 +119,7 @@ func (m *Manager) formOf(s *session, in input) form {
 func (m *Manager) effect(ctx context.Context, in input) tools.Effect {
 	f := m.inspect(ctx, in)
 	switch {
-	case f.sends() && f.Payment:
+	case f.pays(in):
 		return tools.EffectDestructive
 	case f.sends():
 		return tools.EffectMutate
@@ -129,6 +137,9 @@ func (m *Manager) summarize(ctx context.Context, in input) string {
 		return "Browser: " + in.Action
 	}
 	f := m.inspect(ctx, in)
+	if in.Action == "type" && f.PayField && !f.sends() {
+		return fmt.Sprintf("PAYMENT FORM. Type %s into the payment field %q on %s", lastFour(in.Text), f.Label, f.Host)
+	}
 	if !f.sends() {
 		return fmt.Sprintf("Browser: %s element %d", in.Action, in.Ref)
 	}
@@ -292,7 +303,7 @@ func (m *Manager) do(ctx, call context.Context, s *session, in input) (any, erro
 	}
 	// click, type, select
 	f := m.formOf(s, in)
-	if f.sends() && f.Payment && tools.CallerFrom(call).Approved == "" {
+	if f.pays(in) && tools.CallerFrom(call).Approved == "" {
 		return nil, &tools.Error{Code: tools.CodePermission,
 			Message: "this page asks for payment: its form is sent only once the person approves the call, and this one was not approved (tools.confirm_tools can make browser always ask)"}
 	}
@@ -419,6 +430,16 @@ func (m *Manager) screenshot(ctx, call context.Context) (any, error) {
 	}
 	return tools.Media{Text: fmt.Sprintf("Saved a screenshot of %s as %s in the chat's files (%d KB).", loc, saved, len(png)>>10),
 		Images: []tools.Image{{MIME: "image/png", Data: png}}}, nil
+}
+
+// lastFour shows a card number or code as a person checks it: its last
+// four characters.
+func lastFour(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= 4 {
+		return "••••"
+	}
+	return "•••• " + s[len(s)-4:]
 }
 
 func cleanName(s string) string {
