@@ -98,7 +98,7 @@ type names struct{ rebinds atomic.Int64 }
 
 func (n *names) lookup(_ context.Context, host string) ([]netip.Addr, error) {
 	switch host {
-	case "good.test", "evil.test":
+	case "good.test", "evil.test", "localhost":
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	case "rebind.test":
 		if n.rebinds.Add(1) == 1 {
@@ -117,7 +117,7 @@ func manager(t testing.TB, cfg Config) *Manager {
 		t.Skip("no chromium on this machine: apt-get install chromium (CI installs it)")
 	}
 	n := &names{}
-	g, err := guard.New(guard.Config{AllowHosts: []string{"good.test"}, LookupIP: n.lookup})
+	g, err := guard.New(guard.Config{AllowHosts: []string{"good.test", "localhost"}, LookupIP: n.lookup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,12 +201,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// refused is how many requests chat's browser's proxy refused.
-func refused(m *Manager, chat string) int64 {
+// refused is how many requests to host (host:port) chat's browser's
+// proxy refused.
+func refused(m *Manager, chat, host string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.sessions[chat]; s != nil {
-		return s.inst.proxy.refused.Load()
+		return s.inst.proxy.refusals(host)
 	}
 	return -1
 }
@@ -248,8 +249,11 @@ ws.onopen = () => note('ws reached'); ws.onerror = () => note('ws refused');
 	if !strings.Contains(out, "start") {
 		t.Fatalf("the page did not load:\n%s", out)
 	}
-	// img, redirect target, rebind, two iframes, fetch, WebSocket.
-	waitFor(t, "the browser's requests to be refused", func() bool { return refused(m, "test:ssrf") >= 7 })
+	// img, redirect target, iframe, fetch, WebSocket; rebind; literal.
+	waitFor(t, "the browser's requests to be refused", func() bool {
+		return refused(m, "test:ssrf", "evil.test:"+ep) >= 5 && refused(m, "test:ssrf", "rebind.test:"+ep) >= 1 &&
+			refused(m, "test:ssrf", "127.0.0.1:"+ep) >= 1
+	})
 	out, err = call(t, m, "test:ssrf", map[string]any{"action": "scroll"})
 	if err != nil {
 		t.Fatal(err)
@@ -687,5 +691,31 @@ func TestProxyServesOnlyItsBrowser(t *testing.T) {
 	}
 	if px.strangers.Load() == 0 {
 		t.Error("the proxy counted no stranger")
+	}
+}
+
+// A service worker (which needs a secure context: here localhost, let
+// through as an allowed host) fetches through the same proxy: its
+// request to a host that is not allowed is refused, and nothing arrives.
+func TestServiceWorkerGoesThroughTheProxy(t *testing.T) {
+	evil := serve(t, html(`secret`))
+	good := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/sw.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprintf(w, `self.addEventListener('install', e => e.waitUntil(fetch('http://evil.test:%s/from-sw', {mode: 'no-cors'}).catch(() => {})));`, evil.port())
+		default:
+			html(`<p>sw</p><script>navigator.serviceWorker.register('/sw.js').then(r => document.body.append(' registered'), e => document.body.append(' failed ' + e));</script>`).ServeHTTP(w, r)
+		}
+	}))
+	m := manager(t, Config{})
+	const chat = "test:sw"
+	if _, err := call(t, m, chat, map[string]any{"action": "open", "url": "http://localhost:" + good.port() + "/"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the service worker's script to be fetched", func() bool { return slices.Contains(good.requests(), "GET /sw.js") })
+	waitFor(t, "the service worker's request to be refused", func() bool { return refused(m, chat, "evil.test:"+evil.port()) >= 1 })
+	if n := evil.hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the host that is not allowed: %v", n, evil.requests())
 	}
 }

@@ -35,7 +35,12 @@ type proxy struct {
 	refused, strangers atomic.Int64
 	mu      sync.Mutex
 	tunnels map[net.Conn]struct{}
+	// refusedHosts counts the refusals by host:port, for the tests and
+	// the log; at most maxRefusedHosts hosts are kept.
+	refusedHosts map[string]int
 }
+
+const maxRefusedHosts = 256
 
 // startProxy listens on 127.0.0.1 and serves until close. It takes
 // connections only from the browser's processes, once own names them.
@@ -45,7 +50,7 @@ func startProxy(g *guard.Guard, log *slog.Logger) (*proxy, error) {
 		return nil, err
 	}
 	ln := &ownListener{Listener: l}
-	p := &proxy{guard: g, log: log, ln: ln, tunnels: map[net.Conn]struct{}{}}
+	p := &proxy{guard: g, log: log, ln: ln, tunnels: map[net.Conn]struct{}{}, refusedHosts: map[string]int{}}
 	ln.strangers = &p.strangers
 	tr := g.Transport()
 	tr.ForceAttemptHTTP2 = false
@@ -109,6 +114,11 @@ func (p *proxy) close() {
 
 func (p *proxy) refuse(w http.ResponseWriter, host string, err error) {
 	p.refused.Add(1)
+	p.mu.Lock()
+	if _, ok := p.refusedHosts[host]; ok || len(p.refusedHosts) < maxRefusedHosts {
+		p.refusedHosts[host]++
+	}
+	p.mu.Unlock()
 	code := http.StatusBadGateway
 	if guard.IsBlocked(err) {
 		code = http.StatusForbidden
@@ -216,6 +226,13 @@ func (p *proxy) untrack(cs ...net.Conn) {
 		c.Close()
 		delete(p.tunnels, c)
 	}
+}
+
+// refusals is how often requests to host (host:port) were refused.
+func (p *proxy) refusals(host string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refusedHosts[host]
 }
 
 // hostOf is a URL's host, lower-cased, for what the person reads.
