@@ -33,8 +33,8 @@ type proxy struct {
 	// refused counts the requests refused, strangers the connections
 	// from other processes; for the tests and the log.
 	refused, strangers atomic.Int64
-	mu      sync.Mutex
-	tunnels map[net.Conn]struct{}
+	mu                 sync.Mutex
+	tunnels            map[net.Conn]struct{}
 	// refusedHosts counts the refusals by host:port, for the tests and
 	// the log; at most maxRefusedHosts hosts are kept.
 	refusedHosts map[string]int
