@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"loadout/config"
 	"loadout/proc"
 	"loadout/proc/proctest"
 	"loadout/tools"
@@ -402,5 +403,26 @@ func TestUnreachableDirIsNamed(t *testing.T) {
 	_, err = call(t, m, "test:dir", map[string]any{"action": "open", "url": "http://example.com/"})
 	if err == nil || !strings.Contains(err.Error(), "browser.dir") || !strings.Contains(err.Error(), "chmod o+x") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A bad value of the browser section is an error naming its key.
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	ch := &config.Checker{Section: "browser"}
+	Config{Idle: time.Millisecond, PageTimeout: time.Millisecond, MaxBrowsers: -1, MaxText: -1, MaxElements: -1, MemoryMB: 10}.Check(ch)
+	var got []string
+	for _, err := range ch.Errors() {
+		got = append(got, err.Error())
+	}
+	all := strings.Join(got, "\n")
+	for _, key := range []string{"browser.idle", "browser.page_timeout", "browser.max_browsers", "browser.max_text", "browser.max_elements", "browser.memory_mb"} {
+		if !strings.Contains(all, "config: "+key+": ") {
+			t.Errorf("no error names %s:\n%s", key, all)
+		}
+	}
+	ch = &config.Checker{Section: "browser"}
+	Config{}.Check(ch)
+	if len(ch.Errors()) != 0 {
+		t.Errorf("the defaults: %v", ch.Errors())
 	}
 }
