@@ -126,6 +126,23 @@ func (w *navWatch) settle(ctx context.Context, m mark) error {
 	}
 }
 
+// loaded waits until no frame is loading.
+func (w *navWatch) loaded(ctx context.Context) error {
+	for {
+		w.mu.Lock()
+		loading, ch := w.loading > 0, w.changed
+		w.mu.Unlock()
+		if !loading {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // navigate opens url and waits for it to load.
 func (w *navWatch) navigate(ctx context.Context, url string) error {
 	return chromedp.Do(ctx, chromedp.Navigate(url))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,7 +171,7 @@ func (m *Manager) reaches(ctx context.Context, in input) tools.Reach {
 	f := m.inspect(ctx, in)
 	var r tools.Reach
 	for _, h := range []string{f.Host, f.ActionHost} {
-		if h != "" && !strings.Contains(strings.Join(r.Hosts, " "), h) {
+		if h != "" && !slices.Contains(r.Hosts, h) {
 			r.Hosts = append(r.Hosts, h)
 		}
 	}
@@ -187,8 +188,10 @@ func (m *Manager) run(ctx context.Context, in input) (any, error) {
 			return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: "open needs url, an http or https address"}
 		}
 		if err := m.deps.Guard.CheckURL(u); err != nil {
-			return nil, &tools.Error{Code: tools.CodePermission, Message: err.Error()}
+			return nil, &tools.Error{Code: "blocked_address", Message: err.Error(),
+				Suggestion: "Only public web addresses can be reached. Tell the person if they need an internal one: the operator can allow it in web.allow_hosts."}
 		}
+		in.URL = u.String()
 	case "close":
 		s, err := m.session(ctx, chat, false)
 		if err != nil {
@@ -331,7 +334,17 @@ func (m *Manager) do(ctx, call context.Context, s *session, in input) (any, erro
 	if err := s.nav.settle(ctx, gen); err != nil {
 		return nil, err
 	}
-	return m.read(ctx, s, "")
+	out, err := m.read(ctx, s, "")
+	var te *tools.Error
+	if err != nil && ctx.Err() == nil && !errors.As(err, &te) && s.nav.since(gen) {
+		// A navigation slower than settle waits for replaced the page
+		// as it was read: read the new one once it has loaded.
+		if err := s.nav.loaded(ctx); err != nil {
+			return nil, err
+		}
+		out, err = m.read(ctx, s, "")
+	}
+	return out, err
 }
 
 // snapshot is what snapshotJS returns.
