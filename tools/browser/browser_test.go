@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -424,5 +425,35 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 	Config{}.Check(ch)
 	if len(ch.Errors()) != 0 {
 		t.Errorf("the defaults: %v", ch.Errors())
+	}
+}
+
+// A click whose next page is slow to answer is waited for, and the new
+// page is what the call returns.
+func TestClickWaitsForTheNextPage(t *testing.T) {
+	release := make(chan struct{})
+	good := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/next" {
+			<-release
+			html(`<title>Next</title><p>arrived</p>`).ServeHTTP(w, r)
+			return
+		}
+		html(`<a href="/next">go on</a>`).ServeHTTP(w, r)
+	}))
+	m := manager(t, Config{})
+	page, err := call(t, m, "test:click", map[string]any{"action": "open", "url": "http://good.test:" + good.port() + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for !slices.Contains(good.requests(), "GET /next") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // the answer comes late: past the wait for a navigation to start
+		close(release)
+	}()
+	out, err := call(t, m, "test:click", map[string]any{"action": "click", "ref": ref(t, page, "go on")})
+	if err != nil || !strings.Contains(out, "Title: Next") || !strings.Contains(out, "arrived") {
+		t.Errorf("%v\n%s", err, out)
 	}
 }
