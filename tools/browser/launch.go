@@ -89,6 +89,9 @@ func (m *Manager) launch(dir string) (*instance, error) {
 	args := flags(m.cfg, px.addr(), dir, m.cfg.Sandbox)
 	name := m.path
 	if os.Geteuid() == 0 && !m.cfg.keepUser {
+		if _, err := exec.LookPath("setpriv"); err != nil {
+			return fail(errors.New("browser: loadout runs as root, and chromium runs as nobody through setpriv, which is not installed (apt-get install util-linux)"))
+		}
 		if err := searchable(filepath.Dir(dir)); err != nil {
 			return fail(err)
 		}
