@@ -22,6 +22,10 @@ import (
 // nobody is the user chromium runs as when loadout runs as root.
 const nobody = 65534
 
+// startTimeout bounds chromium's start, apart from browser.page_timeout:
+// a loaded machine may take seconds to start it, however fast pages are.
+const startTimeout = 30 * time.Second
+
 // Find is the path of Debian's chromium (or another Chrome found on
 // PATH), "" when none is installed.
 func Find() string {
@@ -139,7 +143,7 @@ func (m *Manager) launch(dir string) (*instance, error) {
 	inst.tab, inst.cancelTab = chromedp.NewContext(alloc)
 	// The first action starts the browser with the context it is given,
 	// which must live as long as the browser: a timer bounds it instead.
-	slow := time.AfterFunc(m.cfg.PageTimeout, inst.cancelTab)
+	slow := time.AfterFunc(startTimeout, inst.cancelTab)
 	defer slow.Stop()
 	err = chromedp.Do(inst.tab, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		b := chromedp.FromContext(ctx).Browser

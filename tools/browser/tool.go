@@ -41,7 +41,8 @@ func (m *Manager) Tool() tools.Tool {
 		EffectFor: tools.By(m.effect),
 		Summarize: tools.By(m.summarize),
 		Reaches:   tools.By(m.reaches),
-		Timeout:   2*m.cfg.PageTimeout + 20*time.Second,
+		// A place among browser.max_browsers, chromium's start, the page.
+		Timeout: 2*m.cfg.PageTimeout + startTimeout + 15*time.Second,
 	}, m.run)
 }
 
