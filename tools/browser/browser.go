@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"loadout/config"
@@ -67,9 +68,6 @@ type Config struct {
 	NoSandbox bool `yaml:"no_sandbox"`
 	// Slots bound the browsers at once; default MaxBrowsers of them.
 	Slots *proc.Slots `yaml:"-"`
-	// Sandbox is whether chromium's sandbox is asked for; set from
-	// NoSandbox, then off once the kernel refused it.
-	Sandbox bool `yaml:"-"`
 	// keepUser runs chromium as loadout's own user even as root: the
 	// benchmark's way to measure without the drop.
 	keepUser bool
@@ -118,7 +116,6 @@ func (c *Config) setDefaults() error {
 	if c.Slots == nil {
 		c.Slots = proc.NewSlots(c.MaxBrowsers)
 	}
-	c.Sandbox = !c.NoSandbox
 	return nil
 }
 
@@ -140,6 +137,10 @@ type Manager struct {
 	deps Deps
 	path string
 	log  *slog.Logger
+
+	// unsandboxed is set once chromium is started without its sandbox:
+	// browser.no_sandbox, or the kernel refused it.
+	unsandboxed atomic.Bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -167,7 +168,9 @@ func New(cfg Config, deps Deps) (*Manager, error) {
 	if path == "" {
 		path = Find()
 	}
-	return &Manager{cfg: cfg, deps: deps, path: path, log: deps.Logger, sessions: map[string]*session{}}, nil
+	m := &Manager{cfg: cfg, deps: deps, path: path, log: deps.Logger, sessions: map[string]*session{}}
+	m.unsandboxed.Store(cfg.NoSandbox)
+	return m, nil
 }
 
 // Available reports whether chromium is installed.
@@ -296,11 +299,10 @@ func (m *Manager) start(chatKey string) (*session, error) {
 		return nil, err
 	}
 	inst, err := m.launch(dir)
-	if err != nil && m.cfg.Sandbox && !m.cfg.NoSandbox && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
-		m.log.Warn("browser: chromium's sandbox is not available on this kernel (no user namespaces); running chromium without it, as an unprivileged user. Set browser.no_sandbox: true to silence this.", "err", err)
-		m.mu.Lock()
-		m.cfg.Sandbox = false
-		m.mu.Unlock()
+	if err != nil && !m.unsandboxed.Load() && strings.Contains(strings.ToLower(err.Error()), "sandbox") {
+		if m.unsandboxed.CompareAndSwap(false, true) {
+			m.log.Warn("browser: chromium's sandbox is not available on this kernel (no user namespaces); running chromium without it, as an unprivileged user. Set browser.no_sandbox: true to say so up front.", "err", err)
+		}
 		inst, err = m.launch(dir)
 	}
 	if err != nil {

@@ -90,7 +90,7 @@ func (m *Manager) launch(dir string) (*instance, error) {
 		px.close()
 		return nil, err
 	}
-	args := flags(m.cfg, px.addr(), dir, m.cfg.Sandbox)
+	args := flags(m.cfg, px.addr(), dir, !m.unsandboxed.Load())
 	name := m.path
 	if os.Geteuid() == 0 && !m.cfg.keepUser {
 		if _, err := exec.LookPath("setpriv"); err != nil {
