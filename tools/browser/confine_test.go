@@ -332,3 +332,53 @@ func TestServiceWorkerGoesThroughTheProxy(t *testing.T) {
 		t.Errorf("%d requests reached the host that is not allowed: %v", n, evil.requests())
 	}
 }
+
+// Where the kernel refuses chromium's sandbox (no user namespaces),
+// chromium is started again without it, once for all, and works.
+func TestSandboxRefusedFallsBack(t *testing.T) {
+	chromium := Find()
+	if chromium == "" {
+		t.Skip("no chromium on this machine: apt-get install chromium (CI installs it)")
+	}
+	bin := filepath.Join(reachable(t), "chromium-without-userns")
+	script := "#!/bin/sh\ncase \" $* \" in *\" --no-sandbox \"*) exec " + chromium + " \"$@\";; esac\necho 'No usable sandbox! (a kernel without user namespaces)' >&2\nexit 1\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good := serve(t, html(`<p>still here</p>`))
+	m := manager(t, Config{Path: bin})
+	out, err := call(t, m, "test:sandbox", map[string]any{"action": "open", "url": "http://good.test:" + good.port() + "/"})
+	if err != nil || !strings.Contains(out, "still here") || !m.unsandboxed.Load() {
+		t.Fatalf("%v, unsandboxed %v\n%s", err, m.unsandboxed.Load(), out)
+	}
+}
+
+// chromium runs with its sandbox on and, when loadout is root, as
+// nobody: every one of its processes.
+func TestChromiumRunsUnprivilegedWithItsSandbox(t *testing.T) {
+	good := serve(t, html(`<p>hi</p>`))
+	m := manager(t, Config{})
+	if _, err := call(t, m, "test:user", map[string]any{"action": "open", "url": "http://good.test:" + good.port() + "/"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := m.Profile("test:user")
+	entries, _ := os.ReadDir("/proc")
+	seen := 0
+	for _, e := range entries {
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if !strings.Contains(string(cmd), dir) {
+			continue
+		}
+		seen++
+		if strings.Contains(string(cmd), "--no-sandbox") {
+			t.Errorf("process %s runs without the sandbox", e.Name())
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if os.Geteuid() == 0 && !strings.Contains(string(st), "\nUid:\t65534\t") {
+			t.Errorf("process %s does not run as nobody", e.Name())
+		}
+	}
+	if seen < 2 {
+		t.Errorf("%d of chromium's processes seen", seen)
+	}
+}
