@@ -223,7 +223,7 @@ func TestFormSubmitIsMutatingAndPaymentAsks(t *testing.T) {
 <label>Name <input name=name></label><button>Pay now</button></form>`).ServeHTTP(w, r)
 		default:
 			html(`<title>Order</title><form method=post action=/order><label>Name <input name=name></label>
-<label>Size <select name=size><option>S</option><option>M</option></select></label><button>Send order</button></form>`).ServeHTTP(w, r)
+<label>Size <select name=size><option>S</option><option>M</option></select></label><input type=hidden name=ref value=abc><button>Send order</button></form>`).ServeHTTP(w, r)
 		}
 	}))
 	m := manager(t, Config{})
@@ -244,7 +244,7 @@ func TestFormSubmitIsMutatingAndPaymentAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, sum := effectOf(t, m, chat, map[string]any{"action": "click", "ref": send})
-	if e != tools.EffectMutate || !strings.Contains(sum, "good.test") || !strings.Contains(sum, `name="Ana"`) || !strings.Contains(sum, `size="M"`) {
+	if e != tools.EffectMutate || !strings.Contains(sum, "good.test") || !strings.Contains(sum, `name="Ana"`) || !strings.Contains(sum, `size="M"`) || !strings.Contains(sum, `ref="abc"`) {
 		t.Errorf("the submit button: %v, %q", e, sum)
 	}
 	if e, sum := effectOf(t, m, chat, map[string]any{"action": "type", "ref": name, "text": "Bo", "submit": true}); e != tools.EffectMutate || !strings.Contains(sum, `name="Bo"`) {
@@ -281,7 +281,7 @@ func TestFormSubmitIsMutatingAndPaymentAsks(t *testing.T) {
 		t.Errorf("an unapproved payment: %v", err)
 	}
 	mu.Lock()
-	if len(posted) != 1 || posted[0] != "/order name=Ana&size=M" {
+	if len(posted) != 1 || posted[0] != "/order name=Ana&ref=abc&size=M" {
 		t.Errorf("posted: %q", posted)
 	}
 	mu.Unlock()

@@ -79,6 +79,7 @@ const formJS = `(() => {
     let action = form.action || location.href;
     try { action = new URL(action, location.href); out.action = action.host + action.pathname; out.actionHost = action.hostname; } catch (e) {}
     const fields = [];
+    let more = 0;
     for (const e of form.elements) {
       if (!e.name || e.disabled) continue;
       const t = (e.getAttribute('type') || '').toLowerCase();
@@ -89,10 +90,10 @@ const formJS = `(() => {
       if (t === 'password') v = '(a password)';
       else if (payField(e) && v.length > 4) v = '•••• ' + v.slice(-4);
       if (v.length > 60) v = v.slice(0, 60) + '…';
-      fields.push([e.name, v]);
-      if (fields.length >= 20) break;
+      if (fields.length < 20) fields.push([e.name, v]); else more++;
     }
     out.fields = fields;
+    out.more = more;
   }
   return out;
 })()`

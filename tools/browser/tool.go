@@ -60,6 +60,8 @@ type form struct {
 	Action     string     `json:"action"`
 	ActionHost string     `json:"actionHost"`
 	Fields     [][]string `json:"fields"`
+	// More is how many fields past the first 20 the form sends.
+	More int `json:"more"`
 }
 
 // sends reports whether acting on the element sends something: a form's
@@ -162,6 +164,9 @@ func (m *Manager) summarize(ctx context.Context, in input) string {
 			}
 			fmt.Fprintf(&b, "%s=%q", kv[0], kv[1])
 		}
+	}
+	if f.More > 0 {
+		fmt.Fprintf(&b, ", and %d more fields", f.More)
 	}
 	return b.String()
 }
