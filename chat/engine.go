@@ -110,6 +110,10 @@ type Config struct {
 	// Delegation bounds sub-agents (the agent section's keys); the
 	// process adds the delegate tool (DelegateTool) to the registry.
 	Delegation DelegateConfig `yaml:"-"`
+	// OnClear are told, in order, of each chat cleared (Clear), once its
+	// session is closed: what a tool holds for the chat (a browser and
+	// its profile) ends with it.
+	OnClear []func(ctx context.Context, chatKey string) `yaml:"-"`
 }
 
 func (c *Config) setDefaults() {

@@ -282,6 +282,27 @@ func TestClearStartsFreshSession(t *testing.T) {
 	}
 }
 
+// /clear tells what a tool holds for the chat (a browser), once the
+// session is closed, in order, whether a session was open or not.
+func TestClearTellsOnClear(t *testing.T) {
+	var told []string
+	e := newEnv(t, chat.Config{OnClear: []func(context.Context, string){
+		func(_ context.Context, chatKey string) { told = append(told, "first "+chatKey) },
+		func(_ context.Context, chatKey string) { told = append(told, "second "+chatKey) },
+	}})
+	e.Model.Text("ok")
+	send(t, e, "c1", "hello")
+	if _, err := e.Engine.Clear(context.Background(), "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if open, err := e.Engine.Clear(context.Background(), "c1"); err != nil || open {
+		t.Fatalf("Clear again = %v, %v", open, err)
+	}
+	if got := strings.Join(told, ", "); got != "first c1, second c1, first c1, second c1" {
+		t.Errorf("told: %s", got)
+	}
+}
+
 // A restart: a new engine on the same file sends the loaded group's
 // schemas in its very first request.
 func TestRestartKeepsLoadedGroups(t *testing.T) {

@@ -12,9 +12,18 @@ import (
 )
 
 // Clear closes the chat's open session; the next message opens a new one
-// with no groups loaded. It reports whether a session was open.
+// with no groups loaded. It reports whether a session was open. Once the
+// session is closed, Config.OnClear are told, whether one was open or
+// not.
 func (e *Engine) Clear(ctx context.Context, chatKey string) (bool, error) {
-	return e.store.CloseSession(ctx, chatKey)
+	open, err := e.store.CloseSession(ctx, chatKey)
+	if err != nil {
+		return open, err
+	}
+	for _, f := range e.cfg.OnClear {
+		f(ctx, chatKey)
+	}
+	return open, nil
 }
 
 // Name is the assistant's name in the chat: its own setting, else the

@@ -24,6 +24,7 @@ import (
 	"loadout/logs"
 	"loadout/store"
 	"loadout/tools"
+	"loadout/tools/browser"
 	"loadout/tools/files"
 	"loadout/tools/mcp"
 	"loadout/tools/memory"
@@ -46,6 +47,7 @@ type Config struct {
 	Store     StoreConfig     `yaml:"store"`
 	Tools     ToolsConfig     `yaml:"tools"`
 	Web       web.Config      `yaml:"web"`
+	Browser   browser.Config  `yaml:"browser"`
 	Skills    skills.Config   `yaml:"skills"`
 	Memory    memory.Config   `yaml:"memory"`
 	Files     files.Config    `yaml:"files"`
@@ -205,7 +207,7 @@ type Duration = config.Duration
 func (c Config) Validate(set config.Set) error {
 	sections := map[string]config.Section{
 		"llm": c.LLM, "scheduler": c.Scheduler, "memory": c.Memory, "files": c.Files, "exec": c.Exec,
-		"web": c.Web, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
+		"web": c.Web, "browser": c.Browser, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 		"skills": c.Skills, "pdf": c.PDF, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 		"limits": c.Limits,
 		"ui":     c.UI,

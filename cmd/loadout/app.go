@@ -29,6 +29,7 @@ import (
 	"loadout/store"
 	"loadout/tokens"
 	"loadout/tools"
+	browsertool "loadout/tools/browser"
 	"loadout/tools/clock"
 	"loadout/tools/config"
 	"loadout/tools/custom"
@@ -76,6 +77,8 @@ type app struct {
 	skills *skills.Set
 	// workspaces are the chats' files.
 	workspaces *files.Workspaces
+	// browser holds the chats' browsers; nil while browser.enabled is off.
+	browser *browsertool.Manager
 	// voice hears voice notes and speaks answers; nil when voice is off.
 	voice bridge.Voice
 	// scheduler runs the scheduled tasks, in the chats' channels.
@@ -164,6 +167,7 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	if cfg.LLM.Vision {
 		ec.Images = a.image
 	}
+	ec.OnClear = append(ec.OnClear, a.browser.Clear) // /clear ends the chat's browser and its profile
 	ec.Sections = append(ec.Sections, func(ctx context.Context, in chat.Inbound) string {
 		return memory.Prompt(ctx, cfg.Memory, db, in.UserKey, tokens.Estimate)
 	})
@@ -260,6 +264,9 @@ func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	wc := a.cfg.Web
 	wc.Guard, wc.PDF = g, a.cfg.PDF.Limits
 	if err := web.Register(reg, wc); err != nil {
+		return nil, err
+	}
+	if a.browser, err = browsertool.Register(reg, a.cfg.Browser, browsertool.Deps{Guard: g, Logger: a.log, Save: a.workspaces.SaveForCaller}); err != nil {
 		return nil, err
 	}
 	cm := custom.New(reg, a.db, &http.Client{Transport: g.Transport(), Timeout: max(wc.Timeout, 20*time.Second)}, a.cfg.Tools.Admins, a.cfg.Tools.CustomSecrets, g.CheckURL)

@@ -55,6 +55,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 		return err
 	}
 	defer a.db.Close()
+	defer a.browser.Close() // the chats' browsers and profiles
 	if cc.Delivery, err = a.delivery("console"); err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ func serve(ctx context.Context, cfg settings.Config, log *slog.Logger) error {
 	}
 	a.started = restore
 	defer a.db.Close()
+	defer a.browser.Close() // the chats' browsers and profiles
 	if cfg.UI.Enabled {
 		if err := a.wireUI(); err != nil {
 			return err
