@@ -166,6 +166,7 @@ type Starter interface {
 
 // Hooks serves the triggers' URLs.
 type Hooks struct {
+	listed []Trigger
 	config map[string]Trigger
 	store  Store
 	start  Starter
@@ -175,11 +176,24 @@ type Hooks struct {
 // New returns the hooks of the config's triggers and of those people
 // made, kept in st.
 func New(list []Trigger, st Store, start Starter, log *slog.Logger) *Hooks {
-	h := &Hooks{config: map[string]Trigger{}, store: st, start: start, log: log}
+	h := &Hooks{listed: list, config: map[string]Trigger{}, store: st, start: start, log: log}
 	for _, t := range list {
 		h.config[t.Name] = t
 	}
 	return h
+}
+
+// CheckGroups checks that the groups the config's triggers start with
+// are groups of the registry (has), naming the key of one that is not.
+func (h *Hooks) CheckGroups(has func(string) bool) error {
+	for i, t := range h.listed {
+		for _, g := range t.Groups {
+			if !has(g) {
+				return fmt.Errorf("config: triggers[%d].groups: there is no tool group %q", i, g)
+			}
+		}
+	}
+	return nil
 }
 
 // Mount serves POST /hooks/{name} on mux.

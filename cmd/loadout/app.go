@@ -190,6 +190,10 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	// Triggers: the config's and the people's, into their chats'
 	// channels.
 	hooks := triggers.New(cfg.Triggers, db, &a.hub, log.With("part", "triggers"))
+	if err := hooks.CheckGroups(func(g string) bool { _, ok := a.reg.Group(g); return ok }); err != nil {
+		db.Close()
+		return nil, err
+	}
 	hooks.Mount(a.mux)
 	hooks.Commands(a.router, &a.hub, cfg.UI.BaseURL)
 	a.wireMCPSignIns()
