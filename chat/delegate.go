@@ -77,9 +77,9 @@ func (c *DelegateConfig) setDefaults() {
 
 // delegateInput is a delegate call's arguments.
 type delegateInput struct {
-	Task   string   `json:"task" desc:"complete instruction; it sees nothing of this chat"`
+	Task   string   `json:"task"`
 	Groups []string `json:"groups,omitempty"`
-	Steps  int      `json:"steps,omitempty" desc:"most model calls"`
+	Steps  int      `json:"steps,omitempty"`
 	// state is what the call learned as it ran, read by UntrustedFor.
 	state *delegateState
 }
@@ -102,7 +102,7 @@ func DelegateTool(cfg DelegateConfig, engine func() *Engine) tools.Tool {
 	cfg.setDefaults()
 	t := tools.New(tools.Definition{
 		Name:        DelegateName,
-		Description: "Have a sub-agent do a self-contained task with the tool groups named; returns its answer. Calls in one answer run in parallel.",
+		Description: "A sub-agent does a task with the groups named and returns its answer. It sees nothing of this chat: say all it needs.",
 		// What it does is what the sub-agent's calls do, each through
 		// the gate as the person's own would be.
 		ReadOnly: true,

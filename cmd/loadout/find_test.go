@@ -311,8 +311,11 @@ func TestFindToolsLoadsOnlyConfidentGroups(t *testing.T) {
 
 // The first turn stays lean in a full deployment — Google, exec on, a
 // skill, an admin: the core schemas and the group listing, as `loadout
-// tools` counts them, fit in 700 tokens, with every core tool there.
-func TestFirstTurnFitsIn700Tokens(t *testing.T) {
+// tools` counts them, fit in 800 tokens, with every core tool there.
+// (It was 700 until delegate became core: its schema is 82 tokens,
+// measured by this test's log, which the first turn pays for a tool every
+// turn may call; agent.max_delegation_depth: -1 takes it off.)
+func TestFirstTurnFitsIn800Tokens(t *testing.T) {
 	cfg, _ := settings.Parse(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
 	dir := t.TempDir()
 	cfg.Store.Path = filepath.Join(dir, "x.db")
@@ -329,10 +332,10 @@ func TestFirstTurnFitsIn700Tokens(t *testing.T) {
 	defer a.db.Close()
 	r := tools.Report(a.reg, a.tokens.Count)
 	t.Logf("the first turn: %d tokens (core %d + listing %d)", r.GroupsTotal, r.CoreTokens, r.Listing)
-	if r.GroupsTotal > 700 {
+	if r.GroupsTotal > 800 {
 		t.Errorf("the first turn costs %d tokens (core %d + listing %d)", r.GroupsTotal, r.CoreTokens, r.Listing)
 	}
-	for _, core := range []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "memory", "load_skill", "web"} {
+	for _, core := range []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "delegate", "memory", "load_skill", "web"} {
 		if !slices.Contains(r.CoreTools, core) {
 			t.Errorf("%s is not core: %v", core, r.CoreTools)
 		}

@@ -65,7 +65,7 @@ func TestChatCommandEndToEnd(t *testing.T) {
 		}
 	}
 	reqs := model.Requests()
-	if got := chattest.ToolNames(reqs[0]); !slices.Equal(got, []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "memory", "web"}) {
+	if got := chattest.ToolNames(reqs[0]); !slices.Equal(got, []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "delegate", "memory", "web"}) {
 		t.Errorf("first request tools = %v", got)
 	}
 
@@ -88,7 +88,7 @@ func TestChatCommandEndToEnd(t *testing.T) {
 	}
 	model.Text("Fresh.")
 	runCLI(t, "hi\n", "-config", cfgPath, "chat")
-	if got := chattest.ToolNames(model.Last(t)); !slices.Equal(got, []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "memory", "web"}) {
+	if got := chattest.ToolNames(model.Last(t)); !slices.Equal(got, []string{"load_tool_group", "unload_tool_group", "find_tools", "get_current_time", "delegate", "memory", "web"}) {
 		t.Errorf("after /clear tools = %v", got)
 	}
 }
