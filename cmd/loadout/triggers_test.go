@@ -217,7 +217,9 @@ triggers:
 		return slices.ContainsFunc(telegramTexts(), func(s string) bool { return strings.HasPrefix(s, "Your triggers:\nci — /hooks/ci") })
 	})
 	tg.Push(telegramtest.Message{From: telegramtest.User{ID: 42}, ChatID: 42, ChatType: "private", Text: "/trigger remove ci"})
-	bridgetest.Await(t, "the removal", func() bool { return slices.Contains(telegramTexts(), "Trigger ci removed: its URL starts nothing now.") })
+	bridgetest.Await(t, "the removal", func() bool {
+		return slices.Contains(telegramTexts(), "Trigger ci removed: its URL starts nothing now.")
+	})
 	if got := hookPost(t, addr, "ci", made, []byte(`{"event":"again"}`)); got != http.StatusUnauthorized {
 		t.Fatalf("a removed trigger: %d", got)
 	}
