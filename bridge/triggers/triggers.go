@@ -16,7 +16,6 @@ package triggers
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -238,7 +237,7 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "try again later", http.StatusServiceUnavailable)
 		return
 	}
-	if !ok || !Signed(t.Secret, body, r.Header.Get("X-Hub-Signature-256")) {
+	if !ok || !bridge.HubSigned(t.Secret, body, r.Header.Get("X-Hub-Signature-256")) {
 		h.log.Warn("a trigger request was refused: not signed with its secret", "trigger", name, "remote", r.RemoteAddr)
 		http.Error(w, "the request is not signed with the trigger's secret (X-Hub-Signature-256)", http.StatusUnauthorized)
 		return
@@ -254,30 +253,6 @@ func (h *Hooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintf(w, `{"accepted":true,"duplicate":%v}`+"\n", !fresh)
-}
-
-// Signed reports whether header, an X-Hub-Signature-256 value
-// ("sha256=<hex>"), is the HMAC-SHA256 of body under secret. It takes as
-// long whatever the header holds.
-func Signed(secret string, body []byte, header string) bool {
-	got, ok := strings.CutPrefix(strings.TrimSpace(header), "sha256=")
-	if !ok || secret == "" {
-		return false
-	}
-	sum, err := hex.DecodeString(got)
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return hmac.Equal(sum, mac.Sum(nil))
-}
-
-// Sign is the X-Hub-Signature-256 value of body under secret.
-func Sign(secret string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 // deliveryHeaders name a delivery the same each time it is sent again.

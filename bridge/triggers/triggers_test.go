@@ -80,11 +80,11 @@ func TestOnlySignedRequestsStartTurns(t *testing.T) {
 		want       int
 	}{
 		{"unsigned", "/hooks/deploys", nil, http.StatusUnauthorized},
-		{"wrong secret", "/hooks/deploys", map[string]string{"X-Hub-Signature-256": triggers.Sign("another-secret-entirely", body)}, http.StatusUnauthorized},
-		{"another body", "/hooks/deploys", map[string]string{"X-Hub-Signature-256": triggers.Sign(secret, []byte(`{"ref":"x"}`))}, http.StatusUnauthorized},
+		{"wrong secret", "/hooks/deploys", map[string]string{"X-Hub-Signature-256": bridge.HubSign("another-secret-entirely", body)}, http.StatusUnauthorized},
+		{"another body", "/hooks/deploys", map[string]string{"X-Hub-Signature-256": bridge.HubSign(secret, []byte(`{"ref":"x"}`))}, http.StatusUnauthorized},
 		{"not hex", "/hooks/deploys", map[string]string{"X-Hub-Signature-256": "sha256=zz"}, http.StatusUnauthorized},
 		{"sha1 only", "/hooks/deploys", map[string]string{"X-Hub-Signature": "sha1=00"}, http.StatusUnauthorized},
-		{"unknown trigger", "/hooks/other", map[string]string{"X-Hub-Signature-256": triggers.Sign(secret, body)}, http.StatusUnauthorized},
+		{"unknown trigger", "/hooks/other", map[string]string{"X-Hub-Signature-256": bridge.HubSign(secret, body)}, http.StatusUnauthorized},
 	} {
 		if got := post(t, srv.URL+c.path, body, c.header); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
@@ -93,7 +93,7 @@ func TestOnlySignedRequestsStartTurns(t *testing.T) {
 	if n := len(st.events()); n != 0 {
 		t.Fatalf("refused requests started %d turns", n)
 	}
-	if got := post(t, srv.URL+"/hooks/deploys", body, map[string]string{"X-Hub-Signature-256": triggers.Sign(secret, body), "X-GitHub-Delivery": "d-1"}); got != http.StatusAccepted {
+	if got := post(t, srv.URL+"/hooks/deploys", body, map[string]string{"X-Hub-Signature-256": bridge.HubSign(secret, body), "X-GitHub-Delivery": "d-1"}); got != http.StatusAccepted {
 		t.Fatalf("a signed request: %d", got)
 	}
 	ev := st.events()
@@ -119,7 +119,7 @@ func TestTheSameBodyIsTheSameEvent(t *testing.T) {
 	st := &starter{}
 	srv := serve(t, st)
 	for _, body := range []string{"one", "one", "two"} {
-		post(t, srv.URL+"/hooks/deploys", []byte(body), map[string]string{"X-Hub-Signature-256": triggers.Sign(secret, []byte(body))})
+		post(t, srv.URL+"/hooks/deploys", []byte(body), map[string]string{"X-Hub-Signature-256": bridge.HubSign(secret, []byte(body))})
 	}
 	ev := st.events()
 	if len(ev) != 3 || ev[0].ID != ev[1].ID || ev[0].ID == ev[2].ID {
@@ -133,11 +133,11 @@ func TestBodiesAreCappedAndADownChannelIsRetried(t *testing.T) {
 	st := &starter{}
 	srv := serve(t, st)
 	big := bytes.Repeat([]byte("x"), triggers.MaxBody+1)
-	if got := post(t, srv.URL+"/hooks/deploys", big, map[string]string{"X-Hub-Signature-256": triggers.Sign(secret, big)}); got != http.StatusRequestEntityTooLarge {
+	if got := post(t, srv.URL+"/hooks/deploys", big, map[string]string{"X-Hub-Signature-256": bridge.HubSign(secret, big)}); got != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over the cap: %d", got)
 	}
 	st.down = true
-	if got := post(t, srv.URL+"/hooks/deploys", []byte("x"), map[string]string{"X-Hub-Signature-256": triggers.Sign(secret, []byte("x"))}); got != http.StatusServiceUnavailable {
+	if got := post(t, srv.URL+"/hooks/deploys", []byte("x"), map[string]string{"X-Hub-Signature-256": bridge.HubSign(secret, []byte("x"))}); got != http.StatusServiceUnavailable {
 		t.Fatalf("a chat whose channel is down: %d", got)
 	}
 	if n := len(st.events()); n != 0 {
@@ -151,13 +151,13 @@ func TestBodiesAreCappedAndADownChannelIsRetried(t *testing.T) {
 func TestTextAndSignatureTakeAnyInput(t *testing.T) {
 	f := func(prompt string, body []byte, header string) bool {
 		text := triggers.Text(prompt, body)
-		_ = triggers.Signed(secret, body, header)
+		_ = bridge.HubSigned(secret, body, header)
 		return strings.HasPrefix(text, strings.TrimSpace(prompt)) && len(text) <= len(prompt)+triggers.MaxText+300
 	}
 	if err := quick.Check(f, nil); err != nil {
 		t.Fatal(err)
 	}
-	if !triggers.Signed(secret, []byte("b"), triggers.Sign(secret, []byte("b"))) {
+	if !bridge.HubSigned(secret, []byte("b"), bridge.HubSign(secret, []byte("b"))) {
 		t.Fatal("Sign's signature does not check")
 	}
 }

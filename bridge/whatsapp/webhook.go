@@ -2,10 +2,7 @@ package whatsapp
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -55,23 +52,6 @@ func (a *Adapter) handshake(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, q.Get("hub.challenge"))
 }
 
-// Signed reports whether signature (an X-Hub-Signature-256 header,
-// "sha256=<hex>") is body's HMAC-SHA256 under secret. The comparison
-// takes the same time wherever the two differ.
-func Signed(secret string, body []byte, signature string) bool {
-	hexSum, ok := strings.CutPrefix(signature, "sha256=")
-	if !ok || secret == "" {
-		return false
-	}
-	got, err := hex.DecodeString(hexSum)
-	if err != nil {
-		return false
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return hmac.Equal(got, mac.Sum(nil))
-}
-
 // notification checks, reads and stores one POST.
 func (a *Adapter) notification(w http.ResponseWriter, r *http.Request) {
 	sig := r.Header.Get("X-Hub-Signature-256")
@@ -90,7 +70,7 @@ func (a *Adapter) notification(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unreadable request", http.StatusBadRequest)
 		return
 	}
-	if !Signed(a.cfg.AppSecret, body, sig) {
+	if !bridge.HubSigned(a.cfg.AppSecret, body, sig) {
 		a.log.Warn("whatsapp: a webhook request with a wrong signature was refused; check whatsapp.app_secret", "remote", r.RemoteAddr)
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
 		return

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"loadout/bridge"
 	"loadout/bridge/bridgetest"
-	"loadout/bridge/triggers"
 )
 
 // killedTriggers runs the kill suite on triggers: each chat is a
@@ -30,7 +30,7 @@ func killedTriggers(t testing.TB) bridgetest.Killed {
 		body := []byte(`{"event":` + strconv.Quote(text) + `}`)
 		bridgetest.PostUntilTaken(t, "request "+strconv.Quote(text), func(int) *http.Request {
 			req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://%s/hooks/t%d", addr, c), bytes.NewReader(body))
-			req.Header.Set("X-Hub-Signature-256", triggers.Sign(hookSecret, body))
+			req.Header.Set("X-Hub-Signature-256", bridge.HubSign(hookSecret, body))
 			req.Header.Set("X-GitHub-Delivery", strings.ReplaceAll(text, " ", "-"))
 			return req
 		})

@@ -13,6 +13,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"loadout/bridge"
 	"loadout/bridge/bridgetest"
 	"loadout/bridge/telegram/telegramtest"
 	"loadout/bridge/triggers"
@@ -30,7 +31,7 @@ func hookPost(t *testing.T, addr, name, secret string, body []byte, header ...st
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/"+name, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if secret != "" {
-		req.Header.Set("X-Hub-Signature-256", triggers.Sign(secret, body))
+		req.Header.Set("X-Hub-Signature-256", bridge.HubSign(secret, body))
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

@@ -2,15 +2,14 @@ package whatsapptest
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
+
+	"loadout/bridge"
 )
 
 // Webhook deliveries: notifications posted to the channel's webhook,
@@ -47,11 +46,7 @@ func (s *Server) Secret(secret string) {
 
 // Sign is the X-Hub-Signature-256 Meta sends with body, made with the
 // app secret.
-func Sign(secret string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+func Sign(secret string, body []byte) string { return bridge.HubSign(secret, body) }
 
 // Notification is a webhook body: value under one change of field
 // "messages", for the number PhoneNumberID.
