@@ -178,7 +178,6 @@ func (d *DB) RunEmbeddings(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
-			m.setProblem(err.Error())
 			m.Logger.Warn("embedding rows failed; trying again later", "model", m.Model, "in", wait, "err", err)
 			if !sleep(ctx, wait, nil) {
 				return nil
@@ -244,7 +243,7 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 			// What is left past the cursor was embedded by a search's
 			// catch-up: the cursor moves to the last row.
 			var last int64
-			if err := d.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM `+embedSource(k)).Row().Scan(&last); err != nil {
+			if err := d.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM ` + embedSource(k)).Row().Scan(&last); err != nil {
 				return false, kind(err)
 			}
 			if last > through {
@@ -293,6 +292,7 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 			return false, err
 		}
 		if failure != nil {
+			m.setProblem(failure.Error())
 			return false, failure
 		}
 		m.setProblem("")
