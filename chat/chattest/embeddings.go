@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"hash/fnv"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,7 +82,34 @@ type EmbeddingsServer struct {
 	mu              sync.Mutex
 	refuse          string
 	asked           []string
+	// holdAfter, when set, holds every request that comes once this many
+	// texts are embedded, until Release or its client leaves.
+	holdAfter int64
+	held      chan struct{}
+	holding   atomic.Int64
 }
+
+// HoldAfter holds each request that comes once n texts are embedded,
+// until Release or until its client gives up; Holding counts those held
+// now.
+func (s *EmbeddingsServer) HoldAfter(n int64) {
+	s.mu.Lock()
+	s.holdAfter, s.held = n, make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Release lets the held requests go on, and holds no more.
+func (s *EmbeddingsServer) Release() {
+	s.mu.Lock()
+	if s.held != nil {
+		close(s.held)
+		s.held = nil
+	}
+	s.mu.Unlock()
+}
+
+// Holding is how many requests are held now.
+func (s *EmbeddingsServer) Holding() int64 { return s.holding.Load() }
 
 // NewEmbeddingsServer starts the fake, closed when t ends.
 func NewEmbeddingsServer(t testing.TB) *EmbeddingsServer {
@@ -97,16 +125,39 @@ func (s *EmbeddingsServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requests.Add(1)
-	if s.fail.Load() {
-		http.Error(w, `{"error":{"message":"the fake is down","type":"server_error"}}`, http.StatusServiceUnavailable)
-		return
-	}
+	// The body read whole, so that the server notices a client that
+	// leaves while its request is held.
+	body, err := io.ReadAll(r.Body)
 	var req struct {
 		Input []string `json:"input"`
 		Model string   `json:"model"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model == "" {
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil || req.Model == "" {
 		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	held := s.held
+	if held != nil && s.texts.Load() < s.holdAfter {
+		held = nil
+	}
+	s.mu.Unlock()
+	if held != nil {
+		s.holding.Add(1)
+		select {
+		case <-held:
+		case <-r.Context().Done():
+		}
+		s.holding.Add(-1)
+		if r.Context().Err() != nil {
+			return
+		}
+	}
+	if s.fail.Load() {
+		http.Error(w, `{"error":{"message":"the fake is down","type":"server_error"}}`, http.StatusServiceUnavailable)
 		return
 	}
 	s.mu.Lock()

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"loadout/chat/chattest"
+	"loadout/chat/openai"
 	"loadout/settings"
+	"loadout/store"
 	"loadout/tools"
 )
 
@@ -129,5 +131,62 @@ func TestFindToolsByMeaningAndItsMetrics(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// The embedding job keeps its place in the store: `loadout serve` killed
+// (SIGKILL) half way through embedding a person's memories resumes where
+// it stopped when started again, and embeds no memory twice.
+func TestEmbeddingJobResumesAfterAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs loadout serve twice")
+	}
+	fake := chattest.NewEmbeddingsServer(t)
+	model := chattest.NewModelServer(t)
+	cfgPath, dbPath := writeConfig(t, model.URL, embeddingsConfig(fake)+"  batch_size: 10\nhttp:\n  listen: 127.0.0.1:0\ncluster:\n  lease: 3s\n")
+	ctx := context.Background()
+	db, err := store.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows = 200
+	for i := range rows {
+		if _, err := db.SaveMemory(ctx, "telegram:1", fmt.Sprintf("fact number %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.SetMeaning(&store.Meaning{Model: "fake-embed", Embedder: fake.Client("fake-embed", openai.EmbedOptions{})})
+	defer db.Close()
+	progress := func() store.EmbedProgress {
+		p, err := db.EmbedProgress(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fake.HoldAfter(rows / 2)
+	first := serveConfig(t, cfgPath)
+	first.Env = append(first.Env, "TEST_KEY=sk-test")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	chattest.Eventually(t, "the job to be half way, in a request", func() bool { return fake.Holding() > 0 })
+	first.Process.Kill()
+	first.Wait()
+	chattest.Eventually(t, "the killed process's request to end", func() bool { return fake.Holding() == 0 })
+	fake.Release()
+	if p := progress(); p.Done != rows/2 || p.Total != rows {
+		t.Fatalf("killed half way: %+v", p)
+	}
+	second := serveConfig(t, cfgPath)
+	second.Env = append(second.Env, "TEST_KEY=sk-test")
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { second.Process.Kill(); second.Wait() }()
+	// The killed process's lease on the job lapses first.
+	chattest.Eventually(t, "the job to finish", func() bool { return progress().Done == rows })
+	if n := fake.Texts(); n != rows {
+		t.Errorf("%d memories embedded for %d", n, rows)
 	}
 }
