@@ -26,9 +26,9 @@ type meaningIndex struct {
 const (
 	// meaningWeight is what the tool nearest in meaning adds, against
 	// the best word score's 1.
-	meaningWeight = 0.5
+	meaningWeight = 0.1
 	// meaningFloor is the cosine under which a tool gains nothing.
-	meaningFloor = 0.2
+	meaningFloor = 0.1
 	// meaningRetry is how long find_tools ranks by words alone after the
 	// embedder failed.
 	meaningRetry = time.Minute
