@@ -213,8 +213,8 @@ func (d *DB) SearchMemories(ctx context.Context, userKey, query string, limit in
 	if err != nil {
 		return memory.Found{}, kind(err)
 	}
-	near, how, err := d.byMeaning(ctx, embedMemory, userKey, query, limit, `SELECT e.row_id, e.vector FROM embeddings e JOIN memories m ON m.id = e.row_id
-		WHERE e.kind = 'memory' AND e.model = ? AND e.owner = ? AND m.user_key = ?`, func(model string) []any { return []any{model, userKey, userKey} })
+	near, how, err := d.byMeaning(ctx, embedMemory, userKey, query, limit, `SELECT row_id, vector FROM embeddings WHERE kind = 'memory' AND model = ? AND owner = ?`,
+		func(model string) []any { return []any{model, userKey} })
 	if err != nil {
 		return memory.Found{}, err
 	}
@@ -312,8 +312,8 @@ func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int
 	if err != nil {
 		return history.Found{}, kind(err)
 	}
-	near, how, err := d.byMeaning(ctx, embedMessage, chatKey, query, limit, `SELECT e.row_id, e.vector FROM embeddings e JOIN messages m ON m.id = e.row_id JOIN sessions s ON s.id = m.session_id
-		WHERE e.kind = 'message' AND e.model = ? AND e.owner = ? AND s.chat_key = ?`, func(model string) []any { return []any{model, chatKey, chatKey} })
+	near, how, err := d.byMeaning(ctx, embedMessage, chatKey, query, limit, `SELECT row_id, vector FROM embeddings WHERE kind = 'message' AND model = ? AND owner = ?`,
+		func(model string) []any { return []any{model, chatKey} })
 	if err != nil {
 		return history.Found{}, err
 	}
