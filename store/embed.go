@@ -288,6 +288,11 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 		if ctx.Err() != nil {
 			return false, nil
 		}
+		if failure == nil && slices.ContainsFunc(vecs, func(v embeddingRow) bool { return v.Model != m.Model }) {
+			// A fallback answered: its vectors are kept (its queries find
+			// them), and the cursor stays, for the configured model.
+			stop, failure = through, fmt.Errorf("%w: %s failed and a fallback's model answered", tools.ErrEmbedding, m.Model)
+		}
 		if err := d.saveVectors(ctx, k, vecs, stop); err != nil {
 			return false, err
 		}

@@ -227,3 +227,34 @@ func TestAModelChangeReembeds(t *testing.T) {
 		t.Errorf("by the new model: %+v", f)
 	}
 }
+
+// When a fallback embeds for the job, its vectors are kept under its own
+// model and the cursor stays: the configured model embeds those rows once
+// it is back.
+func TestAFallbacksVectorsDoNotMoveTheCursor(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	primary, spare := chattest.NewEmbeddingsServer(t), chattest.NewEmbeddingsServer(t)
+	m := withMeaning(t, db, primary, "main-embed")
+	m.Embedder = primary.Client("main-embed", openai.EmbedOptions{Fallbacks: []openai.Fallback{{BaseURL: spare.URL + "/v1", EmbeddingModel: "spare-embed"}}})
+	db.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz")
+	primary.Fail(true)
+	if _, err := db.EmbedPending(ctx); err == nil {
+		t.Fatal("the job took the fallback's vectors as the model's")
+	}
+	if p, _ := db.EmbedProgress(ctx); p.Done != 0 {
+		t.Errorf("the cursor moved: %+v", p)
+	}
+	if f, _ := db.SearchMemories(ctx, "telegram:1", "doctor", 10); len(f.Memories) != 1 || f.Meaning != tools.MeaningUsed {
+		t.Errorf("by the fallback's model: %+v", f)
+	}
+	primary.Fail(false)
+	if _, err := db.EmbedPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	db.db.Model(&embeddingRow{}).Where("model = ?", "main-embed").Count(&n)
+	if p, _ := db.EmbedProgress(ctx); p.Done != 1 || n != 1 {
+		t.Errorf("once the model is back: %+v, %d of its vectors", p, n)
+	}
+}
