@@ -96,6 +96,9 @@ func TestMemorySearchByWordsSaysWhatItDid(t *testing.T) {
 		if got := lastToolResult(model); !strings.Contains(got, c.want) || strings.Contains(got, "Ruiz") {
 			t.Errorf("fail %v: the search gave %s", c.fail, got)
 		}
+		if c.cfg == words && fake.Requests() != 0 {
+			t.Errorf("without the embeddings section the service was asked %d times", fake.Requests())
+		}
 	}
 }
 
