@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"loadout/bridge"
+	"loadout/chat"
 	"loadout/tools"
 )
 
@@ -68,6 +71,63 @@ type Meaning struct {
 	mu      sync.Mutex
 	problem string
 	skipped int64
+	// requests and tokens count the answered requests since start.
+	requests, tokens atomic.Int64
+}
+
+// Counted counts an answered embeddings request of tokens, for
+// MeaningStatus.
+func (m *Meaning) Counted(tokens int) {
+	m.requests.Add(1)
+	m.tokens.Add(int64(tokens))
+}
+
+// Tools is the embedder find_tools ranks with: nil on a nil Meaning
+// (embeddings off).
+func (m *Meaning) Tools() tools.Embedder {
+	if m == nil {
+		return nil
+	}
+	return m.Embedder
+}
+
+// MeaningStatus is search by meaning's line of /status and the
+// console's overview: the model, how far the job is, what it cost since
+// start; "" while embeddings are off.
+func (d *DB) MeaningStatus(ctx context.Context, _ chat.Inbound) (string, error) {
+	m := d.meaning
+	if m == nil {
+		return "", nil
+	}
+	p, err := d.EmbedProgress(ctx)
+	if err != nil {
+		return "Search by meaning: " + m.Model + "; its progress could not be read.", nil
+	}
+	line := fmt.Sprintf("Search by meaning: %s, %d of %d memories and messages embedded", p.Model, p.Done, p.Total)
+	if p.Total > 0 && p.Done < p.Total {
+		line += fmt.Sprintf(" (%d%%; the rest are found by words until then)", p.Done*100/p.Total)
+	}
+	if p.Problem != "" {
+		line += "; the embeddings service is failing, tried again shortly"
+	}
+	if p.Skipped > 0 {
+		line += fmt.Sprintf("; %d refused by the service, found by words only", p.Skipped)
+	}
+	return line + fmt.Sprintf("; %d requests, %d tokens since start.", m.requests.Load(), m.tokens.Load()), nil
+}
+
+// RunEmbeddingsAlone is RunEmbeddings in the one process of those
+// sharing the database that holds its lease (ex); its end is logged,
+// never returned, as search by words goes on without it. It returns at
+// once while embeddings are off.
+func (d *DB) RunEmbeddingsAlone(ctx context.Context, ex bridge.Exclusive) error {
+	if d.meaning == nil {
+		return nil
+	}
+	if err := ex.Do(ctx, "embeddings", d.RunEmbeddings); err != nil && ctx.Err() == nil {
+		d.meaning.Logger.Error("the embedding job stopped; rows written from now on are found by words", "err", err)
+	}
+	return nil
 }
 
 // SetMeaning turns search by meaning on. Call it before anything runs.

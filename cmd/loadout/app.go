@@ -95,8 +95,7 @@ type app struct {
 	// providers are the model services when llm.fallbacks names any;
 	// nil otherwise (the one service is asked directly).
 	providers *openai.Failover
-	// embed is search by meaning; nil while embeddings are off.
-	embed *embedding
+	meaning   *store.Meaning // search by meaning; nil while embeddings are off
 	// started, when set, ends start-up's settings (serve's collector
 	// setting); settle calls it.
 	started func()
@@ -125,7 +124,9 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: metrics.New(db), listAll: listAll,
 		holder: cluster.Holder(), api: httpd.Client(), gate: bridge.NewGate(0)}
 	a.exclusive = cluster.Exclusive(db, a.holder, cfg.Cluster.Lease.Std(), log)
-	a.wireEmbeddings()
+	if a.meaning = cfg.Meaning(log, a.api, a.metrics, func(ctx context.Context, m string, n int) { a.engine.ChargeEmbedding(ctx, m, n) }); a.meaning != nil {
+		db.SetMeaning(a.meaning)
+	}
 	a.reg, err = a.registry(ctx)
 	if err != nil {
 		db.Close()
@@ -180,11 +181,7 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	if a.providers != nil {
 		a.router.AddStatus(func(context.Context, chat.Inbound) (string, error) { return a.providers.Status(), nil })
 	}
-	if a.embed != nil {
-		a.router.AddStatus(func(ctx context.Context, _ chat.Inbound) (string, error) {
-			return "Search by meaning: " + a.meaningStatus(ctx) + ".", nil
-		})
-	}
+	a.router.AddStatus(db.MeaningStatus)
 	// Voice notes (voice.Setup): the service, over the llm section's
 	// server unless the voice section names its own.
 	a.voice = voice.Setup(cfg.Voice, cmp.Or(cfg.LLM.BaseURL, openai.DefaultBaseURL), cfg.LLM.APIKey,
@@ -225,7 +222,7 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 // naming both sources.
 func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
-	if err := reg.Add(tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindToolsByMeaning(reg, a.embedder()), clock.Tool(nil)); err != nil {
+	if err := reg.Add(tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindToolsByMeaning(reg, a.meaning.Tools()), clock.Tool(nil)); err != nil {
 		return nil, err
 	}
 	if err := a.registerFiles(reg); err != nil {

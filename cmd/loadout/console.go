@@ -64,11 +64,6 @@ func chatREPL(ctx context.Context, c *cli) error {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); a.scheduler.Run(sctx) }()
-	if a.embed != nil {
-		embedded := make(chan struct{})
-		go func() { defer close(embedded); a.runEmbeddings(sctx) }()
-		defer func() { stop(); <-embedded }()
-	}
 	defer a.runMCP(sctx)()
 	defer func() { stop(); <-done }()
 	if console.Interactive(c.stdin, c.stdout) {

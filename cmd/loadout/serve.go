@@ -78,16 +78,7 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) 
 		return nil // only ctx ending
 	})
 	g.Go(func() error { a.runMCP(ctx)(); return nil })
-	if a.embed != nil {
-		// Search by meaning failing leaves search by words: the job's
-		// end is logged, never the process's.
-		g.Go(func() error {
-			if err := a.runEmbeddings(ctx); err != nil && ctx.Err() == nil {
-				a.log.Error("the embedding job stopped; search is by words for rows written from now on", "err", err)
-			}
-			return nil
-		})
-	}
+	g.Go(func() error { return a.db.RunEmbeddingsAlone(ctx, a.exclusive) })
 	for _, c := range chans {
 		g.Go(func() error {
 			a.log.Info("channel started", "channel", c.Name())
