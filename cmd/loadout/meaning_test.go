@@ -104,7 +104,7 @@ func TestMemorySearchByWordsSaysWhatItDid(t *testing.T) {
 
 // find_tools with embeddings on asks the service for the tools' texts
 // once and for each request, and the requests and tokens show in
-// /metrics.
+// /metrics and on the console's overview.
 func TestFindToolsByMeaningAndItsMetrics(t *testing.T) {
 	fake := chattest.NewEmbeddingsServer(t)
 	cfg, _ := settings.Parse([]byte(embeddingsConfig(fake)), env(nil))
@@ -126,6 +126,11 @@ func TestFindToolsByMeaningAndItsMetrics(t *testing.T) {
 	tools := len(a.reg.All(nil)) - 3 // not the catalog's own three
 	if n := fake.Texts(); n != int64(tools+2) {
 		t.Errorf("%d texts embedded for %d tools and two requests", n, tools)
+	}
+	// The console's overview: the job has nothing to embed yet; the
+	// requests and tokens are find_tools'.
+	if st := a.overview(ctx); !strings.HasPrefix(st.Meaning, "Search by meaning: fake-embed, 0 of 0 memories and messages embedded; 3 requests, ") {
+		t.Errorf("the overview says %q", st.Meaning)
 	}
 	srv := httptest.NewServer(a.mux)
 	defer srv.Close()
