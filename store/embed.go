@@ -66,7 +66,10 @@ type Meaning struct {
 	// its first wait after a failure, doubling up to 32 times it; default
 	// 5s.
 	Idle, Retry time.Duration
-	Logger      *slog.Logger
+	// Wait bounds what a search waits for the service (its catch-up and
+	// its query) before it searches by words; default 4s.
+	Wait   time.Duration
+	Logger *slog.Logger
 
 	mu      sync.Mutex
 	problem string
@@ -135,6 +138,7 @@ func (d *DB) SetMeaning(m *Meaning) {
 	m.BatchSize = cmp.Or(m.BatchSize, 64)
 	m.Idle = cmp.Or(m.Idle, time.Minute)
 	m.Retry = cmp.Or(m.Retry, 5*time.Second)
+	m.Wait = cmp.Or(m.Wait, 4*time.Second)
 	if m.Logger == nil {
 		m.Logger = slog.Default()
 	}
@@ -466,10 +470,13 @@ func (d *DB) byMeaning(ctx context.Context, k, owner, query string, limit int, s
 	if m == nil {
 		return nil, tools.MeaningOff, nil
 	}
+	// A service that hangs leaves the search to words in good time.
+	ectx, cancel := context.WithTimeout(ctx, m.Wait)
+	defer cancel()
 	var v tools.Vectors
-	err := d.catchUp(ctx, k, owner)
+	err := d.catchUp(ectx, k, owner)
 	if err == nil {
-		v, err = m.Embedder.Embed(ctx, []string{query})
+		v, err = m.Embedder.Embed(ectx, []string{query})
 	}
 	if err != nil || len(v.Vectors) != 1 {
 		if ctx.Err() != nil {

@@ -132,6 +132,23 @@ func TestSearchFallsBackToWordsWhenTheProviderFails(t *testing.T) {
 	}
 }
 
+// A service that hangs leaves a search to words once Meaning.Wait is
+// up, saying so.
+func TestASearchDoesNotWaitForAHangingService(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	fake := chattest.NewEmbeddingsServer(t)
+	m := withMeaning(t, db, fake, "fake-embed")
+	m.Wait = 50 * time.Millisecond
+	db.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz")
+	fake.HoldAfter(0)
+	defer fake.Release()
+	f, err := db.SearchMemories(ctx, "telegram:1", "physician", 10)
+	if err != nil || len(f.Memories) != 1 || f.Meaning != tools.MeaningUnavailable {
+		t.Fatalf("with the service hanging: %+v %v", f, err)
+	}
+}
+
 // A row the provider refuses while it embeds the others is skipped: the
 // job does not stall on it, and it is found by words.
 func TestARefusedRowIsSkipped(t *testing.T) {

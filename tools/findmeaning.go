@@ -32,6 +32,8 @@ const (
 	// meaningRetry is how long find_tools ranks by words alone after the
 	// embedder failed.
 	meaningRetry = time.Minute
+	// meaningWait bounds what find_tools waits for the service.
+	meaningWait = 2 * time.Second
 )
 
 // nearest is each tool's cosine with q, or nil when find_tools ranks by
@@ -43,6 +45,9 @@ func (ix *searchIndex) nearest(ctx context.Context, q string) map[string]float32
 	if m.emb == nil {
 		return nil
 	}
+	// A service that hangs leaves find_tools to words in good time.
+	ctx, cancel := context.WithTimeout(ctx, meaningWait)
+	defer cancel()
 	ix.mu.Lock()
 	ix.fresh()
 	texts := make(map[string]string, len(ix.docs))
