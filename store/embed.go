@@ -426,7 +426,7 @@ func (d *DB) saveVectors(ctx context.Context, k string, vecs []embeddingRow, thr
 }
 
 // catchUp embeds owner's rows of kind k the job has not reached yet (at
-// most catchUpRows of them), so that a search finds by meaning what was
+// most catchUpRows of them, the newest), so that a search finds by meaning what was
 // written a moment ago; the job's cursor stays, and the job skips them.
 // It returns the embedder's failure, if any; other failures are left to
 // the job.
@@ -438,7 +438,7 @@ func (d *DB) catchUp(ctx context.Context, k, owner string) error {
 	}
 	var rows []pendingRow
 	if err := d.db.WithContext(ctx).Raw(`SELECT id, owner, payer, chat, text FROM `+embedSource(k)+` WHERE owner = ? AND id > ?
-		AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.kind = ? AND e.row_id = r.id AND e.model = ?) ORDER BY id LIMIT ?`,
+		AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.kind = ? AND e.row_id = r.id AND e.model = ?) ORDER BY id DESC LIMIT ?`,
 		owner, through, k, m.Model, catchUpRows).Scan(&rows).Error; err != nil || len(rows) == 0 {
 		return nil
 	}
