@@ -26,12 +26,16 @@ const (
 
 // embeddingRow is one row's vector of one model: a memory's (Owner its
 // person's user key) or a message's (Owner its chat's key). Vector is
-// float32s, little-endian (tools.EncodeVector), normalised.
+// float32s, little-endian (tools.EncodeVector), normalised. The scan's
+// index holds the row ids too, so an owner's vectors are stamped
+// (vectorsOf) without reading them.
 type embeddingRow struct {
-	Kind   string `gorm:"primaryKey;index:idx_embeddings_scan,priority:1"`
-	RowID  int64  `gorm:"primaryKey;autoIncrement:false"`
-	Model  string `gorm:"primaryKey;index:idx_embeddings_scan,priority:2"`
-	Owner  string `gorm:"not null;index:idx_embeddings_scan,priority:3"`
+	Kind  string `gorm:"primaryKey;index:idx_embeddings_scan,priority:1"`
+	RowID int64  `gorm:"primaryKey;autoIncrement:false;index:idx_embeddings_scan,priority:4"`
+	Model string `gorm:"primaryKey;index:idx_embeddings_scan,priority:2"`
+	Owner string `gorm:"not null;index:idx_embeddings_scan,priority:3"`
+	// RowID is in the scan's index too, which stamps an owner's vectors
+	// (vectorsOf) without reading them.
 	Vector []byte `gorm:"not null"`
 }
 
@@ -68,14 +72,18 @@ type Meaning struct {
 	Idle, Retry time.Duration
 	// Wait bounds what a search waits for the service (its catch-up and
 	// its query) before it searches by words; default 4s.
-	Wait   time.Duration
-	Logger *slog.Logger
+	Wait time.Duration
+	// CacheBytes bounds the vectors kept decoded in memory between
+	// searches (vectorsOf); default 64 MiB.
+	CacheBytes int64
+	Logger     *slog.Logger
 
 	mu      sync.Mutex
 	problem string
 	skipped int64
 	// requests and tokens count the answered requests since start.
 	requests, tokens atomic.Int64
+	cache            vectorCache
 }
 
 // Counted counts an answered embeddings request of tokens, for
@@ -139,6 +147,7 @@ func (d *DB) SetMeaning(m *Meaning) {
 	m.Idle = cmp.Or(m.Idle, time.Minute)
 	m.Retry = cmp.Or(m.Retry, 5*time.Second)
 	m.Wait = cmp.Or(m.Wait, 4*time.Second)
+	m.cache = vectorCache{max: cmp.Or(m.CacheBytes, 64<<20), sets: map[vectorKey]*vectorSet{}}
 	if m.Logger == nil {
 		m.Logger = slog.Default()
 	}
@@ -459,13 +468,13 @@ func (d *DB) catchUp(ctx context.Context, k, owner string) error {
 // catchUpRows bounds what one search embeds before it searches.
 const catchUpRows = 256
 
-// byMeaning ranks the rows of kind k owned by owner (and, by scan, the
-// source table's check) by their vectors' cosine with query's, best
-// first, keeping those from MinSimilarity, at most limit. scan is the
-// query of (row_id, vector) for a model and an owner. It returns the ids
+// byMeaning ranks the rows of kind k owned by owner by their vectors'
+// cosine with query's, best first, keeping those from MinSimilarity, at
+// most limit: an exact scan of every vector of the owner (vectorsOf).
+// The caller reads the rows again with the owner's key. It returns the ids
 // and how meaning took part: tools.MeaningUnavailable (no ids) when the
 // query could not be embedded.
-func (d *DB) byMeaning(ctx context.Context, k, owner, query string, limit int, scan string, args func(model string) []any) ([]int64, tools.Meaning, error) {
+func (d *DB) byMeaning(ctx context.Context, k, owner, query string, limit int) ([]int64, tools.Meaning, error) {
 	m := d.meaning
 	if m == nil {
 		return nil, tools.MeaningOff, nil
@@ -486,25 +495,17 @@ func (d *DB) byMeaning(ctx context.Context, k, owner, query string, limit int, s
 		return nil, tools.MeaningUnavailable, nil
 	}
 	q := v.Vectors[0]
-	rows, err := d.db.WithContext(ctx).Raw(scan, args(v.Model)...).Rows()
+	set, err := d.vectorsOf(ctx, vectorKey{k, v.Model, owner})
 	if err != nil {
-		return nil, "", kind(err)
+		return nil, "", err
 	}
-	defer rows.Close()
 	type scored struct {
 		id  int64
 		sim float32
 	}
 	var best []scored
-	var buf []float32
-	var blob []byte
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id, &blob); err != nil {
-			return nil, "", kind(err)
-		}
-		buf = tools.DecodeVector(buf, blob)
-		sim := tools.Dot(q, buf)
+	for i, id := range set.ids {
+		sim := tools.Dot(q, set.vecs[i*set.dims:(i+1)*set.dims])
 		if float64(sim) < m.MinSimilarity {
 			continue
 		}
@@ -512,19 +513,16 @@ func (d *DB) byMeaning(ctx context.Context, k, owner, query string, limit int, s
 		if len(best) == limit && sim <= best[len(best)-1].sim {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(best, sim, func(s scored, t float32) int {
+		j, _ := slices.BinarySearchFunc(best, sim, func(s scored, t float32) int {
 			if s.sim > t {
 				return -1
 			}
 			return 1
 		})
-		best = slices.Insert(best, i, scored{id, sim})
+		best = slices.Insert(best, j, scored{id, sim})
 		if len(best) > limit {
 			best = best[:limit]
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", kind(err)
 	}
 	ids := make([]int64, len(best))
 	for i, s := range best {

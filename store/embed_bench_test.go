@@ -12,6 +12,8 @@ import (
 	"loadout/tools"
 )
 
+var benchWords = flag.Bool("bench.words", false, "BenchmarkSearchMemoriesByMeaning: search by words alone, for comparison")
+
 var benchCache = flag.String("bench.pragma", "", "BenchmarkSearchMemoriesByMeaning: a PRAGMA run first (one connection)")
 
 // randomEmbedder answers random unit vectors of dims numbers: what the
@@ -42,7 +44,7 @@ func (r *randomEmbedder) Embed(_ context.Context, texts []string) (tools.Vectors
 //	go test -tags sqlite_fts5 -run '^$' -bench SearchMemoriesByMeaning ./store/
 func BenchmarkSearchMemoriesByMeaning(b *testing.B) {
 	for _, dims := range []int{768, 1536} {
-		for _, n := range []int{200, 1000, 10000} {
+		for _, n := range []int{200, 1000, 5000, 10000} {
 			b.Run(fmt.Sprintf("dims=%d/rows=%d", dims, n), func(b *testing.B) {
 				ctx := context.Background()
 				db, err := Open(filepath.Join(b.TempDir(), "x.db"))
@@ -70,6 +72,9 @@ func BenchmarkSearchMemoriesByMeaning(b *testing.B) {
 					sqlDB, _ := db.db.DB()
 					sqlDB.SetMaxOpenConns(1)
 					db.db.Exec(*benchCache)
+				}
+				if *benchWords {
+					db.meaning = nil // the same search by words alone
 				}
 				b.ResetTimer()
 				for range b.N {

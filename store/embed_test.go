@@ -275,3 +275,29 @@ func TestAFallbacksVectorsDoNotMoveTheCursor(t *testing.T) {
 		t.Errorf("once the model is back: %+v, %d of its vectors", p, n)
 	}
 }
+
+// The vectors a search keeps in memory follow the store: a memory saved
+// or forgotten after a search is found, or not, by the next; and with
+// too little room for them the vectors are read each time.
+func TestKeptVectorsFollowTheStore(t *testing.T) {
+	for _, room := range []int64{0, 1} {
+		ctx := context.Background()
+		db := open(t)
+		m := withMeaning(t, db, chattest.NewEmbeddingsServer(t), "fake-embed")
+		if room > 0 {
+			m.cache.max = room
+		}
+		db.SaveMemory(ctx, "telegram:1", "I like green tea")
+		if f, _ := db.SearchMemories(ctx, "telegram:1", "doctor", 10); len(f.Memories) != 0 {
+			t.Fatalf("room %d: found %+v", room, f)
+		}
+		saved, _ := db.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz")
+		if f, _ := db.SearchMemories(ctx, "telegram:1", "doctor", 10); len(f.Memories) != 1 {
+			t.Errorf("room %d: a memory saved after a search: %+v", room, f)
+		}
+		db.ForgetMemory(ctx, "telegram:1", saved.ID)
+		if f, _ := db.SearchMemories(ctx, "telegram:1", "doctor", 10); len(f.Memories) != 0 {
+			t.Errorf("room %d: a forgotten memory: %+v", room, f)
+		}
+	}
+}

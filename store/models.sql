@@ -32,7 +32,7 @@ CREATE INDEX `idx_audit_at` ON `audit_entries`(`at`);
 CREATE UNIQUE INDEX `idx_audit_call` ON `audit_entries`(`session_id`,`call_id`);
 CREATE INDEX `idx_audit_chat` ON `audit_entries`(`chat_key`);
 CREATE INDEX `idx_audit_user` ON `audit_entries`(`user_key`,`at`);
-CREATE INDEX `idx_embeddings_scan` ON `embeddings`(`kind`,`model`,`owner`);
+CREATE INDEX `idx_embeddings_scan` ON `embeddings`(`kind`,`model`,`owner`,`row_id`);
 CREATE INDEX `idx_google_states_expires` ON `google_states`(`expires`);
 CREATE INDEX `idx_held_chat` ON `held_messages`(`chat`,`taken_by`);
 CREATE UNIQUE INDEX `idx_inbox_event` ON `inbox_items`(`channel`,`event_id`);

@@ -213,8 +213,7 @@ func (d *DB) SearchMemories(ctx context.Context, userKey, query string, limit in
 	if err != nil {
 		return memory.Found{}, kind(err)
 	}
-	near, how, err := d.byMeaning(ctx, embedMemory, userKey, query, limit, `SELECT row_id, vector FROM embeddings WHERE kind = 'memory' AND model = ? AND owner = ?`,
-		func(model string) []any { return []any{model, userKey} })
+	near, how, err := d.byMeaning(ctx, embedMemory, userKey, query, limit)
 	if err != nil {
 		return memory.Found{}, err
 	}
@@ -312,8 +311,7 @@ func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int
 	if err != nil {
 		return history.Found{}, kind(err)
 	}
-	near, how, err := d.byMeaning(ctx, embedMessage, chatKey, query, limit, `SELECT row_id, vector FROM embeddings WHERE kind = 'message' AND model = ? AND owner = ?`,
-		func(model string) []any { return []any{model, chatKey} })
+	near, how, err := d.byMeaning(ctx, embedMessage, chatKey, query, limit)
 	if err != nil {
 		return history.Found{}, err
 	}
