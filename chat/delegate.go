@@ -96,8 +96,18 @@ type delegateResult struct {
 	Note    string `json:"note,omitempty"`
 }
 
+// DelegateTools is the core tool delegate over the engine engine returns
+// (the registry is built before the engine), or none when delegation is
+// off (agent.max_delegation_depth below 0).
+func DelegateTools(cfg DelegateConfig, engine func() *Engine) []tools.Tool {
+	if cfg.MaxDepth < 0 {
+		return nil
+	}
+	return []tools.Tool{DelegateTool(cfg, engine)}
+}
+
 // DelegateTool returns the core tool delegate over the engine engine
-// returns (the registry is built before the engine).
+// returns.
 func DelegateTool(cfg DelegateConfig, engine func() *Engine) tools.Tool {
 	cfg.setDefaults()
 	t := tools.New(tools.Definition{

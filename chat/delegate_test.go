@@ -65,7 +65,7 @@ func (m memoryStore) SaveMemory(ctx context.Context, userKey, text string) (memo
 func (m memoryStore) RecentMemories(ctx context.Context, userKey string, limit int) ([]memory.Memory, error) {
 	return m.d.Store.RecentMemories(ctx, userKey, limit)
 }
-func (m memoryStore) SearchMemories(ctx context.Context, userKey, query string, limit int) ([]memory.Memory, error) {
+func (m memoryStore) SearchMemories(ctx context.Context, userKey, query string, limit int) (memory.Found, error) {
 	return m.d.Store.SearchMemories(ctx, userKey, query, limit)
 }
 func (m memoryStore) ForgetMemory(ctx context.Context, userKey string, id int64) (bool, error) {

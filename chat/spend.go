@@ -3,6 +3,8 @@ package chat
 import (
 	"context"
 	"fmt"
+
+	"loadout/tools"
 )
 
 // Allowance reads what userKey may still spend in chatKey under the
@@ -70,6 +72,20 @@ func (e *Engine) Charge(ctx context.Context, userKey, chatKey, model string, u U
 	}
 	c := Charge{UserKey: userKey, ChatKey: chatKey, Day: e.cfg.Limits.period().day, Spend: e.spend(model, u)}
 	return c.Spend, e.commit(ctx, c)
+}
+
+// ChargeEmbedding counts an embeddings request of tokens against the
+// caps of the context's Caller (tools.CallerFrom), at model's price; one
+// that served nobody (the tool index) is not counted. A failure to count
+// is logged: the search it served stands.
+func (e *Engine) ChargeEmbedding(ctx context.Context, model string, tokens int) {
+	c := tools.CallerFrom(ctx)
+	if c.UserKey == "" {
+		return
+	}
+	if _, err := e.Charge(ctx, c.UserKey, c.ChatKey, model, Usage{PromptTokens: tokens}); err != nil {
+		e.cfg.Logger.Warn("the spend of an embeddings request was not counted", "err", err)
+	}
 }
 
 // spend is what u cost at model's price.

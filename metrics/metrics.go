@@ -48,6 +48,11 @@ type Metrics struct {
 	chatTokens   *prometheus.CounterVec
 	personCost   *prometheus.CounterVec
 	chatCost     *prometheus.CounterVec
+	// Embeddings (the embeddings section): requests by model and
+	// outcome, tokens and texts by model.
+	embedRequests *prometheus.CounterVec
+	embedTokens   *prometheus.CounterVec
+	embedTexts    *prometheus.CounterVec
 }
 
 // InboxStats is what the inbox gauges are read from at each scrape.
@@ -117,14 +122,34 @@ func New(inbox InboxStats) *Metrics {
 		chatCost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loadout_spend_chat_cost_total", Help: "What a chat's turns cost at llm.prices, in its currency, by chat.",
 		}, []string{"chat"}),
+		embedRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_embedding_requests_total", Help: "Requests to the embeddings service, by model and outcome (ok, failed).",
+		}, []string{"model", "outcome"}),
+		embedTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_embedding_tokens_total", Help: "Tokens the embeddings service reported (estimated where it reported none), by model.",
+		}, []string{"model"}),
+		embedTexts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loadout_embedding_texts_total", Help: "Texts embedded (memories, messages, tools, queries), by model.",
+		}, []string{"model"}),
 	}
-	m.reg.MustRegister(m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
+	m.reg.MustRegister(m.embedRequests, m.embedTokens, m.embedTexts, m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
 		m.voiceSeconds, m.voiceChars, m.providerCalls, m.providerFailures, m.failovers,
 		m.personTokens, m.chatTokens, m.personCost, m.chatCost,
 		inboxCollector{inbox},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// Embedded counts an answered embeddings request of model: its texts
+// and tokens.
+func (m *Metrics) Embedded(model string, texts, tokens int) {
+	m.embedRequests.WithLabelValues(model, "ok").Inc()
+	m.embedTexts.WithLabelValues(model).Add(float64(texts))
+	m.embedTokens.WithLabelValues(model).Add(float64(tokens))
+}
+
+// EmbedFailed counts a failed embeddings request of model.
+func (m *Metrics) EmbedFailed(model string) { m.embedRequests.WithLabelValues(model, "failed").Inc() }
 
 // Handler serves the registry.
 func (m *Metrics) Handler() http.Handler {

@@ -42,26 +42,29 @@ import (
 // package has is a key, and its zero value means "the package default");
 // Defaults holds only what the program owns.
 type Config struct {
-	Agent     AgentConfig     `yaml:"agent"`
-	LLM       LLMConfig       `yaml:"llm"`
-	Store     StoreConfig     `yaml:"store"`
-	Tools     ToolsConfig     `yaml:"tools"`
-	Web       web.Config      `yaml:"web"`
-	Browser   browser.Config  `yaml:"browser"`
-	Skills    skills.Config   `yaml:"skills"`
-	Memory    memory.Config   `yaml:"memory"`
-	Files     files.Config    `yaml:"files"`
-	Exec      shell.Config    `yaml:"exec"`
-	PDF       pdf.Config      `yaml:"pdf"`
-	Scheduler schedule.Config `yaml:"scheduler"`
-	MCP       mcp.Config      `yaml:"mcp"`
-	Cluster   cluster.Config  `yaml:"cluster"`
-	HTTP      HTTPConfig      `yaml:"http"`
-	Delivery  DeliveryConfig  `yaml:"delivery"`
-	Log       logs.Config     `yaml:"log"`
-	Console   console.Config  `yaml:"console"`
-	Google    GoogleConfig    `yaml:"google"`
-	Voice     voice.Config    `yaml:"voice"`
+	Agent   AgentConfig    `yaml:"agent"`
+	LLM     LLMConfig      `yaml:"llm"`
+	Store   StoreConfig    `yaml:"store"`
+	Tools   ToolsConfig    `yaml:"tools"`
+	Web     web.Config     `yaml:"web"`
+	Browser browser.Config `yaml:"browser"`
+	Skills  skills.Config  `yaml:"skills"`
+	Memory  memory.Config  `yaml:"memory"`
+	// Embeddings rank memory, history search and find_tools by meaning
+	// too; off while embeddings.model is empty.
+	Embeddings openai.EmbeddingsConfig `yaml:"embeddings"`
+	Files      files.Config            `yaml:"files"`
+	Exec       shell.Config            `yaml:"exec"`
+	PDF        pdf.Config              `yaml:"pdf"`
+	Scheduler  schedule.Config         `yaml:"scheduler"`
+	MCP        mcp.Config              `yaml:"mcp"`
+	Cluster    cluster.Config          `yaml:"cluster"`
+	HTTP       HTTPConfig              `yaml:"http"`
+	Delivery   DeliveryConfig          `yaml:"delivery"`
+	Log        logs.Config             `yaml:"log"`
+	Console    console.Config          `yaml:"console"`
+	Google     GoogleConfig            `yaml:"google"`
+	Voice      voice.Config            `yaml:"voice"`
 	// Triggers are the URLs that start turns in people's chats
 	// (POST /hooks/<name>).
 	Triggers []triggers.Trigger `yaml:"triggers"`
@@ -210,7 +213,7 @@ func (c Config) Validate(set config.Set) error {
 		"web": c.Web, "browser": c.Browser, "mcp": c.MCP, "voice": c.Voice, "google": c.Google, "store": c.Store, "tools": c.Tools,
 		"skills": c.Skills, "pdf": c.PDF, "cluster": c.Cluster, "log": c.Log, "console": c.Console,
 		"limits": c.Limits,
-		"ui":     c.UI,
+		"ui":     c.UI, "embeddings": c.Embeddings,
 	}
 	for _, k := range c.EnabledChannels() {
 		if s, ok := c.Section(k).(config.Section); ok {
@@ -241,6 +244,11 @@ func (c Config) Validate(set config.Set) error {
 		enabled = append(enabled, k.Name())
 	}
 	triggers.Check(ch, c.Triggers, enabled)
+	if m := c.Embeddings.Model; c.Embeddings.On() && len(c.LLM.Engine.Prices) > 0 {
+		if _, ok := c.LLM.Engine.Prices[m]; !ok {
+			ch.Bad("llm.prices", "has no price for the embedding model %q (embeddings.model): add llm.prices.%s.input, its price per million tokens (0 for a local model)", m, m)
+		}
+	}
 	if c.Delivery.MaxAttempts < 0 {
 		ch.Bad("delivery.max_attempts", "must be 1 or more (0: the default, 3), got %d", c.Delivery.MaxAttempts)
 	}
@@ -255,10 +263,19 @@ func (c Config) Model() string {
 	return openai.DefaultModel
 }
 
+// EmbeddingsConfig is the embeddings section with its defaults: llm's
+// base URL and key where it names none.
+func (c Config) EmbeddingsConfig() openai.EmbeddingsConfig {
+	return c.Embeddings.WithDefaults(c.LLM.Config)
+}
+
 // RequireLLM checks what talking to the model needs (openai.Config.Usable),
 // for llm and each of llm.fallbacks.
 func (c Config) RequireLLM() error {
 	if err := c.LLM.Config.Usable(); err != nil {
+		return err
+	}
+	if err := c.EmbeddingsConfig().Usable(); err != nil {
 		return err
 	}
 	return c.LLM.Failover.Usable()

@@ -3,6 +3,8 @@ CREATE TABLE `audit_entries` (`id` integer PRIMARY KEY AUTOINCREMENT,`at` dateti
 CREATE TABLE `chat_settings` (`chat_key` text,`key` text,`value` text,`updated_at` datetime,PRIMARY KEY (`chat_key`,`key`));
 CREATE TABLE `cursors` (`scope` text,`name` text,`pos` integer NOT NULL,`updated_at` datetime,PRIMARY KEY (`scope`,`name`));
 CREATE TABLE `custom_tools` (`name` text,`spec` text NOT NULL,`created_by` text,`updated_at` datetime,PRIMARY KEY (`name`));
+CREATE TABLE `embed_marks` (`kind` text,`model` text,`through` integer NOT NULL,PRIMARY KEY (`kind`,`model`));
+CREATE TABLE `embeddings` (`kind` text,`row_id` integer,`model` text,`owner` text NOT NULL,`vector` blob NOT NULL,PRIMARY KEY (`kind`,`row_id`,`model`));
 CREATE TABLE `google_states` (`state` text,`sealed` blob NOT NULL,`expires` integer NOT NULL,PRIMARY KEY (`state`));
 CREATE TABLE `google_tokens` (`user_key` text,`sealed` blob NOT NULL,`updated_at` integer,PRIMARY KEY (`user_key`));
 CREATE TABLE `held_messages` (`id` integer PRIMARY KEY AUTOINCREMENT,`chat` text NOT NULL,`taken_by` text NOT NULL DEFAULT "",`text` text NOT NULL,`dropped` integer NOT NULL DEFAULT 0,`created_at` datetime);
@@ -31,6 +33,7 @@ CREATE INDEX `idx_audit_at` ON `audit_entries`(`at`);
 CREATE UNIQUE INDEX `idx_audit_call` ON `audit_entries`(`session_id`,`call_id`);
 CREATE INDEX `idx_audit_chat` ON `audit_entries`(`chat_key`);
 CREATE INDEX `idx_audit_user` ON `audit_entries`(`user_key`,`at`);
+CREATE INDEX `idx_embeddings_scan` ON `embeddings`(`kind`,`model`,`owner`,`row_id`);
 CREATE INDEX `idx_google_states_expires` ON `google_states`(`expires`);
 CREATE INDEX `idx_held_chat` ON `held_messages`(`chat`,`taken_by`);
 CREATE UNIQUE INDEX `idx_inbox_event` ON `inbox_items`(`channel`,`event_id`);

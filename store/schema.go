@@ -20,7 +20,7 @@ const migrations = 8
 
 // models are the tables gorm migrates.
 func models() []any {
-	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}, &mcpToken{}, &mcpSignIn{}, &cursor{}, &rateHit{}, &heldMessage{}, &question{}, &trigger{}}
+	return []any{&session{}, &message{}, &chatSetting{}, &state{}, &inboxItem{}, &googleToken{}, &memoryRow{}, &taskRow{}, &taskRun{}, &customTool{}, &approvalRow{}, &googleState{}, &leaseRow{}, &voiceUsage{}, &rule{}, &auditEntry{}, &spend{}, &webSession{}, &webLink{}, &trafficHour{}, &webPerson{}, &mcpToken{}, &mcpSignIn{}, &cursor{}, &rateHit{}, &heldMessage{}, &question{}, &embeddingRow{}, &embedMark{}, &trigger{}}
 }
 
 // The models' tables are named by hand, as gorm's naming strategy would

@@ -164,6 +164,7 @@ func (d *DB) SaveMemory(ctx context.Context, userKey, text string) (memory.Memor
 	if err := d.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return memory.Memory{}, kind(err)
 	}
+	d.nudge()
 	return memory.Memory{ID: row.ID, Text: row.Text, CreatedAt: row.CreatedAt}, nil
 }
 
@@ -189,10 +190,12 @@ func (d *DB) RecentMemories(ctx context.Context, userKey string, limit int) ([]m
 }
 
 // SearchMemories returns userKey's memories matching any word of query,
-// the best matches first.
-func (d *DB) SearchMemories(ctx context.Context, userKey, query string, limit int) ([]memory.Memory, error) {
+// the best matches first; with search by meaning on (SetMeaning), fused
+// with those nearest in meaning (tools.Fuse). Only userKey's rows are
+// read, by words and by meaning alike.
+func (d *DB) SearchMemories(ctx context.Context, userKey, query string, limit int) (memory.Found, error) {
 	if len(tools.SearchTerms(query)) == 0 {
-		return nil, nil
+		return memory.Found{}, nil
 	}
 	var rows []memoryRow
 	var err error
@@ -207,14 +210,56 @@ func (d *DB) SearchMemories(ctx context.Context, userKey, query string, limit in
 		cond, args := likeAny("text", query)
 		err = d.db.WithContext(ctx).Where("user_key = ? AND "+cond, append([]any{userKey}, args...)...).Order("id DESC").Limit(limit).Find(&rows).Error
 	}
-	return memories(rows), kind(err)
+	if err != nil {
+		return memory.Found{}, kind(err)
+	}
+	near, how, err := d.byMeaning(ctx, embedMemory, userKey, query, limit)
+	if err != nil {
+		return memory.Found{}, err
+	}
+	if len(near) > 0 {
+		byID := map[int64]memoryRow{}
+		words := make([]int64, len(rows))
+		for i, r := range rows {
+			byID[r.ID], words[i] = r, r.ID
+		}
+		var missing []int64
+		for _, id := range near {
+			if _, ok := byID[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			var more []memoryRow
+			if err := d.db.WithContext(ctx).Where("user_key = ? AND id IN ?", userKey, missing).Find(&more).Error; err != nil {
+				return memory.Found{}, kind(err)
+			}
+			for _, r := range more {
+				byID[r.ID] = r
+			}
+		}
+		rows = rows[:0]
+		for _, id := range tools.Fuse(words, near) {
+			if r, ok := byID[id]; ok && len(rows) < limit {
+				rows = append(rows, r)
+			}
+		}
+	}
+	return memory.Found{Memories: memories(rows), Meaning: how}, nil
 }
 
 // ForgetMemory deletes one of userKey's memories; another person's id
 // deletes nothing.
 func (d *DB) ForgetMemory(ctx context.Context, userKey string, id int64) (bool, error) {
-	res := d.db.WithContext(ctx).Where("id = ? AND user_key = ?", id, userKey).Delete(&memoryRow{})
-	return res.RowsAffected > 0, kind(res.Error)
+	var gone bool
+	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Where("id = ? AND user_key = ?", id, userKey).Delete(&memoryRow{})
+		if gone = res.RowsAffected > 0; res.Error != nil || !gone {
+			return res.Error
+		}
+		return tx.Where("kind = ? AND row_id = ?", embedMemory, id).Delete(&embeddingRow{}).Error
+	})
+	return gone, kind(err)
 }
 
 // CountMemories counts userKey's memories.
@@ -234,47 +279,85 @@ func memories(rows []memoryRow) []memory.Memory {
 
 // SearchHistory finds the people's and the assistant's messages of
 // chatKey, in every session it had, matching any word of query; the best
-// matches first, each with a snippet around the words.
-func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int) ([]history.Hit, error) {
+// matches first, each with a snippet around the words. With search by
+// meaning on, they are fused with the messages nearest in meaning (their
+// snippet is the message's start). Only chatKey's messages are read.
+func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int) (history.Found, error) {
 	if len(tools.SearchTerms(query)) == 0 {
-		return nil, nil
+		return history.Found{}, nil
 	}
-	type row struct {
-		SessionID int64
-		CreatedAt time.Time
-		Role      string
-		Snippet   string
-	}
-	var rows []row
+	var rows []historyRow
 	var err error
 	switch {
 	case d.pg:
-		err = d.db.WithContext(ctx).Raw(`SELECT m.session_id, m.created_at, m.role,
+		err = d.db.WithContext(ctx).Raw(`SELECT m.id, m.session_id, m.created_at, m.role,
 				ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=16, MinWords=6, ShortWord=1') AS snippet
 			FROM messages m JOIN sessions s ON s.id = m.session_id, to_tsquery('simple', ?) q
 			WHERE s.chat_key = ? AND m.text_tsv @@ q ORDER BY ts_rank(m.text_tsv, q) DESC, m.id DESC LIMIT ?`, tsquery(query), chatKey, limit).Scan(&rows).Error
 	case d.fts:
 		if err := d.db.WithContext(ctx).Transaction(d.indexMessages); err != nil {
-			return nil, kind(err)
+			return history.Found{}, kind(err)
 		}
-		err = d.db.WithContext(ctx).Raw(`SELECT m.session_id, m.created_at, m.role, snippet(messages_fts, 0, '[', ']', '…', 16) AS snippet
+		err = d.db.WithContext(ctx).Raw(`SELECT m.id, m.session_id, m.created_at, m.role, snippet(messages_fts, 0, '[', ']', '…', 16) AS snippet
 			FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
 			WHERE messages_fts MATCH ? AND s.chat_key = ? ORDER BY f.rank LIMIT ?`, match(query), chatKey, limit).Scan(&rows).Error
 	default:
 		cond, args := likeAny("m.text", query)
-		err = d.db.WithContext(ctx).Raw(`SELECT m.session_id, m.created_at, m.role, substr(m.text, 1, 200) AS snippet
+		err = d.db.WithContext(ctx).Raw(`SELECT m.id, m.session_id, m.created_at, m.role, substr(m.text, 1, 200) AS snippet
 			FROM messages m JOIN sessions s ON s.id = m.session_id
 			WHERE s.chat_key = ? AND m.role IN ('user', 'assistant') AND `+cond+` ORDER BY m.id DESC LIMIT ?`,
 			append(append([]any{chatKey}, args...), limit)...).Scan(&rows).Error
 	}
 	if err != nil {
-		return nil, kind(err)
+		return history.Found{}, kind(err)
 	}
-	var out []history.Hit
+	near, how, err := d.byMeaning(ctx, embedMessage, chatKey, query, limit)
+	if err != nil {
+		return history.Found{}, err
+	}
+	if len(near) > 0 {
+		byID := map[int64]historyRow{}
+		words := make([]int64, len(rows))
+		for i, r := range rows {
+			byID[r.ID], words[i] = r, r.ID
+		}
+		var missing []int64
+		for _, id := range near {
+			if _, ok := byID[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			var more []historyRow
+			if err := d.db.WithContext(ctx).Raw(`SELECT m.id, m.session_id, m.created_at, m.role, substr(m.text, 1, 200) AS snippet
+				FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.chat_key = ? AND m.id IN ?`, chatKey, missing).Scan(&more).Error; err != nil {
+				return history.Found{}, kind(err)
+			}
+			for _, r := range more {
+				byID[r.ID] = r
+			}
+		}
+		rows = rows[:0]
+		for _, id := range tools.Fuse(words, near) {
+			if r, ok := byID[id]; ok && len(rows) < limit {
+				rows = append(rows, r)
+			}
+		}
+	}
+	out := history.Found{Meaning: how}
 	for _, r := range rows {
-		out = append(out, history.Hit{SessionID: r.SessionID, At: r.CreatedAt.UTC(), Role: r.Role, Snippet: r.Snippet})
+		out.Hits = append(out.Hits, history.Hit{SessionID: r.SessionID, At: r.CreatedAt.UTC(), Role: r.Role, Snippet: r.Snippet})
 	}
 	return out, nil
+}
+
+// historyRow is a message history search found.
+type historyRow struct {
+	ID        int64
+	SessionID int64
+	CreatedAt time.Time
+	Role      string
+	Snippet   string
 }
 
 // ftsBatch is how many messages wait for the history index before an

@@ -9,12 +9,19 @@ import (
 	"testing"
 
 	"loadout/chat"
+	"loadout/chat/chattest"
 )
 
-// Every search test runs twice: on FTS5 when the build has it, and on
-// the scan this store falls back to without it; on PostgreSQL, on its
-// tsvector index.
+// Every search test runs three times: on FTS5 when the build has it, on
+// the scan this store falls back to without it, and by words and
+// meaning (a fake embeddings server); on PostgreSQL, on its tsvector
+// index, with and without meaning.
 func bothWays(t *testing.T, test func(t *testing.T, db *DB)) {
+	t.Run("meaning", func(t *testing.T) {
+		db := open(t)
+		withMeaning(t, db, chattest.NewEmbeddingsServer(t), "fake-embed")
+		test(t, db)
+	})
 	if os.Getenv(TestDSNVar) != "" {
 		t.Run("tsvector", func(t *testing.T) { test(t, open(t)) })
 		return
@@ -42,7 +49,8 @@ func TestMemoriesBelongToTheirPerson(t *testing.T) {
 		db.SaveMemory(ctx, ana, "Ana drinks her coffee black")
 		db.SaveMemory(ctx, ana, "Ana's daughter is called Rita")
 		secret, _ := db.SaveMemory(ctx, bea, "Bea takes coffee with oat milk")
-		mine, err := db.SearchMemories(ctx, ana, "How does she like coffee?", 10)
+		found, err := db.SearchMemories(ctx, ana, "How does she like coffee?", 10)
+		mine := found.Memories
 		if err != nil || len(mine) != 1 || !strings.Contains(mine[0].Text, "black") {
 			t.Fatalf("Ana's search = %+v %v", mine, err)
 		}
@@ -58,10 +66,10 @@ func TestMemoriesBelongToTheirPerson(t *testing.T) {
 		if ok, _ := db.ForgetMemory(ctx, bea, secret.ID); !ok {
 			t.Error("Bea could not forget her own memory")
 		}
-		if got, _ := db.SearchMemories(ctx, bea, "coffee", 10); len(got) != 0 {
+		if got, _ := db.SearchMemories(ctx, bea, "coffee", 10); len(got.Memories) != 0 {
 			t.Errorf("a forgotten memory is still found: %+v", got)
 		}
-		if got, err := db.SearchMemories(ctx, ana, `"* OR NEAR( coffee`, 10); err != nil || len(got) != 1 {
+		if got, err := db.SearchMemories(ctx, ana, `"* OR NEAR( coffee`, 10); err != nil || len(got.Memories) != 1 {
 			t.Errorf("query syntax in the input: %+v %v", got, err)
 		}
 	})
@@ -88,7 +96,8 @@ func TestSearchHistory(t *testing.T) {
 		say("telegram:1", chat.Message{Role: chat.RoleUser, Text: "hello again"},
 			chat.Message{Role: chat.RoleTool, ToolCallID: "c", Text: "budget tool output"})
 		say("telegram:2", chat.Message{Role: chat.RoleUser, Text: "my own budget secrets"})
-		hits, err := db.SearchHistory(ctx, "telegram:1", "what did we decide about the budget", 10)
+		found, err := db.SearchHistory(ctx, "telegram:1", "what did we decide about the budget", 10)
+		hits := found.Hits
 		if err != nil || len(hits) != 2 {
 			t.Fatalf("hits = %+v %v", hits, err)
 		}
@@ -128,8 +137,8 @@ func TestHistoryIndexIsBackfilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if hits, err := db.SearchHistory(ctx, "c", "invoice", 5); err != nil || len(hits) != 1 {
-		t.Fatalf("after migration: %+v %v", hits, err)
+	if found, err := db.SearchHistory(ctx, "c", "invoice", 5); err != nil || len(found.Hits) != 1 {
+		t.Fatalf("after migration: %+v %v", found, err)
 	}
 }
 
@@ -182,7 +191,8 @@ func TestHistoryIndexIsBuiltInBatches(t *testing.T) {
 	if n := indexed(t, db); n != 0 {
 		t.Errorf("indexed at once: %d messages", n)
 	}
-	hits, err := db.SearchHistory(ctx, "c", "invoice", 5)
+	found, err := db.SearchHistory(ctx, "c", "invoice", 5)
+	hits := found.Hits
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("search: %+v %v", hits, err)
 	}
@@ -196,8 +206,8 @@ func TestHistoryIndexIsBuiltInBatches(t *testing.T) {
 		t.Errorf("after %d more messages without a search only %d are indexed", ftsBatch, n)
 	}
 	soundIndex(t, db)
-	if hits, err := db.SearchHistory(ctx, "c", "note", 100); err != nil || len(hits) != ftsBatch {
-		t.Errorf("search found %d notes (%v), want %d", len(hits), err, ftsBatch)
+	if found, err := db.SearchHistory(ctx, "c", "note", 100); err != nil || len(found.Hits) != ftsBatch {
+		t.Errorf("search found %d notes (%v), want %d", len(found.Hits), err, ftsBatch)
 	}
 }
 
@@ -232,7 +242,8 @@ func TestDeletingAnUnindexedMessageKeepsTheIndexSound(t *testing.T) {
 	del("the budget for April")
 	say(chat.RoleAssistant, "the budget for May")
 	del("the budget for March")
-	hits, err := db.SearchHistory(ctx, "c", "budget", 5)
+	found, err := db.SearchHistory(ctx, "c", "budget", 5)
+	hits := found.Hits
 	if err != nil || len(hits) != 1 || !strings.Contains(hits[0].Snippet, "May") {
 		t.Fatalf("hits = %+v %v", hits, err)
 	}
@@ -282,7 +293,8 @@ func TestIndexTriggerOfOlderBuildsIsReplaced(t *testing.T) {
 		t.Error("the per-insert trigger is still there")
 	}
 	db.Append(ctx, s.ID, []chat.Message{{Role: chat.RoleUser, Text: "another invoice"}}, chat.Usage{})
-	hits, err := db.SearchHistory(ctx, "c", "invoice", 5)
+	found, err := db.SearchHistory(ctx, "c", "invoice", 5)
+	hits := found.Hits
 	if err != nil || len(hits) != 2 {
 		t.Fatalf("hits = %+v %v", hits, err)
 	}

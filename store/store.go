@@ -52,6 +52,10 @@ type DB struct {
 	unindexed atomic.Int64
 	// sig delivers notices (Signal, Listen).
 	sig *signals
+	// meaning is search by meaning (SetMeaning); nil while embeddings
+	// are off. wake tells the embedding job of rows written.
+	meaning *Meaning
+	wake    chan struct{}
 	// reserving queues this handle's reservations (Reserve) on SQLite
 	// before they ask for the database's write lock: SQLite's busy
 	// handler waits by sleeping and retrying, which under many at once
@@ -322,7 +326,7 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 	if n > 0 {
 		d.prepareHot(ctx, insert, updateCounters)
 	}
-	return kind(d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := kind(d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// In batches: one INSERT of a huge round would pass SQLite's
 		// limit on bound variables.
 		for b := range slices.Chunk(args, appendBatch*messageColumns) {
@@ -350,6 +354,10 @@ func (d *DB) appendWith(ctx context.Context, sessionID int64, msgs []chat.Messag
 		_, err := d.hotExec(ctx, tx, updateCounters, len(msgs), usage.PromptTokens, usage.CompletionTokens, usage.CachedTokens, sessionID)
 		return err
 	}))
+	if err == nil {
+		d.nudge() // the new messages are to be embedded
+	}
+	return err
 }
 
 // updateCounters adds a turn's messages and usage to its session's

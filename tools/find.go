@@ -28,8 +28,16 @@ type findInput struct {
 // recorded like load_tool_group (the engine reads the loaded groups
 // from Result.Groups). Disabled tools and groups the caller may not load
 // are never returned. The index follows the registry's changes.
-func FindTools(r *Registry) Tool {
-	ix := &searchIndex{reg: r}
+func FindTools(r *Registry) Tool { return FindToolsByMeaning(r, nil) }
+
+// FindToolsByMeaning is FindTools ranking by meaning too, with e (nil:
+// by words only): the request's vector is compared with each tool's (its
+// name, description and examples, embedded when the registry changes),
+// and the two rankings are blended (see searchIndex.search). When e
+// fails the tools are ranked by words, and e is not asked again for a
+// minute.
+func FindToolsByMeaning(r *Registry, e Embedder) Tool {
+	ix := &searchIndex{reg: r, meaning: meaningIndex{emb: e}}
 	return New(Definition{
 		Name:        FindToolsName,
 		Description: "Find the tools for a task.",
@@ -47,7 +55,8 @@ func FindTools(r *Registry) Tool {
 		}
 		caller := CallerFrom(ctx)
 		admitted := map[string]bool{} // each group asked once a call
-		hits := ix.search(q, func(name, group string) bool {
+		sims := ix.nearest(ctx, q)
+		hits := ix.search(q, sims, func(name, group string) bool {
 			if caller.Disabled[name] {
 				return false
 			}

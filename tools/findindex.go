@@ -36,6 +36,8 @@ type searchIndex struct {
 	groupAvg float64
 	// stems are the vocabulary's, made anew by each build.
 	stems stems
+	// meaning holds the tools' vectors when find_tools ranks by meaning.
+	meaning meaningIndex
 }
 
 type groupDoc struct {
@@ -62,10 +64,12 @@ var (
 
 type searchDoc struct {
 	name, group, desc string
-	action            action
-	catchall          bool
-	tf                [numFields]map[string]int
-	length            [numFields]int
+	// text is what the tool is embedded as (meaningText).
+	text     string
+	action   action
+	catchall bool
+	tf       [numFields]map[string]int
+	length   [numFields]int
 }
 
 type hit struct {
@@ -76,13 +80,22 @@ type hit struct {
 // BM25F's saturation.
 const bm25k1 = 1.2
 
-func (ix *searchIndex) search(q string, allowed func(name, group string) bool, limit int) []hit {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// fresh builds the index when the registry changed since. ix.mu held.
+func (ix *searchIndex) fresh() {
 	if v := ix.reg.Version(); !ix.built || v != ix.version {
 		ix.build()
 		ix.version, ix.built = v, true
 	}
+}
+
+// search ranks the tools allowed for q by words and, with sims (each
+// tool's cosine with q, from nearest), by meaning too: a tool's score is
+// its share of the best word score plus meaningWeight times its share of
+// the best cosine above meaningFloor.
+func (ix *searchIndex) search(q string, sims map[string]float32, allowed func(name, group string) bool, limit int) []hit {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.fresh()
 	named, names := namesAsSomeone(q)
 	words := searchWords(named, ix.stems.of)
 	if len(words) > maxQueryWords {
@@ -136,6 +149,9 @@ func (ix *searchIndex) search(q string, allowed func(name, group string) bool, l
 			score *= 1 + f
 		}
 		hits = append(hits, hit{d.name, d.group, d.desc, score})
+	}
+	if len(sims) > 0 {
+		hits = ix.blend(hits, sims, allowed)
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
 	if len(hits) > limit {
@@ -230,7 +246,7 @@ func (ix *searchIndex) build() {
 		if d.Name == FindToolsName || d.Name == LoadGroupName || d.Name == UnloadGroupName {
 			continue
 		}
-		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, action: actionOf(d), catchall: d.Catchall}
+		doc := searchDoc{name: d.Name, group: d.Group, desc: d.Description, text: meaningText(d), action: actionOf(d), catchall: d.Catchall}
 		add := func(f int, text string) {
 			if doc.tf[f] == nil {
 				doc.tf[f] = make(map[string]int, 16)

@@ -98,6 +98,10 @@ type Status struct {
 	Errors []string
 	// Servers are the MCP servers.
 	Servers []ServerState
+	// Meaning is search by meaning's line (store.DB.MeaningStatus): the
+	// embedding model, how many rows are embedded of how many, what it
+	// cost since start; "" while embeddings are off.
+	Meaning string
 }
 
 // ChannelState is a channel and whether it is connected.

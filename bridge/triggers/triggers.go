@@ -195,9 +195,11 @@ func (h *Hooks) CheckGroups(has func(string) bool) error {
 	return nil
 }
 
-// Mount serves POST /hooks/{name} on mux.
-func (h *Hooks) Mount(mux *http.ServeMux) {
+// Mount serves POST /hooks/{name} on mux and registers /trigger on
+// router (see Commands).
+func (h *Hooks) Mount(mux *http.ServeMux, router *bridge.Router, place Place, base string) {
 	mux.Handle("POST /hooks/{name}", h)
+	h.Commands(router, place, base)
 }
 
 // find returns the trigger named name: the config's, else a person's.

@@ -43,12 +43,17 @@ func (s *starter) events() []bridge.Pending {
 	return append([]bridge.Pending(nil), s.got...)
 }
 
+// private says every chat is private.
+type private struct{}
+
+func (private) Private(string) bool { return true }
+
 func serve(t *testing.T, st *starter) *httptest.Server {
 	t.Helper()
 	h := triggers.New([]triggers.Trigger{{Name: "deploys", Secret: secret, Chat: "telegram:42", Prompt: "Say what was deployed.", Groups: []string{"web"}}},
 		nil, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	mux := http.NewServeMux()
-	h.Mount(mux)
+	h.Mount(mux, bridge.NewRouter(nil, "loadout"), private{}, "")
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv

@@ -48,6 +48,10 @@ type Fallback struct {
 	MaxTokens int `yaml:"max_tokens"`
 	// Timeout bounds one attempt; default llm.timeout.
 	Timeout time.Duration `yaml:"timeout"`
+	// EmbeddingModel is the embedding model asked for there when
+	// embeddings are on and the services before it fail; empty, this
+	// service is not asked for embeddings.
+	EmbeddingModel string `yaml:"embedding_model"`
 }
 
 // Breaker says when a provider that keeps failing is skipped. After

@@ -99,6 +99,7 @@ type app struct {
 	// providers are the model services when llm.fallbacks names any;
 	// nil otherwise (the one service is asked directly).
 	providers *openai.Failover
+	meaning   *store.Meaning // search by meaning; nil while embeddings are off
 	// started, when set, ends start-up's settings (serve's collector
 	// setting); settle calls it.
 	started func()
@@ -127,6 +128,9 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	a := &app{cfg: cfg, log: log, db: db, tokens: counter, mux: http.NewServeMux(), metrics: metrics.New(db), listAll: listAll,
 		holder: cluster.Holder(), api: httpd.Client(), gate: bridge.NewGate(0)}
 	a.exclusive = cluster.Exclusive(db, a.holder, cfg.Cluster.Lease.Std(), log)
+	if a.meaning = cfg.Meaning(log, a.api, a.metrics, func(ctx context.Context, m string, n int) { a.engine.ChargeEmbedding(ctx, m, n) }); a.meaning != nil {
+		db.SetMeaning(a.meaning)
+	}
 	a.reg, err = a.registry(ctx)
 	if err != nil {
 		db.Close()
@@ -182,20 +186,18 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 	if a.providers != nil {
 		a.router.AddStatus(func(context.Context, chat.Inbound) (string, error) { return a.providers.Status(), nil })
 	}
+	a.router.AddStatus(db.MeaningStatus)
 	// Voice notes (voice.Setup): the service, over the llm section's
 	// server unless the voice section names its own.
 	a.voice = voice.Setup(cfg.Voice, cmp.Or(cfg.LLM.BaseURL, openai.DefaultBaseURL), cfg.LLM.APIKey,
 		voice.Options{Workspace: a.workspaces, Meter: a.metrics, HTTPClient: a.api, Logger: log.With("part", "voice")}, db, a.router)
 	workspace.Commands(a.router, a.mux, cfg.Google, a.google, &a.hub, a.log)
-	// Triggers: the config's and the people's, into their chats'
-	// channels.
 	hooks := triggers.New(cfg.Triggers, db, &a.hub, log.With("part", "triggers"))
 	if err := hooks.CheckGroups(func(g string) bool { _, ok := a.reg.Group(g); return ok }); err != nil {
 		db.Close()
 		return nil, err
 	}
-	hooks.Mount(a.mux)
-	hooks.Commands(a.router, &a.hub, cfg.UI.BaseURL)
+	hooks.Mount(a.mux, a.router, &a.hub, cfg.UI.BaseURL)
 	a.wireMCPSignIns()
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -231,14 +233,10 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 // naming both sources.
 func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
-	if err := reg.Add(tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindTools(reg), clock.Tool(nil)); err != nil {
+	// delegate runs on the engine, built after the registry, before any call.
+	core := append(chat.DelegateTools(a.cfg.Agent.Delegation, func() *chat.Engine { return a.engine }), clock.Tool(nil))
+	if err := reg.Add(append(core, tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindToolsByMeaning(reg, a.meaning.Tools()))...); err != nil {
 		return nil, err
-	}
-	if a.cfg.Agent.Delegation.MaxDepth >= 0 {
-		// The engine is built after the registry, before any call runs.
-		if err := reg.Add(chat.DelegateTool(a.cfg.Agent.Delegation, func() *chat.Engine { return a.engine })); err != nil {
-			return nil, err
-		}
 	}
 	if err := a.registerFiles(reg); err != nil {
 		return nil, err

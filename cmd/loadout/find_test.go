@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"loadout/chat/chattest"
+	"loadout/chat/openai"
 	"loadout/settings"
 	"loadout/tools"
 )
@@ -48,10 +49,16 @@ func findRequests(t testing.TB) []findRequest {
 	return out
 }
 
-// fullApp is a deployment with every group: Google, exec, a skill.
+// fullApp is a deployment with every group: Google, exec, a skill; with
+// -find.meaning, find_tools ranks by meaning too, on the fake embeddings
+// server (chattest.FakeVector).
 func fullApp(t testing.TB) *app {
 	t.Helper()
 	cfg, _ := settings.Parse(nil, env(map[string]string{"LOADOUT_EXEC_ENABLED": "true", "LOADOUT_EXEC_ALLOW": "python3"}))
+	if *findMeaning {
+		fake := chattest.NewEmbeddingsServer(t)
+		cfg.Embeddings = openai.EmbeddingsConfig{Model: "fake-embed", BaseURL: fake.URL + "/v1", APIKey: "test"}
+	}
 	cfg.Tools.Admins = []string{"console:local"} // an admin asks: custom_tools is theirs to find
 	dir := t.TempDir()
 	cfg.Store.Path = filepath.Join(dir, "x.db")
@@ -210,9 +217,10 @@ func BenchmarkFindTools(b *testing.B) {
 }
 
 var (
-	findMisses = flag.Bool("find.misses", false, "BenchmarkFindTools: log the tuning half's misses")
-	findQuery  = flag.String("find.query", "", "BenchmarkFindTools: log the tools found for these requests (;-separated)")
-	findOther  = flag.String("find.other", "", "BenchmarkFindTools: also report the figures of a set of requests kept elsewhere (lines: tool[|tool]<TAB>request)")
+	findMisses  = flag.Bool("find.misses", false, "BenchmarkFindTools: log the tuning half's misses")
+	findQuery   = flag.String("find.query", "", "BenchmarkFindTools: log the tools found for these requests (;-separated)")
+	findMeaning = flag.Bool("find.meaning", false, "BenchmarkFindTools: rank by meaning too, with the fake embeddings server")
+	findOther   = flag.String("find.other", "", "BenchmarkFindTools: also report the figures of a set of requests kept elsewhere (lines: tool[|tool]<TAB>request)")
 )
 
 // otherRequests reads a request set kept outside the project: one

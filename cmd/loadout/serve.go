@@ -79,6 +79,7 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) 
 		return nil // only ctx ending
 	})
 	g.Go(func() error { a.runMCP(ctx)(); return nil })
+	g.Go(func() error { return a.db.RunEmbeddingsAlone(ctx, a.exclusive) })
 	for _, c := range chans {
 		g.Go(func() error {
 			a.log.Info("channel started", "channel", c.Name())

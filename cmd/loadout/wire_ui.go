@@ -43,6 +43,7 @@ func (a *app) wireUI() error {
 func (a *app) overview(ctx context.Context) ui.Status {
 	st := a.status(ctx)
 	st.Errors, _ = a.metrics.Errors()
+	st.Meaning, _ = a.db.MeaningStatus(ctx, chat.Inbound{})
 	return st
 }
 

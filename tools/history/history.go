@@ -20,9 +20,16 @@ type Hit struct {
 	Snippet   string    `json:"snippet"`
 }
 
-// Searcher finds messages of one chat.
+// Found is what a search found, and whether meaning took part.
+type Found struct {
+	Hits    []Hit
+	Meaning tools.Meaning
+}
+
+// Searcher finds messages of one chat, by words, and by meaning too
+// when embeddings are on.
 type Searcher interface {
-	SearchHistory(ctx context.Context, chatKey, query string, limit int) ([]Hit, error)
+	SearchHistory(ctx context.Context, chatKey, query string, limit int) (Found, error)
 }
 
 type input struct {
@@ -62,13 +69,22 @@ func Tool(s Searcher) tools.Tool {
 		if limit <= 0 || limit > 50 {
 			limit = 10
 		}
-		hits, err := s.SearchHistory(ctx, chatKey, q, limit)
+		f, err := s.SearchHistory(ctx, chatKey, q, limit)
 		if err != nil {
 			return nil, err
 		}
-		out := output{Query: q, Results: hits}
-		if hits == nil {
+		out := output{Query: q, Results: f.Hits}
+		if f.Hits == nil {
 			out.Results = []Hit{}
+		}
+		switch {
+		case f.Meaning == tools.MeaningUnavailable && f.Hits == nil:
+			out.Note = "Nothing found by these words; search by meaning is unavailable right now, so it may have been said in other words. Try other or fewer words."
+		case f.Meaning == tools.MeaningUnavailable:
+			out.Note = "Matched by words only: search by meaning is unavailable right now."
+		case f.Meaning == tools.MeaningUsed && f.Hits == nil:
+			out.Note = "Nothing found by words or meaning."
+		case f.Hits == nil:
 			out.Note = "Nothing found. Try other or fewer words."
 		}
 		return out, nil

@@ -22,11 +22,18 @@ type Memory struct {
 	CreatedAt time.Time `json:"saved"`
 }
 
-// Store keeps memories by person. Search uses full-text search.
+// Found is what a search found, and whether meaning took part.
+type Found struct {
+	Memories []Memory
+	Meaning  tools.Meaning
+}
+
+// Store keeps memories by person. Search is by words (full-text
+// search), and by meaning too when embeddings are on.
 type Store interface {
 	SaveMemory(ctx context.Context, userKey, text string) (Memory, error)
 	RecentMemories(ctx context.Context, userKey string, limit int) ([]Memory, error)
-	SearchMemories(ctx context.Context, userKey, query string, limit int) ([]Memory, error)
+	SearchMemories(ctx context.Context, userKey, query string, limit int) (Found, error)
 	ForgetMemory(ctx context.Context, userKey string, id int64) (bool, error)
 	CountMemories(ctx context.Context, userKey string) (int, error)
 }
@@ -66,6 +73,7 @@ type input struct {
 type list struct {
 	Memories []Memory `json:"memories"`
 	Total    int      `json:"total,omitempty"`
+	Note     string   `json:"note,omitempty"`
 }
 
 type saved struct {
@@ -131,11 +139,11 @@ func Tool(cfg Config, st Store) tools.Tool {
 				return nil, &tools.Error{Code: tools.CodeInvalidArgument, Message: "The query has no words to look for.",
 					Suggestion: "Search with words, e.g. birthday or coffee."}
 			}
-			ms, err := st.SearchMemories(ctx, user, in.Query, 20)
+			f, err := st.SearchMemories(ctx, user, in.Query, 20)
 			if err != nil {
 				return nil, err
 			}
-			return list{Memories: nonNil(ms)}, nil
+			return list{Memories: nonNil(f.Memories), Note: SearchNote(f.Meaning, len(f.Memories) == 0)}, nil
 		case "forget":
 			if in.ID <= 0 {
 				return nil, tools.MissingParameter("memory", "forget", "id")
@@ -152,6 +160,23 @@ func Tool(cfg Config, st Store) tools.Tool {
 		}
 		return nil, tools.UnknownAction("memory", in.Action, "save", "recall", "search", "forget")
 	})
+}
+
+// SearchNote is what a search result says of how it searched: that it
+// matched words only while search by meaning is unavailable, so a miss
+// is not read as "nothing about that"; and, for a miss, what to try.
+func SearchNote(how tools.Meaning, none bool) string {
+	switch {
+	case how == tools.MeaningUnavailable && none:
+		return "Nothing found by these words; search by meaning is unavailable right now, so something said in other words may exist. Try other words."
+	case how == tools.MeaningUnavailable:
+		return "Matched by words only: search by meaning is unavailable right now."
+	case how == tools.MeaningUsed && none:
+		return "Nothing found by words or meaning."
+	case none:
+		return "Nothing found by these words. Try other words."
+	}
+	return ""
 }
 
 func nonNil(ms []Memory) []Memory {
