@@ -234,8 +234,8 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 func (a *app) registry(ctx context.Context) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	// delegate runs on the engine, built after the registry, before any call.
-	core := append(chat.DelegateTools(a.cfg.Agent.Delegation, func() *chat.Engine { return a.engine }), clock.Tool(nil))
-	if err := reg.Add(append(core, tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindToolsByMeaning(reg, a.meaning.Tools()))...); err != nil {
+	core := []tools.Tool{tools.LoadGroup(reg), tools.UnloadGroup(reg), tools.FindToolsByMeaning(reg, a.meaning.Tools()), clock.Tool(nil)}
+	if err := reg.Add(append(core, chat.DelegateTools(a.cfg.Agent.Delegation, func() *chat.Engine { return a.engine })...)...); err != nil {
 		return nil, err
 	}
 	if err := a.registerFiles(reg); err != nil {

@@ -119,7 +119,7 @@ triggers:
 		t.Fatal(err)
 	}
 	cmd := serveConfig(t, path)
-	var logs bytes.Buffer
+	var logs chattest.LogBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
