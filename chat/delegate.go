@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -212,6 +213,13 @@ func (e *Engine) delegate(ctx context.Context, cfg DelegateConfig, in delegateIn
 	}
 	if in.state != nil {
 		in.state.tainted = r.Tainted
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The sub-agent's answer is the sentence of a turn cut short,
+		// which speaks of a shutdown: the model is told what happened.
+		return nil, &tools.Error{Code: tools.CodeTimeout,
+			Message:    fmt.Sprintf("The sub-agent did not finish within %s (agent.delegate_timeout); what it did is kept.", cfg.Timeout.Std()),
+			Suggestion: "Give it a narrower task, or do the rest yourself."}
 	}
 	sess, _ := e.store.OpenSession(context.WithoutCancel(ctx), d.Key)
 	if len(r.Asks) > 0 {

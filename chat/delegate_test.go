@@ -15,6 +15,7 @@ import (
 
 	"loadout/chat"
 	"loadout/chat/chattest"
+	"loadout/config"
 	"loadout/store/storetest"
 	"loadout/tools"
 	"loadout/tools/memory"
@@ -463,5 +464,24 @@ func TestATaintedTurnsSubAgentStartsTainted(t *testing.T) {
 	r := send(t, env.Env, "c1", "read the page")
 	if len(r.Asks) != 1 || !strings.Contains(r.Asks[0].Text, "Save a note saying x.") {
 		t.Fatalf("the sub-agent's note did not ask (reply %q, asks %+v)", r.Text, r.Asks)
+	}
+}
+
+// A sub-agent that runs past agent.delegate_timeout is stopped, and the
+// parent's model reads that it timed out, not a sentence about a
+// shutdown.
+func TestADelegatePastItsTimeoutSaysSo(t *testing.T) {
+	env := newDelegateEnv(t, chat.Config{Delegation: chat.DelegateConfig{Timeout: config.Duration(300 * time.Millisecond)}}, func(req goopenai.ChatCompletionRequest) chattest.Step {
+		if firstUser(req) == "go" {
+			if !called(req, "delegate") {
+				return calls("delegate", delegateArgs("A long task."))
+			}
+			return chattest.Step{Text: "parent read: " + lastToolText(req)}
+		}
+		return chattest.Step{Text: "too late", Delay: 2 * time.Second}
+	})
+	r := send(t, env.Env, "c1", "go")
+	if !strings.Contains(r.Text, "did not finish within 300ms") || strings.Contains(r.Text, "shutting down") {
+		t.Fatalf("the parent read %q", r.Text)
 	}
 }
