@@ -258,9 +258,6 @@ func delegationKey(from *delegating, d *Delegation) string {
 	return fmt.Sprintf("%s#sub%d:%s", from.chat, d.Depth, hex.EncodeToString(h.Sum(nil))[:16])
 }
 
-// IsDelegation reports whether chatKey is a sub-agent's session.
-func IsDelegation(chatKey string) bool { return strings.Contains(chatKey, "#sub") }
-
 // runningDelegates are the sub-agents running now, by the person's chat.
 type runningDelegates struct {
 	mu    sync.Mutex
