@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -333,22 +334,8 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 		embedded := 0
 		for _, g := range byPayer(rows) {
 			got, err := d.embedRows(ctx, k, g)
-			if err != nil && len(g) > 1 {
-				// Alone, each: one the provider refuses is skipped.
-				for _, r := range g {
-					one, e := d.embedRows(ctx, k, []pendingRow{r})
-					got = append(got, one...)
-					if e != nil {
-						err = e
-					}
-				}
-				if len(got) > 0 {
-					m.mu.Lock()
-					m.skipped += int64(len(g) - len(got))
-					m.mu.Unlock()
-					m.Logger.Warn("the embeddings provider refused rows; they are found by words only", "kind", k, "refused", len(g)-len(got), "err", err)
-					err = nil
-				}
+			if err != nil {
+				got, err = d.embedAlone(ctx, k, g, true)
 			}
 			if err != nil {
 				failure = err
@@ -417,6 +404,39 @@ func (d *DB) embedRows(ctx context.Context, k string, rows []pendingRow) ([]embe
 	return out, nil
 }
 
+// embedAlone embeds g's rows one at a time, after the provider failed
+// them together. A row whose text the provider refuses
+// (tools.ErrEmbeddingRefused), or that fails while others of g are
+// embedded, is skipped: found by words only, and counted when count is
+// set (the job's). When none is embedded and a failure is not a
+// refusal, the provider is down: that error is returned.
+func (d *DB) embedAlone(ctx context.Context, k string, g []pendingRow, count bool) ([]embeddingRow, error) {
+	m := d.meaning
+	var got []embeddingRow
+	var down, last error
+	for _, r := range g {
+		one, err := d.embedRows(ctx, k, []pendingRow{r})
+		switch {
+		case err == nil:
+			got = append(got, one...)
+		case errors.Is(err, tools.ErrEmbeddingRefused):
+			last = err
+		default:
+			down, last = err, err
+		}
+	}
+	if down != nil && len(got) == 0 {
+		return nil, down
+	}
+	if n := len(g) - len(got); n > 0 && count {
+		m.mu.Lock()
+		m.skipped += int64(n)
+		m.mu.Unlock()
+		m.Logger.Warn("the embeddings provider refused rows; they are found by words only", "kind", k, "refused", n, "err", last)
+	}
+	return got, nil
+}
+
 // saveVectors writes vecs and moves kind k's cursor to through (never
 // back), in one transaction.
 func (d *DB) saveVectors(ctx context.Context, k string, vecs []embeddingRow, through int64) error {
@@ -454,6 +474,11 @@ func (d *DB) catchUp(ctx context.Context, k, owner string) error {
 	var vecs []embeddingRow
 	for _, g := range byPayer(rows) {
 		got, err := d.embedRows(ctx, k, g)
+		if errors.Is(err, tools.ErrEmbeddingRefused) {
+			// A text refused is the job's to skip; the search goes on
+			// with the others.
+			got, err = d.embedAlone(ctx, k, g, false)
+		}
 		if err != nil {
 			return err
 		}

@@ -301,3 +301,40 @@ func TestKeptVectorsFollowTheStore(t *testing.T) {
 		}
 	}
 }
+
+// A row the provider refuses, alone in its batch (the last written, or
+// the one left when a search embedded the others), is skipped too: the
+// job does not take the refusal for the provider being down and stall
+// on it; and a search of its person still ranks by meaning.
+func TestARefusedRowAloneIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	fake := chattest.NewEmbeddingsServer(t)
+	withMeaning(t, db, fake, "fake-embed")
+	fake.Refuse("poison")
+	db.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz")
+	db.SaveMemory(ctx, "telegram:1", "a poison pill text")
+	if f, _ := db.SearchMemories(ctx, "telegram:1", "doctor", 10); len(f.Memories) != 1 || f.Meaning != tools.MeaningUsed {
+		t.Errorf("a search beside a refused row: %+v", f)
+	}
+	run(t, db)
+	if p := caughtUp(t, db); p.Skipped != 1 || p.Problem != "" {
+		t.Errorf("progress %+v", p)
+	}
+}
+
+// The job alone, with nothing but a refused row to embed, skips it and
+// reports no problem (it took the refusal for the provider being down,
+// and stalled on the row for good).
+func TestTheJobSkipsARefusedRowWithNothingBeside(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	fake := chattest.NewEmbeddingsServer(t)
+	withMeaning(t, db, fake, "fake-embed")
+	fake.Refuse("poison")
+	db.SaveMemory(ctx, "telegram:1", "a poison pill text")
+	run(t, db)
+	if p := caughtUp(t, db); p.Skipped != 1 || p.Problem != "" {
+		t.Errorf("progress %+v", p)
+	}
+}

@@ -41,6 +41,12 @@ const (
 // answer): a search falls back to words on it.
 var ErrEmbedding = errors.New("embeddings")
 
+// ErrEmbeddingRefused marks, with ErrEmbedding, a failure that is the
+// texts' own: every provider refused the input itself (HTTP 400, 413 or
+// 422), where another text would have been embedded. A row refused so
+// is skipped, not taken for the provider being down.
+var ErrEmbeddingRefused = errors.New("the embeddings provider refused the text")
+
 // EncodeVector is v as a compact blob: float32s, little-endian.
 func EncodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))

@@ -163,11 +163,13 @@ func (e *Embeddings) BatchSize() int { return e.cfg.BatchSize }
 // normalised. An error wraps tools.ErrEmbedding.
 func (e *Embeddings) Embed(ctx context.Context, texts []string) (tools.Vectors, error) {
 	var errs []error
+	refused := true
 	for _, p := range e.providers {
 		vs, err := e.embedWith(ctx, p, texts)
 		if err == nil {
 			return tools.Vectors{Model: p.model, Vectors: vs}, nil
 		}
+		refused = refused && inputRefused(err)
 		if e.opts.Failed != nil {
 			e.opts.Failed(p.model, err)
 		}
@@ -176,7 +178,25 @@ func (e *Embeddings) Embed(ctx context.Context, texts []string) (tools.Vectors, 
 			break
 		}
 	}
+	if refused && len(errs) > 0 && ctx.Err() == nil {
+		return tools.Vectors{}, fmt.Errorf("%w: %w: %w", tools.ErrEmbedding, tools.ErrEmbeddingRefused, errors.Join(errs...))
+	}
 	return tools.Vectors{}, fmt.Errorf("%w: %w", tools.ErrEmbedding, errors.Join(errs...))
+}
+
+// inputRefused reports whether err is a provider's refusal of the input
+// itself: 400, 413 or 422.
+func inputRefused(err error) bool {
+	var ae *goopenai.APIError
+	var re *goopenai.RequestError
+	code := 0
+	switch {
+	case errors.As(err, &ae):
+		code = ae.HTTPStatusCode
+	case errors.As(err, &re):
+		code = re.HTTPStatusCode
+	}
+	return code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge || code == http.StatusUnprocessableEntity
 }
 
 func (e *Embeddings) embedWith(ctx context.Context, p embedProvider, texts []string) ([][]float32, error) {
