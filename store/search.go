@@ -217,33 +217,13 @@ func (d *DB) SearchMemories(ctx context.Context, userKey, query string, limit in
 	if err != nil {
 		return memory.Found{}, err
 	}
-	if len(near) > 0 {
-		byID := map[int64]memoryRow{}
-		words := make([]int64, len(rows))
-		for i, r := range rows {
-			byID[r.ID], words[i] = r, r.ID
-		}
-		var missing []int64
-		for _, id := range near {
-			if _, ok := byID[id]; !ok {
-				missing = append(missing, id)
-			}
-		}
-		if len(missing) > 0 {
-			var more []memoryRow
-			if err := d.db.WithContext(ctx).Where("user_key = ? AND id IN ?", userKey, missing).Find(&more).Error; err != nil {
-				return memory.Found{}, kind(err)
-			}
-			for _, r := range more {
-				byID[r.ID] = r
-			}
-		}
-		rows = rows[:0]
-		for _, id := range tools.Fuse(words, near) {
-			if r, ok := byID[id]; ok && len(rows) < limit {
-				rows = append(rows, r)
-			}
-		}
+	rows, err = fused(rows, func(r memoryRow) int64 { return r.ID }, near, limit, func(missing []int64) ([]memoryRow, error) {
+		var more []memoryRow
+		err := d.db.WithContext(ctx).Where("user_key = ? AND id IN ?", userKey, missing).Find(&more).Error
+		return more, err
+	})
+	if err != nil {
+		return memory.Found{}, kind(err)
 	}
 	return memory.Found{Memories: memories(rows), Meaning: how}, nil
 }
@@ -315,38 +295,55 @@ func (d *DB) SearchHistory(ctx context.Context, chatKey, query string, limit int
 	if err != nil {
 		return history.Found{}, err
 	}
-	if len(near) > 0 {
-		byID := map[int64]historyRow{}
-		words := make([]int64, len(rows))
-		for i, r := range rows {
-			byID[r.ID], words[i] = r, r.ID
-		}
-		var missing []int64
-		for _, id := range near {
-			if _, ok := byID[id]; !ok {
-				missing = append(missing, id)
-			}
-		}
-		if len(missing) > 0 {
-			var more []historyRow
-			if err := d.db.WithContext(ctx).Raw(`SELECT m.id, m.session_id, m.created_at, m.role, substr(m.text, 1, 200) AS snippet
-				FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.chat_key = ? AND m.id IN ?`, chatKey, missing).Scan(&more).Error; err != nil {
-				return history.Found{}, kind(err)
-			}
-			for _, r := range more {
-				byID[r.ID] = r
-			}
-		}
-		rows = rows[:0]
-		for _, id := range tools.Fuse(words, near) {
-			if r, ok := byID[id]; ok && len(rows) < limit {
-				rows = append(rows, r)
-			}
-		}
+	rows, err = fused(rows, func(r historyRow) int64 { return r.ID }, near, limit, func(missing []int64) ([]historyRow, error) {
+		var more []historyRow
+		err := d.db.WithContext(ctx).Raw(`SELECT m.id, m.session_id, m.created_at, m.role, substr(m.text, 1, 200) AS snippet
+			FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.chat_key = ? AND m.id IN ?`, chatKey, missing).Scan(&more).Error
+		return more, err
+	})
+	if err != nil {
+		return history.Found{}, kind(err)
 	}
 	out := history.Found{Meaning: how}
 	for _, r := range rows {
 		out.Hits = append(out.Hits, history.Hit{SessionID: r.SessionID, At: r.CreatedAt.UTC(), Role: r.Role, Snippet: r.Snippet})
+	}
+	return out, nil
+}
+
+// fused ranks rows, found by words, and near, the ids found by meaning,
+// together (tools.Fuse), at most limit of them; the rows meaning found
+// that words did not are read with more, which keeps to the owner's.
+// Without near, rows are as they are.
+func fused[R any](rows []R, id func(R) int64, near []int64, limit int, more func(missing []int64) ([]R, error)) ([]R, error) {
+	if len(near) == 0 {
+		return rows, nil
+	}
+	byID := make(map[int64]R, len(rows)+len(near))
+	words := make([]int64, len(rows))
+	for i, r := range rows {
+		byID[id(r)], words[i] = r, id(r)
+	}
+	var missing []int64
+	for _, n := range near {
+		if _, ok := byID[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		extra, err := more(missing)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range extra {
+			byID[id(r)] = r
+		}
+	}
+	out := rows[:0]
+	for _, n := range tools.Fuse(words, near) {
+		if r, ok := byID[n]; ok && len(out) < limit {
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
