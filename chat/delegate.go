@@ -118,6 +118,9 @@ func DelegateTool(cfg DelegateConfig, engine func() *Engine) tools.Tool {
 		// the gate as the person's own would be.
 		ReadOnly: true,
 		Effect:   tools.EffectRead,
+		// The sub-agent acts as the person (their memory, their Google
+		// account): its answer is theirs, shown on their turns only.
+		Personal: true,
 		// The answer is outside text when the sub-agent read any.
 		UntrustedFor: func(_ context.Context, in any) bool {
 			d, ok := in.(delegateInput)

@@ -485,3 +485,34 @@ func TestADelegatePastItsTimeoutSaysSo(t *testing.T) {
 		t.Fatalf("the parent read %q", r.Text)
 	}
 }
+
+// In a group, what Ana's sub-agent answered (it read her memory, her
+// mail) is hers: on Bea's turn the model sees a placeholder, not it.
+func TestASubAgentsAnswerIsItsPersons(t *testing.T) {
+	env := newDelegateEnv(t, chat.Config{}, func(req goopenai.ChatCompletionRequest) chattest.Step {
+		switch first := firstUser(req); {
+		case first == "Ana: what did my doctor say?" && !called(req, "delegate"):
+			return calls("delegate", delegateArgs("Find what Ana's doctor wrote."))
+		case strings.HasPrefix(first, "Find what"):
+			return chattest.Step{Text: "Dr. Ruiz wrote: blood test on Friday."}
+		}
+		return chattest.Step{Text: "ok"}
+	})
+	ctx := context.Background()
+	if _, err := env.Engine.Handle(ctx, chat.Inbound{ChatKey: "group", UserKey: "ana", Text: "Ana: what did my doctor say?"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Engine.Handle(ctx, chat.Inbound{ChatKey: "group", UserKey: "bea", Text: "Bea: hello"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := env.Model.Requests()
+	last := reqs[len(reqs)-1]
+	if firstUser(last) != "Ana: what did my doctor say?" || !strings.Contains(fmt.Sprint(last.Messages), "Bea: hello") {
+		t.Fatalf("the last request is not Bea's turn: %v", last.Messages)
+	}
+	for _, m := range last.Messages {
+		if m.Role == "tool" && strings.Contains(m.Content, "blood test") {
+			t.Fatalf("Bea's turn carries Ana's sub-agent's answer: %q", m.Content)
+		}
+	}
+}

@@ -66,7 +66,8 @@ func (t *turn) disabled() map[string]bool {
 	if t.in.Delegation != nil {
 		depth = t.in.Delegation.Depth
 	}
-	if depth < t.e.cfg.Delegation.MaxDepth {
+	if max := t.e.cfg.Delegation.MaxDepth; depth < max || max < 0 {
+		// Within the depth, or off (the tool is not registered).
 		return t.settings.Disabled
 	}
 	out := map[string]bool{DelegateName: true}
@@ -83,7 +84,7 @@ func (t *turn) disabled() map[string]bool {
 func (t *turn) preload(ctx context.Context) error {
 	var calls []ToolCall
 	for i, g := range t.in.Groups {
-		if slices.Contains(t.loaded, g) || slices.ContainsFunc(calls, func(c ToolCall) bool { return strings.Contains(c.Arguments, `"`+g+`"`) }) {
+		if slices.Contains(t.loaded, g) || slices.Contains(t.in.Groups[:i], g) {
 			continue
 		}
 		args, _ := json.Marshal(map[string]string{"group_name": g})
