@@ -301,11 +301,15 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 		}
 		calls[i] = tools.Call{ID: resp.ToolCalls[i].ID, Name: c.Name, Arguments: c.Arguments}
 	}
-	if t.delegating == nil {
-		t.delegating = t.delegates()
+	tctx := ctx
+	if slices.ContainsFunc(calls, func(c tools.Call) bool { return c.Name == DelegateName }) {
+		// Made for a round that delegates: the others pay nothing.
+		if t.delegating == nil {
+			t.delegating = t.delegates()
+		}
+		t.delegating.tainted = t.tainted
+		tctx = context.WithValue(ctx, delegatingKey{}, t.delegating)
 	}
-	t.delegating.tainted = t.tainted
-	tctx := context.WithValue(ctx, delegatingKey{}, t.delegating)
 	tctx = tools.WithCaller(context.WithValue(e.withRules(tctx, t.in.UserKey), auditKey{}, &t.decided), tools.Caller{
 		ChatKey: t.in.chat(), UserKey: t.in.UserKey, SessionID: t.sess.ID, Disabled: disabled,
 		Loaded: slices.Clone(t.loaded), Tainted: t.tainted,
@@ -317,10 +321,12 @@ func (t *turn) runTools(ctx context.Context, cat *tools.Catalog, disabled map[st
 			t.tainted = true
 		}
 	}
-	t.delegating.mu.Lock()
-	t.relayed = append(t.relayed, t.delegating.asked...)
-	t.delegating.asked = nil
-	t.delegating.mu.Unlock()
+	if d := t.delegating; d != nil {
+		d.mu.Lock()
+		t.relayed = append(t.relayed, d.asked...)
+		d.asked = nil
+		d.mu.Unlock()
+	}
 	asks := t.holdRound(results)
 	t.audit = append(t.audit, t.decided.take()...)
 
