@@ -75,3 +75,45 @@ func TestHotStatementsKeptAndBounded(t *testing.T) {
 		}
 	}
 }
+
+// GiveBack drops the pages each kept connection cached, and the store
+// reads the same afterwards.
+func TestGiveBackDropsCachedPages(t *testing.T) {
+	db := open(t)
+	if db.hot == nil {
+		t.Skip("PostgreSQL: no SQLite page cache in this process")
+	}
+	ctx := context.Background()
+	s, err := db.OpenSession(ctx, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]chat.Message, 400)
+	for i := range msgs {
+		msgs[i] = chat.Message{Role: chat.RoleUser, Text: fmt.Sprintf("message %d %0400d", i, i)}
+	}
+	if err := db.Append(ctx, s.ID, msgs, chat.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	// Both connections read the history, so both cache its pages.
+	var wg sync.WaitGroup
+	for range maxConns {
+		wg.Go(func() {
+			if _, err := db.Recent(ctx, s.ID, 400); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	before := sqliteMemory()
+	db.GiveBack(ctx)
+	after := sqliteMemory()
+	if after >= before-100_000 {
+		t.Errorf("SQLite holds %d bytes after GiveBack, %d before", after, before)
+	}
+	got, err := db.Recent(ctx, s.ID, 400)
+	if err != nil || len(got) != len(msgs) || got[399].Text != msgs[399].Text {
+		t.Fatalf("history after GiveBack: %d messages, %v", len(got), err)
+	}
+	t.Logf("SQLite held %d bytes, %d after GiveBack", before, after)
+}

@@ -19,6 +19,14 @@ static void keep_freed_memory(void) {
 #endif
 }
 
+// sqlite_memory is what SQLite holds of the C allocator's memory.
+extern int sqlite3_status64(int op, long long *current, long long *highwater, int reset);
+static long long sqlite_memory(void) {
+	long long current = 0, highwater = 0;
+	sqlite3_status64(0, &current, &highwater, 0); // SQLITE_STATUS_MEMORY_USED
+	return current;
+}
+
 // give_back hands the C allocator's free memory back to the kernel.
 static void give_back(void) {
 #ifdef __GLIBC__
@@ -36,8 +44,10 @@ import "sync"
 // threshold adapted.
 var keepFreedMemory = sync.OnceFunc(func() { C.keep_freed_memory() })
 
-// GiveBack hands what SQLite freed, and the C allocator kept (see
-// keepFreedMemory), back to the system: once start-up's work on the
-// database (the schema read, a migration) is done, an idle process need
-// not hold it.
-func GiveBack() { C.give_back() }
+// sqliteMemory is what SQLite holds of the C allocator's memory, in
+// bytes, every connection of the process together.
+func sqliteMemory() int64 { return int64(C.sqlite_memory()) }
+
+// giveBack hands what the C allocator kept (see keepFreedMemory) back to
+// the system.
+func giveBack() { C.give_back() }

@@ -5,5 +5,8 @@ package store
 // keepFreedMemory has nothing to tune without cgo: there is no SQLite.
 func keepFreedMemory() {}
 
-// GiveBack has nothing to give back without cgo.
-func GiveBack() {}
+// giveBack has nothing to give back without cgo.
+func giveBack() {}
+
+// sqliteMemory is nothing without cgo.
+func sqliteMemory() int64 { return 0 }

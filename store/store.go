@@ -191,6 +191,35 @@ func utcNow() time.Time { return time.Now().UTC() }
 // holds, so two connections cannot wait on each other.
 const maxConns = 2
 
+// GiveBack hands back to the system what an idle process need not hold
+// once start-up's work on the database (the schema read, a migration,
+// the first reads) is done: on SQLite, the pages each kept connection
+// cached (PRAGMA shrink_memory; the next statement reads what it needs
+// again, from the kernel's cache of the file), then what the C allocator
+// kept of SQLite's frees (see keepFreedMemory). A connection in use by a
+// turn is left as it is. It is meant for a moment of idleness: it costs
+// the next few statements their cached pages.
+func (d *DB) GiveBack(ctx context.Context) {
+	if d.hot != nil {
+		sqlDB, err := d.db.DB()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			// Each connection taken is held until every one is shrunk, so
+			// the pool hands out a different one each time.
+			for range maxConns {
+				conn, err := sqlDB.Conn(ctx)
+				if err != nil {
+					break
+				}
+				defer conn.Close()
+				conn.ExecContext(ctx, "PRAGMA shrink_memory")
+			}
+		}
+	}
+	giveBack()
+}
+
 // Close closes the database.
 func (d *DB) Close() error {
 	sqlDB, err := d.db.DB()

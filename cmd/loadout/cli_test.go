@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,4 +162,49 @@ func TestBuildWithoutCgoSaysSo(t *testing.T) {
 	if out, err := exec.Command(bin, "help").CombinedOutput(); err != nil || !strings.Contains(string(out), "Usage:") {
 		t.Fatalf("help without cgo: %v\n%s", err, out)
 	}
+}
+
+// No collection runs while the packages initialise (startgc): the
+// libraries linked allocate about 3 MB there, past the runtime's first
+// target (4 MB, started from about 3 MB), and a collection in their
+// midst left its work and metadata to every process. startgc must hold
+// the collector back before the first 2 MB are allocated, whatever the
+// order the linker gives the packages. The process is this test binary
+// run as loadout (its test packages allocate more still).
+func TestNoCollectionWhilePackagesInitialise(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LOADOUT_TEST_MAIN=help", "GODEBUG=inittrace=1,gctrace=1", "GOGC=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("loadout help: %v\n%s", err, out)
+	}
+	var allocated, before int
+	held, inits := false, 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "gc ") && inits < 100 {
+			t.Errorf("a collection ran while packages initialised: %s", l)
+		}
+		f := strings.Fields(l)
+		if len(f) < 8 || f[0] != "init" {
+			continue
+		}
+		inits++
+		if f[1] == "loadout/internal/startgc" {
+			held, before = true, allocated
+		}
+		n, err := strconv.Atoi(f[7])
+		if err != nil {
+			t.Fatalf("inittrace line %q", l)
+		}
+		allocated += n
+	}
+	switch {
+	case inits < 100:
+		t.Fatalf("no package initialisation traced:\n%s", out)
+	case !held:
+		t.Fatal("startgc was not initialised")
+	case before > 2<<20 || allocated-before < 1<<20:
+		t.Errorf("startgc held the collector back after %d of the %d bytes initialisation allocates", before, allocated)
+	}
+	t.Logf("startgc held the collector back after %d of the %d bytes initialisation allocates", before, allocated)
 }

@@ -26,6 +26,7 @@ import (
 
 	"loadout/bridge/console"
 	"loadout/httpd"
+	"loadout/internal/startgc"
 	"loadout/logs"
 	"loadout/proc"
 	"loadout/settings"
@@ -112,6 +113,11 @@ type errUsage struct{ msg string }
 func (e errUsage) Error() string { return e.msg }
 
 func main() {
+	// Start-up held the collector back (startgc); serve lets it go once
+	// its channels are connected, every other command now.
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		startgc.Done()
+	}
 	// Processes loadout starts of itself take up their work here: a
 	// worker parses the untrusted file it was started for, a keeper runs
 	// an MCP server or a command, the confined child of exec becomes its

@@ -14,8 +14,8 @@ import (
 
 	"loadout/bridge"
 	"loadout/httpd"
+	"loadout/internal/startgc"
 	"loadout/settings"
-	"loadout/store"
 	"loadout/tools"
 
 	"golang.org/x/sync/errgroup"
@@ -30,7 +30,7 @@ func serve(ctx context.Context, cfg settings.Config, log *slog.Logger) error {
 	// Start-up's allocations are nearly all garbage once it is over (see
 	// settle): the collector waits for a larger heap until then, rather
 	// than running again and again over what is about to be dropped.
-	restore := startCollector()
+	restore := startgc.Hold()
 	defer restore()
 	a, err := newApp(ctx, cfg, log)
 	if err != nil {
@@ -126,21 +126,7 @@ func (a *app) settle(ctx context.Context) {
 		a.started()
 	}
 	debug.FreeOSMemory()
-	store.GiveBack()
-}
-
-// startGCPercent is the collector's GOGC while serve starts.
-const startGCPercent = 400
-
-// startCollector sets the collector's GOGC to startGCPercent, unless the
-// operator's (GOGC) is off or higher already, and returns how to set it
-// back; setting it back twice is harmless.
-func startCollector() (restore func()) {
-	gc := debug.SetGCPercent(startGCPercent)
-	if gc < 0 || gc >= startGCPercent {
-		debug.SetGCPercent(gc)
-	}
-	return func() { debug.SetGCPercent(gc) }
+	a.db.GiveBack(ctx)
 }
 
 // settleWithin bounds settle's wait for the channels to connect.

@@ -1,0 +1,41 @@
+// Package startgc holds the garbage collector back while the process
+// starts. The libraries loadout links allocate about 3 MB as their
+// packages initialise, most of it kept (compiled regular expressions,
+// tables); with the runtime's first target of 4 MB, a collection ran in
+// the middle of their initialisation, whose work and runtime metadata
+// every process kept paying for. This package has no dependency but the
+// runtime's, so it is initialised before the libraries are (Go
+// initialises a package as soon as what it imports is), and it sets the
+// collector's GOGC to Percent until main calls Done: at once for every
+// command but serve, and for serve once its channels are connected.
+package startgc
+
+import "runtime/debug"
+
+// Percent is the collector's GOGC while the process starts.
+const Percent = 400
+
+// operator is the GOGC the process was started with (100 unless the
+// environment's GOGC says otherwise; negative when it is off).
+var operator = hold()
+
+// hold sets the collector's GOGC to Percent, unless the operator's is
+// off or higher already, and returns the operator's.
+func hold() int {
+	gc := debug.SetGCPercent(Percent)
+	if gc < 0 || gc >= Percent {
+		debug.SetGCPercent(gc)
+	}
+	return gc
+}
+
+// Hold holds the collector back again, as the package's initialisation
+// did (for a serve run after Done, as tests do), and returns Done.
+func Hold() (done func()) {
+	hold()
+	return Done
+}
+
+// Done sets the collector's GOGC back to the operator's. Calling it
+// again is harmless.
+func Done() { debug.SetGCPercent(operator) }
