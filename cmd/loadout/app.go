@@ -23,6 +23,7 @@ import (
 	"loadout/google"
 	"loadout/google/workspace"
 	"loadout/httpd"
+	"loadout/internal/startgc"
 	"loadout/metrics"
 	"loadout/proc"
 	"loadout/settings"
@@ -207,6 +208,7 @@ func buildApp(ctx context.Context, cfg settings.Config, log *slog.Logger, listAl
 		a.mux.Handle("GET /metrics", a.metrics.Handler())
 	}
 	if cfg.HTTP.Pprof {
+		startgc.Profiles() // sampling is off in a process that serves no heap profile
 		a.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		a.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	}

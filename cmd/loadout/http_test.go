@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,9 +95,14 @@ func TestTelegramWebhookRefusesOversizedUpdate(t *testing.T) {
 	}
 }
 
-// Profiles are served only when http.pprof asks for them.
+// Profiles are served only when http.pprof asks for them, and only then
+// does the runtime sample allocations for heap profiles (startgc).
 func TestPprofOnlyWhenAsked(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	for _, on := range []bool{false, true} {
+		if !on && runtime.MemProfileRate != 0 {
+			t.Errorf("pprof off: the runtime samples allocations, one in %d bytes", runtime.MemProfileRate)
+		}
 		cfg, err := settings.Parse(nil, env(map[string]string{"LOADOUT_HTTP_PPROF": strconv.FormatBool(on)}))
 		if err != nil {
 			t.Fatal(err)
@@ -107,6 +113,10 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(a.mux)
+		for range 64 {
+			kept = append(kept, make([]byte, 64<<10))
+		}
+		runtime.GC() // a heap profile shows the last collection's
 		resp, err := http.Get(srv.URL + "/debug/pprof/heap?debug=1")
 		if err != nil {
 			t.Fatal(err)
@@ -118,8 +128,12 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
 			t.Errorf("pprof %v: status %d, want %d", on, resp.StatusCode, want)
 		}
-		if on && !strings.Contains(string(body), "heap profile") {
-			t.Errorf("pprof on: /debug/pprof/heap gave %.200s", body)
+		// 4 MiB allocated here: about 8 samples at the default rate.
+		if on && !strings.Contains(string(body), "TestPprofOnlyWhenAsked") {
+			t.Errorf("pprof on: /debug/pprof/heap has no sample of the test's allocations: %.300s", body)
 		}
 	}
 }
+
+// kept holds what TestPprofOnlyWhenAsked allocates for its heap profile.
+var kept [][]byte

@@ -8,16 +8,41 @@
 // initialises a package as soon as what it imports is), and it sets the
 // collector's GOGC to Percent until main calls Done: at once for every
 // command but serve, and for serve once its channels are connected.
+//
+// It also turns off the runtime's sampling of allocations for heap
+// profiles, which only a serve with http.pprof reads (Profiles turns it
+// back on): each sample walks the stack and keeps a record for the
+// allocation's site, and the table of those records grows, page by page,
+// with the sites sampled for as long as the process runs.
 package startgc
 
-import "runtime/debug"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 // Percent is the collector's GOGC while the process starts.
 const Percent = 400
 
 // operator is the GOGC the process was started with (100 unless the
 // environment's GOGC says otherwise; negative when it is off).
-var operator = hold()
+var operator = start()
+
+// start turns sampling off, holds the collector back and returns the
+// operator's GOGC.
+func start() int {
+	runtime.MemProfileRate = 0
+	return hold()
+}
+
+// sampling is the runtime's default rate of heap profile samples: one
+// every 512 KiB allocated on average.
+const sampling = 512 << 10
+
+// Profiles turns sampling for heap profiles back on, at the runtime's
+// default rate, for a process that serves them; what was allocated
+// before is not in them.
+func Profiles() { runtime.MemProfileRate = sampling }
 
 // hold sets the collector's GOGC to Percent, unless the operator's is
 // off or higher already, and returns the operator's.
