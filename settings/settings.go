@@ -148,7 +148,8 @@ type HTTPConfig struct {
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// Metrics serves Prometheus metrics at /metrics.
 	Metrics bool `yaml:"metrics"`
-	// Pprof serves Go's profiles at /debug/pprof/.
+	// Pprof serves Go's profiles at /debug/pprof/; only then are
+	// allocations sampled for heap profiles (see internal/startgc).
 	Pprof bool `yaml:"pprof"`
 }
 

@@ -185,9 +185,6 @@ func (d *DB) EmbedProgress(ctx context.Context) (EmbedProgress, error) {
 		return EmbedProgress{}, nil
 	}
 	p := EmbedProgress{Model: m.Model}
-	m.mu.Lock()
-	p.Skipped, p.Problem = m.skipped, m.problem
-	m.mu.Unlock()
 	for _, k := range []string{embedMemory, embedMessage} {
 		through, err := d.embedMark(ctx, k)
 		if err != nil {
@@ -200,6 +197,13 @@ func (d *DB) EmbedProgress(ctx context.Context) (EmbedProgress, error) {
 		}
 		p.Done, p.Total = p.Done+done, p.Total+total
 	}
+	// The counts are read after the cursors: the job counts a row it
+	// skips before its cursor moves past it, so a skipped row read as
+	// done is in Skipped (read before, Skipped could miss a row the
+	// cursor had just passed).
+	m.mu.Lock()
+	p.Skipped, p.Problem = m.skipped, m.problem
+	m.mu.Unlock()
 	return p, nil
 }
 

@@ -12,10 +12,17 @@ package store
 // and allocates its statement journals and page buffers on every write;
 // with glibc's adaptive threshold each free handed the top of a thread's
 // arena back to the kernel (madvise) and the next write faulted it in
-// again, which cost a turn more than the turn's own SQL.
-static void keep_freed_memory(void) {
+// again, which cost a turn more than the turn's own SQL. It also bounds
+// the allocator's arenas: glibc gives each thread that calls malloc an
+// arena of its own, up to eight per core, and each keeps what was freed
+// in it; SQLite, which does nearly all of this process's C allocation,
+// runs on at most `arenas` connections at once.
+static void keep_freed_memory(int arenas) {
 #ifdef M_TRIM_THRESHOLD
 	mallopt(M_TRIM_THRESHOLD, 1 << 20);
+#endif
+#ifdef M_ARENA_MAX
+	mallopt(M_ARENA_MAX, arenas);
 #endif
 }
 
@@ -42,7 +49,7 @@ import "sync"
 // database is opened. What it keeps is bounded: a thread's arena returns
 // memory above 1 MiB of free space at its top, as it did before the
 // threshold adapted.
-var keepFreedMemory = sync.OnceFunc(func() { C.keep_freed_memory() })
+var keepFreedMemory = sync.OnceFunc(func() { C.keep_freed_memory(C.int(maxConns)) })
 
 // sqliteMemory is what SQLite holds of the C allocator's memory, in
 // bytes, every connection of the process together.

@@ -129,7 +129,7 @@ func migrate(g *gorm.DB, fts bool) error {
 // that has the columns is not read. It serves SQLite and PostgreSQL.
 func migrateMessages(g *gorm.DB) error {
 	m := g.Migrator()
-	if !m.HasTable(&message{}) {
+	if !m.HasTable("messages") { // by name: a new database parses no model
 		return nil // a new database: AutoMigrate creates it as it is
 	}
 	if !m.HasColumn(&message{}, "AskID") {
