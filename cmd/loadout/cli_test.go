@@ -208,3 +208,16 @@ func TestNoCollectionWhilePackagesInitialise(t *testing.T) {
 	}
 	t.Logf("startgc held the collector back after %d of the %d bytes initialisation allocates", before, allocated)
 }
+
+// serve is found wherever -config stands; every other command line lets
+// the collector go at once.
+func TestServingFindsServe(t *testing.T) {
+	for args, want := range map[string]bool{
+		"serve": true, "-config x.yaml serve": true, "-config=x.yaml serve": true, "serve -config x.yaml": true,
+		"": false, "chat": false, "-config serve chat": false, "help serve": false, "tools": false,
+	} {
+		if got := serving(strings.Fields(args)); got != want {
+			t.Errorf("serving(%q) = %v, want %v", args, got, want)
+		}
+	}
+}

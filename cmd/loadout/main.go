@@ -113,9 +113,9 @@ type errUsage struct{ msg string }
 func (e errUsage) Error() string { return e.msg }
 
 func main() {
-	// Start-up held the collector back (startgc); serve lets it go once
-	// its channels are connected, every other command now.
-	if len(os.Args) < 2 || os.Args[1] != "serve" {
+	// Start-up held the collector back (startgc): serve lets it go once its
+	// channels are connected, any other process (a worker's too) now.
+	if !serving(os.Args[1:]) {
 		startgc.Done()
 	}
 	// Processes loadout starts of itself take up their work here: a
@@ -210,6 +210,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // findCommand matches the longest command name at the start of args and
 // returns the arguments after it.
+// serving reports whether args run serve (-config before or after it).
+func serving(args []string) bool {
+	global := flag.NewFlagSet("loadout", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	global.String("config", "", "")
+	err := global.Parse(args)
+	cmd, _, ok := findCommand(global.Args())
+	return err == nil && ok && cmd.name == "serve"
+}
+
 func findCommand(args []string) (command, []string, bool) {
 	for _, c := range commands() {
 		words := strings.Fields(c.name)
