@@ -208,8 +208,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return cmd.run(ctx, c)
 }
 
-// findCommand matches the longest command name at the start of args and
-// returns the arguments after it.
 // serving reports whether args run serve (-config before or after it).
 func serving(args []string) bool {
 	global := flag.NewFlagSet("loadout", flag.ContinueOnError)
@@ -220,6 +218,8 @@ func serving(args []string) bool {
 	return err == nil && ok && cmd.name == "serve"
 }
 
+// findCommand matches the longest command name at the start of args and
+// returns the arguments after it.
 func findCommand(args []string) (command, []string, bool) {
 	for _, c := range commands() {
 		words := strings.Fields(c.name)

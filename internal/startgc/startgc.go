@@ -3,9 +3,11 @@
 // packages initialise, most of it kept (compiled regular expressions,
 // tables); with the runtime's first target of 4 MB, a collection ran in
 // the middle of their initialisation, whose work and runtime metadata
-// every process kept paying for. This package has no dependency but the
-// runtime's, so it is initialised before the libraries are (Go
-// initialises a package as soon as what it imports is), and it sets the
+// every process kept paying for. This package imports nothing but the
+// runtime's packages, so Go initialises it early (it takes the first
+// package in import-path order whose imports are done): after about 1.4
+// of those 3 MB, well before a collection is due (cmd/loadout's
+// TestNoCollectionWhilePackagesInitialise checks both). It sets the
 // collector's GOGC to Percent until main calls Done: at once for every
 // command but serve, and for serve once its channels are connected.
 //
