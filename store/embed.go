@@ -48,6 +48,9 @@ type embedMark struct {
 	Kind    string `gorm:"primaryKey"`
 	Model   string `gorm:"primaryKey"`
 	Through int64  `gorm:"not null"`
+	// Skipped counts the rows the job passed that the provider refused
+	// (found by words only); it moves with Through, in one transaction.
+	Skipped int64 `gorm:"not null;default:0"`
 }
 
 func (embedMark) TableName() string { return "embed_marks" }
@@ -81,7 +84,6 @@ type Meaning struct {
 
 	mu      sync.Mutex
 	problem string
-	skipped int64
 	// requests and tokens count the answered requests since start.
 	requests, tokens atomic.Int64
 	cache            vectorCache
@@ -197,12 +199,13 @@ func (d *DB) EmbedProgress(ctx context.Context) (EmbedProgress, error) {
 		}
 		p.Done, p.Total = p.Done+done, p.Total+total
 	}
-	// The counts are read after the cursors: the job counts a row it
-	// skips before its cursor moves past it, so a skipped row read as
-	// done is in Skipped (read before, Skipped could miss a row the
-	// cursor had just passed).
+	// Read after the cursors: a skipped row read as done (its cursor
+	// moved with its count, in one transaction) is in Skipped.
+	if err := d.db.WithContext(ctx).Raw(`SELECT COALESCE(SUM(skipped), 0) FROM embed_marks WHERE model = ?`, m.Model).Row().Scan(&p.Skipped); err != nil {
+		return p, kind(err)
+	}
 	m.mu.Lock()
-	p.Skipped, p.Problem = m.skipped, m.problem
+	p.Problem = m.problem
 	m.mu.Unlock()
 	return p, nil
 }
@@ -325,7 +328,7 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 				return false, kind(err)
 			}
 			if last > through {
-				if err := d.saveVectors(ctx, k, nil, last); err != nil {
+				if err := d.saveVectors(ctx, k, nil, last, 0); err != nil {
 					return false, err
 				}
 			}
@@ -335,11 +338,14 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 		var vecs []embeddingRow
 		stop := rows[len(rows)-1].ID // the cursor's next place
 		var failure error
+		var refused []int64
 		embedded := 0
 		for _, g := range byPayer(rows) {
 			got, err := d.embedRows(ctx, k, g)
 			if err != nil {
-				got, err = d.embedAlone(ctx, k, g, true)
+				var skipped []int64
+				got, skipped, err = d.embedAlone(ctx, k, g, err)
+				refused = append(refused, skipped...)
 			}
 			if err != nil {
 				failure = err
@@ -357,7 +363,18 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 			// them), and the cursor stays, for the configured model.
 			stop, failure = through, fmt.Errorf("%w: %s failed and a fallback's model answered", tools.ErrEmbedding, m.Model)
 		}
-		if err := d.saveVectors(ctx, k, vecs, stop); err != nil {
+		// Counted are the rows refused that the cursor passes; those
+		// after it are tried again.
+		skipped := 0
+		for _, id := range refused {
+			if id <= stop {
+				skipped++
+			}
+		}
+		if skipped > 0 {
+			m.Logger.Warn("the embeddings provider refused rows; they are found by words only", "kind", k, "refused", skipped)
+		}
+		if err := d.saveVectors(ctx, k, vecs, stop, skipped); err != nil {
 			return false, err
 		}
 		if failure != nil {
@@ -409,51 +426,52 @@ func (d *DB) embedRows(ctx context.Context, k string, rows []pendingRow) ([]embe
 }
 
 // embedAlone embeds g's rows one at a time, after the provider failed
-// them together. A row whose text the provider refuses
-// (tools.ErrEmbeddingRefused), or that fails while others of g are
-// embedded, is skipped: found by words only, and counted when count is
-// set (the job's). When none is embedded and a failure is not a
-// refusal, the provider is down: that error is returned.
-func (d *DB) embedAlone(ctx context.Context, k string, g []pendingRow, count bool) ([]embeddingRow, error) {
-	m := d.meaning
+// them together with err (a lone row is not asked again). A row whose
+// text the provider refuses (tools.ErrEmbeddingRefused), or that fails
+// while others of g are embedded, is skipped: found by words only. It
+// returns the rows embedded and the ids of those skipped; when none is
+// embedded and a failure is not a refusal, the provider is down: that
+// error is returned.
+func (d *DB) embedAlone(ctx context.Context, k string, g []pendingRow, err error) ([]embeddingRow, []int64, error) {
 	var got []embeddingRow
-	var down, last error
+	var skipped []int64
+	var down error
 	for _, r := range g {
-		one, err := d.embedRows(ctx, k, []pendingRow{r})
-		switch {
-		case err == nil:
-			got = append(got, one...)
-		case errors.Is(err, tools.ErrEmbeddingRefused):
-			last = err
-		default:
-			down, last = err, err
+		one, e := []embeddingRow(nil), err
+		if len(g) > 1 {
+			one, e = d.embedRows(ctx, k, []pendingRow{r})
 		}
+		switch {
+		case e == nil:
+			got = append(got, one...)
+			continue
+		case !errors.Is(e, tools.ErrEmbeddingRefused):
+			down = e
+		}
+		skipped = append(skipped, r.ID)
 	}
 	if down != nil && len(got) == 0 {
-		return nil, down
+		return nil, nil, down
 	}
-	if n := len(g) - len(got); n > 0 && count {
-		m.mu.Lock()
-		m.skipped += int64(n)
-		m.mu.Unlock()
-		m.Logger.Warn("the embeddings provider refused rows; they are found by words only", "kind", k, "refused", n, "err", last)
-	}
-	return got, nil
+	return got, skipped, nil
 }
 
-// saveVectors writes vecs and moves kind k's cursor to through (never
-// back), in one transaction.
-func (d *DB) saveVectors(ctx context.Context, k string, vecs []embeddingRow, through int64) error {
+// saveVectors writes vecs, moves kind k's cursor to through (never back)
+// and counts skipped more rows refused, in one transaction.
+func (d *DB) saveVectors(ctx context.Context, k string, vecs []embeddingRow, through int64, skipped int) error {
 	return kind(d.db.WithContext(context.WithoutCancel(ctx)).Transaction(func(tx *gorm.DB) error {
 		if len(vecs) > 0 {
 			if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(vecs, 100).Error; err != nil {
 				return err
 			}
 		}
-		mark := embedMark{Kind: k, Model: d.meaning.Model, Through: through}
+		mark := embedMark{Kind: k, Model: d.meaning.Model, Through: through, Skipped: int64(skipped)}
 		return tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "kind"}, {Name: "model"}},
-			DoUpdates: clause.Set{{Column: clause.Column{Name: "through"}, Value: gorm.Expr("CASE WHEN embed_marks.through > excluded.through THEN embed_marks.through ELSE excluded.through END")}},
+			Columns: []clause.Column{{Name: "kind"}, {Name: "model"}},
+			DoUpdates: clause.Set{
+				{Column: clause.Column{Name: "through"}, Value: gorm.Expr("CASE WHEN embed_marks.through > excluded.through THEN embed_marks.through ELSE excluded.through END")},
+				{Column: clause.Column{Name: "skipped"}, Value: gorm.Expr("embed_marks.skipped + excluded.skipped")},
+			},
 		}).Create(&mark).Error
 	}))
 }
@@ -479,9 +497,9 @@ func (d *DB) catchUp(ctx context.Context, k, owner string) error {
 	for _, g := range byPayer(rows) {
 		got, err := d.embedRows(ctx, k, g)
 		if errors.Is(err, tools.ErrEmbeddingRefused) {
-			// A text refused is the job's to skip; the search goes on
-			// with the others.
-			got, err = d.embedAlone(ctx, k, g, false)
+			// A text refused is the job's to skip (and count); the search
+			// goes on with the others.
+			got, _, err = d.embedAlone(ctx, k, g, err)
 		}
 		if err != nil {
 			return err

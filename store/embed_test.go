@@ -27,6 +27,48 @@ func withMeaning(t testing.TB, db *DB, fake *chattest.EmbeddingsServer, model st
 	return m
 }
 
+// refusing turns search by meaning on in db with a fake that refuses
+// texts with "poison", and saves memories of telegram:1.
+func refusing(t *testing.T, db *DB, memories ...string) (*DB, *chattest.EmbeddingsServer) {
+	t.Helper()
+	fake := chattest.NewEmbeddingsServer(t)
+	withMeaning(t, db, fake, "fake-embed")
+	fake.Refuse("poison")
+	for _, text := range memories {
+		if _, err := db.SaveMemory(context.Background(), "telegram:1", text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, fake
+}
+
+// The count of rows refused is kept with the job's place in the store:
+// a restart (or another process's /status) reads it as it was.
+func TestTheRefusedCountOutlivesARestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := OpenTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing(t, db, "a poison pill text", "My physician is Dr. Ruiz")
+	for more := true; more; {
+		if more, err = db.EmbedPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db, err = OpenTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	withMeaning(t, db, chattest.NewEmbeddingsServer(t), "fake-embed")
+	if p, err := db.EmbedProgress(ctx); err != nil || p.Skipped != 1 || p.Done != 2 {
+		t.Fatalf("after a restart: %+v, %v", p, err)
+	}
+}
+
 // run runs db's embedding job until the test ends.
 func run(t *testing.T, db *DB) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -153,12 +195,7 @@ func TestASearchDoesNotWaitForAHangingService(t *testing.T) {
 // job does not stall on it, and it is found by words.
 func TestARefusedRowIsSkipped(t *testing.T) {
 	ctx := context.Background()
-	db := open(t)
-	fake := chattest.NewEmbeddingsServer(t)
-	withMeaning(t, db, fake, "fake-embed")
-	fake.Refuse("poison")
-	db.SaveMemory(ctx, "telegram:1", "a poison pill text")
-	db.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz")
+	db, fake := refusing(t, open(t), "a poison pill text", "My physician is Dr. Ruiz")
 	run(t, db)
 	if p := caughtUp(t, db); p.Skipped != 1 {
 		t.Errorf("progress %+v", p)
@@ -308,12 +345,7 @@ func TestKeptVectorsFollowTheStore(t *testing.T) {
 // on it; and a search of its person still ranks by meaning.
 func TestARefusedRowAloneIsSkipped(t *testing.T) {
 	ctx := context.Background()
-	db := open(t)
-	fake := chattest.NewEmbeddingsServer(t)
-	withMeaning(t, db, fake, "fake-embed")
-	fake.Refuse("poison")
-	db.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz")
-	db.SaveMemory(ctx, "telegram:1", "a poison pill text")
+	db, _ := refusing(t, open(t), "My physician is Dr. Ruiz", "a poison pill text")
 	if f, _ := db.SearchMemories(ctx, "telegram:1", "doctor", 10); len(f.Memories) != 1 || f.Meaning != tools.MeaningUsed {
 		t.Errorf("a search beside a refused row: %+v", f)
 	}

@@ -3,7 +3,7 @@ CREATE TABLE `audit_entries` (`id` integer PRIMARY KEY AUTOINCREMENT,`at` dateti
 CREATE TABLE `chat_settings` (`chat_key` text,`key` text,`value` text,`updated_at` datetime,PRIMARY KEY (`chat_key`,`key`));
 CREATE TABLE `cursors` (`scope` text,`name` text,`pos` integer NOT NULL,`updated_at` datetime,PRIMARY KEY (`scope`,`name`));
 CREATE TABLE `custom_tools` (`name` text,`spec` text NOT NULL,`created_by` text,`updated_at` datetime,PRIMARY KEY (`name`));
-CREATE TABLE `embed_marks` (`kind` text,`model` text,`through` integer NOT NULL,PRIMARY KEY (`kind`,`model`));
+CREATE TABLE `embed_marks` (`kind` text,`model` text,`through` integer NOT NULL,`skipped` integer NOT NULL DEFAULT 0,PRIMARY KEY (`kind`,`model`));
 CREATE TABLE `embeddings` (`kind` text,`row_id` integer,`model` text,`owner` text NOT NULL,`vector` blob NOT NULL,PRIMARY KEY (`kind`,`row_id`,`model`));
 CREATE TABLE `google_states` (`state` text,`sealed` blob NOT NULL,`expires` integer NOT NULL,PRIMARY KEY (`state`));
 CREATE TABLE `google_tokens` (`user_key` text,`sealed` blob NOT NULL,`updated_at` integer,PRIMARY KEY (`user_key`));
