@@ -52,21 +52,30 @@ func TestTheRefusedCountOutlivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusing(t, db, "a poison pill text", "My physician is Dr. Ruiz")
-	for more := true; more; {
-		if more, err = db.EmbedPending(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	db, err = OpenTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db = embedAllAndReopen(t, db, path)
 	withMeaning(t, db, chattest.NewEmbeddingsServer(t), "fake-embed")
 	if p, err := db.EmbedProgress(ctx); err != nil || p.Skipped != 1 || p.Done != 2 {
 		t.Fatalf("after a restart: %+v, %v", p, err)
 	}
+}
+
+// embedAllAndReopen runs db's job until every row is taken, closes db and
+// opens path again, closed when the test ends.
+func embedAllAndReopen(t *testing.T, db *DB, path string) *DB {
+	t.Helper()
+	for more := true; more; {
+		var err error
+		if more, err = db.EmbedPending(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db, err := OpenTest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // run runs db's embedding job until the test ends.
@@ -255,17 +264,7 @@ func TestAModelChangeReembeds(t *testing.T) {
 	fake := chattest.NewEmbeddingsServer(t)
 	withMeaning(t, db, fake, "model-a")
 	db.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz")
-	for more := true; more; {
-		if more, err = db.EmbedPending(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-	db, err = OpenTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db = embedAllAndReopen(t, db, path)
 	withMeaning(t, db, fake, "model-b")
 	if p, _ := db.EmbedProgress(ctx); p.Done != 0 || p.Total != 1 {
 		t.Errorf("the new model's progress: %+v", p)
