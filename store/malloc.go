@@ -34,6 +34,10 @@ static long long sqlite_memory(void) {
 	return current;
 }
 
+// has_fts5 reports whether this build's SQLite has FTS5.
+extern int sqlite3_compileoption_used(const char *name);
+static int has_fts5(void) { return sqlite3_compileoption_used("ENABLE_FTS5"); }
+
 // give_back hands the C allocator's free memory back to the kernel.
 static void give_back(void) {
 #ifdef __GLIBC__
@@ -54,6 +58,10 @@ var keepFreedMemory = sync.OnceFunc(func() { C.keep_freed_memory(C.int(maxConns)
 // sqliteMemory is what SQLite holds of the C allocator's memory, in
 // bytes, every connection of the process together.
 func sqliteMemory() int64 { return int64(C.sqlite_memory()) }
+
+// hasFTS5 reports whether this build's SQLite has FTS5 (-tags
+// sqlite_fts5), without a database to ask.
+var hasFTS5 = sync.OnceValue(func() bool { return C.has_fts5() == 1 })
 
 // giveBack hands what the C allocator kept (see keepFreedMemory) back to
 // the system.

@@ -10,3 +10,6 @@ func giveBack() {}
 
 // sqliteMemory is nothing without cgo.
 func sqliteMemory() int64 { return 0 }
+
+// hasFTS5 is false without cgo: there is no SQLite.
+func hasFTS5() bool { return false }

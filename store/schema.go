@@ -1,7 +1,6 @@
 package store
 
 import (
-	_ "embed"
 	"fmt"
 	"hash/fnv"
 	"reflect"
@@ -195,31 +194,9 @@ func joinedGroupChanges(s string) []tools.GroupChange {
 	return out
 }
 
-// modelsSQL is what AutoMigrate creates for models() in a new SQLite
-// database, statement by statement (TestModelsSQL checks it and, with
-// -update, writes it). A new database is given it as is: AutoMigrate
-// asks SQLite about every table and builds each statement by reflection,
-// which was an eighth of the processor time of a first start.
-//
-//go:embed models.sql
-var modelsSQL string
-
-// createTables brings the models' tables to this build's: in a new
-// database (no table yet) by modelsSQL, else by AutoMigrate.
+// createTables brings the models' tables to this build's. A new
+// database has them already unless it was not made from a seed (see
+// seed): AutoMigrate creates what is missing and adds missing columns.
 func createTables(tx *gorm.DB) error {
-	var tables int64
-	if err := tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'table'").Scan(&tables).Error; err != nil {
-		return err
-	}
-	if tables > 0 {
-		return tx.AutoMigrate(models()...)
-	}
-	for _, stmt := range strings.Split(modelsSQL, ";\n") {
-		if stmt = strings.TrimSpace(stmt); stmt != "" {
-			if err := tx.Exec(stmt).Error; err != nil {
-				return fmt.Errorf("create the tables: %w", err)
-			}
-		}
-	}
-	return nil
+	return tx.AutoMigrate(models()...)
 }

@@ -32,13 +32,6 @@ func (memoryRow) TableName() string { return "memories" }
 // opened by a build without it.
 var ErrNoFTS5 = errors.New("this database uses full-text search (SQLite FTS5), which this build lacks: build with -tags sqlite_fts5")
 
-// fts5 reports whether this build's SQLite has FTS5.
-func fts5(g *gorm.DB) bool {
-	var on int
-	g.Raw("SELECT sqlite_compileoption_used('ENABLE_FTS5')").Scan(&on)
-	return on == 1
-}
-
 // searchSchema creates the full-text indexes of memories and of the
 // people's and the assistant's messages and fills them from the rows
 // already there. Without FTS5 there are none, and search falls back to a

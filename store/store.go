@@ -153,6 +153,10 @@ func openSQLite(path string) (*DB, error) {
 			}
 		}
 	}
+	fts := hasFTS5()
+	if err := seed(path, fts); err != nil {
+		return nil, err
+	}
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
 	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
 	if err != nil {
@@ -167,7 +171,6 @@ func openSQLite(path string) (*DB, error) {
 	// burst: database/sql keeps only two idle ones by default.
 	sqlDB.SetMaxIdleConns(maxConns)
 	sqlDB.SetMaxOpenConns(maxConns)
-	fts := fts5(g)
 	if err := migrate(g, fts); err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
