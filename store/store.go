@@ -158,12 +158,11 @@ func openSQLite(path string) (*DB, error) {
 		return nil, err
 	}
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
-	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
+	conns := newConnector(dsn)
+	sqlDB := sql.OpenDB(conns)
+	g, err := gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB}), gormConfig())
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	sqlDB, err := g.DB()
-	if err != nil {
+		sqlDB.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	// A SQLite connection is costly to open (the schema is read, the
@@ -175,6 +174,7 @@ func openSQLite(path string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
 	}
+	conns.openAhead()
 	return &DB{db: g, hot: newHotStatements(sqlDB), fts: fts, now: utcNow, sig: newSignals("", "", nil)}, nil
 }
 
