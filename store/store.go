@@ -13,15 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
@@ -121,63 +118,6 @@ type state struct {
 	UpdatedAt time.Time
 }
 
-// Open opens (creating if needed) the SQLite database at path, in WAL mode
-// with a busy timeout, and migrates the schema. The parent directory is
-// created. Use ":memory:" only for single-connection experiments; tests
-// should use a file in t.TempDir().
-func Open(path string) (*DB, error) {
-	if !Available {
-		return nil, ErrNoSQLite
-	}
-	// Processes starting together on a new file meet SQLite's lock while
-	// one of them sets the file up: the others wait their turn.
-	for tries := 1; ; tries++ {
-		db, err := openSQLite(path)
-		if err == nil || !busy(err) || tries == openTries {
-			return db, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// openTries bounds the attempts to open a file another process is
-// setting up: ten seconds, SQLite's busy timeout here.
-const openTries = 100
-
-func openSQLite(path string) (*DB, error) {
-	keepFreedMemory()
-	if path != ":memory:" {
-		if dir := filepath.Dir(path); dir != "" {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
-			}
-		}
-	}
-	fts := hasFTS5()
-	if err := seed(path, fts); err != nil {
-		return nil, err
-	}
-	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
-	conns := newConnector(dsn)
-	sqlDB := sql.OpenDB(conns)
-	g, err := gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB}), gormConfig())
-	if err != nil {
-		sqlDB.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	// A SQLite connection is costly to open (the schema is read, the
-	// pragmas run), so connections are kept rather than churned by every
-	// burst: database/sql keeps only two idle ones by default.
-	sqlDB.SetMaxIdleConns(maxConns)
-	sqlDB.SetMaxOpenConns(maxConns)
-	if err := migrate(g, fts); err != nil {
-		sqlDB.Close()
-		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
-	}
-	conns.openAhead()
-	return &DB{db: g, hot: newHotStatements(sqlDB), fts: fts, now: utcNow, sig: newSignals("", "", nil)}, nil
-}
-
 // gormConfig is how both drivers are opened: quiet, with no transaction
 // around single writes (the store opens its own), and times in UTC.
 func gormConfig() *gorm.Config {
@@ -185,14 +125,6 @@ func gormConfig() *gorm.Config {
 }
 
 func utcNow() time.Time { return time.Now().UTC() }
-
-// maxConns bounds the connections to the file. SQLite runs one writer at
-// a time, and every write makes the other connections drop their page
-// caches, so more connections cost CPU and memory without adding
-// throughput: on the Telegram benchmark two used 2.3 ms of CPU a message,
-// sixteen 3.0 ms. A store method never queries outside the transaction it
-// holds, so two connections cannot wait on each other.
-const maxConns = 2
 
 // GiveBack hands back to the system what an idle process need not hold
 // once start-up's work on the database (the schema read, a migration,
