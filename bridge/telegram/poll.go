@@ -19,8 +19,11 @@ import (
 const offsetKey = "telegram:offset"
 
 // poll long-polls getUpdates until ctx is done. The offset advances only
-// after every update of a batch is in the inbox.
-func (a *Adapter) poll(ctx context.Context) {
+// after every update of a batch is in the inbox. What a getUpdates
+// brings, or its error, is handled only once st is done: the first
+// request goes out while getMe and the pipeline's resumption run (Run),
+// and poll returns if they did not succeed.
+func (a *Adapter) poll(ctx context.Context, st *startup) {
 	var offset int64
 	err := a.policy(0).Do(ctx, backoff.Always, func(ctx context.Context) error {
 		v, err := a.store.State(ctx, offsetKey)
@@ -38,6 +41,14 @@ func (a *Adapter) poll(ctx context.Context) {
 	b := a.policy(0).New()
 	for ctx.Err() == nil {
 		ups, err := a.updates(ctx, offset)
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return
+		}
+		if st.err != nil || !st.piped || ctx.Err() != nil {
+			return
+		}
 		if err == nil {
 			var next int64
 			next, err = a.accept(ctx, ups)

@@ -252,39 +252,99 @@ func (a *Adapter) WebhookPath() string {
 // taking updates, lets running turns finish for ShutdownGrace, and returns
 // nil. Network errors are retried with backoff; Run returns an error only
 // when the Bot API rejects the token.
+//
+// When polling, the first getUpdates goes out beside getMe and the
+// resumption: a request needs only the token, and a start used to wait a
+// round trip to the Bot API (getMe's) before it asked for updates. What
+// that getUpdates brings is taken in only once the bot is connected and
+// its pipeline runs (poll); if the token is refused, polling stops and
+// Run returns the refusal.
 func (a *Adapter) Run(ctx context.Context) error {
 	if a.allow.Len() == 0 {
 		a.log.Warn("telegram.allowed_users is empty: the bot will refuse everyone; add your numeric user id or @username")
 	}
+	if a.cfg.Mode == ModeWebhook {
+		st := a.start(ctx)
+		if st.err != nil || !st.piped {
+			return st.err
+		}
+		defer a.pipe.Stop()
+		// The command menu is cosmetic: taking updates does not wait for it.
+		var menu sync.WaitGroup
+		menu.Go(func() { a.setCommands(ctx) })
+		defer menu.Wait()
+		a.setWebhook(ctx)
+		<-ctx.Done()
+		return nil
+	}
+	a.mu.Lock()
+	if a.bot == nil {
+		a.bot = a.unverified()
+	}
+	a.mu.Unlock()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	st := &startup{done: make(chan struct{})}
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		r := a.start(ctx)
+		st.err, st.piped = r.err, r.piped
+		if st.err != nil {
+			stop(st.err) // polling ends: the token is refused
+		}
+		close(st.done)
+		if st.piped && ctx.Err() == nil {
+			a.setCommands(ctx) // cosmetic: taking updates does not wait for it
+		}
+	})
+	defer func() {
+		bg.Wait()
+		if st.piped {
+			a.pipe.Stop()
+		}
+	}()
+	a.cfg.Exclusive.Do(ctx, "telegram polling", func(ctx context.Context) error {
+		a.poll(ctx, st)
+		return nil
+	})
+	<-st.done
+	return st.err
+}
+
+// startup is how a start went: done is closed once it is over, err is
+// the token's refusal, piped is set once the pipeline runs (and ready).
+type startup struct {
+	done  chan struct{}
+	err   error
+	piped bool
+}
+
+// start connects (getMe), then resumes the pipeline and marks the
+// channel ready. A refused token is an error; ctx ending is not.
+func (a *Adapter) start(ctx context.Context) startup {
 	bot, err := a.connect(ctx)
 	if err != nil || bot == nil {
-		return err
+		return startup{err: err}
 	}
 	a.log.Info("telegram bot connected", "username", "@"+bot.Self.UserName, "mode", a.cfg.Mode)
 	a.mu.Lock()
 	a.bot = bot
 	a.mu.Unlock()
-	defer a.pipe.Stop()
 	if err := a.pipe.Start(ctx); err != nil {
-		return nil // ctx done
+		return startup{piped: true} // ctx done; Stop still ends what Start began
 	}
 	a.mu.Lock()
 	a.ready = true
 	a.mu.Unlock()
+	return startup{piped: true}
+}
 
-	// The command menu is cosmetic: taking updates does not wait for it.
-	var menu sync.WaitGroup
-	menu.Go(func() { a.setCommands(ctx) })
-	defer menu.Wait()
-	if a.cfg.Mode == ModeWebhook {
-		a.setWebhook(ctx)
-		<-ctx.Done()
-		return nil
-	}
-	return a.cfg.Exclusive.Do(ctx, "telegram polling", func(ctx context.Context) error {
-		a.poll(ctx)
-		return nil
-	})
+// unverified is the bot before getMe has answered: the token and the
+// endpoint, which is all a request needs; its Self is empty.
+func (a *Adapter) unverified() *tgbotapi.BotAPI {
+	bot := &tgbotapi.BotAPI{Token: a.cfg.Token, Client: a.cfg.HTTPClient, Buffer: 100}
+	bot.SetAPIEndpoint(a.cfg.APIEndpoint)
+	return bot
 }
 
 // connect calls getMe until it succeeds. It returns nil, nil when ctx is
