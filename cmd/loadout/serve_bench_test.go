@@ -30,6 +30,7 @@ var (
 	benchBin      = flag.String("serve.bin", "", "BenchmarkServeTelegram, BenchmarkServeStart: measure this loadout binary instead of building the package")
 	benchVs       = flag.String("serve.vs", "", "BenchmarkServeTelegram, BenchmarkServeStart: a second loadout binary (an older build) measured in turn with the first, pair by pair")
 	benchRuns     = flag.Int("serve.runs", 1, "BenchmarkServeTelegram, BenchmarkServeStart: runs of each binary per iteration (with -serve.vs: pairs, the first of each pair alternating)")
+	benchLatency  = flag.Duration("serve.latency", 0, "BenchmarkServeStart: the Telegram fake answers every request this much after it arrives, as a distant Bot API does")
 	benchCached   = flag.Bool("serve.cached", false, "BenchmarkServeTelegram, BenchmarkServeStart: start each binary from the page cache (as a restarted one is) instead of from disk")
 )
 
@@ -129,6 +130,7 @@ func BenchmarkServeStart(b *testing.B) {
 	dir := b.TempDir()
 	bins := serveBinaries(b, dir)
 	fakes := newServeFakes(b)
+	fakes.tg.SetLatency(*benchLatency)
 	runs := max(*benchRuns, 1)
 	for i := 0; i < b.N; i++ {
 		got := make([][]serveFigures, len(bins))

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"loadout/bridge/bridgetest"
 )
@@ -60,6 +61,9 @@ type Server struct {
 	// notify at every other change, so WaitFor and a long poll wake at
 	// any of them.
 	gate bridgetest.Gate
+
+	// latency delays every answer (SetLatency).
+	latency atomic.Int64
 
 	mu           sync.Mutex
 	nextID       int
@@ -116,6 +120,10 @@ func (s *Server) WaitFor(t testing.TB, what string, cond func() bool) {
 	bridgetest.WaitFor(t, "telegramtest: "+what, &s.gate.Signal, cond)
 }
 
+// SetLatency makes the server answer every request d after it arrives
+// (and is recorded), as a distant Bot API does.
+func (s *Server) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
+
 // notify wakes WaitFor and long polls.
 func (s *Server) notify() { s.gate.Notify() }
 
@@ -150,6 +158,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if held && !s.wait(r, method, release) {
 		return
+	}
+	if d := time.Duration(s.latency.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if fail != nil {
 		writeErr(w, fail.code, fail.desc, fail.retryAfter)
