@@ -303,12 +303,15 @@ func (a *Adapter) Run(ctx context.Context) error {
 			a.pipe.Stop()
 		}
 	}()
-	a.cfg.Exclusive.Do(ctx, "telegram polling", func(ctx context.Context) error {
+	err := a.cfg.Exclusive.Do(ctx, "telegram polling", func(ctx context.Context) error {
 		a.poll(ctx, st)
 		return nil
 	})
 	<-st.done
-	return st.err
+	if st.err != nil {
+		return st.err
+	}
+	return err
 }
 
 // startup is how a start went: done is closed once it is over, err is
