@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +50,10 @@ type embedMark struct {
 	// Skipped counts the rows the job passed that the provider refused
 	// (found by words only); it moves with Through, in one transaction.
 	Skipped int64 `gorm:"not null;default:0"`
+	// Problem is the job's last failure on this kind, cleared by its next
+	// round that fails nothing: kept here, not in one process, so that
+	// /status in every process sharing the store says the service fails.
+	Problem string `gorm:"not null;default:''"`
 }
 
 func (embedMark) TableName() string { return "embed_marks" }
@@ -82,8 +85,6 @@ type Meaning struct {
 	CacheBytes int64
 	Logger     *slog.Logger
 
-	mu      sync.Mutex
-	problem string
 	// requests and tokens count the answered requests since start.
 	requests, tokens atomic.Int64
 	cache            vectorCache
@@ -201,12 +202,9 @@ func (d *DB) EmbedProgress(ctx context.Context) (EmbedProgress, error) {
 	}
 	// Read after the cursors: a skipped row read as done (its cursor
 	// moved with its count, in one transaction) is in Skipped.
-	if err := d.db.WithContext(ctx).Raw(`SELECT COALESCE(SUM(skipped), 0) FROM embed_marks WHERE model = ?`, m.Model).Row().Scan(&p.Skipped); err != nil {
+	if err := d.db.WithContext(ctx).Raw(`SELECT COALESCE(SUM(skipped), 0), COALESCE(MAX(problem), '') FROM embed_marks WHERE model = ?`, m.Model).Row().Scan(&p.Skipped, &p.Problem); err != nil {
 		return p, kind(err)
 	}
-	m.mu.Lock()
-	p.Problem = m.problem
-	m.mu.Unlock()
 	return p, nil
 }
 
@@ -287,12 +285,6 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	return true
 }
 
-func (m *Meaning) setProblem(p string) {
-	m.mu.Lock()
-	m.problem = p
-	m.mu.Unlock()
-}
-
 // pendingRow is a row to embed.
 type pendingRow struct {
 	ID                 int64
@@ -328,7 +320,7 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 				return false, kind(err)
 			}
 			if last > through {
-				if err := d.saveVectors(ctx, k, nil, last, 0); err != nil {
+				if err := d.saveVectors(ctx, k, nil, last, 0, ""); err != nil {
 					return false, err
 				}
 			}
@@ -374,14 +366,16 @@ func (d *DB) EmbedPending(ctx context.Context) (more bool, err error) {
 		if skipped > 0 {
 			m.Logger.Warn("the embeddings provider refused rows; they are found by words only", "kind", k, "refused", skipped)
 		}
-		if err := d.saveVectors(ctx, k, vecs, stop, skipped); err != nil {
+		problem := ""
+		if failure != nil {
+			problem = failure.Error()
+		}
+		if err := d.saveVectors(ctx, k, vecs, stop, skipped, problem); err != nil {
 			return false, err
 		}
 		if failure != nil {
-			m.setProblem(failure.Error())
 			return false, failure
 		}
-		m.setProblem("")
 	}
 	return more, nil
 }
@@ -458,19 +452,20 @@ func (d *DB) embedAlone(ctx context.Context, k string, g []pendingRow, err error
 
 // saveVectors writes vecs, moves kind k's cursor to through (never back)
 // and counts skipped more rows refused, in one transaction.
-func (d *DB) saveVectors(ctx context.Context, k string, vecs []embeddingRow, through int64, skipped int) error {
+func (d *DB) saveVectors(ctx context.Context, k string, vecs []embeddingRow, through int64, skipped int, problem string) error {
 	return kind(d.db.WithContext(context.WithoutCancel(ctx)).Transaction(func(tx *gorm.DB) error {
 		if len(vecs) > 0 {
 			if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(vecs, 100).Error; err != nil {
 				return err
 			}
 		}
-		mark := embedMark{Kind: k, Model: d.meaning.Model, Through: through, Skipped: int64(skipped)}
+		mark := embedMark{Kind: k, Model: d.meaning.Model, Through: through, Skipped: int64(skipped), Problem: problem}
 		return tx.Clauses(clause.OnConflict{
 			Columns: []clause.Column{{Name: "kind"}, {Name: "model"}},
 			DoUpdates: clause.Set{
 				{Column: clause.Column{Name: "through"}, Value: gorm.Expr("CASE WHEN embed_marks.through > excluded.through THEN embed_marks.through ELSE excluded.through END")},
 				{Column: clause.Column{Name: "skipped"}, Value: gorm.Expr("embed_marks.skipped + excluded.skipped")},
+				{Column: clause.Column{Name: "problem"}, Value: gorm.Expr("excluded.problem")},
 			},
 		}).Create(&mark).Error
 	}))

@@ -3,18 +3,17 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
-
-	"io"
-	"loadout/chat"
-	"loadout/tools"
-	"log/slog"
 	"testing"
 	"time"
 
+	"loadout/chat"
 	"loadout/chat/chattest"
 	"loadout/chat/openai"
+	"loadout/tools"
 )
 
 // withMeaning turns search by meaning on in db, with model on the fake
@@ -367,5 +366,40 @@ func TestTheJobSkipsARefusedRowWithNothingBeside(t *testing.T) {
 	run(t, db)
 	if p := caughtUp(t, db); p.Skipped != 1 || p.Problem != "" {
 		t.Errorf("progress %+v", p)
+	}
+}
+
+// The embedding job's failure is kept in the store: another process
+// sharing it (a replica's /status) reads it, and the job's next good
+// round clears it for both.
+func TestTheJobsFailureIsSeenByEveryProcess(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "loadout.db")
+	running, other := openAt(t, path), openAt(t, path)
+	fake := chattest.NewEmbeddingsServer(t)
+	withMeaning(t, running, fake, "fake-embed")
+	withMeaning(t, other, fake, "fake-embed")
+	fake.Fail(true)
+	if _, err := running.SaveMemory(ctx, "telegram:1", "My physician is Dr. Ruiz"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := running.EmbedPending(ctx); err == nil {
+		t.Fatal("the job took rows the provider did not embed")
+	}
+	if p, err := other.EmbedProgress(ctx); err != nil || p.Problem == "" {
+		t.Fatalf("the other process reads %+v, %v: no failure", p, err)
+	}
+	if line, _ := other.MeaningStatus(ctx, chat.Inbound{}); !strings.Contains(line, "failing") {
+		t.Fatalf("the other process's status: %q", line)
+	}
+	fake.Fail(false)
+	for more := true; more; {
+		var err error
+		if more, err = running.EmbedPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := other.EmbedProgress(ctx); err != nil || p.Problem != "" || p.Done != 1 {
+		t.Fatalf("after a good round the other process reads %+v, %v", p, err)
 	}
 }
