@@ -161,8 +161,19 @@ func TestGroupAnswersOnlyWhenAddressed(t *testing.T) {
 	if len(sent) != 4 {
 		t.Fatalf("sent %d messages, want 4: %+v", len(sent), sent)
 	}
-	if sent[0].Text != "answer one" || sent[1].ReplyTo == 0 || !strings.Contains(sent[1].Text, "Messages:") ||
-		sent[2].Text != "answer two" || !strings.Contains(sent[3].Text, "Hi, I") {
+	// /status is answered at once, beside the chat's queue, when it
+	// comes while the first turn runs (bridge TestStatusAnswersWhileATurnRuns):
+	// its reply may come before that turn's answer. The rest keep their order.
+	var queued []string
+	status := 0
+	for _, s := range sent {
+		if strings.Contains(s.Text, "Messages:") {
+			status++
+			continue
+		}
+		queued = append(queued, s.Text)
+	}
+	if status != 1 || len(queued) != 3 || queued[0] != "answer one" || queued[1] != "answer two" || !strings.Contains(queued[2], "Hi, I") {
 		t.Fatalf("unexpected replies: %+v", sent)
 	}
 	for _, s := range sent {
