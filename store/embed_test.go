@@ -62,19 +62,20 @@ func TestTheRefusedCountOutlivesARestart(t *testing.T) {
 // opens path again, closed when the test ends.
 func embedAllAndReopen(t *testing.T, db *DB, path string) *DB {
 	t.Helper()
+	embedAll(t, db)
+	db.Close()
+	return openAt(t, path)
+}
+
+// embedAll runs db's job until every row is taken.
+func embedAll(t *testing.T, db *DB) {
+	t.Helper()
 	for more := true; more; {
 		var err error
 		if more, err = db.EmbedPending(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	db.Close()
-	db, err := OpenTest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 // run runs db's embedding job until the test ends.
@@ -393,12 +394,7 @@ func TestTheJobsFailureIsSeenByEveryProcess(t *testing.T) {
 		t.Fatalf("the other process's status: %q", line)
 	}
 	fake.Fail(false)
-	for more := true; more; {
-		var err error
-		if more, err = running.EmbedPending(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	embedAll(t, running)
 	if p, err := other.EmbedProgress(ctx); err != nil || p.Problem != "" || p.Done != 1 {
 		t.Fatalf("after a good round the other process reads %+v, %v", p, err)
 	}
