@@ -52,7 +52,9 @@ func (p *Pipeline) claimed(ctx context.Context, out Outlet, j *job) error {
 	})
 	switch {
 	case !ok && err != nil:
-		p.log.Error("delivery: cannot claim the chat; trying again later", "chat", j.it.Inbound.ChatKey, "err", err)
+		if ctx.Err() == nil { // else the stop cut the claim
+			p.log.Error("delivery: cannot claim the chat; trying again later", "chat", j.it.Inbound.ChatKey, "err", err)
+		}
 		return errLeft
 	case !ok && j.fresh():
 		j.checked = true

@@ -1066,3 +1066,37 @@ func TestStatusAnswersWhileATurnRuns(t *testing.T) {
 		t.Fatalf("sent %q", sent)
 	}
 }
+
+// A stop that cuts a chat's claim while it is taken is not a failure: it
+// logs no error, and the event is left for the next start.
+func TestAStopWhileClaimingIsNotAFailure(t *testing.T) {
+	db, _ := openStore(t)
+	var logs chattest.LogBuffer
+	claiming := make(chan struct{})
+	var once sync.Once
+	claim := func(ctx context.Context, name string, run func(context.Context) error) (bool, error) {
+		once.Do(func() { close(claiming) })
+		<-ctx.Done()
+		return false, ctx.Err()
+	}
+	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: db, Outlet: &outlet{}, Logger: logger(&logs),
+		Handler: handlerFunc(func(context.Context, chat.Inbound) (string, error) { return "re", nil }),
+		Claim:   claim, ShutdownGrace: time.Millisecond})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accept(t, p, pending("ev1", "A", "hi"))
+	select {
+	case <-claiming:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the chat was never claimed")
+	}
+	p.Stop()
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("the stop was logged as a failure:\n%s", logs.String())
+	}
+	items, err := db.Unfinished(context.Background(), "test")
+	if err != nil || len(items) != 1 {
+		t.Errorf("the event was not left for the next start: %d items, %v", len(items), err)
+	}
+}

@@ -86,7 +86,7 @@ func (l *Lease) Run(ctx context.Context, duty func(ctx context.Context)) {
 	for {
 		if ok, err := l.Store.TakeLease(ctx, l.Name, l.Holder, ttl); err != nil && ctx.Err() == nil {
 			log.Warn("cluster: could not take a lease; trying again", "err", err)
-		} else if ok {
+		} else if ok && ctx.Err() == nil {
 			log.Info("cluster: this process holds the lease")
 			l.hold(ctx, ttl, t, duty, log)
 		}
@@ -111,6 +111,11 @@ func (l *Lease) Once(ctx context.Context, duty func(ctx context.Context) error) 
 		return false, err
 	}
 	defer l.Store.ReleaseLease(context.WithoutCancel(ctx), l.Name, l.Holder)
+	if err := ctx.Err(); err != nil {
+		// Stopped while the lease was being taken: the duty is not
+		// started on a context that has already ended.
+		return false, err
+	}
 	t := time.NewTicker(ttl / 3)
 	defer t.Stop()
 	var dutyErr error

@@ -203,3 +203,47 @@ func TestOnceRunsWhileTheLeaseIsHeld(t *testing.T) {
 		t.Fatalf("Once with a lost lease: ok %v, err %v", ok, err)
 	}
 }
+
+// stopsWhileTaking is a store on which the process is stopped while a
+// lease is being taken: the take succeeds, but the context has ended.
+type stopsWhileTaking struct {
+	Store
+	stop context.CancelFunc
+}
+
+func (s stopsWhileTaking) TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	ok, err := s.Store.TakeLease(ctx, name, holder, ttl)
+	s.stop()
+	return ok, err
+}
+
+// Found by probing: a duty was started on a context its stop had already
+// ended when the stop came while the lease was taken (the scheduler then
+// logged its reads as failed). Neither Run nor Once starts it, and the
+// lease is given back.
+func TestAStopWhileTakingStartsNoDuty(t *testing.T) {
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, how := range []string{"Run", "Once"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		l := &Lease{Store: stopsWhileTaking{db, cancel}, Name: "duty-" + how, Holder: "a", TTL: time.Minute, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		ran := false
+		if how == "Run" {
+			l.Run(ctx, func(context.Context) { ran = true })
+		} else {
+			ok, _ := l.Once(ctx, func(context.Context) error { ran = true; return nil })
+			if ok {
+				t.Errorf("Once reported the duty done")
+			}
+		}
+		if ran {
+			t.Errorf("%s started the duty on an ended context", how)
+		}
+		if ok, err := db.TakeLease(context.Background(), l.Name, "b", time.Minute); !ok || err != nil {
+			t.Errorf("%s kept the lease: %v %v", how, ok, err)
+		}
+	}
+}

@@ -346,3 +346,43 @@ func TestNothingLoadoutStartedOutlivesIt(t *testing.T) {
 		}
 	}
 }
+
+// Found by probing: a serve stopped soon after it started logged errors
+// ("scheduler: cannot read unfinished runs: context canceled"): work
+// its own stop cancelled was reported as a failure. A stop at any moment
+// of the start logs no error.
+func TestAStopLogsNoError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, after := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 80 * time.Millisecond, 300 * time.Millisecond} {
+		tg := telegramtest.New(t)
+		model := chattest.NewModelServer(t)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "config.yaml")
+		raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
+			"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n",
+			model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint())
+		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// A first start makes the database; the second is a restart.
+		for start := 1; start <= 2; start++ {
+			polls := len(tg.Calls("getUpdates"))
+			c := startChild(t, "serve -config "+path)
+			c.waitFor(t, "the first getUpdates", func() int { return len(c.logs.String()) },
+				func() bool { return len(tg.Calls("getUpdates")) > polls })
+			time.Sleep(after)
+			c.cmd.Process.Signal(syscall.SIGTERM)
+			<-c.exited
+			if c.err != nil {
+				t.Errorf("start %d, stopped %s after its first poll: %v", start, after, c.err)
+			}
+			for _, line := range strings.Split(c.logs.String(), "\n") {
+				if strings.Contains(line, "level=ERROR") {
+					t.Errorf("start %d, stopped %s after its first poll, it logged: %s", start, after, line)
+				}
+			}
+		}
+	}
+}

@@ -127,6 +127,9 @@ func New(cfg Config, st Store, submit Submit) *Scheduler {
 // until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if n, err := s.store.InterruptRuns(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped as it began
+		}
 		s.cfg.Logger.Error("scheduler: cannot read unfinished runs", "err", err)
 	} else if n > 0 {
 		s.cfg.Logger.Warn("scheduler: runs cut by the last stop are recorded as interrupted, not run again", "runs", n)
@@ -151,15 +154,21 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // RunDue runs every task due now: one missed by less than CatchUp runs
-// once; one missed by more is skipped, and the skip recorded.
+// once; one missed by more is skipped, and the skip recorded. Once ctx
+// ends it starts no more, and what the stop cut is not logged as a
+// failure: a run claimed but not finished is recorded as interrupted by
+// the next start.
 func (s *Scheduler) RunDue(ctx context.Context) {
 	now := s.cfg.Now()
 	due, err := s.store.DueTasks(ctx, now)
 	if err != nil {
-		s.cfg.Logger.Error("scheduler: cannot read due tasks", "err", err)
+		s.failed(ctx, "scheduler: cannot read due tasks", "err", err)
 		return
 	}
 	for _, t := range due {
+		if ctx.Err() != nil {
+			return
+		}
 		next, err := s.after(t, now)
 		if err != nil {
 			s.cfg.Logger.Error("scheduler: a task's schedule cannot be read; it stops", "task", t.ID, "err", err)
@@ -167,14 +176,14 @@ func (s *Scheduler) RunDue(ctx context.Context) {
 		if late := now.Sub(t.NextRun); late > s.cfg.CatchUp {
 			if _, _, err := s.store.ClaimRun(ctx, t.ID, t.NextRun, next, now,
 				fmt.Sprintf("skipped: missed by %s while loadout was not running", late.Round(time.Minute))); err != nil {
-				s.cfg.Logger.Error("scheduler: cannot record a skipped run", "task", t.ID, "err", err)
+				s.failed(ctx, "scheduler: cannot record a skipped run", "task", t.ID, "err", err)
 			}
 			continue
 		}
 		run, ok, err := s.store.ClaimRun(ctx, t.ID, t.NextRun, next, now, "started")
 		if err != nil || !ok {
 			if err != nil {
-				s.cfg.Logger.Error("scheduler: cannot claim a run", "task", t.ID, "err", err)
+				s.failed(ctx, "scheduler: cannot claim a run", "task", t.ID, "err", err)
 			}
 			continue // another process has it
 		}
@@ -184,11 +193,19 @@ func (s *Scheduler) RunDue(ctx context.Context) {
 		outcome := "delivered to the chat"
 		if err := s.submit(ctx, t.ChatKey, t.UserKey, id, text); err != nil {
 			outcome = "failed: " + err.Error()
-			s.cfg.Logger.Error("scheduler: the task's chat did not take it", "task", t.ID, "chat", t.ChatKey, "err", err)
+			s.failed(ctx, "scheduler: the task's chat did not take it", "task", t.ID, "chat", t.ChatKey, "err", err)
 		}
 		if err := s.store.FinishRun(ctx, run, outcome); err != nil {
-			s.cfg.Logger.Error("scheduler: cannot record a run's outcome", "task", t.ID, "err", err)
+			s.failed(ctx, "scheduler: cannot record a run's outcome", "task", t.ID, "err", err)
 		}
+	}
+}
+
+// failed logs an error, unless ctx has ended: then the error is the
+// stop's doing.
+func (s *Scheduler) failed(ctx context.Context, msg string, args ...any) {
+	if ctx.Err() == nil {
+		s.cfg.Logger.Error(msg, args...)
 	}
 }
 

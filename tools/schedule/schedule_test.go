@@ -3,12 +3,14 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"loadout/chat/chattest"
 	"loadout/store"
 	"loadout/tools"
 	"loadout/tools/schedule"
@@ -284,3 +286,46 @@ func TestScheduleSummaryShowsThePromptWhole(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// Found by probing: a serve stopped as its scheduler began logged
+// "cannot read unfinished runs: context canceled" and "cannot read due
+// tasks" as errors. What a stop cuts is not a failure: nothing is logged,
+// and once the stop comes no further task starts.
+func TestAStopIsNotAFailure(t *testing.T) {
+	var logs chattest.LogBuffer
+	c := &clock{t: start}
+	db, err := store.OpenTest(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var submitted int
+	ctx, cancel := context.WithCancel(context.Background())
+	submit := func(ctx context.Context, chatKey, userKey, id, text string) error {
+		submitted++
+		cancel() // the stop comes while the first task is submitted
+		return ctx.Err()
+	}
+	s := schedule.New(schedule.Config{Now: c.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, db, submit)
+	r := tools.NewRegistry()
+	if err := r.AddGroup(schedule.Group(), s.Tool()); err != nil {
+		t.Fatal(err)
+	}
+	x := tools.NewExecutor(r, nil)
+	caller := tools.WithCaller(context.Background(), tools.Caller{ChatKey: "telegram:42", UserKey: "telegram:42"})
+	for range 3 {
+		x.Run(caller, nil, []tools.Call{{ID: "1", Name: "scheduled_tasks", Arguments: `{"action":"schedule","prompt":"task","every":"10m"}`}})
+	}
+	c.set(start.Add(10 * time.Minute))
+	s.RunDue(ctx)
+	if submitted != 1 {
+		t.Errorf("%d tasks were submitted after the stop came during the first", submitted)
+	}
+	// A start the stop cuts at once.
+	if err := s.Run(ctx); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a stop was logged as a failure:\n%s", logs.String())
+	}
+}
