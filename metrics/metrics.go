@@ -53,6 +53,8 @@ type Metrics struct {
 	embedRequests *prometheus.CounterVec
 	embedTokens   *prometheus.CounterVec
 	embedTexts    *prometheus.CounterVec
+	// released counts the memory given back after bursts of work.
+	released prometheus.Counter
 }
 
 // InboxStats is what the inbox gauges are read from at each scrape.
@@ -132,7 +134,10 @@ func New(inbox InboxStats) *Metrics {
 			Name: "loadout_embedding_texts_total", Help: "Texts embedded (memories, messages, tools, queries), by model.",
 		}, []string{"model"}),
 	}
-	m.reg.MustRegister(m.embedRequests, m.embedTokens, m.embedTexts, m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
+	m.released = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "loadout_memory_released_total", Help: "Times the process gave its memory back to the system once a burst of work was over.",
+	})
+	m.reg.MustRegister(m.released, m.embedRequests, m.embedTokens, m.embedTexts, m.turns, m.turnSeconds, m.modelSeconds, m.modelTokens, m.toolCalls, m.groupLoads, m.sends, m.apiRetries,
 		m.voiceSeconds, m.voiceChars, m.providerCalls, m.providerFailures, m.failovers,
 		m.personTokens, m.chatTokens, m.personCost, m.chatCost,
 		inboxCollector{inbox},
@@ -150,6 +155,9 @@ func (m *Metrics) Embedded(model string, texts, tokens int) {
 
 // EmbedFailed counts a failed embeddings request of model.
 func (m *Metrics) EmbedFailed(model string) { m.embedRequests.WithLabelValues(model, "failed").Inc() }
+
+// Released counts memory given back after a burst of work.
+func (m *Metrics) Released() { m.released.Inc() }
 
 // Handler serves the registry.
 func (m *Metrics) Handler() http.Handler {

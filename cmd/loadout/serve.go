@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"loadout/bridge"
 	"loadout/httpd"
+	"loadout/internal/release"
 	"loadout/internal/startgc"
 	"loadout/settings"
 	"loadout/tools"
@@ -107,7 +107,9 @@ func (a *app) run(ctx context.Context, ln net.Listener, chans []bridge.Channel) 
 // channel is connected, or after settleWithin: one collection, and the
 // free pages of the runtime and of the C allocator (SQLite's) returned
 // to the system at once, rather than held by an idle process until the
-// runtime's scavenger gets to them (and, for SQLite's, never).
+// runtime's scavenger gets to them (and, for SQLite's, never). It then
+// does the same after every burst of work, until ctx ends (package
+// release).
 func (a *app) settle(ctx context.Context) {
 	if a.started != nil {
 		defer a.started()
@@ -125,8 +127,7 @@ func (a *app) settle(ctx context.Context) {
 	if a.started != nil {
 		a.started()
 	}
-	debug.FreeOSMemory()
-	a.db.GiveBack(ctx)
+	release.Watch(ctx, func() { a.db.GiveBack(ctx) }, a.metrics.Released)
 }
 
 // settleWithin bounds settle's wait for the channels to connect.

@@ -87,6 +87,7 @@ func BenchmarkServeTelegram(b *testing.B) {
 			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.cpuPerMsg.Seconds() * 1000 }), prefix+"CPU-ms/msg")
 			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.peakRSS / 1e6 }), prefix+"peak-RSS-MB")
 			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.loadAnon / 1e6 }), prefix+"load-anon-MB")
+			b.ReportMetric(median(f, func(f serveFigures) float64 { return f.quietAnon / 1e6 }), prefix+"quiet-anon-MB")
 		}
 		if len(bins) == 2 {
 			b.Logf("pairs won by -serve.bin (lower is better): start %d of %d, CPU per message %d of %d, idle anonymous memory %d of %d",
@@ -202,6 +203,7 @@ type serveFigures struct {
 	idleRSS, peakRSS float64
 	idleAnon         float64 // the process's own pages, without mapped files
 	loadAnon         float64 // the process's own pages at the end of the load
+	quietAnon        float64 // and once the process has been quiet for afterLoad
 	perSecond        float64
 	cpuPerMsg        time.Duration
 }
@@ -328,12 +330,18 @@ func runServe(b *testing.B, bin, dir string) serveFigures {
 		saveProfile(b, listen, "allocs", "allocs.pprof")
 		<-profiled
 	}
+	time.Sleep(afterLoad)
+	f.quietAnon = procStatus(b, cmd.Process.Pid, "RssAnon")
 	// A restart: the binary is in the page cache and the database exists.
 	stop(b, cmd)
 	cmd, f.restart, _ = fakes.start(b, bin, path)
 	stop(b, cmd)
 	return f
 }
+
+// afterLoad is how long the benchmark waits after the load before it
+// reads the memory a quiet process keeps.
+const afterLoad = 5 * time.Second
 
 // procStatus reads a kB figure of /proc/pid/status, in bytes.
 func procStatus(b *testing.B, pid int, key string) float64 {
@@ -391,7 +399,7 @@ func procCPU(b *testing.B, pid int) time.Duration {
 }
 
 // freeAddr is a local address nothing listens on.
-func freeAddr(b *testing.B) string {
+func freeAddr(b testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
