@@ -33,7 +33,7 @@ func newHotStatements(db *sql.DB) *hotStatements {
 // false (the caller holds a transaction, whose connection it must not
 // wait beside for another one: the store has two), the set is full, or
 // preparing failed (running it unprepared then reports why). No lock is
-// held while preparing, which may wait for a connection.
+// held while preparing or closing, which may wait for a connection.
 func (h *hotStatements) stmt(ctx context.Context, query string, prepare bool) *sql.Stmt {
 	h.mu.RLock()
 	st, n := h.m[query], len(h.m)
@@ -46,13 +46,19 @@ func (h *hotStatements) stmt(ctx context.Context, query string, prepare bool) *s
 		return nil
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if kept := h.m[query]; kept != nil || len(h.m) >= maxHot {
-		st.Close()
-		return kept
+	kept := h.m[query]
+	if kept == nil && len(h.m) < maxHot {
+		h.m[query] = st
+		h.mu.Unlock()
+		return st
 	}
-	h.m[query] = st
-	return st
+	h.mu.Unlock()
+	// Closed without the lock: closing waits for each connection the
+	// statement was prepared on, and one may be a writer's, waiting for
+	// SQLite's write lock held by a transaction that needs the lock to
+	// find its statements.
+	st.Close()
+	return kept
 }
 
 // prepareHot prepares queries for the transaction the caller is about to
@@ -69,10 +75,11 @@ func (d *DB) prepareHot(ctx context.Context, queries ...string) {
 // close closes the kept statements.
 func (h *hotStatements) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	for q, st := range h.m {
+	kept := h.m
+	h.m = map[string]*sql.Stmt{}
+	h.mu.Unlock()
+	for _, st := range kept {
 		st.Close()
-		delete(h.m, q)
 	}
 }
 

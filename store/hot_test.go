@@ -19,48 +19,7 @@ func TestHotStatementsKeptAndBounded(t *testing.T) {
 	db := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Go(func() {
-			key := fmt.Sprint("chat", w)
-			for i := range 15 {
-				it, _, err := db.Accept(ctx, "telegram", bridge.Pending{ID: fmt.Sprint(w, ":", i), Inbound: chat.Inbound{ChatKey: key}}, nil)
-				if err == nil {
-					_, err = db.Begin(ctx, it.Seq, false)
-				}
-				var s chat.Session
-				if err == nil {
-					s, err = db.OpenSession(ctx, key)
-				}
-				if err == nil {
-					_, err = db.LoadedGroups(ctx, s.ID)
-				}
-				if err == nil {
-					// Turns of 1 to 60 messages: more shapes of INSERT
-					// than the store keeps.
-					msgs := make([]chat.Message, 1+(w*15+i)%60)
-					for j := range msgs {
-						msgs[j] = chat.Message{Role: chat.RoleUser, Text: "hi"}
-					}
-					err = db.Append(ctx, s.ID, msgs, chat.Usage{})
-				}
-				if err == nil {
-					err = db.Answer(ctx, it.Seq, bridge.Answer{Parts: []string{"ok"}})
-				}
-				if err == nil {
-					err = db.Finish(ctx, it.Seq, bridge.StateDone)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := writeTurns(ctx, db, 8, 15); err != nil {
 		t.Fatal(err)
 	}
 	if db.hot == nil {
@@ -116,4 +75,51 @@ func TestGiveBackDropsCachedPages(t *testing.T) {
 		t.Fatalf("history after GiveBack: %d messages, %v", len(got), err)
 	}
 	t.Logf("SQLite held %d bytes, %d after GiveBack", before, after)
+}
+
+// writeTurns writes what writers chats' turns write to the store at
+// once, turns of them each, and returns the first error.
+func writeTurns(ctx context.Context, db *DB, writers, turns int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			key := fmt.Sprint("chat", w)
+			for i := range turns {
+				it, _, err := db.Accept(ctx, "telegram", bridge.Pending{ID: fmt.Sprint(w, ":", i), Inbound: chat.Inbound{ChatKey: key}}, nil)
+				if err == nil {
+					_, err = db.Begin(ctx, it.Seq, false)
+				}
+				var s chat.Session
+				if err == nil {
+					s, err = db.OpenSession(ctx, key)
+				}
+				if err == nil {
+					_, err = db.LoadedGroups(ctx, s.ID)
+				}
+				if err == nil {
+					// Turns of 1 to 60 messages: more shapes of INSERT
+					// than the store keeps.
+					msgs := make([]chat.Message, 1+(w*turns+i)%60)
+					for j := range msgs {
+						msgs[j] = chat.Message{Role: chat.RoleUser, Text: "hi"}
+					}
+					err = db.Append(ctx, s.ID, msgs, chat.Usage{})
+				}
+				if err == nil {
+					err = db.Answer(ctx, it.Seq, bridge.Answer{Parts: []string{"ok"}})
+				}
+				if err == nil {
+					err = db.Finish(ctx, it.Seq, bridge.StateDone)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }

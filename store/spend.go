@@ -83,10 +83,6 @@ func chargeArgs(c chat.Charge, now time.Time) []any {
 func (d *DB) Reserve(ctx context.Context, userKey, chatKey, day, monthStart string, fit func(chat.Spent) (chat.Spend, error)) error {
 	// Prepared before the transaction begins (see prepareHot).
 	d.prepareHot(ctx, chargeSpend, spentBoth)
-	if !d.pg {
-		d.reserving.Lock()
-		defer d.reserving.Unlock()
-	}
 	var refused error
 	err := d.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if d.pg {

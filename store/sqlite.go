@@ -37,6 +37,14 @@ func Open(path string) (*DB, error) {
 // setting up: ten seconds, SQLite's busy timeout here.
 const openTries = 100
 
+// busyTimeout is how long a statement waits for SQLite's write lock
+// (_busy_timeout), and a writer for its turn in this process (writers).
+const busyTimeout = 10 * time.Second
+
+// lockTimeout is SQLite's busy timeout: busyTimeout, unless a test
+// shortens it to see that writers of one process never wait on SQLite.
+var lockTimeout = busyTimeout
+
 func openSQLite(path string) (*DB, error) {
 	keepFreedMemory()
 	if path != ":memory:" {
@@ -50,7 +58,7 @@ func openSQLite(path string) (*DB, error) {
 	if err := seed(path, fts); err != nil {
 		return nil, err
 	}
-	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_busy_timeout=%d&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate", path, lockTimeout.Milliseconds())
 	conns := newConnector(dsn)
 	sqlDB := sql.OpenDB(conns)
 	g, err := gorm.Open(sqlite.New(sqlite.Config{Conn: sqlDB}), gormConfig())
@@ -87,6 +95,8 @@ const maxConns = 2
 type connector struct {
 	dsn string
 	drv driver.Driver
+	// w queues the writes of the connections' (queueWrites).
+	w *writers
 
 	mu    sync.Mutex
 	ahead chan opened // the connection opened ahead, until taken
@@ -101,7 +111,7 @@ func newConnector(dsn string) *connector {
 	// The driver as database/sql registered it, without a connection.
 	db, _ := sql.Open("sqlite3", "")
 	defer db.Close()
-	return &connector{dsn: dsn, drv: db.Driver()}
+	return &connector{dsn: dsn, drv: db.Driver(), w: newWriters()}
 }
 
 func (c *connector) Driver() driver.Driver { return c.drv }
@@ -113,14 +123,18 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		select {
 		case o := <-ahead:
 			if o.err == nil {
-				return o.conn, nil
+				return queueWrites(o.conn, c.w), nil
 			}
 		case <-ctx.Done():
 			go closeWhenOpen(ahead)
 			return nil, ctx.Err()
 		}
 	}
-	return c.drv.Open(c.dsn)
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return queueWrites(conn, c.w), nil
 }
 
 // openAhead starts opening a connection and reading the schema into it.

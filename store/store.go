@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,11 +52,6 @@ type DB struct {
 	// are off. wake tells the embedding job of rows written.
 	meaning *Meaning
 	wake    chan struct{}
-	// reserving queues this handle's reservations (Reserve) on SQLite
-	// before they ask for the database's write lock: SQLite's busy
-	// handler waits by sleeping and retrying, which under many at once
-	// lets some wait past the busy timeout ("database is locked").
-	reserving sync.Mutex
 }
 
 // session is a chat's conversation from open until /clear.
