@@ -99,7 +99,8 @@ func (c *queuedConn) ExecContext(ctx context.Context, query string, args []drive
 
 // QueryContext runs query in a transaction; outside one database/sql
 // prepares it instead (driver.ErrSkip), so that the statement says
-// whether it writes.
+// whether it writes. Prepared, a query of several statements runs its
+// first alone: the store's queries are one statement each.
 func (c *queuedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if !c.inTx {
 		return nil, driver.ErrSkip
