@@ -286,7 +286,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 			}
 			return err
 		})
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // else the stop cut it
 			p.log.Error("delivery: cannot apply the journal of sent parts; retrying", "channel", p.cfg.Channel, "err", err)
 		}
 		return err
@@ -294,7 +294,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	patient.Do(ctx, backoff.Always, func(ctx context.Context) error {
 		var err error
 		items, err = p.cfg.Inbox.Unfinished(ctx, p.cfg.Channel)
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // else the stop cut it
 			p.log.Error("delivery: cannot read the inbox; retrying", "channel", p.cfg.Channel, "err", err)
 		}
 		return err

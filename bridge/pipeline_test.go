@@ -1100,3 +1100,33 @@ func TestAStopWhileClaimingIsNotAFailure(t *testing.T) {
 		t.Errorf("the event was not left for the next start: %d items, %v", len(items), err)
 	}
 }
+
+// stopsWhileReading is an inbox whose first read of the unfinished
+// events comes as the process stops.
+type stopsWhileReading struct {
+	bridge.Inbox
+	stop context.CancelFunc
+}
+
+func (s stopsWhileReading) Unfinished(ctx context.Context, channel string) ([]bridge.Item, error) {
+	s.stop()
+	return nil, ctx.Err()
+}
+
+// Found by probing: a serve stopped while a channel's pipeline started
+// logged "delivery: cannot read the inbox; retrying: context canceled".
+// Start returns the stop's error and logs nothing.
+func TestAStopWhileStartingIsNotAFailure(t *testing.T) {
+	db, _ := openStore(t)
+	var logs chattest.LogBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	p := bridge.NewPipeline(bridge.PipelineConfig{Channel: "test", Inbox: stopsWhileReading{db, cancel}, Outlet: &outlet{}, Logger: logger(&logs),
+		Handler: handlerFunc(func(context.Context, chat.Inbound) (string, error) { return "re", nil })})
+	if err := p.Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start = %v, want the stop's error", err)
+	}
+	p.Stop()
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("the stop was logged as a failure:\n%s", logs.String())
+	}
+}

@@ -113,7 +113,7 @@ func (a *Adapter) keep(ctx context.Context, e *envelope) {
 	p := backoff.Policy{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Sleep: a.cfg.sleep}
 	err := p.Do(ctx, backoff.Always, func(ctx context.Context) error {
 		err := a.envelope(ctx, e)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			a.log.Error("signal: cannot store a message, retrying", "err", err)
 		}
 		return err
