@@ -163,7 +163,23 @@ func Kills(t *testing.T, ch Killed, launch Launch) {
 		}
 		if kills < KillTimes {
 			time.Sleep(random(20, 500)) // a moment unrelated to what the process does
-			p.kill()
+			if kills == KillTimes/2 {
+				// One life is stopped as an operator stops it, with
+				// messages in flight: it ends cleanly, and what its stop
+				// cuts is not logged as a failure.
+				// A stop before the process handles signals (its packages
+				// still initialising) ends it as SIGTERM does any program.
+				Await(t, "the process to serve", func() bool { return healthy(addr) })
+				from := len(p.log())
+				if err := p.stop(); err != nil {
+					t.Errorf("a process stopped with messages in flight did not end cleanly: %v\n%s", err, Tail(p.log()[from:], 3000))
+				}
+				if cut := grep(p.log()[from:], "level=ERROR"); cut != "" {
+					t.Errorf("a stop with messages in flight was logged as a failure:\n%s", cut)
+				}
+			} else {
+				p.kill()
+			}
 			kills++
 			if ch.WhileDown {
 				before := sent.Load()
@@ -228,7 +244,25 @@ func Kills(t *testing.T, ch Killed, launch Launch) {
 	if ch.Check != nil && !t.Failed() {
 		ch.Check(t, log)
 	}
+	// The last life is stopped as an operator stops it: it ends cleanly,
+	// and what its stop cuts is not logged as a failure.
+	if err := p.stop(); err != nil {
+		t.Errorf("the last process did not stop cleanly: %v", err)
+	}
+	if cut := grep(p.log()[len(log):], "level=ERROR"); cut != "" {
+		t.Errorf("the stop was logged as a failure:\n%s", cut)
+	}
 	t.Logf("%d messages in %d chats, %d kills; %d answers sent again after a kill, %d messages lost", total, KillChats, kills, doubled, lost)
+}
+
+// healthy reports whether the process at addr answers /healthz.
+func healthy(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // lostFrom reports how many of want got leaves out, when got is want
@@ -257,6 +291,7 @@ type killedProcess struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
+	exit error         // how it exited, once done is closed
 	logs bytes.Buffer
 }
 
@@ -267,11 +302,21 @@ func (p *killedProcess) start() {
 		p.t.Fatal(err)
 	}
 	exited := make(chan struct{})
-	go func() { c.Wait(); close(exited) }()
+	go func() { p.exit = c.Wait(); close(exited) }()
 	p.mu.Lock()
 	p.cmd, p.done = c, exited
 	p.mu.Unlock()
 	p.t.Cleanup(func() { c.Process.Kill(); <-exited })
+}
+
+// stop ends the current life with SIGTERM and returns how it exited.
+func (p *killedProcess) stop() error {
+	p.mu.Lock()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	exited := p.done
+	p.mu.Unlock()
+	<-exited
+	return p.exit
 }
 
 func (p *killedProcess) kill() {

@@ -106,6 +106,16 @@ func commands() []command {
 	}
 }
 
+// unlessStopped is err, unless it is what the stop asked for (ctx ended
+// by SIGTERM or an interrupt) cut short: a stop while the process
+// starts (a tool set loading, a channel connecting) is a clean exit.
+func unlessStopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
 // errUsage marks a command line that could not be understood; main exits
 // with status 2 for it.
 type errUsage struct{ msg string }
@@ -128,6 +138,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	ctx, stopInterrupts := console.WithInterrupts(ctx)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	err = unlessStopped(ctx, err)
 	stopInterrupts()
 	stop()
 	if err != nil {

@@ -385,4 +385,63 @@ func TestAStopLogsNoError(t *testing.T) {
 			}
 		}
 	}
+	// Stopped while Telegram has not yet answered getMe: the channel is
+	// still connecting.
+	tg := telegramtest.New(t)
+	tg.Hold("getMe", 0)
+	model := chattest.NewModelServer(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
+		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n",
+		model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint())
+	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, "serve -config "+path)
+	c.waitFor(t, "getMe", func() int { return len(c.logs.String()) }, func() bool { return len(tg.Calls("getMe")) > 0 })
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	<-c.exited
+	if c.err != nil {
+		t.Errorf("stopped while connecting: %v\n%s", c.err, c.logs.String())
+	}
+	for _, line := range strings.Split(c.logs.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("stopped while connecting, it logged: %s", line)
+		}
+	}
+}
+
+// Found by probing: a serve stopped 30 ms after it was started, while its
+// tools loaded, exited with status 1 ("loadout: custom tools: context
+// canceled"). A stop at any moment of the start is a clean exit, or,
+// before the process handles signals at all, SIGTERM's own.
+func TestAStopDuringStartIsClean(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	tg := telegramtest.New(t)
+	model := chattest.NewModelServer(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
+		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n",
+		model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint())
+	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ms := range []time.Duration{10, 20, 30, 45, 60, 80, 100, 130, 160, 200, 250, 300} {
+		c := startChild(t, "serve -config "+path)
+		time.Sleep(ms * time.Millisecond)
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		<-c.exited
+		if c.err != nil && c.err.Error() != "signal: terminated" {
+			t.Errorf("stopped %d ms after it was started: %v\n%s", ms, c.err, c.logs.String())
+		}
+		for _, line := range strings.Split(c.logs.String(), "\n") {
+			if strings.Contains(line, "level=ERROR") {
+				t.Errorf("stopped %d ms after it was started, it logged: %s", ms, line)
+			}
+		}
+	}
 }
