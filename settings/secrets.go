@@ -1,6 +1,8 @@
 package settings
 
 import (
+	"io"
+	"log/slog"
 	"os"
 
 	"loadout/bridge/triggers"
@@ -52,4 +54,11 @@ func (c Config) Settings() []ui.Setting {
 		out = append(out, ui.SettingOf(e, redact))
 	}
 	return out
+}
+
+// Logger writes c.Log's level and format to w, with every secret c
+// declares (Secrets) and anything shaped like a credential (Shapes)
+// taken out.
+func (c Config) Logger(w io.Writer) *slog.Logger {
+	return logs.New(w, c.Log.Level, c.Log.Format, c.Secrets(), Shapes())
 }

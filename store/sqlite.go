@@ -95,7 +95,7 @@ const maxConns = 2
 type connector struct {
 	dsn string
 	drv driver.Driver
-	// w queues the writes of the connections' (queueWrites).
+	// w queues the connections' writes (queueWrites).
 	w *writers
 
 	mu    sync.Mutex

@@ -51,7 +51,7 @@ func TestEveryChannelsSecretsAndShapesAreRedacted(t *testing.T) {
 			}
 			cfg.Channels[k.Name()] = section.Interface()
 			var buf chattest.LogBuffer
-			log := newLogger(cfg, &buf)
+			log := cfg.Logger(&buf)
 			var leaks []string
 			for _, v := range declared {
 				if v != "" {

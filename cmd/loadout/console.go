@@ -31,7 +31,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 	if cfg.Log.Level == "info" {
 		quiet := cfg
 		quiet.Log.Level = "warn"
-		log = newLogger(quiet, c.stderr)
+		log = quiet.Logger(c.stderr)
 	}
 	startup := c.log
 	cc := console.Config{In: c.stdin, Out: c.stdout, User: cfg.Console.User, Stream: cfg.Console.Stream}
@@ -44,7 +44,7 @@ func chatREPL(ctx context.Context, c *cli) error {
 				return err
 			}
 			defer f.Close()
-			log = newLogger(cfg, f)
+			log = cfg.Logger(f)
 			startup = log
 			fmt.Fprintf(c.stdout, "Log lines go to %s.\n", path)
 		}

@@ -27,7 +27,6 @@ import (
 	"loadout/bridge/console"
 	"loadout/httpd"
 	"loadout/internal/startgc"
-	"loadout/logs"
 	"loadout/proc"
 	"loadout/settings"
 	"loadout/store"
@@ -106,16 +105,6 @@ func commands() []command {
 	}
 }
 
-// unlessStopped is err, unless it is what the stop asked for (ctx ended
-// by SIGTERM or an interrupt) cut short: a stop while the process
-// starts (a tool set loading, a channel connecting) is a clean exit.
-func unlessStopped(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
 // errUsage marks a command line that could not be understood; main exits
 // with status 2 for it.
 type errUsage struct{ msg string }
@@ -138,7 +127,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	ctx, stopInterrupts := console.WithInterrupts(ctx)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	err = unlessStopped(ctx, err)
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = nil // a stop during the start, as one after it, is a clean exit
+	}
 	stopInterrupts()
 	stop()
 	if err != nil {
@@ -212,7 +203,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	c := &cli{cfg: cfg, log: newLogger(cfg, stderr), stdin: stdin, stdout: stdout, stderr: stderr, configPath: path, arg: arg}
+	c := &cli{cfg: cfg, log: cfg.Logger(stderr), stdin: stdin, stdout: stdout, stderr: stderr, configPath: path, arg: arg}
 	if cmd.name == "serve" {
 		c.log.Info("loadout starting", cfg.Startup(cmd.name, path)...)
 	}
@@ -278,11 +269,4 @@ func help(args []string, stdout, stderr io.Writer) error {
 	}
 	commandUsage(cmd, stdout)
 	return nil
-}
-
-// newLogger writes cfg.Log's level and format to w, with every secret
-// cfg declares (settings.Config.Secrets) and anything shaped like a credential,
-// the channels' shapes included, taken out.
-func newLogger(cfg settings.Config, w io.Writer) *slog.Logger {
-	return logs.New(w, cfg.Log.Level, cfg.Log.Format, cfg.Secrets(), settings.Shapes())
 }

@@ -54,7 +54,7 @@ func TestLoggerRedactsEverywhere(t *testing.T) {
 		var buf chattest.LogBuffer
 		cfg := secretConfig()
 		cfg.Log.Format = format
-		log := newLogger(cfg, &buf)
+		log := cfg.Logger(&buf)
 		wrapped := fmt.Errorf("refresh: %w", errors.New(`oauth2: "invalid_grant" refresh_token=`+googleRefr))
 		log.With("token", tgToken, slog.Group("g", "k", slackApp)).WithGroup("req").Debug(
 			"GET https://api.telegram.org/bot"+tgToken+"/getMe failed",

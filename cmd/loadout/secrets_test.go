@@ -134,7 +134,7 @@ func TestLoggerRedactsEverySectionsSecrets(t *testing.T) {
 		"postgres://loadout:" + url.QueryEscape(dsnPassword+"/@") + "@db.example/loadout",
 	} {
 		var buf chattest.LogBuffer
-		log := newLogger(urlSecretsConfig(t, dsn), &buf)
+		log := urlSecretsConfig(t, dsn).Logger(&buf)
 		log.Error("calls failed", "brave", "X-Subscription-Token: "+braveKey, "header", "sent "+mcpHeader,
 			"err", fmt.Errorf("connect %s: refused", dsn), "pw", dsnPassword+"/@", "mcp", "GET http://127.0.0.1:1/mcp?api_key="+mcpQueryKey+"&team=blue",
 			"args", []string{"--api-key", mcpArgToken}, "env", "SERVICE_TOKEN="+mcpEnvToken, "url", "https://u:"+mcpArgURLPass+"@mcp.example/sse")
@@ -304,7 +304,7 @@ func TestEveryCredentialOfTheConfigIsDeclared(t *testing.T) {
 		t.Fatalf("only %d secrets declared: %q", len(secrets), secrets)
 	}
 	var buf chattest.LogBuffer
-	log := newLogger(cfg, &buf)
+	log := cfg.Logger(&buf)
 	for _, l := range lines {
 		log.Error("calling "+l+" failed", "value", l)
 	}
