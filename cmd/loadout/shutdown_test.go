@@ -358,14 +358,7 @@ func TestAStopLogsNoError(t *testing.T) {
 	for _, after := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 80 * time.Millisecond, 300 * time.Millisecond} {
 		tg := telegramtest.New(t)
 		model := chattest.NewModelServer(t)
-		dir := t.TempDir()
-		path := filepath.Join(dir, "config.yaml")
-		raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
-			"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n",
-			model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint())
-		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		path := stopConfig(t, tg, model)
 		// A first start makes the database; the second is a restart.
 		for start := 1; start <= 2; start++ {
 			polls := len(tg.Calls("getUpdates"))
@@ -378,10 +371,8 @@ func TestAStopLogsNoError(t *testing.T) {
 			if c.err != nil {
 				t.Errorf("start %d, stopped %s after its first poll: %v", start, after, c.err)
 			}
-			for _, line := range strings.Split(c.logs.String(), "\n") {
-				if strings.Contains(line, "level=ERROR") {
-					t.Errorf("start %d, stopped %s after its first poll, it logged: %s", start, after, line)
-				}
+			for _, line := range errorLines(c.logs.String()) {
+				t.Errorf("start %d, stopped %s after its first poll, it logged: %s", start, after, line)
 			}
 		}
 	}
@@ -390,14 +381,7 @@ func TestAStopLogsNoError(t *testing.T) {
 	tg := telegramtest.New(t)
 	tg.Hold("getMe", 0)
 	model := chattest.NewModelServer(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config.yaml")
-	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
-		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n",
-		model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint())
-	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := stopConfig(t, tg, model)
 	c := startChild(t, "serve -config "+path)
 	c.waitFor(t, "getMe", func() int { return len(c.logs.String()) }, func() bool { return len(tg.Calls("getMe")) > 0 })
 	c.cmd.Process.Signal(syscall.SIGTERM)
@@ -405,10 +389,8 @@ func TestAStopLogsNoError(t *testing.T) {
 	if c.err != nil {
 		t.Errorf("stopped while connecting: %v\n%s", c.err, c.logs.String())
 	}
-	for _, line := range strings.Split(c.logs.String(), "\n") {
-		if strings.Contains(line, "level=ERROR") {
-			t.Errorf("stopped while connecting, it logged: %s", line)
-		}
+	for _, line := range errorLines(c.logs.String()) {
+		t.Errorf("stopped while connecting, it logged: %s", line)
 	}
 }
 
@@ -422,14 +404,7 @@ func TestAStopDuringStartIsClean(t *testing.T) {
 	}
 	tg := telegramtest.New(t)
 	model := chattest.NewModelServer(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "config.yaml")
-	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
-		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n",
-		model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint())
-	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := stopConfig(t, tg, model)
 	for _, ms := range []time.Duration{10, 20, 30, 45, 60, 80, 100, 130, 160, 200, 250, 300} {
 		c := startChild(t, "serve -config "+path)
 		time.Sleep(ms * time.Millisecond)
@@ -438,10 +413,34 @@ func TestAStopDuringStartIsClean(t *testing.T) {
 		if c.err != nil && c.err.Error() != "signal: terminated" {
 			t.Errorf("stopped %d ms after it was started: %v\n%s", ms, c.err, c.logs.String())
 		}
-		for _, line := range strings.Split(c.logs.String(), "\n") {
-			if strings.Contains(line, "level=ERROR") {
-				t.Errorf("stopped %d ms after it was started, it logged: %s", ms, line)
-			}
+		for _, line := range errorLines(c.logs.String()) {
+			t.Errorf("stopped %d ms after it was started, it logged: %s", ms, line)
 		}
 	}
+}
+
+// stopConfig writes the config of a serve with Telegram on tg and the
+// model on model, in a directory of its own, and returns its path.
+func stopConfig(t *testing.T, tg *telegramtest.Server, model *chattest.ModelServer) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	raw := fmt.Sprintf("llm:\n  base_url: %s\n  api_key: sk-test\nstore:\n  path: %s\nhttp:\n  listen: 127.0.0.1:0\n"+
+		"telegram:\n  enabled: true\n  token: %q\n  api_endpoint: %q\n  allowed_users: [\"42\"]\n",
+		model.URL, filepath.Join(dir, "loadout.db"), telegramtest.Token, tg.Endpoint())
+	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// errorLines are the lines of a log at level ERROR.
+func errorLines(log string) []string {
+	var out []string
+	for line := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
