@@ -2,7 +2,9 @@ package bridgetest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -21,6 +23,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"loadout/chat/chattest"
+	"loadout/httpd"
 )
 
 // The kill suite: the program serving one channel is killed (SIGKILL:
@@ -169,7 +172,7 @@ func Kills(t *testing.T, ch Killed, launch Launch) {
 				// cuts is not logged as a failure.
 				// A stop before the process handles signals (its packages
 				// still initialising) ends it as SIGTERM does any program.
-				Await(t, "the process to serve", func() bool { return healthy(addr) })
+				Await(t, "the process to serve", func() bool { return httpd.Check(context.Background(), addr, "", io.Discard) == nil })
 				from := len(p.log())
 				if err := p.stop(); err != nil {
 					t.Errorf("a process stopped with messages in flight did not end cleanly: %v\n%s", err, Tail(p.log()[from:], 3000))
@@ -253,16 +256,6 @@ func Kills(t *testing.T, ch Killed, launch Launch) {
 		t.Errorf("the stop was logged as a failure:\n%s", cut)
 	}
 	t.Logf("%d messages in %d chats, %d kills; %d answers sent again after a kill, %d messages lost", total, KillChats, kills, doubled, lost)
-}
-
-// healthy reports whether the process at addr answers /healthz.
-func healthy(addr string) bool {
-	resp, err := http.Get("http://" + addr + "/healthz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // lostFrom reports how many of want got leaves out, when got is want
